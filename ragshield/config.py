@@ -1,0 +1,47 @@
+"""One Settings object for the whole package, read from RAGSHIELD_* environment variables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import platformdirs
+from pydantic import AliasChoices, Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+BackendName = Literal["embedded", "openai", "transformers"]
+
+
+def default_database_url() -> str:
+    return f"sqlite:///{PROJECT_ROOT / 'db' / 'ragshield.db'}"
+
+
+class Settings(BaseSettings):
+    """Configuration; every field can be set as RAGSHIELD_<FIELD> in the environment."""
+
+    model_config = SettingsConfigDict(env_prefix="RAGSHIELD_", extra="ignore")
+
+    cache_dir: Path = Field(default_factory=lambda: Path(platformdirs.user_cache_dir("ragshield")))
+    database_url: str = Field(default_factory=default_database_url)
+
+    backend: BackendName = "embedded"
+    # For `embedded`: a GGUF path (default: the assembled Qwen model). For `openai`: the
+    # served model name. For `transformers`: a hub name or a local directory.
+    model: str | None = None
+    openai_base_url: str = "http://127.0.0.1:8000/v1"
+    openai_api_key: SecretStr | None = Field(
+        default=None,
+        validation_alias=AliasChoices("RAGSHIELD_OPENAI_API_KEY", "OPENAI_API_KEY"),
+    )
+    request_timeout_s: float = 120.0
+    max_retries: int = 3
+    retry_backoff_s: float = 0.5
+    concurrency: int = 4
+
+    n_ctx: int = 4096
+    n_threads: int = 2
+    llm_cache: bool = True
+
+    embedding_model: str | None = None  # None: the packaged all-MiniLM-L6-v2

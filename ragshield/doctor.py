@@ -1,0 +1,94 @@
+"""`ragshield doctor`: check every part (models, embeddings, database) and report as JSON."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+from ragshield.config import Settings
+from ragshield.llm.base import LOGPROBS
+from ragshield.llm.factory import make_llm
+from ragshield.retrieval.embeddings import load_embedder
+from ragshield.store.database import masked, open_store
+
+DOCTOR_QUESTION = (
+    "Context: Paris is the capital of France. Question: What is the capital of France? "
+    "Answer in one word."
+)
+
+
+def _llm_check(settings: Settings, small: bool) -> dict[str, Any]:
+    started = time.perf_counter()
+    llm = make_llm(settings, small=small)  # no call cache: the doctor measures the model
+    load_s = time.perf_counter() - started
+    can_logprobs = LOGPROBS in llm.capabilities
+    reply = llm.chat(
+        [{"role": "user", "content": DOCTOR_QUESTION}],
+        max_tokens=16,
+        logprobs=can_logprobs,
+        top_logprobs=3 if can_logprobs else 0,
+    )
+    answer = reply.text.strip()
+    result: dict[str, Any] = {
+        "ok": bool(answer),
+        "backend": llm.backend,
+        "model": llm.model,
+        "answer": answer,
+        "answer_mentions_paris": "paris" in answer.lower(),
+        "load_seconds": round(load_s, 3),
+        "call_seconds": round(reply.seconds, 3),
+        "tokens_per_s": round(reply.completion_tokens / reply.seconds, 2) if reply.seconds else None,
+        "logprobs": bool(reply.tokens),
+        "capabilities": sorted(llm.capabilities),
+    }
+    if not answer:
+        result["error"] = "the model returned an empty answer"
+    return result
+
+
+def _embeddings_check(settings: Settings) -> dict[str, Any]:
+    started = time.perf_counter()
+    model = load_embedder(settings)
+    vectors = model.encode(
+        ["Paris is the capital of France.", "The capital of France is Paris.", "Bananas are yellow."],
+        normalize_embeddings=True,
+    )
+    close, far = float(vectors[0] @ vectors[1]), float(vectors[0] @ vectors[2])
+    ok = close > far
+    result: dict[str, Any] = {
+        "ok": ok,
+        "model": settings.embedding_model or "all-MiniLM-L6-v2 (packaged)",
+        "dimension": int(vectors.shape[1]),
+        "similar_pair": round(close, 4),
+        "unrelated_pair": round(far, 4),
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+    if not ok:
+        result["error"] = "paraphrases are not closer than unrelated sentences"
+    return result
+
+
+def _database_check(settings: Settings) -> dict[str, Any]:
+    store = open_store(settings.database_url)
+    try:
+        return {"ok": True, "url": store.url, "revision": store.revision()}
+    finally:
+        store.close()
+
+
+def _guarded(check: Callable[[], dict[str, Any]], **context: Any) -> dict[str, Any]:
+    try:
+        return check()
+    except Exception as exc:  # noqa: BLE001 - the doctor reports every failure, it never crashes
+        return {"ok": False, **context, "error": f"{type(exc).__name__}: {exc}"}
+
+
+def run_doctor(settings: Settings) -> dict[str, Any]:
+    return {
+        "llm": _guarded(lambda: _llm_check(settings, small=False), backend=settings.backend),
+        "small_llm": _guarded(lambda: _llm_check(settings, small=True)),
+        "embeddings": _guarded(lambda: _embeddings_check(settings)),
+        "database": _guarded(
+            lambda: _database_check(settings), url=masked(settings.database_url)
+        ),
+    }

@@ -1,0 +1,1 @@
+"""LLM backends behind one protocol (base.LLM), the call cache and the packaged models."""

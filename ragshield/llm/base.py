@@ -1,0 +1,62 @@
+"""The one protocol every LLM backend implements, and the errors they raise."""
+
+from __future__ import annotations
+
+from typing import Protocol, Sequence, runtime_checkable
+
+from ragshield.types import Completion, ContinuationScore, Message
+
+# Capability names a judge can require.
+CHAT = "chat"
+LOGPROBS = "logprobs"  # next-token log-probs with top alternatives on chat calls
+SCORE = "score"  # log-probability of a given continuation after given messages
+
+
+class LLMError(RuntimeError):
+    """A backend could not serve a call (after its retries, if any)."""
+
+
+class CapabilityError(LLMError):
+    """The backend lacks a capability the caller asked for."""
+
+
+@runtime_checkable
+class LLM(Protocol):
+    backend: str
+    model: str
+    capabilities: frozenset[str]
+
+    @property
+    def name(self) -> str: ...
+
+    def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        seed: int = 0,
+        logprobs: bool = False,
+        top_logprobs: int = 0,
+        stop: Sequence[str] | None = None,
+    ) -> Completion: ...
+
+    def score(self, prompt_messages: Sequence[Message], continuation: str) -> ContinuationScore: ...
+
+
+class BackendBase:
+    """Shared plumbing: the display name and the capability check."""
+
+    backend: str = ""
+    model: str = ""
+    capabilities: frozenset[str] = frozenset()
+
+    @property
+    def name(self) -> str:
+        return f"{self.backend}:{self.model}"
+
+    def require(self, capability: str) -> None:
+        if capability not in self.capabilities:
+            raise CapabilityError(
+                f"{self.name} cannot serve '{capability}' (it offers {sorted(self.capabilities)})"
+            )

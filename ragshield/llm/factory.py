@@ -1,0 +1,57 @@
+"""Building the configured LLM backend, wrapped in the call cache when a store is given."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ragshield.config import Settings
+from ragshield.llm.base import LLM
+from ragshield.llm.call_cache import CachedLLM
+from ragshield.llm.packaged_models import QWEN_05B, SMOLLM2_135M, ensure_model
+from ragshield.store.database import Store
+
+
+def embedded_model_path(settings: Settings, *, small: bool = False) -> Path:
+    """The GGUF file of the embedded model (or of the small one), assembled if needed."""
+    if small:
+        return ensure_model(SMOLLM2_135M, settings.cache_dir)
+    if settings.model:
+        return Path(settings.model).expanduser()
+    return ensure_model(QWEN_05B, settings.cache_dir)
+
+
+def make_llm(settings: Settings, *, store: Store | None = None, small: bool = False) -> LLM:
+    """The backend named by `settings.backend`; `small` picks the embedded SmolLM2-135M.
+
+    With a store and `settings.llm_cache` on, every call goes through the call cache.
+    """
+    inner: LLM
+    if small or settings.backend == "embedded":
+        from ragshield.llm.llama_cpp_backend import LlamaCppLLM
+
+        inner = LlamaCppLLM(
+            embedded_model_path(settings, small=small),
+            n_ctx=settings.n_ctx,
+            n_threads=settings.n_threads,
+        )
+    elif settings.backend == "openai":
+        from ragshield.llm.openai_backend import OpenAICompatibleLLM
+
+        key = settings.openai_api_key
+        inner = OpenAICompatibleLLM(
+            settings.openai_base_url,
+            settings.model,
+            api_key=key.get_secret_value() if key else None,
+            timeout_s=settings.request_timeout_s,
+            max_retries=settings.max_retries,
+            backoff_s=settings.retry_backoff_s,
+        )
+    else:
+        from ragshield.llm.transformers_backend import TransformersLLM
+
+        if not settings.model:
+            raise ValueError("the transformers backend needs a model: set RAGSHIELD_MODEL")
+        inner = TransformersLLM(settings.model)
+    if store is not None and settings.llm_cache:
+        return CachedLLM(inner, store)
+    return inner

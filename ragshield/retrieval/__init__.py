@@ -1,0 +1,1 @@
+"""Chunking, sparse/dense/hybrid retrieval and embeddings."""

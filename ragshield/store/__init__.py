@@ -1,0 +1,1 @@
+"""The database: SQLAlchemy models, Alembic migrations and sessions."""

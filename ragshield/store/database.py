@@ -1,0 +1,109 @@
+"""Opening the store: engine, SQLite pragmas, migrations to the newest revision, sessions."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+from sqlalchemy.orm import Session, sessionmaker
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+
+
+class StoreError(RuntimeError):
+    """The database cannot be opened or migrated."""
+
+
+def masked(url: str) -> str:
+    """The URL with its password hidden, safe for messages and logs."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return "<unparseable URL>"
+
+
+def _sqlite_pragmas(dbapi_connection, _record) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.close()
+
+
+def alembic_config(connection=None) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    config.attributes["connection"] = connection
+    return config
+
+
+@dataclass
+class Store:
+    engine: Engine
+    sessions: sessionmaker[Session]
+
+    @property
+    def url(self) -> str:
+        return self.engine.url.render_as_string(hide_password=True)
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        """A transaction: committed when the block ends, rolled back if it raises."""
+        with self.sessions() as session, session.begin():
+            yield session
+
+    def revision(self) -> str | None:
+        with self.engine.connect() as connection:
+            return MigrationContext.configure(connection).get_current_revision()
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+def create_store_engine(url: str) -> Engine:
+    try:
+        parsed = make_url(url)
+    except ArgumentError as exc:
+        raise StoreError(f"bad database URL {url!r}: {exc}") from exc
+    is_sqlite = parsed.get_backend_name() == "sqlite"
+    if is_sqlite and parsed.database and parsed.database != ":memory:":
+        folder = Path(parsed.database).expanduser().parent
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create the folder {folder} for {masked(url)}: {exc}") from exc
+    try:
+        engine = create_engine(
+            parsed,
+            pool_pre_ping=True,
+            connect_args={"timeout": 30, "check_same_thread": False} if is_sqlite else {},
+        )
+    except (ArgumentError, ImportError, SQLAlchemyError) as exc:
+        raise StoreError(f"cannot use database URL {masked(url)}: {exc}") from exc
+    if is_sqlite:
+        event.listen(engine, "connect", _sqlite_pragmas)
+    return engine
+
+
+def open_store(url: str, *, migrate: bool = True) -> Store:
+    """Connect to `url`, check the connection and bring the schema to the newest revision."""
+    engine = create_store_engine(url)
+    try:
+        with engine.begin() as connection:
+            connection.execute(text("SELECT 1"))
+            if migrate:
+                command.upgrade(alembic_config(connection), "head")
+    except SQLAlchemyError as exc:
+        engine.dispose()
+        reason = getattr(exc, "orig", None) or exc
+        raise StoreError(f"cannot open database {masked(url)}: {reason}") from exc
+    return Store(engine=engine, sessions=sessionmaker(engine, expire_on_commit=False))

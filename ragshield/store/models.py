@@ -1,0 +1,168 @@
+"""SQLAlchemy 2 table models. Schema changes go through an Alembic revision in migrations/."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    CheckConstraint,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+LABEL_VALUES = ("answerable", "unanswerable", "unsure")
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON, datetime: DateTime(timezone=True)}
+
+
+class Dataset(Base):
+    __tablename__ = "datasets"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    description: Mapped[str | None] = mapped_column(Text)
+    source: Mapped[str | None] = mapped_column(Text)
+    license: Mapped[str | None] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    samples: Mapped[list[Sample]] = relationship(back_populates="dataset", cascade="all")
+
+
+class Sample(Base):
+    __tablename__ = "samples"
+    __table_args__ = (UniqueConstraint("dataset_id", "external_id"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"), index=True)
+    external_id: Mapped[str] = mapped_column(String(200))
+    question: Mapped[str] = mapped_column(Text)
+    reference_answers: Mapped[list[Any]] = mapped_column(default=list)
+    answerable: Mapped[bool | None] = mapped_column(Boolean)
+    meta: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    dataset: Mapped[Dataset] = relationship(back_populates="samples")
+    passages: Mapped[list[Passage]] = relationship(
+        back_populates="sample", cascade="all", order_by="Passage.position"
+    )
+
+
+class Passage(Base):
+    __tablename__ = "passages"
+    __table_args__ = (UniqueConstraint("sample_id", "position"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    sample_id: Mapped[int] = mapped_column(ForeignKey("samples.id", ondelete="CASCADE"))
+    position: Mapped[int] = mapped_column(Integer)
+    doc_id: Mapped[str | None] = mapped_column(String(500))
+    title: Mapped[str | None] = mapped_column(Text)
+    text: Mapped[str] = mapped_column(Text)
+    score: Mapped[float | None] = mapped_column(Float)
+    sample: Mapped[Sample] = relationship(back_populates="passages")
+
+
+class Run(Base):
+    __tablename__ = "runs"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str | None] = mapped_column(String(200))
+    dataset_id: Mapped[int | None] = mapped_column(ForeignKey("datasets.id", ondelete="SET NULL"))
+    config: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    code_version: Mapped[str | None] = mapped_column(String(100))
+    seed: Mapped[int] = mapped_column(Integer, default=0)
+    status: Mapped[str] = mapped_column(String(20), default="pending")
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    finished_at: Mapped[datetime | None]
+
+
+class AnswerRow(Base):
+    __tablename__ = "answers"
+    __table_args__ = (UniqueConstraint("run_id", "sample_id", "answerer"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    sample_id: Mapped[int] = mapped_column(ForeignKey("samples.id", ondelete="CASCADE"))
+    answerer: Mapped[str] = mapped_column(String(100))
+    text: Mapped[str | None] = mapped_column(Text)
+    raw: Mapped[str | None] = mapped_column(Text)
+    evidence: Mapped[list[Any]] = mapped_column(default=list)
+    error: Mapped[str | None] = mapped_column(Text)
+    prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    seconds: Mapped[float] = mapped_column(Float, default=0.0)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class VerdictRow(Base):
+    __tablename__ = "verdicts"
+    __table_args__ = (UniqueConstraint("answer_id", "judge"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    answer_id: Mapped[int] = mapped_column(ForeignKey("answers.id", ondelete="CASCADE"))
+    judge: Mapped[str] = mapped_column(String(100))
+    keep: Mapped[bool | None] = mapped_column(Boolean)
+    score: Mapped[float | None] = mapped_column(Float)
+    rationale: Mapped[str | None] = mapped_column(Text)
+    available: Mapped[bool] = mapped_column(Boolean, default=True)
+    error: Mapped[str | None] = mapped_column(Text)
+    trace: Mapped[list[Any]] = mapped_column(default=list)
+    calls: Mapped[int] = mapped_column(Integer, default=0)
+    prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    cached_prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    cache_hits: Mapped[int] = mapped_column(Integer, default=0)
+    seconds: Mapped[float] = mapped_column(Float, default=0.0)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class LLMCallRow(Base):
+    """The LLM call cache: one row per distinct (backend, model, method, request)."""
+
+    __tablename__ = "llm_calls"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    key: Mapped[str] = mapped_column(String(64), unique=True)  # sha256 of the request
+    backend: Mapped[str] = mapped_column(String(100))
+    model: Mapped[str] = mapped_column(String(300))
+    method: Mapped[str] = mapped_column(String(20))  # "chat" | "score"
+    request: Mapped[dict[str, Any]]
+    response: Mapped[dict[str, Any]]
+    prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    seconds: Mapped[float] = mapped_column(Float, default=0.0)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Annotator(Base):
+    __tablename__ = "annotators"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    role: Mapped[str | None] = mapped_column(String(100))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Label(Base):
+    """One answerability judgement by one person. A change adds a row; rows are never updated."""
+
+    __tablename__ = "labels"
+    __table_args__ = (
+        CheckConstraint(
+            f"label IN ({', '.join(repr(v) for v in LABEL_VALUES)})", name="ck_labels_label_value"
+        ),
+        Index("ix_labels_sample_annotator", "sample_id", "annotator_id", "created_at"),
+    )
+    id: Mapped[int] = mapped_column(primary_key=True)
+    sample_id: Mapped[int] = mapped_column(ForeignKey("samples.id", ondelete="CASCADE"))
+    annotator_id: Mapped[int] = mapped_column(ForeignKey("annotators.id", ondelete="CASCADE"))
+    answer_id: Mapped[int | None] = mapped_column(ForeignKey("answers.id", ondelete="SET NULL"))
+    label: Mapped[str] = mapped_column(String(20))
+    answer_correct: Mapped[bool | None] = mapped_column(Boolean)
+    note: Mapped[str | None] = mapped_column(Text)
+    passages_shown: Mapped[list[Any]] = mapped_column(default=list)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -1,0 +1,1 @@
+"""The Gradio app: wiring only, every action calls a library function."""

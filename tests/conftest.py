@@ -1,0 +1,94 @@
+"""Shared fixtures: settings in a temp folder, real SQLite and PostgreSQL stores, the embedded
+models, and free ports for servers that tests start."""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+from sqlalchemy import Engine, create_engine, text
+from sqlalchemy.engine import make_url
+
+from ragshield.config import Settings
+from ragshield.store.database import Store, open_store
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+POSTGRES_ADMIN_URL = os.environ.get(
+    "RAGSHIELD_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def model_cache_dir() -> Path:
+    """Where the packaged models are assembled (shared by the whole run, as in real use)."""
+    return Settings().cache_dir
+
+
+@pytest.fixture
+def settings(tmp_path: Path, model_cache_dir: Path) -> Settings:
+    return Settings(cache_dir=model_cache_dir, database_url=f"sqlite:///{tmp_path / 'test.db'}")
+
+
+@pytest.fixture(scope="session")
+def postgres_admin() -> Iterator[Engine]:
+    """An AUTOCOMMIT connection to the local PostgreSQL server, for creating test databases."""
+    if os.environ.get("RAGSHIELD_SKIP_POSTGRES") == "1":
+        pytest.skip("RAGSHIELD_SKIP_POSTGRES=1")
+    admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    yield admin
+    admin.dispose()
+
+
+@pytest.fixture
+def postgres_url(postgres_admin: Engine) -> Iterator[str]:
+    """A fresh, empty PostgreSQL database for one test, dropped afterwards."""
+    name = f"ragshield_test_{uuid.uuid4().hex[:12]}"
+    with postgres_admin.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield make_url(POSTGRES_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with postgres_admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The URL of an empty database: a SQLite file or a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'store.db'}"
+    return request.getfixturevalue("postgres_url")
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[Store]:
+    opened = open_store(store_url)
+    yield opened
+    opened.close()
+
+
+@pytest.fixture(scope="session")
+def qwen_path(model_cache_dir: Path) -> Path:
+    from ragshield.llm.packaged_models import QWEN_05B, ensure_model
+
+    return ensure_model(QWEN_05B, model_cache_dir)
+
+
+@pytest.fixture(scope="session")
+def embedded_llm(qwen_path: Path):
+    from ragshield.llm.llama_cpp_backend import LlamaCppLLM
+
+    return LlamaCppLLM(qwen_path, n_ctx=4096, n_threads=2)

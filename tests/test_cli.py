@@ -1,0 +1,75 @@
+"""`python -m ragshield` as a user runs it: real subprocesses, real models, real database."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "ragshield", *args], cwd=ROOT, env=full_env,
+        capture_output=True, text=True, timeout=timeout,
+    )
+
+
+def test_doctor_reports_every_part_ok(tmp_path):
+    result = run_cli("doctor", "--json", env={"RAGSHIELD_DATABASE_URL": f"sqlite:///{tmp_path}/d.db"})
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads(result.stdout)
+    assert set(report) == {"llm", "small_llm", "embeddings", "database"}
+    assert all(part["ok"] for part in report.values())
+    llm = report["llm"]
+    assert "paris" in llm["answer"].lower()
+    assert llm["model"] == "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+    assert llm["logprobs"] is True and llm["tokens_per_s"] > 0
+    assert report["embeddings"]["dimension"] == 384
+    assert report["database"]["revision"]
+
+
+def test_doctor_fails_with_reasons_and_still_reports_the_rest(tmp_path):
+    result = run_cli(
+        "doctor", "--json",
+        env={"RAGSHIELD_DATABASE_URL": "postgresql+psycopg://u:hunter2@127.0.0.1:1/x",
+             "RAGSHIELD_MODEL": str(tmp_path / "missing.gguf")},
+    )
+    assert result.returncode != 0
+    report = json.loads(result.stdout)
+    assert not report["database"]["ok"] and "cannot open database" in report["database"]["error"]
+    assert "hunter2" not in result.stdout + result.stderr
+    assert not report["llm"]["ok"] and "missing.gguf" in report["llm"]["error"]
+    assert report["small_llm"]["ok"] and report["embeddings"]["ok"]
+
+
+def test_doctor_against_an_unreachable_endpoint_ends_quickly(tmp_path):
+    result = run_cli(
+        "doctor", "--json",
+        env={"RAGSHIELD_BACKEND": "openai",
+             "RAGSHIELD_OPENAI_BASE_URL": f"http://127.0.0.1:{free_port()}/v1",
+             "RAGSHIELD_MAX_RETRIES": "2", "RAGSHIELD_RETRY_BACKOFF_S": "0.05",
+             "RAGSHIELD_DATABASE_URL": f"sqlite:///{tmp_path}/d.db"},
+        timeout=120,
+    )
+    assert result.returncode != 0
+    report = json.loads(result.stdout)
+    assert "after 3 attempts" in report["llm"]["error"]
+
+
+def test_models_prepare_reports_verified_paths():
+    result = run_cli("models", "prepare", "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert all(item["ok"] and Path(item["path"]).is_file() for item in report.values())
+
+
+def test_unknown_command_is_a_usage_error():
+    result = run_cli("frobnicate")
+    assert result.returncode == 2 and "frobnicate" in result.stderr
