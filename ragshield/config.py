@@ -45,3 +45,5 @@ class Settings(BaseSettings):
     llm_cache: bool = True
 
     embedding_model: str | None = None  # None: the packaged all-MiniLM-L6-v2
+    # Ingested corpora (chunks and their BM25 / FAISS indexes), one folder per corpus name.
+    corpora_dir: Path = PROJECT_ROOT / "db" / "corpora"

@@ -70,3 +70,26 @@ class ContinuationScore:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ContinuationScore:
         return cls(**{**data, "tokens": [TokenLogprob(**t) for t in data["tokens"]]})
+
+
+@dataclass
+class Passage:
+    """A piece of text shown to the model: given by a dataset or found by retrieval."""
+
+    text: str
+    title: str | None = None
+    doc_id: str | None = None  # the document (or chunk) it comes from
+    score: float | None = None  # retrieval score, when retrieved
+    meta: dict[str, Any] = field(default_factory=dict)  # offsets, relevance flags, source...
+
+
+@dataclass
+class Sample:
+    """One question with its passages and what is known about its answer (METHODS 1)."""
+
+    id: str
+    question: str
+    passages: list[Passage] = field(default_factory=list)
+    reference_answers: list[str] = field(default_factory=list)
+    answerable: bool | None = None  # do the passages contain an answer, when known
+    meta: dict[str, Any] = field(default_factory=dict)  # domain, question type, query time...

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import time
+import urllib.request
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
@@ -92,3 +96,37 @@ def embedded_llm(qwen_path: Path):
     from ragshield.llm.llama_cpp_backend import LlamaCppLLM
 
     return LlamaCppLLM(qwen_path, n_ctx=4096, n_threads=2)
+
+
+@contextmanager
+def running_server(
+    args: list[str], ready_url: str, log_path: Path, *, env: dict[str, str] | None = None,
+    cwd: Path | None = None, timeout_s: float = 180,
+) -> Iterator[subprocess.Popen]:
+    """Start a server process, wait until `ready_url` answers, stop it afterwards.
+
+    Its output goes to a file, not a pipe: a chatty server would block on a full pipe.
+    """
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, cwd=cwd,
+                                   env={**os.environ, **(env or {})})
+        try:
+            deadline = time.monotonic() + timeout_s
+            while True:
+                try:
+                    urllib.request.urlopen(ready_url, timeout=2)
+                    break
+                except OSError:
+                    if process.poll() is not None:
+                        raise RuntimeError(f"{args[:3]} exited: {log_path.read_text()[-3000:]}")
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"{args[:3]} did not answer within {timeout_s} s")
+                    time.sleep(0.3)
+            yield process
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()

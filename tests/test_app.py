@@ -2,46 +2,28 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 from gradio_client import Client
 
-from tests.conftest import free_port
+from tests.conftest import free_port, running_server
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def running_app(tmp_path_factory) -> str:
+def running_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     port = free_port()
-    db = tmp_path_factory.mktemp("app") / "app.db"
-    process = subprocess.Popen(
-        [sys.executable, "app.py", "--host", "127.0.0.1", "--port", str(port)],
-        cwd=ROOT, env={**os.environ, "RAGSHIELD_DATABASE_URL": f"sqlite:///{db}"},
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )
+    folder = tmp_path_factory.mktemp("app")
     url = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + 180
-    while True:
-        try:
-            urllib.request.urlopen(url, timeout=2)
-            break
-        except OSError:
-            if process.poll() is not None:
-                raise RuntimeError(f"app exited: {process.stderr.read().decode()[-2000:]}")
-            if time.monotonic() > deadline:
-                process.kill()
-                raise RuntimeError("app did not start within 180 s")
-            time.sleep(0.5)
-    yield url
-    process.terminate()
-    process.wait(timeout=30)
+    with running_server(
+        [sys.executable, "app.py", "--host", "127.0.0.1", "--port", str(port)], url,
+        folder / "app.log", cwd=ROOT, env={"RAGSHIELD_DATABASE_URL": f"sqlite:///{folder}/app.db"},
+    ):
+        yield url
 
 
 def test_ask_endpoint_answers_and_replays_from_the_cache(running_app):

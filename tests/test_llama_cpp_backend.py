@@ -48,6 +48,9 @@ def test_sampling_depends_on_the_seed(embedded_llm):
 
 def test_logprobs_match_llama_cpp_pythons_own_computation(embedded_llm):
     messages = ask("When was the Eiffel Tower completed?")
+    # Both computations read the prompt from scratch, in the same batches, so the logits
+    # are computed identically (batch shape changes the last digits of quantised matmuls).
+    embedded_llm._llama.reset()
     ours = embedded_llm.chat(messages, max_tokens=8, logprobs=True, top_logprobs=3)
     assert ours.tokens is not None and len(ours.tokens) == ours.completion_tokens
     assert "".join(t.token for t in ours.tokens) == ours.text
@@ -58,13 +61,14 @@ def test_logprobs_match_llama_cpp_pythons_own_computation(embedded_llm):
         # Greedy decoding picks the most likely token.
         assert math.isclose(token.logprob, values[0], abs_tol=1e-6)
     with embedded_llm._lock:  # the library's own chat API, for a cross-check
+        embedded_llm._llama.reset()
         theirs = embedded_llm._llama.create_chat_completion(
             messages=messages, max_tokens=8, temperature=0.0, logprobs=True, top_logprobs=3
         )
     their_content = theirs["choices"][0]["logprobs"]["content"]
     assert [c["token"] for c in their_content] == [t.token for t in ours.tokens]
     for mine, their in zip(ours.tokens, their_content):
-        assert mine.logprob == pytest.approx(their["logprob"], abs=1e-3)
+        assert mine.logprob == pytest.approx(their["logprob"], abs=1e-4)
 
 
 def test_score_agrees_with_generation_and_prefers_the_right_answer(embedded_llm):

@@ -4,11 +4,9 @@ a scripted HTTP server on 127.0.0.1 (500s, 429, 400, hangs, no log-probs)."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Iterator
@@ -17,7 +15,7 @@ import pytest
 
 from ragshield.llm.base import CHAT, LOGPROBS, CapabilityError, LLMError
 from ragshield.llm.openai_backend import OpenAICompatibleLLM
-from tests.conftest import free_port
+from tests.conftest import free_port, running_server
 
 QUESTION = [
     {"role": "user", "content": "Context: Paris is the capital of France. "
@@ -26,34 +24,16 @@ QUESTION = [
 
 
 @pytest.fixture(scope="module")
-def llama_server(qwen_path: Path) -> Iterator[str]:
+def llama_server(qwen_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """`python -m llama_cpp.server` with the embedded model on a free local port."""
     port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(qwen_path),
-         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--n_threads", "2",
-         "--logits_all", "true", "--model_alias", "qwen-embedded"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )
     base_url = f"http://127.0.0.1:{port}/v1"
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            urllib.request.urlopen(f"{base_url}/models", timeout=2)
-            break
-        except OSError:
-            if process.poll() is not None:
-                raise RuntimeError(f"llama_cpp.server exited: {process.stderr.read().decode()[-2000:]}")
-            if time.monotonic() > deadline:
-                process.kill()
-                raise RuntimeError("llama_cpp.server did not start within 120 s")
-            time.sleep(0.5)
-    yield base_url
-    process.terminate()
-    try:
-        process.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        process.kill()
+    args = [sys.executable, "-m", "llama_cpp.server", "--model", str(qwen_path),
+            "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--n_threads", "2",
+            "--logits_all", "true", "--model_alias", "qwen-embedded"]
+    log = tmp_path_factory.mktemp("llama_server") / "server.log"
+    with running_server(args, f"{base_url}/models", log):
+        yield base_url
 
 
 def test_real_server_chat_with_detected_logprobs(llama_server):

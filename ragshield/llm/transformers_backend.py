@@ -40,7 +40,7 @@ def default_device() -> str:
 
 
 def _looks_local(name: str) -> bool:
-    """True for names that can only be a local path (a hub id is never absolute or dotted)."""
+    """True for names that can only be a local path: a hub id never starts with . ~ or /."""
     return name.startswith((".", "~", "/")) or Path(name).is_absolute() or Path(name).exists()
 
 
@@ -95,13 +95,15 @@ class TransformersLLM(BackendBase):
             raise LLMError(f"transformers could not load {where}: {exc}") from exc
         self._model.eval()
         self._lock = threading.Lock()
-        ends = self._model.generation_config.eos_token_id
-        ends = [] if ends is None else [ends] if isinstance(ends, int) else list(ends)
+        # A chat model may end its turn with tokens besides the tokenizer's EOS (Qwen on the
+        # hub: <|im_end|> and <|endoftext|>); its generation config lists them.
+        configured = self._model.generation_config.eos_token_id
+        ends = [configured] if isinstance(configured, int) else list(configured or [])
         if self._tokenizer.eos_token_id is not None:
             ends.append(self._tokenizer.eos_token_id)
         self._end_ids: list[int] = list(dict.fromkeys(ends))
         pad = self._tokenizer.pad_token_id
-        self._pad_id: int | None = pad if pad is not None else (ends[0] if ends else None)
+        self._pad_id: int | None = pad if pad is not None else next(iter(self._end_ids), None)
         text_config = self._model.config.get_text_config()
         self._max_positions: int | None = getattr(text_config, "max_position_embeddings", None)
         # Scoring needs only the rows over the continuation; over a long prompt the full

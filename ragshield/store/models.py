@@ -17,6 +17,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    text as sql_text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
@@ -64,10 +65,11 @@ class Passage(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     sample_id: Mapped[int] = mapped_column(ForeignKey("samples.id", ondelete="CASCADE"))
     position: Mapped[int] = mapped_column(Integer)
-    doc_id: Mapped[str | None] = mapped_column(String(500))
+    doc_id: Mapped[str | None] = mapped_column(Text)
     title: Mapped[str | None] = mapped_column(Text)
     text: Mapped[str] = mapped_column(Text)
     score: Mapped[float | None] = mapped_column(Float)
+    meta: Mapped[dict[str, Any]] = mapped_column(default=dict, server_default=sql_text("'{}'"))
     sample: Mapped[Sample] = relationship(back_populates="passages")
 
 

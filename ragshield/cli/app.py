@@ -1,0 +1,15 @@
+"""The root command and the registration of every command group."""
+
+from __future__ import annotations
+
+import typer
+
+from ragshield.cli import doctor, models
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, help="ragshield: risk control for RAG.")
+app.command()(doctor.doctor)
+app.add_typer(models.app, name="models")
+
+
+def main() -> None:
+    app(prog_name="python -m ragshield")

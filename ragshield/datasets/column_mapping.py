@@ -1,0 +1,89 @@
+"""Samples from any table-like file (CSV rows, JSON-lines objects) through a column mapping.
+
+A mapping names, for some sample fields, the column that holds them: `question=q,answers=ans`.
+Fields left out are read from the column of the same name when there is one. Columns that are
+not mapped go into Sample.meta.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ragshield.datasets.errors import DatasetError
+from ragshield.datasets.records import Record, passage_from_record
+from ragshield.types import Passage, Sample
+
+FIELDS = ("id", "question", "answers", "passages", "answerable")
+TRUE_WORDS = {"true", "yes", "1", "answerable"}
+FALSE_WORDS = {"false", "no", "0", "unanswerable"}
+
+ColumnMapping = dict[str, str]  # sample field -> column name
+
+
+def parse_mapping(text: str) -> ColumnMapping:
+    """`question=q,answers=ans` as {"question": "q", "answers": "ans"}."""
+    mapping: ColumnMapping = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        field, sep, column = (s.strip() for s in part.partition("="))
+        if not sep or not field or not column:
+            raise DatasetError(f"bad column mapping {part!r}: write FIELD=COLUMN, e.g. question=q")
+        if field not in FIELDS:
+            raise DatasetError(f"unknown field {field!r} in the column mapping; "
+                               f"the fields are {', '.join(FIELDS)}")
+        if field in mapping:
+            raise DatasetError(f"field {field!r} is mapped twice in the column mapping")
+        mapping[field] = column
+    if not mapping:
+        raise DatasetError("the column mapping is empty; write FIELD=COLUMN,... e.g. question=q")
+    return mapping
+
+
+def with_defaults(mapping: ColumnMapping | None) -> ColumnMapping:
+    return {**{field: field for field in FIELDS}, **(mapping or {})}
+
+
+def _answerable(record: Record, column: str) -> bool | None:
+    value = record.data.get(column)
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, (str, int)):
+        word = str(value).strip().lower()
+        if word in TRUE_WORDS | FALSE_WORDS or not word:
+            return word in TRUE_WORDS if word else None
+    raise record.error(column, f"expected true/false, yes/no, 1/0 or empty, found {value!r:.60}")
+
+
+def _passages(record: Record, column: str) -> list[Passage]:
+    """A text, a list of texts, or a list of {title?, text, id?} objects."""
+    value = record.data.get(column)
+    if value is None or value == "":
+        return []
+    if isinstance(value, str):
+        return [Passage(text=value)]
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return [Passage(text=item) for item in value]
+    return [passage_from_record(item) for item in record.records(column)]
+
+
+def mapped_sample(record: Record, mapping: ColumnMapping, fallback_id: str,
+                  explicit: frozenset[str]) -> Sample:
+    """The sample in `record`; columns in `explicit` (named by the user) must be present."""
+    for field in explicit:
+        if mapping[field] not in record.data:
+            raise record.error(mapping[field], f"no such column (mapped to {field!r})")
+    if mapping["question"] not in record.data:
+        raise record.error(mapping["question"], "no question column; name it with "
+                                                "--map question=COLUMN")
+    used = set(mapping.values())
+    meta: dict[str, Any] = {
+        key: value for key, value in record.data.items() if key not in used and value not in (None, "")
+    }
+    has_id = record.has(mapping["id"]) and record.data[mapping["id"]] != ""
+    return Sample(
+        id=record.identifier(mapping["id"]) if has_id else fallback_id,
+        question=record.text(mapping["question"]),
+        passages=_passages(record, mapping["passages"]),
+        reference_answers=[a for a in record.texts(mapping["answers"]) if a.strip()],
+        answerable=_answerable(record, mapping["answerable"]),
+        meta=meta,
+    )

@@ -1,0 +1,49 @@
+"""Checks every loader's samples get: an id that fits the store, a question, no repeated ids."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from ragshield.datasets.errors import DatasetFormatError
+from ragshield.datasets.loader_spec import LocatedSample
+from ragshield.types import Sample
+
+MAX_ID_LENGTH = 200  # samples.external_id is VARCHAR(200)
+
+
+def _check_text(path: Path, where: str, field: str, value: str | None) -> None:
+    # PostgreSQL text columns cannot hold NUL characters; say so here rather than mid-import.
+    if value is not None and "\x00" in value:
+        raise DatasetFormatError(path, "contains a NUL character", where=where, field=field)
+
+
+def check_sample(path: Path, where: str, sample: Sample) -> None:
+    if not sample.id.strip():
+        raise DatasetFormatError(path, "the sample id is empty", where=where, field="id")
+    if len(sample.id) > MAX_ID_LENGTH:
+        raise DatasetFormatError(path, f"the sample id is longer than {MAX_ID_LENGTH} characters",
+                                 where=where, field="id")
+    if not sample.question.strip():
+        raise DatasetFormatError(path, "the question is empty", where=where, field="question")
+    _check_text(path, where, "id", sample.id)
+    _check_text(path, where, "question", sample.question)
+    for index, passage in enumerate(sample.passages):
+        for name in ("text", "title", "doc_id"):
+            _check_text(path, where, f"passages[{index}].{name}", getattr(passage, name))
+
+
+def checked_samples(path: Path, located: Iterable[LocatedSample]) -> Iterator[Sample]:
+    """The samples of `located`, each checked; fails on the first bad one or on an empty file."""
+    first_seen: dict[str, str] = {}
+    for where, sample in located:
+        check_sample(path, where, sample)
+        if sample.id in first_seen:
+            raise DatasetFormatError(
+                path, f"duplicate sample id {sample.id!r} (first seen at {first_seen[sample.id]})",
+                where=where, field="id",
+            )
+        first_seen[sample.id] = where
+        yield sample
+    if not first_seen:
+        raise DatasetFormatError(path, "the file holds no samples")
