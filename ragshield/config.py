@@ -45,5 +45,9 @@ class Settings(BaseSettings):
     llm_cache: bool = True
 
     embedding_model: str | None = None  # None: the packaged all-MiniLM-L6-v2
+    # A sequence-classification NLI model (name or path) for the `nli` judge; none is packaged.
+    nli_model: str | None = None
+    decision_rule: str = "counterfactual"  # a judge's name, "all" or "majority"
+    answerer: str = "evidence"
     # Ingested corpora (chunks and their BM25 / FAISS indexes), one folder per corpus name.
     corpora_dir: Path = PROJECT_ROOT / "db" / "corpora"

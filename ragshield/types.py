@@ -93,3 +93,85 @@ class Sample:
     reference_answers: list[str] = field(default_factory=list)
     answerable: bool | None = None  # do the passages contain an answer, when known
     meta: dict[str, Any] = field(default_factory=dict)  # domain, question type, query time...
+
+
+@dataclass
+class LLMCall:
+    """One model call made by an answerer or a judge, as shown in a case study."""
+
+    purpose: str  # e.g. "base answer", "cf-quality round 1", "fusion"
+    messages: list[Message]
+    output: str  # the raw text (for a scoring call: the scored continuation)
+    parsed: Any = None  # the value read from the output, if any
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    cache_hit: bool = False
+    seconds: float = 0.0
+    kind: str = "chat"  # "chat" | "score"
+    logprobs: list[TokenLogprob] | None = None
+    parse_error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class CostSummary:
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    cache_hits: int = 0
+    seconds: float = 0.0
+
+    @classmethod
+    def of(cls, calls: list[LLMCall]) -> CostSummary:
+        return cls(
+            calls=len(calls),
+            prompt_tokens=sum(c.prompt_tokens for c in calls),
+            completion_tokens=sum(c.completion_tokens for c in calls),
+            cached_prompt_tokens=sum(c.cached_prompt_tokens for c in calls),
+            cache_hits=sum(c.cache_hit for c in calls),
+            seconds=sum(c.seconds for c in calls),
+        )
+
+
+@dataclass
+class Answer:
+    """What an answerer produced for one sample, with the conversation that produced it so
+    that multi-turn judges can continue it (and reuse the model's cached prefix)."""
+
+    answerer: str
+    text: str  # the parsed final answer
+    raw: str  # the model's whole reply
+    messages: list[Message]  # the prompt; the reply is `raw`
+    evidence: list[int] = field(default_factory=list)  # indices of cited passages
+    cites_internal_knowledge: bool = False
+    refusal: bool = False
+    parse_error: str | None = None
+    calls: list[LLMCall] = field(default_factory=list)
+
+    @property
+    def conversation(self) -> list[Message]:
+        """The prompt followed by the model's reply, ready for a follow-up turn."""
+        return [*self.messages, {"role": "assistant", "content": self.raw}]
+
+
+@dataclass
+class Verdict:
+    """A judge's decision on one answer (METHODS 1). keep is None when unavailable or failed."""
+
+    judge: str
+    keep: bool | None
+    score: float | None = None
+    rationale: str = ""
+    available: bool = True
+    error: str | None = None  # the judge failed (e.g. the model server was down)
+    parse_error: str | None = None  # some model output could not be read; raw text in trace
+    trace: list[LLMCall] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)  # judge-specific, e.g. rounds
+
+    @property
+    def cost(self) -> CostSummary:
+        return CostSummary.of(self.trace)

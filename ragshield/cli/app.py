@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import typer
 
-from ragshield.cli import doctor, models
+from ragshield.cli import ask, corpus, datasets, doctor, models, search
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="ragshield: risk control for RAG.")
 app.command()(doctor.doctor)
 app.add_typer(models.app, name="models")
+app.add_typer(corpus.app, name="corpus")
+app.command()(search.search)
+app.add_typer(datasets.app, name="datasets")
+app.command()(ask.ask)
 
 
 def main() -> None:

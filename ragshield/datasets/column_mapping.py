@@ -46,10 +46,13 @@ def _answerable(record: Record, column: str) -> bool | None:
     value = record.data.get(column)
     if value is None or isinstance(value, bool):
         return value
-    if isinstance(value, (str, int)):
-        word = str(value).strip().lower()
-        if word in TRUE_WORDS | FALSE_WORDS or not word:
-            return word in TRUE_WORDS if word else None
+    word = str(value).strip().lower() if isinstance(value, (str, int)) else None
+    if word == "":
+        return None
+    if word in TRUE_WORDS:
+        return True
+    if word in FALSE_WORDS:
+        return False
     raise record.error(column, f"expected true/false, yes/no, 1/0 or empty, found {value!r:.60}")
 
 
@@ -67,7 +70,7 @@ def _passages(record: Record, column: str) -> list[Passage]:
 
 def mapped_sample(record: Record, mapping: ColumnMapping, fallback_id: str,
                   explicit: frozenset[str]) -> Sample:
-    """The sample in `record`; columns in `explicit` (named by the user) must be present."""
+    """The sample in `record`; the fields in `explicit` (mapped by the user) need their column."""
     for field in explicit:
         if mapping[field] not in record.data:
             raise record.error(mapping[field], f"no such column (mapped to {field!r})")
@@ -76,7 +79,8 @@ def mapped_sample(record: Record, mapping: ColumnMapping, fallback_id: str,
                                                 "--map question=COLUMN")
     used = set(mapping.values())
     meta: dict[str, Any] = {
-        key: value for key, value in record.data.items() if key not in used and value not in (None, "")
+        key: value for key, value in record.data.items()
+        if key not in used and value not in (None, "")
     }
     has_id = record.has(mapping["id"]) and record.data[mapping["id"]] != ""
     return Sample(

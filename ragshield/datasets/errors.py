@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 
-class DatasetError(Exception):
+class DatasetError(ValueError):
     """A dataset cannot be loaded; the message is meant for the person who gave the file."""
 
 

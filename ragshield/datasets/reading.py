@@ -128,7 +128,8 @@ def iter_csv_rows(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
             raise DatasetFormatError(path, f"not valid UTF-8 ({exc.reason})",
                                      where=f"near line {reader.line_num + 1}") from exc
         except csv.Error as exc:
-            raise DatasetFormatError(path, f"bad CSV: {exc}", where=f"line {reader.line_num}") from exc
+            raise DatasetFormatError(path, f"bad CSV: {exc}",
+                                     where=f"line {reader.line_num}") from exc
 
 
 def content_suffix(path: Path) -> str:

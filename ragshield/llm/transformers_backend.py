@@ -52,7 +52,9 @@ class _StopOnStrings(StoppingCriteria):
         self._prompt_len = prompt_len
         self._stops = stops
 
-    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor, **kwargs: object):
+    def __call__(
+        self, input_ids: torch.LongTensor, scores: torch.FloatTensor, **kwargs: object
+    ) -> torch.BoolTensor:
         text = self._tokenizer.decode(input_ids[0, self._prompt_len :], skip_special_tokens=True)
         done = any(s in text for s in self._stops)
         return torch.full((input_ids.shape[0],), done, dtype=torch.bool, device=input_ids.device)

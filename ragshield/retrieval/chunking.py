@@ -79,7 +79,8 @@ class TokenChunker:
     def chunk(self, documents: Sequence[Document]) -> Iterator[Chunk]:
         for first in range(0, len(documents), ENCODE_BATCH):
             batch = documents[first : first + ENCODE_BATCH]
-            encodings = self.tokenizer.encode_batch([d.text for d in batch], add_special_tokens=False)
+            texts = [document.text for document in batch]
+            encodings = self.tokenizer.encode_batch(texts, add_special_tokens=False)
             for document, encoding in zip(batch, encodings):
                 yield from self._windows(document, encoding.offsets)
 

@@ -118,7 +118,9 @@ def _read_jsonl(file: Path, file_id: str) -> Iterator[Document]:
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise BadJsonlLine(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+            raise BadJsonlLine(
+                f"{where}: not valid JSON ({exc.msg} at column {exc.colno})"
+            ) from None
         yield _document_from_record(record, where, default_id=f"{file_id}:{number}")
 
 

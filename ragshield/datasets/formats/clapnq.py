@@ -2,6 +2,7 @@
 
 The answerable and unanswerable files share this layout; unanswerable questions have outputs
 whose answers are all empty, so a question is answerable when some annotator wrote an answer.
+Annotators who gave none left "", "NA" or a lone "."; those are not reference answers.
 """
 
 from __future__ import annotations
@@ -14,6 +15,12 @@ from ragshield.datasets.reading import iter_json_lines
 from ragshield.datasets.records import Record, passage_from_record, unique
 from ragshield.types import Sample
 
+NO_ANSWER = "NA"
+
+
+def is_answer(text: str) -> bool:
+    return text.strip() != NO_ANSWER and any(char.isalnum() for char in text)
+
 
 def sniff(first: Any) -> bool:
     return isinstance(first, dict) and {"input", "passages", "output"} <= first.keys()
@@ -24,7 +31,7 @@ def read(path: Path) -> Iterator[LocatedSample]:
         where = f"line {number}"
         record = Record(value, path, where)
         written = [output.optional_text("answer") or "" for output in record.records("output")]
-        answers = unique([answer for answer in written if answer.strip()])
+        answers = unique([answer for answer in written if is_answer(answer)])
         yield where, Sample(
             id=record.identifier("id"),
             question=record.text("input"),

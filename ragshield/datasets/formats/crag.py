@@ -42,16 +42,23 @@ def _alternative_answers(record: Record) -> list[str]:
                 value = ast.literal_eval(value)
             except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
                 raise record.error("alternative_answers", "expected a list of strings") from None
-    if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+    is_list = isinstance(value, list) and all(isinstance(v, str) for v in value)
+    if value is not None and not is_list:
         raise record.error("alternative_answers", "expected a list of strings")
     return value or []
 
 
-def _page_passage(page: Record, index: int) -> Passage | None:
-    text = html_to_markdown(page.optional_text("page_result") or "")
+def _page_passage(page: Record, index: int, markdown: dict[str, str]) -> Passage | None:
+    """`markdown` caches conversions: a record often lists the same page twice."""
+    def converted(html: str) -> str:
+        if html not in markdown:
+            markdown[html] = html_to_markdown(html)
+        return markdown[html]
+
+    text = converted(page.optional_text("page_result") or "")
     from_snippet = not text
     if from_snippet:
-        text = html_to_markdown(page.optional_text("page_snippet") or "")
+        text = converted(page.optional_text("page_snippet") or "")
     if not text:
         return None
     meta: dict[str, Any] = {"page_index": index, "from_snippet": from_snippet}
@@ -76,9 +83,10 @@ def read(path: Path) -> Iterator[LocatedSample]:
             given = [answer] if answer is not None else []
             answers = [a for a in given + _alternative_answers(record)
                        if a.strip() and a.strip() != MISSING_ANSWER]
+        markdown: dict[str, str] = {}
         passages = [
             passage for index, page in enumerate(record.records("search_results"))
-            if (passage := _page_passage(page, index)) is not None
+            if (passage := _page_passage(page, index, markdown)) is not None
         ]
         yield where, Sample(
             id=record.identifier("interaction_id"),

@@ -16,7 +16,8 @@ depends_on = None
 
 def upgrade() -> None:
     with op.batch_alter_table('passages', schema=None) as batch_op:
-        batch_op.add_column(sa.Column('meta', sa.JSON(), nullable=False, server_default=sa.text("'{}'")))
+        batch_op.add_column(sa.Column('meta', sa.JSON(), nullable=False,
+                                      server_default=sa.text("'{}'")))
         batch_op.alter_column('doc_id', existing_type=sa.String(length=500), type_=sa.Text(),
                               existing_nullable=True)
 

@@ -1,0 +1,87 @@
+"""`ragshield ask`: one question through retrieval, an answerer and the judges."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from ragshield.cli.errors import user_errors
+from ragshield.cli.llm_options import Backend, BaseUrl, Model, NoLLMCache, settings_with
+from ragshield.cli.output import emit_json
+from ragshield.config import Settings
+from ragshield.retrieval.factory import RetrievalMode
+from ragshield.types import Sample
+
+
+def _retrieved_sample(question: str, corpus: str, mode: str, k: int, noise: int,
+                      settings: Settings) -> Sample:
+    from ragshield.retrieval.demo_corpus import open_corpus
+    from ragshield.retrieval.encoding import default_embedder
+    from ragshield.retrieval.factory import make_retriever
+    from ragshield.retrieval.noise import inject_noise
+
+    embedder = None if mode == "bm25" else default_embedder(settings)
+    opened = open_corpus(corpus, settings, embedder=embedder)
+    passages = make_retriever(opened, mode, embedder=embedder, settings=settings).search(question, k)
+    if noise:
+        passages = inject_noise(passages, opened, noise, seed=0)
+    return Sample(id="ad-hoc", question=question, passages=passages)
+
+
+def ask(
+    question: Optional[str] = typer.Option(None, "--question", help="Ask this question."),
+    sample: Optional[str] = typer.Option(None, "--sample", help="Or judge this sample id."),
+    dataset: str = typer.Option("demo", "--dataset", help="The dataset of --sample."),
+    corpus: str = typer.Option("demo", "--corpus", help="Corpus to retrieve from for --question."),
+    mode: RetrievalMode = typer.Option("hybrid", "--mode", help="Retrieval method for --question."),
+    k: int = typer.Option(3, "--k", help="Passages to retrieve for --question."),
+    noise: int = typer.Option(0, "--noise", help="Random corpus chunks added to the passages."),
+    answerer: Optional[str] = typer.Option(None, "--answerer",
+                                           help="Answerer name (default: evidence)."),
+    judges: str = typer.Option("all", "--judges", help="all, or names separated by commas."),
+    rule: Optional[str] = typer.Option(None, "--rule",
+                                       help="Decision rule: a judge name, all or majority."),
+    backend: Backend = None, base_url: BaseUrl = None, model: Model = None,
+    no_llm_cache: NoLLMCache = False,
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Answer a question (or a stored sample), run the judges, print the decision."""
+    from ragshield.answerers.registry import make_answerer
+    from ragshield.datasets.demo import ensure_demo_dataset
+    from ragshield.judges.registry import make_judges
+    from ragshield.judging import judge_sample, judged_sample_dict
+    from ragshield.llm.factory import make_llm
+    from ragshield.store.database import open_store
+    from ragshield.store.samples import load_sample
+
+    if (question is None) == (sample is None):
+        typer.echo("error: give exactly one of --question or --sample", err=True)
+        raise typer.Exit(code=2)
+    settings = settings_with(backend, base_url, model, no_llm_cache)
+    with user_errors():
+        chosen_answerer = make_answerer(answerer or settings.answerer)
+        chosen_judges = make_judges(judges, settings)
+        store = open_store(settings.database_url)
+        try:
+            if sample is not None:
+                ensure_demo_dataset(store)
+                target = load_sample(store, dataset, sample)
+            else:
+                target = _retrieved_sample(question or "", corpus, mode, k, noise, settings)
+            llm = make_llm(settings, store=store)
+            result = judge_sample(target, llm, chosen_answerer, chosen_judges,
+                                  rule or settings.decision_rule)
+        finally:
+            store.close()
+    payload = judged_sample_dict(result)
+    if as_json:
+        emit_json(payload)
+        return
+    typer.echo(f"Q: {payload['question']}")
+    typer.echo(f"A: {payload['answer']['text']}  (evidence {payload['answer']['evidence']})")
+    for verdict in payload["verdicts"]:
+        badge = "unavailable" if not verdict["available"] else (
+            "error" if verdict["error"] else ("keep" if verdict["keep"] else "abstain"))
+        typer.echo(f"  {verdict['judge']:<17} {badge:<11} {verdict['rationale'][:100]}")
+    typer.echo(f"decision: {payload['decision'] or 'undecided'} ({payload['decision_reason']})")

@@ -1,0 +1,85 @@
+"""`ragshield corpus ...`: ingesting and listing corpora."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, Optional
+
+import typer
+
+from ragshield.cli.output import emit_json
+from ragshield.config import Settings
+from ragshield.retrieval.faiss_index import DenseIndexConfig, IndexKind
+
+app = typer.Typer(no_args_is_help=True, help="Corpora: chunks with their BM25 and FAISS indexes.")
+
+
+@contextmanager
+def reported_errors() -> Iterator[None]:
+    """Bad input (a corpus error, a bad option value) ends the command with its message."""
+    from ragshield.retrieval.errors import CorpusError
+
+    try:
+        yield
+    except (CorpusError, ValueError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(code=1) from None
+
+
+@app.command("ingest")
+def ingest(
+    name: str = typer.Argument(..., help="Corpus name (a folder under the corpora folder)."),
+    paths: list[Path] = typer.Argument(..., help="Files or folders: .txt .md .html .htm .jsonl"),
+    chunk_tokens: int = typer.Option(200, "--chunk-tokens", help="Tokens per chunk."),
+    overlap: int = typer.Option(0, "--overlap", help="Tokens shared by consecutive chunks."),
+    index: IndexKind = typer.Option("flat", "--index", help="FAISS index type."),
+    nlist: Optional[int] = typer.Option(None, "--nlist", help="IVF lists (default: sqrt(chunks))."),
+    nprobe: int = typer.Option(DenseIndexConfig.nprobe, "--nprobe", help="IVF lists per query."),
+    hnsw_m: int = typer.Option(DenseIndexConfig.hnsw_m, "--hnsw-m", help="HNSW links per node."),
+    ef_search: int = typer.Option(DenseIndexConfig.ef_search, "--ef-search",
+                                  help="HNSW search depth."),
+    description: str = typer.Option("", "--description",
+                                    help="What the corpus holds (shown to the source router)."),
+    replace: bool = typer.Option(False, "--replace", help="Replace a corpus of the same name."),
+    as_json: bool = typer.Option(False, "--json", help="Print the manifest as JSON."),
+) -> None:
+    """Chunk, embed and index documents as a named corpus."""
+    from ragshield.retrieval.ingest import IngestOptions, ingest_corpus
+
+    settings = Settings()
+    with reported_errors():
+        options = IngestOptions(
+            chunk_tokens=chunk_tokens, overlap=overlap, description=description,
+            index=DenseIndexConfig(kind=index, nlist=nlist, nprobe=nprobe, hnsw_m=hnsw_m,
+                                   ef_search=ef_search),
+        )
+        corpus = ingest_corpus(name, paths, settings, options, replace=replace, progress=True)
+    manifest = corpus.manifest
+    if as_json:
+        emit_json(manifest.to_dict())
+        return
+    typer.echo(
+        f"corpus '{name}': {manifest.chunks} chunks from {manifest.documents} documents "
+        f"({manifest.duplicates_dropped} duplicate chunks dropped, {len(manifest.skipped_files)} "
+        f"files skipped), {manifest.index.kind} index, in {settings.corpora_dir / name}"
+    )
+
+
+@app.command("list")
+def list_corpora(as_json: bool = typer.Option(False, "--json", help="Print a JSON list.")) -> None:
+    """The ingested corpora."""
+    from ragshield.retrieval.corpus_store import list_corpora as manifests
+
+    settings = Settings()
+    with reported_errors():
+        found = manifests(settings.corpora_dir)
+    if as_json:
+        emit_json([m.to_dict() for m in found])
+        return
+    if not found:
+        typer.echo(f"no corpora in {settings.corpora_dir}")
+    for m in found:
+        typer.echo(f"{m.name}: {m.chunks} chunks, {m.documents} documents, {m.index.kind} index, "
+                   f"{m.chunk_tokens} tokens/chunk, created {m.created_at}"
+                   + (f" - {m.description}" if m.description else ""))

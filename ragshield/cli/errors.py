@@ -1,0 +1,25 @@
+"""Turning the errors a user can cause or fix into a one-line message and exit status 1."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Iterator
+
+import typer
+
+from ragshield.llm.base import LLMError
+from ragshield.llm.packaged_models import ChecksumError, ModelPackageMissing
+from ragshield.store.database import StoreError
+
+# ValueError covers bad option values, dataset and corpus errors (both subclass it);
+# LookupError covers unknown datasets, samples and corpora.
+USER_ERRORS = (ValueError, LookupError, LLMError, StoreError, ModelPackageMissing, ChecksumError)
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    try:
+        yield
+    except USER_ERRORS as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(code=1) from None

@@ -1,0 +1,30 @@
+"""The model-choosing flags every command that calls an LLM shares:
+--backend, --base-url, --model, --no-llm-cache."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from ragshield.config import Settings
+
+Backend = Annotated[Optional[str], typer.Option(
+    "--backend", help="embedded | openai | transformers (default: RAGSHIELD_BACKEND or embedded).")]
+BaseUrl = Annotated[Optional[str], typer.Option(
+    "--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1.")]
+Model = Annotated[Optional[str], typer.Option(
+    "--model", help="GGUF path (embedded), served model name (openai) or HF name/path.")]
+NoLLMCache = Annotated[bool, typer.Option(
+    "--no-llm-cache", help="Call the model even when an identical call is cached.")]
+
+
+def settings_with(backend: str | None, base_url: str | None, model: str | None,
+                  no_llm_cache: bool) -> Settings:
+    """Settings from the environment, overridden by the flags that were given."""
+    overrides = {key: value for key, value in
+                 {"backend": backend, "openai_base_url": base_url, "model": model}.items()
+                 if value is not None}
+    if no_llm_cache:
+        overrides["llm_cache"] = False
+    return Settings(**overrides)

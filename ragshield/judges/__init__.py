@@ -1,0 +1,1 @@
+"""Judges (METHODS 4.2-4.12): each decides whether an answer is kept or withheld."""

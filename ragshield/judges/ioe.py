@@ -1,0 +1,90 @@
+"""If-or-Else (METHODS 4.8): continuing the answer's conversation, ask the model to keep its
+answer if it is very confident and to update it otherwise. An unchanged answer (matcher of
+METHODS 2) is kept. A changed one leads to a second question, continuing the same
+conversation: which of the two answers is correct, A (the original) or B (the update)?
+The answer is kept only if the model goes back to A.
+
+Hard verdict: score None (a fixed precision/recall point, like intrinsic abstention).
+An empty update or an unreadable choice discards (flagged as a parse error): the model did
+not stand by its answer when asked, and withholding is the conservative side.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ragshield.judges.base import Judge
+from ragshield.judges.follow_up import ask_answer, ask_value, follow_up
+from ragshield.llm.traced import TracedLLM
+from ragshield.metrics.correctness import same_answer
+from ragshield.types import Answer, Sample, Verdict
+
+ANSWER_TOKENS = 32
+CHOICE_TOKENS = 8
+
+UPDATE_QUESTION = (
+    "If you are very confident in your answer, keep it: repeat it. Otherwise, update it. "
+    "Reply in one line:\nAnswer: <your final short answer>"
+)
+CHOICE_QUESTION = (
+    "Which answer to the question is correct?\nA: {original}\nB: {updated}\n"
+    "Reply with only the letter A or B."
+)
+
+# "A", "(B)", "B.", "A: Paris", "**A**", "B is correct" at the start (not the article in
+# "A city in France"); or "answer A", "Answer: B", "the answer is B", "option (B)" anywhere.
+_LEADING_LETTER = re.compile(r"^[\W_]*([AB])(?=\s*$|[.,:;!)\]*]|\s+is\b)")
+# The letter must be a capital: "the answer is a city" names no option.
+_NAMED_LETTER = re.compile(r"\b(?i:answer|option|choice)(?:\s+is)?\s*[\"'(*:]*\s*([AB])\b")
+
+
+def read_choice(text: str, original: str, updated: str) -> str | None:
+    """"A" or "B" from a reply, tolerantly: a leading capital letter, a named option, or the
+    reply repeating exactly one of the two answers. None when it cannot tell."""
+    text = text or ""
+    if match := _LEADING_LETTER.match(text):
+        return match.group(1)
+    named = set(_NAMED_LETTER.findall(text))
+    if len(named) == 1:
+        return named.pop()
+    if text.strip():
+        repeats_a, repeats_b = same_answer(text, original), same_answer(text, updated)
+        if repeats_a != repeats_b:
+            return "A" if repeats_a else "B"
+    return None
+
+
+class IfOrElseJudge(Judge):
+    name = "ioe"
+
+    def decide(self, sample: Sample, answer: Answer, llm: TracedLLM) -> Verdict:
+        update = ask_answer(llm, follow_up(answer.conversation, UPDATE_QUESTION),
+                            len(sample.passages), purpose="ioe: keep or update",
+                            max_tokens=ANSWER_TOKENS)
+        details = {"original": answer.text, "updated": update.text, "raw": update.raw,
+                   "changed": False, "choice": None}
+        if not update.text:
+            return Verdict(judge=self.name, keep=False, details=details,
+                           parse_error="empty reply to keep-or-update",
+                           rationale=f"no answer read in {update.raw!r}; withheld")
+        if same_answer(update.text, answer.text):
+            return Verdict(judge=self.name, keep=True, details=details,
+                           rationale=f"the model kept its answer ({update.text!r})")
+        details["changed"] = True
+        question = CHOICE_QUESTION.format(original=answer.text, updated=update.text)
+        choice, reply = ask_value(
+            llm, follow_up(update.conversation, question),
+            lambda text: read_choice(text, answer.text, update.text),
+            purpose="ioe: choose", max_tokens=CHOICE_TOKENS, unreadable="neither A nor B",
+        )
+        details.update(choice=choice, choice_reply=reply)
+        changed = f"the model changed its answer to {update.text!r}"
+        if choice is None:
+            return Verdict(judge=self.name, keep=False, details=details,
+                           parse_error=f"no choice of A or B in {reply!r}",
+                           rationale=f"{changed} and its choice was unreadable; withheld")
+        if choice == "A":
+            return Verdict(judge=self.name, keep=True, details=details,
+                           rationale=f"{changed}, then chose the original {answer.text!r}")
+        return Verdict(judge=self.name, keep=False, details=details,
+                       rationale=f"{changed} and chose the update")

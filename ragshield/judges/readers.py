@@ -1,0 +1,74 @@
+"""Reading judges' model outputs tolerantly: probabilities, yes/no distributions, markers.
+
+Model output is untrusted: every reader returns None when it cannot read a value, and the
+caller flags the verdict with a parse error (keeping the raw text in the trace).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Iterable
+
+from ragshield.types import TokenLogprob
+
+_NUMBER = re.compile(r"(?<![\w.])(\d{1,3}(?:\.\d+)?|\.\d+)\s*(%|percent)?")
+_YES = {"yes", "y", "true"}
+_NO = {"no", "n", "false"}
+
+
+def read_probability(text: str) -> float | None:
+    """A probability in [0, 1] from text like "0.8", "Probability: 0.8", "80%", "80 percent".
+
+    Numbers above 1 count as percentages when followed by % or when <= 100.
+    """
+    for match in _NUMBER.finditer(text or ""):
+        value = float(match.group(1))
+        if match.group(2) or value > 1:
+            value /= 100
+        if 0 <= value <= 1:
+            return value
+    return None
+
+
+def read_marker(text: str, choices: Iterable[str]) -> str | None:
+    """The marked choice in text such as "$$keep$$", "$keep$", "**keep**", "Decision: keep".
+
+    A marked choice wins; otherwise the single choice named as a whole word; None when
+    none or several are named.
+    """
+    lowered = (text or "").lower()
+    options = [c.lower() for c in choices]
+    marked = re.findall(r"[$*#\[]{1,3}\s*(" + "|".join(map(re.escape, options)) + r")\s*[$*#\]]{1,3}", lowered)
+    if marked:
+        return marked[-1]
+    named = {c for c in options if re.search(rf"\b{re.escape(c)}\b", lowered)}
+    return named.pop() if len(named) == 1 else None
+
+
+def read_yes_no(text: str) -> bool | None:
+    """yes -> True, no -> False, from the first word of a reply."""
+    words = re.findall(r"[a-z]+", (text or "").lower())
+    if words and words[0] in _YES:
+        return True
+    if words and words[0] in _NO:
+        return False
+    return None
+
+
+def yes_probability(first_token: TokenLogprob) -> float | None:
+    """P(yes) / (P(yes) + P(no)) from the next-token distribution of a yes/no question,
+    summing case and leading-space variants found among the top alternatives (METHODS 4.5).
+    None when neither appears."""
+    candidates = dict(first_token.top)
+    candidates.setdefault(first_token.token, first_token.logprob)
+    p_yes = p_no = 0.0
+    for token, logprob in candidates.items():
+        word = token.strip().lower()
+        if word in ("yes", "y"):
+            p_yes += math.exp(logprob)
+        elif word in ("no", "n"):
+            p_no += math.exp(logprob)
+    if p_yes + p_no == 0:
+        return None
+    return p_yes / (p_yes + p_no)

@@ -1,0 +1,64 @@
+"""Judges by name, for run configurations, the CLI and the UI. Adding a judge: one module
+and one line in JUDGES."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ragshield.config import Settings
+from ragshield.construct import construct
+from ragshield.judges.base import Judge
+from ragshield.judges.calibration import CalibrationJudge
+from ragshield.judges.cot_hybrid import CoTHybridJudge
+from ragshield.judges.counterfactual import CounterfactualJudge
+from ragshield.judges.dual_generation import DualGenerationJudge
+from ragshield.judges.intrinsic import IntrinsicJudge
+from ragshield.judges.ioe import IfOrElseJudge
+from ragshield.judges.nli import ClassifierNLIJudge, LLMNLIJudge
+from ragshield.judges.p_true import PTrueJudge
+from ragshield.judges.pre_answer import PreAnswerJudge
+from ragshield.judges.priori import PrioriJudge
+from ragshield.judges.self_consistency import SelfConsistencyJudge
+from ragshield.judges.token_prob import TokenProbJudge
+from ragshield.judges.trivial import TrivialJudge
+from ragshield.judges.unavailable import UnavailableJudge
+
+JUDGES: dict[str, type[Judge]] = {
+    cls.name: cls
+    for cls in (
+        TrivialJudge, IntrinsicJudge, CoTHybridJudge, PreAnswerJudge, ClassifierNLIJudge,
+        LLMNLIJudge, CounterfactualJudge, IfOrElseJudge, CalibrationJudge, PrioriJudge,
+        DualGenerationJudge, TokenProbJudge, SelfConsistencyJudge, PTrueJudge,
+    )
+}
+
+
+def judge_names(spec: str) -> list[str]:
+    """"all" or a comma-separated list of registered names, validated, in the given order."""
+    if spec.strip().lower() == "all":
+        return list(JUDGES)
+    names = [name.strip().lower() for name in spec.split(",") if name.strip()]
+    unknown = [name for name in names if name not in JUDGES]
+    if unknown or not names:
+        raise ValueError(f"unknown judge(s) {unknown or spec!r}; valid names: all, {', '.join(JUDGES)}")
+    return list(dict.fromkeys(names))
+
+
+def make_judge(name: str, settings: Settings, **options: Any) -> Judge:
+    """The judge `name`. The classifier NLI judge needs a model that is not packaged: without
+    RAGSHIELD_NLI_MODEL it is reported unavailable rather than failing or being skipped."""
+    if name == ClassifierNLIJudge.name and "model" not in options:
+        if not settings.nli_model:
+            return UnavailableJudge(
+                name, "no NLI classifier model is configured (set RAGSHIELD_NLI_MODEL to a "
+                "sequence-classification NLI model name or path; nli_llm needs none)",
+            )
+        options = {**options, "model": settings.nli_model}
+    return construct("judge", JUDGES, name, options)
+
+
+def make_judges(spec: str, settings: Settings,
+                options: Mapping[str, Mapping[str, Any]] | None = None) -> list[Judge]:
+    """Judges for a spec such as "all" or "counterfactual,nli_llm", each with its options."""
+    options = options or {}
+    return [make_judge(name, settings, **options.get(name, {})) for name in judge_names(spec)]

@@ -1,0 +1,64 @@
+"""Self-consistency (METHODS 4.12): sample k more answers to the base answer's own prompt
+(temperature 0.7, seeds 1..k) and count how many agree with the base (greedy) answer.
+
+score = share of samples matching the base answer (matcher of METHODS 2); keep = score >=
+threshold. The samples reuse the base prompt word for word, so the backend's cached prefix
+covers all of it and only generation costs. Samples are read with the answerers' parser
+(final answer after a "Response:"/"Final Answer:" label when present, else the first line);
+an empty sample counts as a refusal and matches only a refusal.
+"""
+
+from __future__ import annotations
+
+from ragshield.answerers.base import Answerer
+from ragshield.answerers.context import PromptOptions
+from ragshield.answerers.prompted import REASONING_TOKENS
+from ragshield.judges.base import Judge
+from ragshield.judges.follow_up import ask_answer
+from ragshield.llm.traced import TracedLLM
+from ragshield.metrics.correctness import same_answer
+from ragshield.types import Answer, Sample, Verdict
+
+# Enough for the reasoning answerers' replies (answer plus rationale); short replies stop
+# early, so the cap costs nothing for them.
+MAX_TOKENS = Answerer.max_tokens + REASONING_TOKENS
+
+
+class SelfConsistencyJudge(Judge):
+    name = "self_consistency"
+
+    def __init__(
+        self, k: int = 5, temperature: float = 0.7, threshold: float = 0.5,
+        max_tokens: int = MAX_TOKENS, options: PromptOptions = PromptOptions(),
+    ) -> None:
+        super().__init__(options)
+        if not (isinstance(k, int) and k >= 1):
+            raise ValueError(f"k must be a positive integer; got {k!r}")
+        if temperature <= 0:
+            raise ValueError(f"temperature must be > 0 for samples to differ; got {temperature!r}")
+        self.k = k
+        self.temperature = temperature
+        self.threshold = threshold
+        self.max_tokens = max_tokens
+
+    def decide(self, sample: Sample, answer: Answer, llm: TracedLLM) -> Verdict:
+        samples = [
+            ask_answer(llm, answer.messages, len(sample.passages),
+                       purpose=f"self-consistency sample {seed}", max_tokens=self.max_tokens,
+                       temperature=self.temperature, seed=seed)
+            for seed in range(1, self.k + 1)
+        ]
+        matches = [same_answer(s.text, answer.text) for s in samples]
+        score = sum(matches) / self.k
+        keep = score >= self.threshold
+        others = sorted({s.text for s, same in zip(samples, matches) if not same})
+        return Verdict(
+            judge=self.name, keep=keep, score=score,
+            rationale=(f"{sum(matches)}/{self.k} samples agree with {answer.text!r} "
+                       f"({'>=' if keep else '<'} threshold {self.threshold:g})"
+                       + (f"; others said {', '.join(map(repr, others))}" if others else "")),
+            details={"base": answer.text, "temperature": self.temperature,
+                     "threshold": self.threshold,
+                     "samples": [{"seed": seed, "answer": s.text, "raw": s.raw, "match": same}
+                                 for seed, (s, same) in enumerate(zip(samples, matches), 1)]},
+        )

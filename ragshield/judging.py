@@ -1,0 +1,125 @@
+"""Judging one sample: one base answer shared by every judge, then the keep/abstain decision.
+
+Judges whose prompts start with the sample's shared prefix run first and in a fixed order,
+so llama.cpp keeps the passages in its KV cache from the base answer onwards; judges that
+prompt without the passages (e.g. a no-passage answer) run last.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from ragshield.answerers.base import Answerer
+from ragshield.judges.base import Judge
+from ragshield.llm.base import LLM
+from ragshield.types import Answer, CostSummary, Sample, Verdict
+
+DEFAULT_DECISION_RULE = "counterfactual"
+
+
+@dataclass
+class Decision:
+    keep: bool | None  # None: the rule could not decide (its judge unavailable or failed)
+    rule: str
+    reason: str
+
+
+@dataclass
+class JudgedSample:
+    sample: Sample
+    answer: Answer
+    verdicts: list[Verdict] = field(default_factory=list)
+    decision: Decision | None = None
+
+
+def judging_order(judges: Sequence[Judge]) -> list[Judge]:
+    """Prefix-sharing judges first (stable), the others last."""
+    return sorted(judges, key=lambda judge: not judge.shares_prefix)
+
+
+def decide(verdicts: Sequence[Verdict], rule: str = DEFAULT_DECISION_RULE) -> Decision:
+    """Apply a decision rule: a judge's name (follow that judge), `all` (keep only if every
+    deciding judge keeps) or `majority` (keep if most deciding judges keep)."""
+    deciding = [v for v in verdicts if v.keep is not None]
+    if rule in ("all", "majority"):
+        if not deciding:
+            return Decision(None, rule, "no judge reached a decision")
+        keeps = sum(v.keep for v in deciding)
+        keep = keeps == len(deciding) if rule == "all" else keeps * 2 > len(deciding)
+        return Decision(keep, rule, f"{keeps} of {len(deciding)} deciding judges keep")
+    chosen = next((v for v in verdicts if v.judge == rule), None)
+    if chosen is None:
+        return Decision(None, rule, f"judge '{rule}' did not run")
+    if chosen.keep is None:
+        return Decision(None, rule, f"judge '{rule}' gave no decision: {chosen.rationale}")
+    return Decision(chosen.keep, rule, f"{rule}: {chosen.rationale}")
+
+
+def judge_sample(
+    sample: Sample,
+    llm: LLM,
+    answerer: Answerer,
+    judges: Sequence[Judge],
+    rule: str = DEFAULT_DECISION_RULE,
+    on_verdict: Callable[[Verdict], None] | None = None,
+) -> JudgedSample:
+    """Generate the base answer once, run every judge on it, and decide.
+
+    `on_verdict` is called as each verdict arrives (the UI streams them).
+    """
+    answer = answerer.answer(sample, llm)
+    result = JudgedSample(sample=sample, answer=answer)
+    for judge in judging_order(judges):
+        verdict = judge.judge(sample, answer, llm)
+        result.verdicts.append(verdict)
+        if on_verdict is not None:
+            on_verdict(verdict)
+    result.decision = decide(result.verdicts, rule)
+    return result
+
+
+def verdict_dict(verdict: Verdict) -> dict[str, Any]:
+    cost = verdict.cost
+    return {
+        "judge": verdict.judge, "keep": verdict.keep, "score": verdict.score,
+        "rationale": verdict.rationale, "available": verdict.available, "error": verdict.error,
+        "parse_error": verdict.parse_error, "calls": cost.calls,
+        "prompt_tokens": cost.prompt_tokens, "completion_tokens": cost.completion_tokens,
+        "cached_prompt_tokens": cost.cached_prompt_tokens, "cache_hits": cost.cache_hits,
+        "seconds": round(cost.seconds, 4), "details": verdict.details,
+        "trace": [call.to_dict() for call in verdict.trace],
+    }
+
+
+def judged_sample_dict(result: JudgedSample) -> dict[str, Any]:
+    """The JSON shape of `ragshield ask --json`."""
+    answer = result.answer
+    base_cost = CostSummary.of(answer.calls)
+    return {
+        "question": result.sample.question,
+        "passages": [
+            {"id": p.doc_id or f"Passage-{i}", "text": p.text, "score": p.score}
+            for i, p in enumerate(result.sample.passages)
+        ],
+        "answer": {
+            "text": answer.text, "evidence": answer.evidence, "raw": answer.raw,
+            "answerer": answer.answerer, "refusal": answer.refusal,
+            "parse_error": answer.parse_error, "calls": base_cost.calls,
+            "prompt_tokens": base_cost.prompt_tokens,
+            "completion_tokens": base_cost.completion_tokens,
+            "seconds": round(base_cost.seconds, 4),
+            "trace": [call.to_dict() for call in answer.calls],
+        },
+        "verdicts": [verdict_dict(v) for v in result.verdicts],
+        "decision": decision_word(result.decision),
+        "decision_rule": result.decision.rule if result.decision else None,
+        "decision_reason": result.decision.reason if result.decision else None,
+    }
+
+
+def decision_word(decision: Decision | None) -> str | None:
+    """"keep", "abstain", or None when the rule could not decide."""
+    if decision is None or decision.keep is None:
+        return None
+    return "keep" if decision.keep else "abstain"

@@ -1,0 +1,1 @@
+"""Pure metric functions (numpy/pandas): no I/O, no store, no LLM."""

@@ -1,0 +1,190 @@
+"""Bad input: every problem is a DatasetError naming the file, the line or record, the field."""
+
+from __future__ import annotations
+
+import bz2
+import json
+from pathlib import Path
+
+import pytest
+
+from ragshield.datasets import (
+    DatasetError,
+    DatasetFileError,
+    DatasetFormatError,
+    load_dataset,
+    parse_mapping,
+)
+
+GOOD = {"id": "a", "question": "Who?", "passages": [{"title": "T", "text": "Ada."}],
+        "reference_answers": ["Ada"], "answerable": True}
+
+
+def unified_file(path: Path, *lines: str | dict) -> Path:
+    path.write_text("".join((json.dumps(line) if isinstance(line, dict) else line) + "\n"
+                            for line in lines), encoding="utf-8")
+    return path
+
+
+def load_error(path: Path, format: str | None = "unified", **options) -> DatasetFormatError:
+    with pytest.raises(DatasetFormatError) as caught:
+        list(load_dataset(path, format, **options))
+    return caught.value
+
+
+def test_malformed_json_line_names_file_and_line(tmp_path):
+    path = unified_file(tmp_path / "d.jsonl", GOOD, "", '{"id": "b", "question": ')
+    error = load_error(path)
+    assert (error.path, error.where) == (path, "line 3")
+    assert str(error).startswith(f"{path}, line 3: invalid JSON")
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "reason"),
+    [
+        ({"question": None}, "question", "is null"),
+        ({"question": 42}, "question", "expected a string, found a number"),
+        ({"passages": [{"title": "T", "text": "x"}, {"text": ["x"]}]}, "passages[1].text",
+         "expected a string, found an array"),
+        ({"passages": "text"}, "passages", "expected a list, found a string"),
+        ({"reference_answers": ["a", 1]}, "reference_answers[1]", "expected a string"),
+        ({"answerable": "yes"}, "answerable", "expected true, false or null"),
+        ({"extra": []}, "extra", "expected an object, found an array"),
+        ({"id": True}, "id", "expected a string or integer id"),
+    ],
+)
+def test_wrong_field_names_the_field(tmp_path, change, field, reason):
+    path = unified_file(tmp_path / "d.jsonl", GOOD, {**GOOD, "id": "b", **change})
+    error = load_error(path)
+    assert (error.where, error.field) == ("line 2", field)
+    assert reason in error.reason
+
+
+def test_missing_field_and_non_object_line(tmp_path):
+    record = {key: value for key, value in GOOD.items() if key != "question"}
+    error = load_error(unified_file(tmp_path / "d.jsonl", record))
+    assert (error.where, error.field, error.reason) == ("line 1", "question", "missing")
+    error = load_error(unified_file(tmp_path / "e.jsonl", GOOD, "[1, 2]"))
+    assert (error.where, error.reason) == ("line 2", "expected an object, found an array")
+
+
+def test_duplicate_ids_name_both_places(tmp_path):
+    error = load_error(unified_file(tmp_path / "d.jsonl", GOOD, {**GOOD, "id": "b"}, GOOD))
+    assert (error.where, error.field) == ("line 3", "id")
+    assert error.reason == "duplicate sample id 'a' (first seen at line 1)"
+
+
+def test_empty_question_and_id(tmp_path):
+    error = load_error(unified_file(tmp_path / "d.jsonl", {**GOOD, "question": "  \n"}))
+    assert (error.field, error.reason) == ("question", "the question is empty")
+    error = load_error(unified_file(tmp_path / "e.jsonl", {**GOOD, "id": " "}))
+    assert (error.field, error.reason) == ("id", "the sample id is empty")
+    error = load_error(unified_file(tmp_path / "f.jsonl", {**GOOD, "id": "x" * 201}))
+    assert "longer than 200" in error.reason
+
+
+def test_nul_characters_are_refused_before_reaching_the_database(tmp_path):
+    bad = {**GOOD, "passages": [{"title": "T", "text": "a\u0000b"}]}
+    error = load_error(unified_file(tmp_path / "d.jsonl", bad))
+    assert (error.field, error.reason) == ("passages[0].text", "contains a NUL character")
+
+
+def test_non_utf8_bytes_name_line_and_column(tmp_path):
+    path = tmp_path / "d.jsonl"
+    path.write_bytes(json.dumps(GOOD).encode() + b'\n{"id": "b", "question": "caf\xe9"}\n')
+    error = load_error(path)
+    assert error.where == "line 2"
+    assert error.reason == "not valid UTF-8 (byte 0xe9 at column 29)"
+
+
+def test_a_byte_order_mark_is_accepted(tmp_path):
+    path = tmp_path / "d.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(GOOD).encode() + b"\n")
+    assert [s.id for s in load_dataset(path, "unified")] == ["a"]
+
+
+def test_empty_and_blank_files(tmp_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    with pytest.raises(DatasetFormatError, match="the file is empty"):
+        load_dataset(empty)  # raised at once, before iterating
+    blank = tmp_path / "blank.jsonl"
+    blank.write_text("\n  \n")
+    assert load_error(blank).reason == "the file holds no samples"
+    with pytest.raises(DatasetFormatError, match="only blank lines"):
+        load_dataset(blank)  # detection has nothing to look at
+
+
+def test_missing_file_and_folder(tmp_path):
+    with pytest.raises(DatasetFileError, match="no such file"):
+        load_dataset(tmp_path / "absent.jsonl", "unified")
+    with pytest.raises(DatasetFileError, match="is a folder"):
+        load_dataset(tmp_path, "unified")
+
+
+def test_non_finite_numbers_and_huge_integers_are_invalid_json(tmp_path):
+    error = load_error(unified_file(tmp_path / "d.jsonl", '{"id": "a", "x": NaN}'))
+    assert "NaN is not valid JSON" in error.reason
+    error = load_error(unified_file(tmp_path / "e.jsonl", '{"id": ' + "9" * 5000 + "}"))
+    assert error.where == "line 1" and "invalid JSON" in error.reason
+
+
+def test_corrupt_compressed_file(tmp_path):
+    path = tmp_path / "d.jsonl.bz2"
+    path.write_bytes(bz2.compress(json.dumps(GOOD).encode() * 50)[:60])
+    assert "cannot read or decompress" in load_error(path).reason
+
+
+def test_squad_document_errors_name_the_json_path(tmp_path):
+    document = {"version": "v2.0", "data": [{"title": "T", "paragraphs": [{"context": "c", "qas": [
+        {"id": "q1", "question": "Q?", "answers": [], "is_impossible": True},
+        {"id": "q2", "answers": []},
+    ]}]}]}
+    path = tmp_path / "squad.json"
+    path.write_text(json.dumps(document))
+    error = load_error(path, "squad2")
+    assert error.field == "data[0].paragraphs[0].qas[1].question"
+    path.write_text(json.dumps(document, indent=1)[:-5])
+    error = load_error(path, "squad2")
+    assert error.where.startswith("line ") and "invalid JSON" in error.reason
+
+
+def test_hotpot_malformed_context(tmp_path):
+    path = tmp_path / "hotpot.json"
+    path.write_text(json.dumps([{"_id": "a", "question": "Q?", "context": [["T", "not a list"]]}]))
+    error = load_error(path, "hotpotqa")
+    assert (error.where, error.field) == ("record index 0", "context[0]")
+
+
+def test_csv_errors(tmp_path):
+    path = tmp_path / "d.csv"
+    path.write_text("q,a\nWho?,Ada\nWhat?,x,extra\n")
+    error = load_error(path, None, mapping={"question": "q"})
+    assert error.where == "line 3" and "header's 2 cells" in error.reason
+    path.write_text("q,a\nWho?,Ada\n")
+    error = load_error(path, None, mapping={"question": "q", "answers": "answer"})
+    assert (error.field, error.reason) == ("answer", "no such column (mapped to 'answers')")
+    error = load_error(path, "csv")  # no mapping: there is no column called "question"
+    assert error.field == "question" and "--map question=COLUMN" in error.reason
+    path.write_text("q,q\nWho?,Ada\n")
+    assert "repeated column names" in load_error(path, None, mapping={"question": "q"}).reason
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("question", "write FIELD=COLUMN"),
+        ("question=q,colour=c", "unknown field 'colour'"),
+        ("question=q,question=r", "mapped twice"),
+        (" , ", "the column mapping is empty"),
+    ],
+)
+def test_bad_column_mappings(text, message):
+    with pytest.raises(DatasetError, match=message):
+        parse_mapping(text)
+
+
+def test_a_mapping_for_a_format_that_takes_none(tmp_path):
+    path = unified_file(tmp_path / "d.jsonl", GOOD)
+    with pytest.raises(DatasetError, match="format 'unified' takes no column mapping"):
+        load_dataset(path, "unified", mapping={"question": "q"})
