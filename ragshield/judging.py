@@ -7,8 +7,9 @@ prompt without the passages (e.g. a no-passage answer) run last.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from ragshield.answerers.base import Answerer
 from ragshield.judges.base import Judge
@@ -123,3 +124,28 @@ def decision_word(decision: Decision | None) -> str | None:
     if decision is None or decision.keep is None:
         return None
     return "keep" if decision.keep else "abstain"
+
+
+def parallelism(llm: LLM, concurrency: int) -> int:
+    """Worker count for judging many samples. In-process models serve one call at a time
+    and keep one KV cache, so interleaving samples would only evict each other's prefix;
+    servers (OpenAI-compatible) take `concurrency` samples at once."""
+    return max(1, concurrency) if llm.backend == "openai" else 1
+
+
+def judge_samples(
+    samples: Iterable[Sample],
+    llm: LLM,
+    answerer: Answerer,
+    judges: Sequence[Judge],
+    rule: str = DEFAULT_DECISION_RULE,
+    concurrency: int = 1,
+) -> Iterator[JudgedSample]:
+    """Judge each sample (see judge_sample), yielding results in input order."""
+    workers = parallelism(llm, concurrency)
+    if workers == 1:
+        for sample in samples:
+            yield judge_sample(sample, llm, answerer, judges, rule)
+        return
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        yield from pool.map(lambda s: judge_sample(s, llm, answerer, judges, rule), samples)

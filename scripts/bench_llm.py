@@ -10,16 +10,13 @@ start), so llama.cpp cannot reuse a cached prefix and the prompt is read in full
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
@@ -28,6 +25,7 @@ import psutil
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench_report import publish  # noqa: E402
 from ragshield.config import Settings  # noqa: E402
 from ragshield.llm.base import LLM  # noqa: E402
 from ragshield.llm.call_cache import CachedLLM  # noqa: E402
@@ -206,26 +204,22 @@ def main() -> None:
     combined_rss = embedded_with_embeddings_rss(settings)
 
     rendered = table(rows)
-    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    machine = f"{platform.machine()}, {psutil.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB"
     summary = (
         f"Peak RSS of one process with the embedded model and the embeddings loaded, after an "
         f"800-token call: {combined_rss:.0f} MB."
     )
     print(rendered)
     print(summary)
-    args.json_out.parent.mkdir(parents=True, exist_ok=True)
-    args.json_out.write_text(json.dumps(
-        {"date": stamp, "machine": machine, "runs": args.runs, "rows": rows,
-         "embedded_plus_embeddings_rss_mb": combined_rss}, indent=2))
-    if not args.no_append:
-        with open(ROOT / "docs" / "BENCHMARKS.md", "a") as out:
-            out.write(
-                f"\n## LLM backends ({stamp})\n\nMachine: {machine}. Command: "
-                f"`python scripts/bench_llm.py --runs {args.runs} --backends {args.backends}`. "
-                f"Medians of {args.runs} runs; prompts of about {rows[0]['prompt_tokens'] if rows else '?'} "
-                f"tokens, each with a fresh prefix.\n\n{rendered}\n\n{summary}\n"
-            )
+    prompt_tokens = rows[0]["prompt_tokens"] if rows else "?"
+    publish(
+        "LLM backends",
+        f"python scripts/bench_llm.py --runs {args.runs} --backends {args.backends}",
+        f"Medians of {args.runs} runs; prompts of about {prompt_tokens} tokens, each with a "
+        "fresh prefix.",
+        f"{rendered}\n\n{summary}",
+        {"runs": args.runs, "rows": rows, "embedded_plus_embeddings_rss_mb": combined_rss},
+        args.json_out, append=not args.no_append,
+    )
 
 
 if __name__ == "__main__":

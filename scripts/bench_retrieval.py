@@ -25,13 +25,11 @@ import inspect
 import json
 import math
 import os
-import platform
 import resource
 import statistics
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -42,6 +40,7 @@ import psutil
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench_report import publish  # noqa: E402
 from ragshield.config import Settings  # noqa: E402
 from ragshield.retrieval.bm25_index import BM25Index  # noqa: E402
 from ragshield.retrieval.chunking import TokenChunker, load_chunk_tokenizer  # noqa: E402
@@ -401,9 +400,6 @@ def main() -> None:
     wall_s = time.perf_counter() - started
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
-    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    machine = (f"{platform.machine()}, {psutil.cpu_count()} cores, "
-               f"{psutil.virtual_memory().total / 2**30:.0f} GiB, shared with other work")
     command = (f"python scripts/bench_retrieval.py --runs {args.runs} --sizes {args.sizes} "
                f"--queries {args.queries} --threads {args.threads}")
     rendered = table(rows)
@@ -421,14 +417,9 @@ def main() -> None:
     print(rendered)
     print(summary)
     print(notes)
-    args.json_out.parent.mkdir(parents=True, exist_ok=True)
-    args.json_out.write_text(json.dumps({"date": stamp, "machine": machine, "command": command,
-                                         "runs": args.runs, "rows": rows, "peak_rss_mb": peak_mb,
-                                         "wall_s": wall_s}, indent=2))
-    if not args.no_append:
-        with open(ROOT / "docs" / "BENCHMARKS.md", "a") as out:
-            out.write(f"\n## Retrieval ({stamp})\n\nMachine: {machine}. Command: `{command}`. "
-                      f"{notes}\n\n{rendered}\n\nTargets:\n{summary}\n")
+    publish("Retrieval", command, notes, f"{rendered}\n\nTargets:\n{summary}",
+            {"runs": args.runs, "rows": rows, "peak_rss_mb": peak_mb, "wall_s": wall_s},
+            args.json_out, append=not args.no_append)
 
 
 if __name__ == "__main__":

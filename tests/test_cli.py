@@ -73,3 +73,35 @@ def test_models_prepare_reports_verified_paths():
 def test_unknown_command_is_a_usage_error():
     result = run_cli("frobnicate")
     assert result.returncode == 2 and "frobnicate" in result.stderr
+
+
+def first_demo_sample_id() -> str:
+    return json.loads((ROOT / "assets" / "demo" / "samples.jsonl").open().readline())["id"]
+
+
+def test_ask_judges_a_demo_sample_and_prints_the_documented_json(tmp_path):
+    result = run_cli(
+        "ask", "--sample", first_demo_sample_id(), "--judges", "trivial,p_true",
+        "--rule", "trivial", "--json",
+        env={"RAGSHIELD_DATABASE_URL": f"sqlite:///{tmp_path}/a.db"},
+    )
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(result.stdout)
+    assert {"question", "passages", "answer", "verdicts", "decision"} <= set(payload)
+    assert payload["passages"] and {"id", "text", "score"} <= set(payload["passages"][0])
+    assert {"text", "evidence"} <= set(payload["answer"])
+    assert [v["judge"] for v in payload["verdicts"]] == ["trivial", "p_true"]
+    p_true = payload["verdicts"][1]
+    assert p_true["available"] and p_true["calls"] == 1 and p_true["prompt_tokens"] > 0
+    assert 0.0 <= p_true["score"] <= 1.0 and p_true["trace"][0]["purpose"]
+    assert payload["decision"] == "keep"
+
+
+def test_ask_rejects_bad_options_with_a_message(tmp_path):
+    env = {"RAGSHIELD_DATABASE_URL": f"sqlite:///{tmp_path}/a.db"}
+    both = run_cli("ask", "--question", "q", "--sample", "s", env=env)
+    assert both.returncode == 2 and "exactly one" in both.stderr
+    unknown = run_cli("ask", "--sample", "s", "--judges", "oracle", env=env)
+    assert unknown.returncode == 1 and "unknown judge" in unknown.stderr
+    missing = run_cli("ask", "--sample", "no-such-id", "--judges", "trivial", env=env)
+    assert missing.returncode == 1 and "no-such-id" in missing.stderr

@@ -14,6 +14,9 @@ from ragshield.types import Answer, Sample
 class Answerer(ABC):
     name: ClassVar[str]
     max_tokens: ClassVar[int] = 64
+    # False for answerers whose prompt does not start with the shared prefix (No-RAG): the
+    # pipeline runs them after the judges so they do not evict the cached passages.
+    shares_prefix: ClassVar[bool] = True
 
     def __init__(self, options: PromptOptions = PromptOptions()) -> None:
         self.options = options

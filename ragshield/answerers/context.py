@@ -68,7 +68,8 @@ def shared_messages(
 ) -> list[Message]:
     """System text, then one user turn: passages and question (the shared prefix), then the
     caller's own instructions."""
+    context = context_block(sample.question, sample.passages, options)
     return [
         {"role": "system", "content": SYSTEM_TEXT},
-        {"role": "user", "content": f"{context_block(sample.question, sample.passages, options)}\n\n{instructions}"},
+        {"role": "user", "content": f"{context}\n\n{instructions}"},
     ]

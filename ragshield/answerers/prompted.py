@@ -24,9 +24,6 @@ class PromptedAnswerer(Answerer):
     them is flagged (the answer is still read as well as it can be).
     """
 
-    # False for answerers whose prompt does not start with the shared prefix (No-RAG): the
-    # pipeline runs them after the judges so they do not evict the cached passages.
-    shares_prefix: ClassVar[bool] = True
     shows_passages: ClassVar[bool] = True  # cited ids are checked against the passages shown
     # Label the prompt asks for before the final answer ("Response"); set when the model is
     # asked to reason first, which also earns the reply REASONING_TOKENS more tokens.

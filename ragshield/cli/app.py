@@ -6,7 +6,8 @@ import typer
 
 from ragshield.cli import ask, corpus, datasets, doctor, models, search
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, help="ragshield: risk control for RAG.")
+app = typer.Typer(no_args_is_help=True, add_completion=False,
+                  help="ragshield: risk control for RAG.")
 app.command()(doctor.doctor)
 app.add_typer(models.app, name="models")
 app.add_typer(corpus.app, name="corpus")

@@ -9,6 +9,7 @@ import typer
 from ragshield.cli.errors import user_errors
 from ragshield.cli.llm_options import Backend, BaseUrl, Model, NoLLMCache, settings_with
 from ragshield.cli.output import emit_json
+from ragshield.cli.store import opened_store
 from ragshield.config import Settings
 from ragshield.retrieval.factory import RetrievalMode
 from ragshield.types import Sample
@@ -23,7 +24,8 @@ def _retrieved_sample(question: str, corpus: str, mode: str, k: int, noise: int,
 
     embedder = None if mode == "bm25" else default_embedder(settings)
     opened = open_corpus(corpus, settings, embedder=embedder)
-    passages = make_retriever(opened, mode, embedder=embedder, settings=settings).search(question, k)
+    retriever = make_retriever(opened, mode, embedder=embedder, settings=settings)
+    passages = retriever.search(question, k)
     if noise:
         passages = inject_noise(passages, opened, noise, seed=0)
     return Sample(id="ad-hoc", question=question, passages=passages)
@@ -52,7 +54,6 @@ def ask(
     from ragshield.judges.registry import make_judges
     from ragshield.judging import judge_sample, judged_sample_dict
     from ragshield.llm.factory import make_llm
-    from ragshield.store.database import open_store
     from ragshield.store.samples import load_sample
 
     if (question is None) == (sample is None):
@@ -62,8 +63,7 @@ def ask(
     with user_errors():
         chosen_answerer = make_answerer(answerer or settings.answerer)
         chosen_judges = make_judges(judges, settings)
-        store = open_store(settings.database_url)
-        try:
+        with opened_store(settings) as store:
             if sample is not None:
                 ensure_demo_dataset(store)
                 target = load_sample(store, dataset, sample)
@@ -72,8 +72,6 @@ def ask(
             llm = make_llm(settings, store=store)
             result = judge_sample(target, llm, chosen_answerer, chosen_judges,
                                   rule or settings.decision_rule)
-        finally:
-            store.close()
     payload = judged_sample_dict(result)
     if as_json:
         emit_json(payload)

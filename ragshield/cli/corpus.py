@@ -2,29 +2,17 @@
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Optional
 
 import typer
 
+from ragshield.cli.errors import user_errors
 from ragshield.cli.output import emit_json
 from ragshield.config import Settings
 from ragshield.retrieval.faiss_index import DenseIndexConfig, IndexKind
 
 app = typer.Typer(no_args_is_help=True, help="Corpora: chunks with their BM25 and FAISS indexes.")
-
-
-@contextmanager
-def reported_errors() -> Iterator[None]:
-    """Bad input (a corpus error, a bad option value) ends the command with its message."""
-    from ragshield.retrieval.errors import CorpusError
-
-    try:
-        yield
-    except (CorpusError, ValueError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(code=1) from None
 
 
 @app.command("ingest")
@@ -48,7 +36,7 @@ def ingest(
     from ragshield.retrieval.ingest import IngestOptions, ingest_corpus
 
     settings = Settings()
-    with reported_errors():
+    with user_errors():
         options = IngestOptions(
             chunk_tokens=chunk_tokens, overlap=overlap, description=description,
             index=DenseIndexConfig(kind=index, nlist=nlist, nprobe=nprobe, hnsw_m=hnsw_m,
@@ -72,7 +60,7 @@ def list_corpora(as_json: bool = typer.Option(False, "--json", help="Print a JSO
     from ragshield.retrieval.corpus_store import list_corpora as manifests
 
     settings = Settings()
-    with reported_errors():
+    with user_errors():
         found = manifests(settings.corpora_dir)
     if as_json:
         emit_json([m.to_dict() for m in found])

@@ -2,72 +2,25 @@
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from dataclasses import asdict
 from functools import partial
 from pathlib import Path
-from typing import Any, Iterator, NoReturn, Optional
+from typing import Optional
 
 import typer
-from sqlalchemy.exc import SQLAlchemyError
 from tqdm import tqdm
 
-from ragshield.cli.output import emit_json
-from ragshield.config import Settings
-from ragshield.datasets import FORMATS, DatasetError, parse_mapping
+from ragshield.cli.errors import user_errors
+from ragshield.cli.output import emit_json, print_table
+from ragshield.cli.store import opened_store
+from ragshield.datasets import FORMATS, parse_mapping
 from ragshield.datasets.demo import ensure_demo_dataset
 from ragshield.datasets.importing import import_file
-from ragshield.store.database import Store, StoreError, open_store
-from ragshield.store.samples import UnknownDatasetError, list_datasets, list_samples
+from ragshield.store.samples import list_datasets, list_samples
 
 app = typer.Typer(no_args_is_help=True, help="Datasets: import files, list datasets and samples.")
 
 JSON_OPTION = typer.Option(False, "--json", help="Print JSON.")
-
-
-@contextmanager
-def opened_store() -> Iterator[Store]:
-    """The configured store; known failures inside become a message and exit status 1."""
-    try:
-        store = open_store(Settings().database_url)
-        try:
-            yield store
-        finally:
-            store.close()
-    except (DatasetError, StoreError, UnknownDatasetError) as exc:
-        fail(str(exc))
-    except SQLAlchemyError as exc:
-        fail(f"database error: {getattr(exc, 'orig', None) or exc}")
-
-
-def fail(message: str) -> NoReturn:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code=1)
-
-
-def print_table(rows: list[dict[str, Any]], columns: list[str],
-                max_widths: dict[str, int] | None = None) -> None:
-    """Rows as aligned columns; cells wider than max_widths are cut with an ellipsis. Dataset
-    text is untrusted: control characters (terminal escapes, newlines) become spaces."""
-    def text(value: Any) -> str:
-        return "-" if value is None else "".join(
-            char if char.isprintable() else " " for char in str(value))
-
-    widths = {
-        c: min(max([len(c), *(len(text(row[c])) for row in rows)]), (max_widths or {}).get(c, 200))
-        for c in columns
-    }
-
-    def line(values: list[Any]) -> str:
-        cells = [text(v) for v in values]
-        return "  ".join(
-            (cell if len(cell) <= widths[c] else cell[: widths[c] - 1] + "…").ljust(widths[c])
-            for c, cell in zip(columns, cells, strict=True)
-        ).rstrip()
-
-    typer.echo(line(columns))
-    for row in rows:
-        typer.echo(line([row[c] for c in columns]))
 
 
 @app.command("import")
@@ -83,7 +36,7 @@ def import_(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Import a dataset file (all or nothing; importing it again adds nothing)."""
-    with opened_store() as store:
+    with user_errors(), opened_store() as store:
         result = import_file(
             store, name, path, format=format, limit=limit,
             mapping=parse_mapping(mapping) if mapping is not None else None,
@@ -100,7 +53,7 @@ def import_(
 @app.command("list")
 def list_(as_json: bool = JSON_OPTION) -> None:
     """The datasets with their sample counts (the bundled `demo` set is added when missing)."""
-    with opened_store() as store:
+    with user_errors(), opened_store() as store:
         ensure_demo_dataset(store)
         rows = [asdict(summary) for summary in list_datasets(store)]
     if as_json:
@@ -116,7 +69,7 @@ def samples(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """The samples of a dataset: id, question, answerable, number of passages."""
-    with opened_store() as store:
+    with user_errors(), opened_store() as store:
         ensure_demo_dataset(store)
         rows = [asdict(s) for s in list_samples(store, name, limit=limit)]
     if as_json:

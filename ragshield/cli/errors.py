@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Iterator, NoReturn
 
 import typer
+
+from sqlalchemy.exc import SQLAlchemyError
 
 from ragshield.llm.base import LLMError
 from ragshield.llm.packaged_models import ChecksumError, ModelPackageMissing
@@ -21,5 +23,11 @@ def user_errors() -> Iterator[None]:
     try:
         yield
     except USER_ERRORS as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(code=1) from None
+        fail(str(exc))
+    except SQLAlchemyError as exc:
+        fail(f"database error: {getattr(exc, 'orig', None) or exc}")
+
+
+def fail(message: str) -> NoReturn:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code=1)

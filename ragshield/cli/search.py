@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from ragshield.cli.corpus import reported_errors
+from ragshield.cli.errors import user_errors
 from ragshield.cli.output import emit_json
 from ragshield.config import Settings
 from ragshield.retrieval.factory import RetrievalMode
@@ -28,7 +28,7 @@ def search(
     from ragshield.retrieval.factory import make_retriever
 
     settings = Settings()
-    with reported_errors():
+    with user_errors():
         embedder = None if mode == "bm25" else default_embedder(settings)
         opened = open_corpus(corpus, settings, embedder=embedder, progress=True)
         retriever = make_retriever(opened, mode, embedder=embedder, settings=settings, alpha=alpha)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ragshield.config import PROJECT_ROOT, Settings
+from ragshield.config import Settings
+from ragshield.datasets.demo import DEMO_CORPUS as DEMO_CORPUS_FILE
 from ragshield.retrieval.corpus import Corpus
 from ragshield.retrieval.corpus_store import load_corpus
 from ragshield.retrieval.encoding import Embedder
@@ -10,7 +11,6 @@ from ragshield.retrieval.errors import CorpusExists, CorpusNotFound
 from ragshield.retrieval.ingest import IngestOptions, ingest_corpus
 
 DEMO_CORPUS_NAME = "demo"
-DEMO_CORPUS_FILE = PROJECT_ROOT / "assets" / "demo" / "corpus.jsonl"
 DEMO_DESCRIPTION = "The bundled demo documents"
 
 

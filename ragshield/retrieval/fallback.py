@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from ragshield.retrieval.refusal import is_refusal
+from ragshield.refusal import is_refusal
 from ragshield.retrieval.sources import KnowledgeSource, gather
 from ragshield.types import Passage
 

@@ -1,0 +1,160 @@
+"""Judging a sample end to end: shared base answer, judge order, decision rules, the `ask`
+JSON shape, concurrency, and every judge on real demo samples with the embedded model."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+
+from ragshield.answerers.registry import make_answerer
+from ragshield.config import Settings
+from ragshield.datasets import load_dataset
+from ragshield.datasets.demo import DEMO_SAMPLES
+from ragshield.judges.registry import JUDGES, judge_names, make_judges
+from ragshield.judging import decide, judge_sample, judge_samples, judged_sample_dict, judging_order
+from ragshield.types import Passage, Sample, Verdict
+from tests.fakes import ScriptedLLM, ScriptedReply
+
+SAMPLE = Sample(
+    id="s1", question="Where is the Eiffel Tower?",
+    passages=[Passage("The Eiffel Tower stands in Paris."), Passage("Rome has the Colosseum.")],
+    reference_answers=["Paris"], answerable=True,
+)
+
+
+def v(judge: str, keep: bool | None) -> Verdict:
+    return Verdict(judge=judge, keep=keep, rationale=f"{judge} says {keep}")
+
+
+@pytest.mark.parametrize(
+    "rule, verdicts, expected",
+    [
+        ("counterfactual", [v("counterfactual", False), v("trivial", True)], False),
+        ("counterfactual", [v("trivial", True)], None),
+        ("counterfactual", [v("counterfactual", None)], None),
+        ("all", [v("a", True), v("b", True), v("c", None)], True),
+        ("all", [v("a", True), v("b", False)], False),
+        ("majority", [v("a", True), v("b", True), v("c", False)], True),
+        ("majority", [v("a", True), v("b", False)], False),
+        ("majority", [v("a", None)], None),
+    ],
+)
+def test_decision_rules(rule, verdicts, expected):
+    assert decide(verdicts, rule).keep is expected
+
+
+def test_prefix_sharing_judges_run_first_in_given_order():
+    judges = make_judges("dual_generation,trivial,p_true,counterfactual", Settings())
+    assert [j.name for j in judging_order(judges)] == ["trivial", "p_true", "counterfactual",
+                                                       "dual_generation"]
+
+
+def test_judge_names_validate():
+    assert judge_names("all") == list(JUDGES)
+    assert judge_names("p_true, trivial,p_true") == ["p_true", "trivial"]
+    with pytest.raises(ValueError, match="valid names"):
+        judge_names("trivial,oracle")
+
+
+def test_nli_without_a_model_is_reported_unavailable_not_skipped():
+    [nli] = make_judges("nli", Settings(nli_model=None))
+    verdict = nli.judge(SAMPLE, make_answerer("vanilla").answer(SAMPLE, ScriptedLLM(["Paris"])),
+                        ScriptedLLM())
+    assert verdict.available is False and "RAGSHIELD_NLI_MODEL" in verdict.rationale
+
+
+def test_base_answer_is_generated_once_and_shared():
+    llm = ScriptedLLM([
+        "Paris\nEvidence: ## Passage-0 ##",  # base answer (evidence answerer)
+        ScriptedReply("Yes", top={"Yes": -0.1, "No": -2.5}),  # p_true
+    ])
+    judged = judge_sample(SAMPLE, llm, make_answerer("evidence"),
+                          make_judges("trivial,p_true", Settings()), rule="p_true")
+    assert len(llm.seen) == 2
+    assert judged.answer.text == "Paris" and judged.answer.evidence == [0]
+    assert [x.judge for x in judged.verdicts] == ["trivial", "p_true"]
+    assert judged.decision.keep is True
+    payload = judged_sample_dict(judged)
+    json.dumps(payload)  # serialisable as the CLI prints it
+    assert payload["decision"] == "keep" and payload["answer"]["evidence"] == [0]
+    assert set(payload["verdicts"][1]) >= {
+        "judge", "keep", "score", "rationale", "available", "calls", "prompt_tokens",
+        "completion_tokens", "seconds", "trace"}
+    assert payload["verdicts"][1]["calls"] == 1 and payload["verdicts"][0]["calls"] == 0
+
+
+class SlowServerLLM(ScriptedLLM):
+    """Looks like an OpenAI-compatible server: calls may overlap."""
+
+    backend = "openai"
+
+    def __init__(self) -> None:
+        super().__init__(respond=self.reply)
+        self.active = 0
+        self.peak = 0
+        self.lock = threading.Lock()
+
+    def reply(self, messages) -> str:
+        with self.lock:
+            self.active += 1
+            self.peak = max(self.peak, self.active)
+        time.sleep(0.05)
+        with self.lock:
+            self.active -= 1
+        return messages[-1]["content"].split("Question: ")[1].split("\n")[0]
+
+
+def test_servers_are_judged_concurrently_in_input_order():
+    llm = SlowServerLLM()
+    samples = [Sample(id=str(i), question=f"q{i}", passages=[Passage("x")]) for i in range(8)]
+    results = list(judge_samples(samples, llm, make_answerer("vanilla"),
+                                 make_judges("trivial", Settings()), "trivial", concurrency=4))
+    assert [r.answer.text for r in results] == [f"q{i}" for i in range(8)]
+    assert llm.peak > 1
+
+
+def test_in_process_models_are_judged_one_at_a_time():
+    llm = SlowServerLLM()
+    llm.backend = "llama.cpp"
+    samples = [Sample(id=str(i), question=f"q{i}", passages=[Passage("x")]) for i in range(4)]
+    list(judge_samples(samples, llm, make_answerer("vanilla"), [], "trivial", concurrency=4))
+    assert llm.peak == 1
+
+
+def short_demo_samples() -> list[Sample]:
+    samples = list(load_dataset(DEMO_SAMPLES))
+    samples.sort(key=lambda s: sum(len(p.text) for p in s.passages))
+    answerable = next(s for s in samples if s.answerable)
+    unanswerable = next(s for s in samples if s.answerable is False)
+    return [answerable, unanswerable]
+
+
+@pytest.mark.slow
+def test_every_judge_on_real_demo_samples(embedded_llm):
+    judges = make_judges("all", Settings())
+    for sample in short_demo_samples():
+        judged = judge_sample(sample, embedded_llm, make_answerer("evidence"), judges)
+        base_seconds = sum(c.seconds for c in judged.answer.calls)
+        assert judged.answer.calls and base_seconds > 0
+        assert {x.judge for x in judged.verdicts} == set(JUDGES)
+        for verdict in judged.verdicts:
+            if verdict.judge == "nli":
+                assert not verdict.available  # no classifier model is packaged
+                continue
+            assert verdict.available and verdict.error is None, verdict
+            assert isinstance(verdict.keep, bool), verdict
+            assert verdict.score is None or isinstance(verdict.score, float)
+            json.dumps(verdict.details)
+            if verdict.judge == "trivial":
+                assert verdict.cost.calls == 0
+                continue
+            assert verdict.trace and all(call.purpose for call in verdict.trace)
+            cost = verdict.cost
+            assert cost.calls == len(verdict.trace) and cost.seconds > 0
+            if verdict.judge != "token_prob":  # reuses the base answer's log-probs
+                assert cost.prompt_tokens > 0
+        assert judged.decision.rule == "counterfactual"
+        assert judged.decision.keep is not None
