@@ -9,6 +9,7 @@ cache and is not read again; `cached_prompt_tokens` reports how much was reused.
 
 from __future__ import annotations
 
+import atexit
 import threading
 import time
 from pathlib import Path
@@ -22,6 +23,14 @@ from ragshield.types import Completion, ContinuationScore, Message, TokenLogprob
 # a model is large and its KV cache is state that two calls must not share at once.
 _INSTANCES: dict[tuple[str, int, int], tuple[object, threading.Lock]] = {}
 _INSTANCES_LOCK = threading.Lock()
+
+
+@atexit.register
+def _close_instances() -> None:
+    """Free the models before interpreter shutdown: llama-cpp-python's own finaliser runs
+    too late then and prints a TypeError traceback at every exit."""
+    for model, _lock in _INSTANCES.values():
+        model.close()
 
 
 def _load(path: Path, n_ctx: int, n_threads: int) -> tuple[object, threading.Lock]:
