@@ -8,6 +8,7 @@ from typing import ClassVar
 from ragshield.answerers.base import Answerer
 from ragshield.answerers.context import shared_messages
 from ragshield.answerers.parsing import parse_answer
+from ragshield.llm.base import LOGPROBS
 from ragshield.llm.traced import TracedLLM
 from ragshield.refusal import is_refusal
 from ragshield.types import Answer, Message, Sample
@@ -40,7 +41,10 @@ class PromptedAnswerer(Answerer):
     def generate(self, sample: Sample, llm: TracedLLM) -> Answer:
         messages = self.messages(sample)
         budget = self.max_tokens + (REASONING_TOKENS if self.expected_prefix else 0)
-        raw = llm.chat(messages, purpose=f"{self.name} answer", max_tokens=budget).text
+        # Log-probs cost nothing extra where the backend has them, and spare judges such as
+        # token_prob a second pass over the answer.
+        raw = llm.chat(messages, purpose=f"{self.name} answer", max_tokens=budget,
+                       logprobs=LOGPROBS in llm.capabilities).text
         shown = len(sample.passages) if self.shows_passages else 0
         parsed = parse_answer(raw, shown, expected_prefix=self.expected_prefix,
                               wants_evidence=self.wants_evidence)
