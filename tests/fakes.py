@@ -42,10 +42,13 @@ class ScriptedLLM(BackendBase):
         self.scores = scores or {}
         self.capabilities = capabilities
         self.seen: list[list[Message]] = []
+        self.params: list[dict] = []  # each chat call's sampling parameters
 
     def chat(self, messages, *, max_tokens=256, temperature=0.0, seed=0, logprobs=False,
              top_logprobs=0, stop=None) -> Completion:
         self.seen.append([dict(m) for m in messages])
+        self.params.append({"max_tokens": max_tokens, "temperature": temperature, "seed": seed,
+                            "logprobs": logprobs, "top_logprobs": top_logprobs, "stop": stop})
         if logprobs and LOGPROBS not in self.capabilities:
             raise CapabilityError("scripted LLM has no log-probs")
         if self.respond is not None:

@@ -47,18 +47,6 @@ def make_answer(
                   evidence=list(evidence), refusal=is_refusal(text))
 
 
-class RecordingLLM(ScriptedLLM):
-    """ScriptedLLM that also records each chat call's sampling parameters."""
-
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self.params: list[dict] = []
-
-    def chat(self, messages, **params):
-        self.params.append(params)
-        return super().chat(messages, **params)
-
-
 def said(text: str) -> dict:
     return {"role": "assistant", "content": text}
 
@@ -72,7 +60,7 @@ def continues(messages: list[dict], conversation: list[dict]) -> bool:
 
 def test_counterfactual_keeps_when_both_scenarios_repeat_the_answer() -> None:
     answer = make_answer()
-    llm = RecordingLLM(["Answer: Paris\nEvidence: ## Passage-0 ##", "Answer: Paris."])
+    llm = ScriptedLLM(["Answer: Paris\nEvidence: ## Passage-0 ##", "Answer: Paris."])
     verdict = CounterfactualJudge().judge(SAMPLE, answer, llm)
     assert verdict.keep is True and verdict.score == 1.0 and verdict.parse_error is None
     assert [c.purpose for c in verdict.trace] == ["cf-quality round 1", "cf-usage round 1"]
@@ -191,7 +179,7 @@ def test_counterfactual_rounds_sample_after_the_first_and_any_change_discards() 
     replies = ["Answer: Paris", "Answer: Lyon", "Answer: Paris",  # cf-quality rounds 1-3
                "Answer: Paris", "Answer: Paris", "Answer: Paris",  # cf-usage rounds 1-3
                "$$discard$$"]
-    llm = RecordingLLM(replies)
+    llm = ScriptedLLM(replies)
     verdict = CounterfactualJudge(rounds=3).judge(SAMPLE, answer, llm)
     assert verdict.keep is False and verdict.score == pytest.approx(5 / 6)
     assert [c.purpose for c in verdict.trace] == [
@@ -335,7 +323,7 @@ def test_ioe_unavailable_without_chat() -> None:
 
 def test_self_consistency_samples_the_base_prompt_and_counts_matches() -> None:
     answer = make_answer()
-    llm = RecordingLLM(["Answer: Paris\nEvidence: ## Passage-0 ##", "Answer: Lyon", "Paris.",
+    llm = ScriptedLLM(["Answer: Paris\nEvidence: ## Passage-0 ##", "Answer: Lyon", "Paris.",
                         "garbage!!", "Answer: paris"])
     verdict = SelfConsistencyJudge().judge(SAMPLE, answer, llm)
     assert verdict.score == pytest.approx(3 / 5) and verdict.keep is True

@@ -40,18 +40,6 @@ def make_answer(text: str = "Paris", raw: str | None = None,
                   messages=shared_messages(SAMPLE, "Answer in a few words."), calls=calls or [])
 
 
-class RecordingLLM(ScriptedLLM):
-    """ScriptedLLM that also records each chat call's parameters."""
-
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self.params: list[dict] = []
-
-    def chat(self, messages, **params):
-        self.params.append(params)
-        return super().chat(messages, **params)
-
-
 def shares_prefix(messages: list[dict]) -> bool:
     system, user = messages[:2]
     return system == shared_messages(SAMPLE, "")[0] and user["content"].startswith(PREFIX)
@@ -63,7 +51,7 @@ TOP = {"Yes": math.log(0.5), " yes": math.log(0.1), "No": math.log(0.25), "no": 
 
 
 def test_ask_yes_no_reads_the_first_token_distribution_and_records_it() -> None:
-    llm = RecordingLLM([ScriptedReply("No", top=TOP)])
+    llm = ScriptedLLM([ScriptedReply("No", top=TOP)])
     traced = TracedLLM(llm)
     reading = ask_yes_no(traced, [{"role": "user", "content": "?"}], purpose="q")
     assert reading.p_yes == pytest.approx(0.6 / 0.9) and reading.parse_error is None
@@ -216,7 +204,7 @@ def test_priori_discards_unknown(reply: str, keep: bool) -> None:
 ])
 def test_calibration_reads_the_probability(reply: str, p: float, keep: bool) -> None:
     answer = make_answer("Paris", raw="Paris.")
-    llm = RecordingLLM([reply])
+    llm = ScriptedLLM([reply])
     verdict = CalibrationJudge().judge(SAMPLE, answer, llm)
     assert verdict.score == pytest.approx(p) and verdict.keep is keep
     assert verdict.parse_error is None
