@@ -25,18 +25,6 @@ from ragshield.types import Passage, Sample
 from tests.fakes import ScriptedLLM
 
 
-class RecordingLLM(ScriptedLLM):
-    """A ScriptedLLM that also keeps the parameters of each call."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.params: list[dict[str, Any]] = []
-
-    def chat(self, messages, **params):  # type: ignore[override]
-        self.params.append(params)
-        return super().chat(messages, **params)
-
-
 def make_sample(**changes: Any) -> Sample:
     fields: dict[str, Any] = dict(
         id="q1",
@@ -92,7 +80,7 @@ def shared_prefix(sample: Sample) -> str:
 def test_prompt_is_the_shared_prefix_then_instructions(name: str, options: dict) -> None:
     answerer = make_answerer(name, **options)
     sample = make_sample()
-    llm = RecordingLLM([reply_for(answerer, "Paris")])
+    llm = ScriptedLLM([reply_for(answerer, "Paris")])
     answer = answerer.answer(sample, llm)
 
     messages = llm.seen[0]
@@ -120,7 +108,7 @@ def test_every_answerer_sends_the_same_prefix_as_vanilla(
 @pytest.mark.parametrize("name, options", CONFIGS, ids=CONFIG_IDS)
 def test_answer_fields_and_trace(name: str, options: dict) -> None:
     answerer = make_answerer(name, **options)
-    llm = RecordingLLM([reply_for(answerer, "Paris")])
+    llm = ScriptedLLM([reply_for(answerer, "Paris")])
     answer = answerer.answer(make_sample(), llm)
 
     assert answer.answerer == name
@@ -140,7 +128,7 @@ def test_answer_fields_and_trace(name: str, options: dict) -> None:
 @pytest.mark.parametrize("name, options", CONFIGS, ids=CONFIG_IDS)
 def test_reply_budget(name: str, options: dict) -> None:
     answerer = make_answerer(name, **options)
-    llm = RecordingLLM([reply_for(answerer, "Paris")])
+    llm = ScriptedLLM([reply_for(answerer, "Paris")])
     answerer.answer(make_sample(), llm)
     reasons_first = name == "instructrag" or options.get("cot", False)
     assert llm.params[0]["max_tokens"] == (96 if reasons_first else 64)
@@ -149,7 +137,7 @@ def test_reply_budget(name: str, options: dict) -> None:
 def test_norag_has_no_passages_but_the_same_system_text() -> None:
     answerer = NoRagAnswerer()
     sample = make_sample()
-    llm = RecordingLLM(["Paris"])
+    llm = ScriptedLLM(["Paris"])
     answer = answerer.answer(sample, llm)
 
     system, user = llm.seen[0]
