@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from ragshield.cli import ask, corpus, datasets, doctor, models, search
+from ragshield.cli import ask, corpus, datasets, doctor, models, run, search
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
                   help="ragshield: risk control for RAG.")
@@ -14,6 +14,8 @@ app.add_typer(corpus.app, name="corpus")
 app.command()(search.search)
 app.add_typer(datasets.app, name="datasets")
 app.command()(ask.ask)
+app.command()(run.run)
+app.add_typer(run.runs_app, name="runs")
 
 
 def main() -> None:

@@ -10,25 +10,8 @@ from ragshield.cli.errors import user_errors
 from ragshield.cli.llm_options import Backend, BaseUrl, Model, NoLLMCache, settings_with
 from ragshield.cli.output import emit_json
 from ragshield.cli.store import opened_store
-from ragshield.config import Settings
 from ragshield.retrieval.factory import RetrievalMode
 from ragshield.types import Sample
-
-
-def _retrieved_sample(question: str, corpus: str, mode: str, k: int, noise: int,
-                      settings: Settings) -> Sample:
-    from ragshield.retrieval.demo_corpus import open_corpus
-    from ragshield.retrieval.encoding import default_embedder
-    from ragshield.retrieval.factory import make_retriever
-    from ragshield.retrieval.noise import inject_noise
-
-    embedder = None if mode == "bm25" else default_embedder(settings)
-    opened = open_corpus(corpus, settings, embedder=embedder)
-    retriever = make_retriever(opened, mode, embedder=embedder, settings=settings)
-    passages = retriever.search(question, k)
-    if noise:
-        passages = inject_noise(passages, opened, noise, seed=0)
-    return Sample(id="ad-hoc", question=question, passages=passages)
 
 
 def ask(
@@ -54,6 +37,7 @@ def ask(
     from ragshield.judges.registry import make_judges
     from ragshield.judging import judge_sample, judged_sample_dict
     from ragshield.llm.factory import make_llm
+    from ragshield.retrieval.passage_finder import PassageFinder
     from ragshield.store.samples import load_sample
 
     if (question is None) == (sample is None):
@@ -68,7 +52,9 @@ def ask(
                 ensure_demo_dataset(store)
                 target = load_sample(store, dataset, sample)
             else:
-                target = _retrieved_sample(question or "", corpus, mode, k, noise, settings)
+                finder = PassageFinder(corpus, mode, k, noise=noise, settings=settings)
+                target = Sample(id="ad-hoc", question=question or "",
+                                passages=finder.find(question or ""))
             llm = make_llm(settings, store=store)
             result = judge_sample(target, llm, chosen_answerer, chosen_judges,
                                   rule or settings.decision_rule)

@@ -17,6 +17,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
     text as sql_text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
@@ -82,20 +83,49 @@ class Run(Base):
     code_version: Mapped[str | None] = mapped_column(String(100))
     seed: Mapped[int] = mapped_column(Integer, default=0)
     status: Mapped[str] = mapped_column(String(20), default="pending")
+    samples_total: Mapped[int] = mapped_column(Integer, default=0, server_default=sql_text("0"))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     finished_at: Mapped[datetime | None]
 
 
-class AnswerRow(Base):
-    __tablename__ = "answers"
-    __table_args__ = (UniqueConstraint("run_id", "sample_id", "answerer"),)
+class RunFailure(Base):
+    """A sample whose answer or verdicts could not be produced in a run; removed once a
+    resume succeeds on it."""
+
+    __tablename__ = "run_failures"
+    __table_args__ = (UniqueConstraint("run_id", "sample_id"),)
     id: Mapped[int] = mapped_column(primary_key=True)
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
     sample_id: Mapped[int] = mapped_column(ForeignKey("samples.id", ondelete="CASCADE"))
+    error: Mapped[str] = mapped_column(Text)
+    attempts: Mapped[int] = mapped_column(Integer, default=1)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class AnswerRow(Base):
+    """One answer of a run. `role` "main" is the judged answer; "norag" (the answer without
+    passages) and "larger" (a larger model's answer) feed the fallback and switch curves."""
+
+    __tablename__ = "answers"
+    __table_args__ = (
+        UniqueConstraint("run_id", "sample_id", "role", name="uq_answers_run_sample_role"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    sample_id: Mapped[int] = mapped_column(ForeignKey("samples.id", ondelete="CASCADE"))
+    role: Mapped[str] = mapped_column(String(20), default="main", server_default="main")
     answerer: Mapped[str] = mapped_column(String(100))
+    model: Mapped[str | None] = mapped_column(String(300))
     text: Mapped[str | None] = mapped_column(Text)
     raw: Mapped[str | None] = mapped_column(Text)
     evidence: Mapped[list[Any]] = mapped_column(default=list)
+    refusal: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    parse_error: Mapped[str | None] = mapped_column(Text)
+    cites_internal_knowledge: Mapped[bool] = mapped_column(
+        Boolean, default=False, server_default=false())
+    # The passages shown (retrieved ones differ from the dataset's), the prompt and the calls.
+    passages: Mapped[list[Any]] = mapped_column(default=list, server_default=sql_text("'[]'"))
+    messages: Mapped[list[Any]] = mapped_column(default=list, server_default=sql_text("'[]'"))
+    trace: Mapped[list[Any]] = mapped_column(default=list, server_default=sql_text("'[]'"))
     error: Mapped[str | None] = mapped_column(Text)
     prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
     completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
@@ -114,6 +144,8 @@ class VerdictRow(Base):
     rationale: Mapped[str | None] = mapped_column(Text)
     available: Mapped[bool] = mapped_column(Boolean, default=True)
     error: Mapped[str | None] = mapped_column(Text)
+    parse_error: Mapped[str | None] = mapped_column(Text)
+    details: Mapped[dict[str, Any]] = mapped_column(default=dict, server_default=sql_text("'{}'"))
     trace: Mapped[list[Any]] = mapped_column(default=list)
     calls: Mapped[int] = mapped_column(Integer, default=0)
     prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)

@@ -121,7 +121,7 @@ def has_dataset(store: Store, name: str) -> bool:
         return session.scalar(select(DatasetRow.id).where(DatasetRow.name == name)) is not None
 
 
-def _dataset_id(session: Session, name: str) -> int:
+def dataset_id_of(session: Session, name: str) -> int:
     dataset_id = session.scalar(select(DatasetRow.id).where(DatasetRow.name == name))
     if dataset_id is None:
         names = session.scalars(select(DatasetRow.name).order_by(DatasetRow.name)).all()
@@ -162,7 +162,7 @@ def list_samples(store: Store, name: str, *, limit: int | None = None,
     with store.session() as session:
         query = (
             select(SampleRow.external_id, SampleRow.question, SampleRow.answerable, passage_count)
-            .where(SampleRow.dataset_id == _dataset_id(session, name))
+            .where(SampleRow.dataset_id == dataset_id_of(session, name))
             .order_by(SampleRow.id)
             .offset(offset)
             .limit(limit)
@@ -189,7 +189,7 @@ def load_sample(store: Store, name: str, sample_id: str) -> Sample:
     with store.session() as session:
         row = session.scalar(
             select(SampleRow)
-            .where(SampleRow.dataset_id == _dataset_id(session, name),
+            .where(SampleRow.dataset_id == dataset_id_of(session, name),
                    SampleRow.external_id == sample_id)
             .options(selectinload(SampleRow.passages))
         )
@@ -200,12 +200,19 @@ def load_sample(store: Store, name: str, sample_id: str) -> Sample:
 
 def iter_samples(store: Store, name: str, *, batch_size: int = 500) -> Iterator[Sample]:
     """Every sample of a dataset in import order, read in batches (one short session each)."""
+    return (sample for _, sample in iter_sample_rows(store, name, batch_size=batch_size))
+
+
+def iter_sample_rows(store: Store, name: str, *, limit: int | None = None,
+                     batch_size: int = 500) -> Iterator[tuple[int, Sample]]:
+    """(row id, sample) for the first `limit` samples of a dataset in import order. The
+    dataset is looked up now, so an unknown name fails before the first item is asked for."""
     with store.session() as session:
-        dataset_id = _dataset_id(session, name)
-    return _iter_batches(store, dataset_id, batch_size)
+        dataset_id = dataset_id_of(session, name)
+    return islice(_iter_batches(store, dataset_id, batch_size), limit)
 
 
-def _iter_batches(store: Store, dataset_id: int, batch_size: int) -> Iterator[Sample]:
+def _iter_batches(store: Store, dataset_id: int, batch_size: int) -> Iterator[tuple[int, Sample]]:
     last_id = 0
     while True:
         with store.session() as session:
@@ -216,8 +223,15 @@ def _iter_batches(store: Store, dataset_id: int, batch_size: int) -> Iterator[Sa
                 .limit(batch_size)
                 .options(selectinload(SampleRow.passages))
             ).all()
-            samples = [_to_sample(row) for row in rows]
+            samples = [(row.id, _to_sample(row)) for row in rows]
         if not samples:
             return
         last_id = rows[-1].id
         yield from samples
+
+
+def count_samples(store: Store, name: str) -> int:
+    with store.session() as session:
+        return session.scalar(
+            select(func.count(SampleRow.id)).where(SampleRow.dataset_id == dataset_id_of(session, name))
+        ) or 0

@@ -1,0 +1,113 @@
+"""`ragshield run` (start, resume or re-judge a run) and `ragshield runs list`."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import typer
+
+from ragshield.cli.errors import fail, user_errors
+from ragshield.cli.llm_options import Backend, BaseUrl, Model, NoLLMCache, settings_with
+from ragshield.cli.output import emit_json, print_table
+from ragshield.cli.store import opened_store
+
+runs_app = typer.Typer(no_args_is_help=True, help="Runs: list them.")
+
+
+def _finish(payload: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        emit_json(payload)
+    else:
+        typer.echo(", ".join(f"{k}={v}" for k, v in payload.items() if k != "failures"))
+        for failure in payload.get("failures", []):
+            typer.echo(f"  failed {failure['sample_id']}: {failure['error']}")
+
+
+def run(
+    dataset: Optional[str] = typer.Option(None, "--dataset", help="Dataset to run on."),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Only the first N samples."),
+    answerer: Optional[str] = typer.Option(None, "--answerer", help="Answerer (default: evidence)."),
+    judges: str = typer.Option("all", "--judges", help="all, or names separated by commas."),
+    rule: Optional[str] = typer.Option(None, "--rule", help="Decision rule: a judge, all, majority."),
+    retrieval: str = typer.Option("given", "--retrieval",
+                                  help="given (the dataset's passages) or bm25|dense|hybrid|rrf|two-stage."),
+    corpus: str = typer.Option("demo", "--corpus", help="Corpus to retrieve from."),
+    k: int = typer.Option(3, "--k", help="Passages to retrieve."),
+    noise: int = typer.Option(0, "--noise", help="Random corpus chunks added to retrieved passages."),
+    small_model: bool = typer.Option(False, "--small-model",
+                                     help="Answer with the packaged small model (SmolLM2-135M)."),
+    fallback: bool = typer.Option(False, "--fallback", help="Also store No-RAG answers."),
+    switch: bool = typer.Option(False, "--switch",
+                                help="Also store the larger model's answers (with --small-model)."),
+    seed: int = typer.Option(0, "--seed"),
+    concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1,
+                                              help="Samples at once (OpenAI-compatible servers)."),
+    name: Optional[str] = typer.Option(None, "--name", help="A name for the run."),
+    resume: Optional[int] = typer.Option(None, "--resume", help="Resume this run id."),
+    rejudge: Optional[int] = typer.Option(None, "--rejudge",
+                                          help="Add --judges to this run's saved answers."),
+    backend: Backend = None, base_url: BaseUrl = None, model: Model = None,
+    no_llm_cache: NoLLMCache = False,
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Answer and judge a dataset's samples and store everything (resumable)."""
+    from ragshield.datasets.demo import ensure_demo_dataset
+    from ragshield.pipeline import execute_run, rejudge_run, start_run
+    from ragshield.run_config import RunConfig
+    from ragshield.store.runs import failures
+
+    if sum(x is not None for x in (dataset, resume, rejudge)) != 1:
+        fail("give exactly one of --dataset (a new run), --resume RUN or --rejudge RUN")
+    settings = settings_with(backend, base_url, model, no_llm_cache)
+    with user_errors(), opened_store(settings) as store:
+        if rejudge is not None:
+            outcome = rejudge_run(store, rejudge, judges, settings, progress=progress)
+            _finish({"run_id": rejudge, "verdicts_added": outcome.added,
+                     "verdicts_failed": outcome.failed}, as_json)
+            return
+        run_id = resume
+        if dataset is not None:
+            ensure_demo_dataset(store)
+            config = RunConfig(
+                dataset=dataset, limit=limit, answerer=answerer or settings.answerer,
+                judges=[judges], rule=rule or settings.decision_rule, retrieval=retrieval,
+                corpus=corpus, k=k, noise=noise, backend=settings.backend, model=model,
+                base_url=base_url, small_model=small_model, fallback=fallback, switch=switch,
+                seed=seed, concurrency=concurrency or settings.concurrency,
+            )
+            run_id = start_run(store, config, name=name)
+        assert run_id is not None
+        try:
+            outcome = execute_run(store, run_id, settings, progress=progress)
+        except KeyboardInterrupt:
+            typer.echo(f"\ninterrupted: resume with `python -m ragshield run --resume {run_id}`",
+                       err=True)
+            raise typer.Exit(code=130)
+        failed = failures(store, run_id)
+    _finish({"run_id": run_id, "status": outcome.status, "done": outcome.done,
+             "total": outcome.total, "failed": outcome.failed,
+             "failures": [{"sample_id": i, "error": e} for i, e in failed.items()]},
+            as_json)
+    if outcome.failed:
+        raise typer.Exit(code=1)
+
+
+@runs_app.command("list")
+def list_runs(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """Runs with their status, samples done of total, and failures."""
+    from ragshield.store.runs import list_runs as stored_runs
+
+    with user_errors(), opened_store() as store:
+        rows = [
+            {"id": r.id, "name": r.name, "dataset": r.dataset, "status": r.status,
+             "done": r.done, "total": r.total, "failures": r.failures,
+             "created_at": r.created_at.isoformat(),
+             "finished_at": r.finished_at.isoformat() if r.finished_at else None}
+            for r in stored_runs(store)
+        ]
+    if as_json:
+        emit_json(rows)
+    else:
+        print_table(rows, ["id", "name", "dataset", "status", "done", "total", "failures",
+                           "created_at"], {"name": 30})

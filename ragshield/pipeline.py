@@ -1,0 +1,218 @@
+"""A run: dataset x passages x answerer x judges -> store, one transaction per sample.
+
+A sample is saved whole (its answers and every verdict) or not at all, so a run killed at
+any point resumes where it stopped: `execute_run` skips the samples already saved and
+retries the failed ones. Judging saved answers with more judges (`rejudge_run`) needs no
+new generation.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, replace
+from typing import Callable, Iterator
+
+from tqdm import tqdm
+
+from ragshield.answerers.base import Answerer
+from ragshield.answerers.norag import NoRagAnswerer
+from ragshield.answerers.registry import make_answerer
+from ragshield.config import Settings
+from ragshield.judges.base import Judge
+from ragshield.judges.registry import make_judges
+from ragshield.judging import judge_sample, judging_order, parallelism
+from ragshield.llm.base import LLM
+from ragshield.run_config import RunConfig, check_config
+from ragshield.store import runs as run_store
+from ragshield.store.database import Store
+from ragshield.store.runs import MAIN, RoleAnswer
+from ragshield.store.samples import count_samples, iter_sample_rows
+from ragshield.types import Sample, Verdict
+from ragshield.version import code_version
+
+log = logging.getLogger(__name__)
+
+
+class SampleFailed(RuntimeError):
+    """A sample could not be answered or judged; it is recorded and retried on resume."""
+
+
+@dataclass
+class RunModels:
+    """The models a run calls: `main` answers and judges; `larger` answers for the switch
+    curve when the run asks for it."""
+
+    main: LLM
+    larger: LLM | None = None
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    run_id: int
+    status: str
+    done: int
+    total: int
+    failed: int
+
+
+def start_run(store: Store, config: RunConfig, *, name: str | None = None) -> int:
+    """Check the configuration (judges, answerer, dataset, options) and record the run.
+    Nothing is generated yet; a bad config fails here, before any model call."""
+    config = check_config(config)
+    available = count_samples(store, config.dataset)  # also fails on an unknown dataset
+    if available == 0:
+        raise ValueError(f"dataset {config.dataset!r} has no samples")
+    total = min(config.limit or available, available)
+    return run_store.create_run(store, dataset=config.dataset, config=config.to_dict(),
+                                seed=config.seed, code_version=code_version(),
+                                samples_total=total, name=name)
+
+
+def open_models(config: RunConfig, settings: Settings, store: Store) -> RunModels:
+    from ragshield.llm.factory import make_llm
+
+    settings = config.settings(settings)
+    main = make_llm(settings, store=store, small=config.small_model)
+    larger = make_llm(settings, store=store) if config.switch else None
+    return RunModels(main=main, larger=larger)
+
+
+class _SampleWorker:
+    """Everything one sample needs, built once per run."""
+
+    def __init__(self, config: RunConfig, settings: Settings, models: RunModels) -> None:
+        self.config, self.models = config, models
+        self.answerer: Answerer = make_answerer(config.answerer)
+        self.judges: list[Judge] = make_judges(",".join(config.judges), settings)
+        self.finder = None
+        if config.retrieval != "given":
+            from ragshield.retrieval.passage_finder import PassageFinder
+
+            self.finder = PassageFinder(config.corpus, config.retrieval, config.k,  # type: ignore[arg-type]
+                                        noise=config.noise, seed=config.seed, settings=settings)
+
+    def __call__(self, sample: Sample) -> tuple[dict[str, RoleAnswer], list[Verdict]]:
+        if self.finder is not None:
+            sample = replace(sample, passages=self.finder.find(sample.question))
+        main = self.models.main
+        judged = judge_sample(sample, main, self.answerer, self.judges, self.config.rule)
+        errors = [f"{v.judge}: {v.error}" for v in judged.verdicts if v.error]
+        if errors:
+            raise SampleFailed("; ".join(errors))
+        answers = {MAIN: RoleAnswer(judged.answer, main.name, sample.passages)}
+        if self.config.fallback:
+            answers["norag"] = RoleAnswer(NoRagAnswerer().answer(sample, main), main.name, [])
+        if self.models.larger is not None:
+            larger = self.models.larger
+            answers["larger"] = RoleAnswer(self.answerer.answer(sample, larger), larger.name,
+                                           sample.passages)
+        return answers, judged.verdicts
+
+
+def _pending(store: Store, run: run_store.RunRecord) -> tuple[list[tuple[int, Sample]], int]:
+    done = run_store.done_sample_ids(store, run.id)
+    pending = [(row_id, sample) for row_id, sample in
+               iter_sample_rows(store, run.dataset or "", limit=run.samples_total)
+               if row_id not in done]
+    return pending, len(done)
+
+
+def _results(work: Callable[[Sample], tuple], items: list[tuple[int, Sample]], workers: int
+             ) -> Iterator[tuple[int, Sample, tuple | BaseException]]:
+    """(row id, sample, result or the exception it raised), in order for one worker and as
+    they finish for several (at most 2 x workers samples in flight)."""
+    def attempt(sample: Sample):
+        try:
+            return work(sample)
+        except Exception as exc:  # recorded as the sample's failure, retried on resume
+            return exc
+
+    if workers == 1:
+        for row_id, sample in items:
+            yield row_id, sample, attempt(sample)
+        return
+    queue = iter(items)
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        flying: dict[Future, tuple[int, Sample]] = {}
+        for row_id, sample in queue:
+            flying[pool.submit(attempt, sample)] = (row_id, sample)
+            if len(flying) >= 2 * workers:
+                break
+        while flying:
+            finished, _ = wait(flying, return_when=FIRST_COMPLETED)
+            for future in finished:
+                row_id, sample = flying.pop(future)
+                yield row_id, sample, future.result()
+                nxt = next(queue, None)
+                if nxt is not None:
+                    flying[pool.submit(attempt, nxt[1])] = nxt
+
+
+def execute_run(store: Store, run_id: int, settings: Settings | None = None, *,
+                models: RunModels | None = None, progress: bool = True) -> RunOutcome:
+    """Answer and judge every sample of the run not saved yet (first start and resume alike).
+    A failed sample is recorded with its error; Ctrl-C marks the run interrupted."""
+    run = run_store.get_run(store, run_id)
+    config = check_config(RunConfig.from_dict(run.config))
+    settings = settings or Settings()
+    models = models or open_models(config, settings, store)
+    pending, done = _pending(store, run)
+    worker = _SampleWorker(config, settings, models)
+    run_store.set_run_status(store, run_id, "running")
+    failed = 0
+    bar = tqdm(total=run.samples_total, initial=done, disable=not progress, file=sys.stderr,
+               desc=f"run {run_id}", unit="sample")
+    try:
+        for row_id, sample, result in _results(worker, pending, parallelism(models.main,
+                                                                            config.concurrency)):
+            if isinstance(result, BaseException):
+                failed += 1
+                log.warning("run %s: sample %s failed: %s", run_id, sample.id, result)
+                run_store.record_failure(store, run_id, row_id, f"{type(result).__name__}: {result}")
+            else:
+                run_store.save_sample(store, run_id, row_id, *result)
+                done += 1
+            bar.update(1)
+            bar.set_postfix(failed=failed)
+    except KeyboardInterrupt:
+        run_store.set_run_status(store, run_id, "interrupted")
+        raise
+    finally:
+        bar.close()
+    status = "done" if failed == 0 else "incomplete"
+    run_store.set_run_status(store, run_id, status, finished=True)
+    return RunOutcome(run_id=run_id, status=status, done=done, total=run.samples_total,
+                      failed=failed)
+
+
+@dataclass(frozen=True)
+class RejudgeOutcome:
+    added: int
+    failed: int  # verdicts that hit a backend error: not saved, so the next re-judge retries
+
+
+def rejudge_run(store: Store, run_id: int, judges: str, settings: Settings | None = None, *,
+                models: RunModels | None = None, progress: bool = True) -> RejudgeOutcome:
+    """Run `judges` ("all" or names) on the run's saved answers, skipping (answer, judge)
+    pairs already judged. Answers are not generated again."""
+    from ragshield.judges.registry import judge_names
+
+    run = run_store.get_run(store, run_id)
+    config = RunConfig.from_dict(run.config)
+    names = judge_names(judges)
+    settings = settings or Settings()
+    chosen = judging_order(make_judges(",".join(names), settings))
+    models = models or open_models(replace(config, switch=False), settings, store)
+    added = failed = 0
+    saved = list(run_store.iter_main_answers(store, run_id))
+    for item in tqdm(saved, disable=not progress, file=sys.stderr, desc=f"re-judge run {run_id}"):
+        verdicts = [judge.judge(item.sample, item.answer, models.main)
+                    for judge in chosen if judge.name not in item.judges]
+        good = [v for v in verdicts if not v.error]
+        run_store.add_verdicts(store, item.answer_id, good)
+        added, failed = added + len(good), failed + len(verdicts) - len(good)
+    merged = list(dict.fromkeys([*config.judges, *names]))
+    run_store.set_run_config(store, run_id, {**config.to_dict(), "judges": merged})
+    return RejudgeOutcome(added=added, failed=failed)

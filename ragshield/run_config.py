@@ -1,0 +1,95 @@
+"""What a run is made of: its configuration, checked in full before any model is called."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, get_args
+
+from ragshield.config import Settings
+from ragshield.judging import DEFAULT_DECISION_RULE
+from ragshield.retrieval.factory import RetrievalMode
+
+RETRIEVAL_CHOICES = ("given", *get_args(RetrievalMode))
+
+
+@dataclass
+class RunConfig:
+    """A run: dataset x passages (given or retrieved) x answerer x judges x model."""
+
+    dataset: str
+    limit: int | None = None
+    answerer: str = "evidence"
+    judges: list[str] = field(default_factory=lambda: ["all"])
+    rule: str = DEFAULT_DECISION_RULE
+    retrieval: str = "given"  # "given": the dataset's passages; else a retrieval mode
+    corpus: str = "demo"
+    k: int = 3
+    noise: int = 0
+    backend: str = "embedded"
+    model: str | None = None
+    base_url: str | None = None
+    small_model: bool = False  # answer with the packaged small model (switch-to-larger demo)
+    fallback: bool = False  # also store the No-RAG answer of every sample (fallback curve)
+    switch: bool = False  # also store the larger model's answer (switch curve; needs small_model)
+    seed: int = 0
+    concurrency: int = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"run config: unknown field(s) {unknown}; known: {sorted(known)}")
+        if "dataset" not in data:
+            raise ValueError("run config: field 'dataset' is missing")
+        return cls(**data)
+
+    def settings(self, base: Settings | None = None) -> Settings:
+        """`base` (default: the environment) with this run's model choice."""
+        base = base or Settings()
+        overrides: dict[str, Any] = {"backend": self.backend}
+        if self.model is not None:
+            overrides["model"] = self.model
+        if self.base_url is not None:
+            overrides["openai_base_url"] = self.base_url
+        return base.model_copy(update=overrides)
+
+
+def check_config(config: RunConfig) -> RunConfig:
+    """Raise ValueError naming the field at fault; return the config with judge names
+    expanded ("all" -> every registered judge) so that the stored config is explicit."""
+    from ragshield.answerers.registry import make_answerer
+    from ragshield.judges.registry import judge_names
+
+    judges = judge_names(",".join(config.judges))
+    make_answerer(config.answerer)
+    problems = []
+    if config.retrieval not in RETRIEVAL_CHOICES:
+        problems.append(f"retrieval must be one of {', '.join(RETRIEVAL_CHOICES)}, "
+                        f"got {config.retrieval!r}")
+    if config.limit is not None and config.limit < 1:
+        problems.append(f"limit must be at least 1, got {config.limit}")
+    if config.k < 1:
+        problems.append(f"k must be at least 1, got {config.k}")
+    if config.noise < 0:
+        problems.append(f"noise cannot be negative, got {config.noise}")
+    if config.noise and config.retrieval == "given":
+        problems.append("noise chunks come from a corpus: use it with a retrieval mode")
+    if config.backend not in ("embedded", "openai", "transformers"):
+        problems.append(f"backend must be embedded, openai or transformers, got {config.backend!r}")
+    if config.small_model and config.backend != "embedded":
+        problems.append("small_model is the packaged small model: it needs backend 'embedded'")
+    if config.switch and not config.small_model:
+        problems.append("switch compares with a larger model: use it with small_model, whose "
+                        "larger partner is the embedded default model")
+    if config.rule not in ("all", "majority", *judges):
+        problems.append(f"rule {config.rule!r} must be all, majority or one of the run's "
+                        f"judges ({', '.join(judges)})")
+    if config.concurrency < 1:
+        problems.append(f"concurrency must be at least 1, got {config.concurrency}")
+    if problems:
+        raise ValueError("run config: " + "; ".join(problems))
+    return RunConfig(**{**config.to_dict(), "judges": judges})

@@ -1,0 +1,21 @@
+"""The code version a run records: the package version and, in a git checkout, the commit."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from ragshield import __version__
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def code_version() -> str:
+    try:
+        commit = subprocess.run(
+            ["git", "-C", str(ROOT), "describe", "--always", "--dirty"],
+            capture_output=True, text=True, timeout=5, check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return __version__
+    return f"{__version__}+{commit}" if commit else __version__

@@ -1,0 +1,179 @@
+"""The run engine with a scripted model: one transaction per sample, failures recorded and
+retried, interruption and resume without duplicates, re-judging without re-generating.
+Runs on SQLite and on PostgreSQL."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import func, select
+
+from ragshield.llm.base import LLMError
+from ragshield.pipeline import RunModels, execute_run, rejudge_run, start_run
+from ragshield.run_config import RunConfig
+from ragshield.store.models import AnswerRow, Run, RunFailure, VerdictRow
+from ragshield.store.runs import failures, list_runs
+from ragshield.store.samples import import_samples
+from ragshield.types import Passage, Sample
+from tests.fakes import ScriptedLLM, ScriptedReply
+
+QUESTIONS = [f"What is the capital of country {i}?" for i in range(6)]
+
+
+@pytest.fixture
+def dataset(store):
+    samples = [
+        Sample(id=f"s{i}", question=q, passages=[Passage(text=f"The capital is City{i}.")],
+               reference_answers=[f"City{i}"], answerable=i % 2 == 0)
+        for i, q in enumerate(QUESTIONS)
+    ]
+    import_samples(store, "toy", samples)
+    return "toy"
+
+
+def healthy(messages) -> ScriptedReply:
+    return ScriptedReply("yes", top={"yes": -0.2, "no": -1.8})
+
+
+def models(respond) -> RunModels:
+    return RunModels(main=ScriptedLLM(respond=respond))
+
+
+def count(store, table) -> int:
+    with store.session() as session:
+        return session.scalar(select(func.count()).select_from(table))
+
+
+def test_a_run_saves_every_sample_once_with_its_verdicts(store, dataset, settings):
+    run_id = start_run(store, RunConfig(dataset=dataset, judges=["trivial", "p_true"],
+                                        rule="p_true"))
+    outcome = execute_run(store, run_id, settings, models=models(healthy), progress=False)
+    assert (outcome.status, outcome.done, outcome.total, outcome.failed) == ("done", 6, 6, 0)
+    assert count(store, AnswerRow) == 6 and count(store, VerdictRow) == 12
+    [summary] = list_runs(store)
+    assert (summary.done, summary.total, summary.failures, summary.status) == (6, 6, 0, "done")
+    with store.session() as session:
+        run = session.get(Run, run_id)
+        assert run.config["judges"] == ["trivial", "p_true"] and run.code_version
+        assert run.finished_at is not None
+
+
+def test_limit_and_all_judges_are_stored_explicitly(store, dataset, settings):
+    run_id = start_run(store, RunConfig(dataset=dataset, limit=2))
+    with store.session() as session:
+        run = session.get(Run, run_id)
+        assert run.samples_total == 2
+        assert "counterfactual" in run.config["judges"] and "all" not in run.config["judges"]
+
+
+def test_failed_samples_are_recorded_and_retried_on_resume(store, dataset, settings):
+    def flaky(messages):
+        if "country 3" in messages[-1]["content"]:
+            raise LLMError("server said 503")
+        return healthy(messages)
+
+    run_id = start_run(store, RunConfig(dataset=dataset, judges=["p_true"], rule="p_true"))
+    first = execute_run(store, run_id, settings, models=models(flaky), progress=False)
+    assert (first.status, first.done, first.failed) == ("incomplete", 5, 1)
+    assert list(failures(store, run_id)) == ["s3"]
+    assert "503" in failures(store, run_id)["s3"]
+
+    again = execute_run(store, run_id, settings, models=models(flaky), progress=False)
+    assert (again.done, again.failed) == (5, 1)
+    with store.session() as session:
+        assert session.scalar(select(RunFailure.attempts)) == 2
+
+    resumed = execute_run(store, run_id, settings, models=models(healthy), progress=False)
+    assert (resumed.status, resumed.done, resumed.failed) == ("done", 6, 0)
+    assert failures(store, run_id) == {}
+    assert count(store, AnswerRow) == 6 and count(store, VerdictRow) == 6
+
+
+def test_a_judge_error_fails_the_whole_sample(store, dataset, settings):
+    def judge_fails(messages):
+        if len(messages) > 2 and any("country 1" in m["content"] for m in messages):
+            raise LLMError("timeout")
+        return healthy(messages)
+
+    run_id = start_run(store, RunConfig(dataset=dataset, judges=["counterfactual"]))
+    outcome = execute_run(store, run_id, settings, models=models(judge_fails), progress=False)
+    assert outcome.failed == 1 and "counterfactual: timeout" in failures(store, run_id)["s1"]
+    with store.session() as session:  # nothing half-written for the failed sample
+        assert session.scalar(select(func.count()).select_from(AnswerRow)) == 5
+
+
+def test_interrupted_run_resumes_without_duplicates(store, dataset, settings):
+    calls = {"n": 0}
+
+    def interrupted(messages):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+        return healthy(messages)
+
+    run_id = start_run(store, RunConfig(dataset=dataset, judges=["trivial"], rule="trivial"))
+    with pytest.raises(KeyboardInterrupt):
+        execute_run(store, run_id, settings, models=models(interrupted), progress=False)
+    with store.session() as session:
+        assert session.get(Run, run_id).status == "interrupted"
+    assert count(store, AnswerRow) == 2
+
+    outcome = execute_run(store, run_id, settings, models=models(healthy), progress=False)
+    assert (outcome.done, outcome.status) == (6, "done")
+    with store.session() as session:
+        per_sample = session.execute(
+            select(AnswerRow.sample_id, func.count()).group_by(AnswerRow.sample_id)).all()
+    assert len(per_sample) == 6 and all(n == 1 for _, n in per_sample)
+
+
+def test_rejudge_adds_judges_without_generating_again(store, dataset, settings):
+    run_id = start_run(store, RunConfig(dataset=dataset, judges=["trivial"], rule="trivial"))
+    execute_run(store, run_id, settings, models=models(healthy), progress=False)
+    # token_prob reads the saved answer's log-probs: an LLM with no scripted reply proves
+    # that nothing is generated again.
+    silent = ScriptedLLM()
+    outcome = rejudge_run(store, run_id, "token_prob,trivial", settings,
+                          models=RunModels(main=silent), progress=False)
+    assert (outcome.added, outcome.failed) == (6, 0) and silent.seen == []
+    with store.session() as session:
+        judges = session.scalars(select(VerdictRow.judge)).all()
+        assert sorted(set(judges)) == ["token_prob", "trivial"] and len(judges) == 12
+        assert session.get(Run, run_id).config["judges"] == ["trivial", "token_prob"]
+        scores = session.scalars(select(VerdictRow.score).where(VerdictRow.judge == "token_prob"))
+        assert all(score is not None for score in scores)
+
+
+def test_extra_answers_for_fallback_are_saved_by_role(store, dataset, settings):
+    run_id = start_run(store, RunConfig(dataset=dataset, judges=["trivial"], rule="trivial",
+                                        fallback=True, limit=2))
+    execute_run(store, run_id, settings, models=models(healthy), progress=False)
+    with store.session() as session:
+        roles = session.scalars(select(AnswerRow.role).order_by(AnswerRow.id)).all()
+        norag = session.scalars(select(AnswerRow).where(AnswerRow.role == "norag")).all()
+    assert sorted(roles) == ["main", "main", "norag", "norag"]
+    assert all(row.passages == [] and "City" not in str(row.messages) for row in norag)
+
+
+@pytest.mark.parametrize("config, fragment", [
+    (RunConfig(dataset="toy", judges=["oracle"]), "unknown judge"),
+    (RunConfig(dataset="toy", answerer="poet"), "unknown answerer"),
+    (RunConfig(dataset="toy", retrieval="grep"), "retrieval must be one of"),
+    (RunConfig(dataset="toy", switch=True), "switch compares with a larger model"),
+    (RunConfig(dataset="toy", judges=["trivial"], rule="p_true"), "rule 'p_true'"),
+    (RunConfig(dataset="toy", noise=2), "noise chunks come from a corpus"),
+])
+def test_bad_configs_fail_before_any_model_call(store, dataset, config, fragment):
+    with pytest.raises(ValueError, match=fragment):
+        start_run(store, config)
+    assert count(store, Run) == 0
+
+
+def test_unknown_dataset_fails_before_any_model_call(store):
+    with pytest.raises(LookupError, match="no dataset named 'nope'"):
+        start_run(store, RunConfig(dataset="nope", judges=["trivial"], rule="trivial"))
+
+
+def test_config_from_json_names_unknown_fields():
+    with pytest.raises(ValueError, match="unknown field"):
+        RunConfig.from_dict({"dataset": "x", "judgez": ["trivial"]})
+    with pytest.raises(ValueError, match="'dataset' is missing"):
+        RunConfig.from_dict({"judges": ["trivial"]})
