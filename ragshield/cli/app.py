@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from ragshield.cli import ask, corpus, datasets, doctor, models, run, search
+from ragshield.cli import ask, corpus, datasets, doctor, metrics, models, run, search
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
                   help="ragshield: risk control for RAG.")
@@ -16,6 +16,8 @@ app.add_typer(datasets.app, name="datasets")
 app.command()(ask.ask)
 app.command()(run.run)
 app.add_typer(run.runs_app, name="runs")
+app.command()(metrics.metrics)
+app.command()(metrics.report)
 
 
 def main() -> None:

@@ -1,0 +1,121 @@
+"""From a stored run to the tables the metric functions take (one row per sample, and one
+row per sample x judge), with the ground truth chosen by the caller.
+
+Truth "auto" is automatic only: the answer matcher for correctness and, for "passages
+support an answer", the dataset's flag then a reference found in a passage. Truth "human"
+lets human labels win where a sample has them (METHODS 3: the annotators' majority; ties
+count as unlabelled) and falls back to the automatic labels elsewhere.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import pandas as pd
+
+from ragshield.judges.dual_generation import DualGenerationJudge, percentile_scores
+from ragshield.metrics.correctness import is_correct
+from ragshield.metrics.labels import majority_label, passages_support, reference_in_passages
+from ragshield.store.database import Store
+from ragshield.store.labels import CurrentLabel, current_labels
+from ragshield.store.runs import MAIN, answer_records, dataset_id_of_run, get_run, verdict_records
+
+Truth = Literal["auto", "human"]
+TRUTHS: tuple[str, ...] = ("auto", "human")
+BREAKDOWN_FIELDS = ("domain", "question_type", "static_or_dynamic")
+
+
+@dataclass
+class RunTables:
+    run_id: int
+    truth: str
+    config: dict[str, Any]
+    samples: pd.DataFrame  # one row per sample (main answer), in sample order
+    verdicts: pd.DataFrame  # sample_id, judge, keep, score, answer_correct, passages_support
+
+
+def _majority_flag(flags: list[bool | None]) -> bool | None:
+    votes = [flag for flag in flags if flag is not None]
+    yes = sum(votes)
+    return None if yes * 2 == len(votes) else yes * 2 > len(votes)
+
+
+def _sample_row(answer: dict[str, Any], others: dict[str, dict[str, Any]],
+                labels: list[CurrentLabel], truth: str) -> dict[str, Any]:
+    refs = [str(r) for r in answer["reference_answers"]]
+    auto_correct = not answer["refusal"] and is_correct(answer["text"] or "", refs)
+    found = reference_in_passages(refs, [p["text"] for p in answer["passages"]])
+    human_label = majority_label([label.label for label in labels])
+    human_correct = _majority_flag([label.answer_correct for label in labels])
+    use_human = truth == "human"
+    meta = answer["meta"] or {}
+    row = {
+        "sample_id": answer["external_id"], "question": answer["question"],
+        "answer": answer["text"], "refusal": answer["refusal"], "references": refs,
+        "auto_correct": auto_correct,
+        "answer_correct": human_correct if use_human and human_correct is not None else auto_correct,
+        "passages_support": passages_support(human_label if use_human else None,
+                                             answer["answerable"], found),
+        "human_label": human_label, "human_answer_correct": human_correct,
+        "annotators": len(labels),
+    }
+    for role, other in others.items():
+        row[f"{role}_answer"] = other["text"]
+        row[f"{role}_correct"] = not other["refusal"] and is_correct(other["text"] or "", refs)
+    for name in BREAKDOWN_FIELDS:
+        if name in meta:
+            row[name] = meta[name]
+    return row
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and math.isfinite(value)
+
+
+def _dual_generation_percentiles(verdicts: pd.DataFrame) -> pd.DataFrame:
+    """METHODS 4.11: the judge's score is a difference of percentile ranks over the run's
+    samples, which only the run knows; unscored samples keep a null score."""
+    rows = verdicts.index[verdicts["judge"] == DualGenerationJudge.name]
+    verdicts.loc[rows, "score"] = float("nan")
+    means = {i: ((d or {}).get("rag_mean_logprob"), (d or {}).get("norag_mean_logprob"))
+             for i, d in zip(rows, verdicts.loc[rows, "details"])}
+    scored = [i for i, (rag, norag) in means.items() if _finite(rag) and _finite(norag)]
+    if scored:
+        verdicts.loc[scored, "score"] = percentile_scores([means[i][0] for i in scored],
+                                                          [means[i][1] for i in scored])
+    return verdicts
+
+
+def run_tables(store: Store, run_id: int, truth: str = "auto") -> RunTables:
+    if truth not in TRUTHS:
+        raise ValueError(f"truth must be one of {', '.join(TRUTHS)}, got {truth!r}")
+    run = get_run(store, run_id)
+    dataset_id = dataset_id_of_run(store, run_id)
+    labels = current_labels(store, dataset_id) if dataset_id is not None else {}
+    by_sample: dict[int, dict[str, dict[str, Any]]] = {}
+    for answer in answer_records(store, run_id):
+        by_sample.setdefault(answer["sample_id"], {})[answer["role"]] = answer
+    rows, external = [], {}
+    for sample_row_id, roles in by_sample.items():
+        if MAIN not in roles:
+            continue
+        main = roles.pop(MAIN)
+        external[sample_row_id] = main["external_id"]
+        rows.append(_sample_row(main, roles, labels.get(sample_row_id, []), truth))
+    samples = pd.DataFrame(rows)
+    verdicts = pd.DataFrame(verdict_records(store, run_id),
+                            columns=["sample_id", "judge", "keep", "score", "details",
+                                     "available", "error"])
+    verdicts["sample_id"] = verdicts["sample_id"].map(external)
+    verdicts = _dual_generation_percentiles(verdicts)
+    if len(samples):
+        truth_columns = samples.set_index("sample_id")[["answer_correct", "passages_support"]]
+        verdicts = verdicts.join(truth_columns, on="sample_id")
+    else:
+        verdicts["answer_correct"] = verdicts["passages_support"] = pd.Series(dtype=bool)
+    verdicts = verdicts[["sample_id", "judge", "keep", "score", "answer_correct",
+                         "passages_support"]]
+    return RunTables(run_id=run_id, truth=truth, config=run.config, samples=samples,
+                     verdicts=verdicts)

@@ -1,0 +1,122 @@
+"""Choosing a keep threshold for a scored judge: by cross-validation (METHODS 5.3) and with a
+risk guarantee (METHODS 4.12). keep = score >= threshold; NaN scores are never kept."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy.stats import beta
+from sklearn.model_selection import KFold
+
+from ragshield.metrics.precision_recall import f1_score
+from ragshield.metrics.ratio import ratio
+from ragshield.metrics.sweep import threshold_sweep
+
+Objective = Literal["accuracy", "f1"]
+
+
+def _objective(tp: ArrayLike, kept: ArrayLike, positives: int, support: int, n: int,
+               objective: Objective) -> np.ndarray | float:
+    """accuracy: share of samples whose keep bit equals the truth; f1: AwF F1 (recall over
+    the `support` count)."""
+    tp, kept = np.asarray(tp, dtype=float), np.asarray(kept, dtype=float)
+    if objective == "accuracy":
+        return ratio(tp + (n - positives) - (kept - tp), n)
+    return f1_score(ratio(tp, kept), ratio(tp, support))
+
+
+@dataclass(frozen=True)
+class CVThresholds:
+    thresholds: np.ndarray  # fitted on the other folds, one per fold (NaN if none)
+    values: np.ndarray  # the objective on the held-out fold
+    mean: float
+    std: float  # sample standard deviation over folds (ddof = 1)
+
+
+def cv_threshold(score: ArrayLike, truth: ArrayLike, support: ArrayLike | None = None,
+                 objective: Objective = "accuracy", folds: int = 5,
+                 seed: int = 0) -> CVThresholds:
+    """Fit the threshold maximising `objective` on folds - 1 folds (the strictest on ties;
+    keeping nothing is a candidate for accuracy), evaluate it on the remaining fold.
+    `support` is the F1 recall denominator per sample (F-Answerable); it defaults to `truth`.
+    Folds are shuffled with `seed`. NaN folds (undefined F1) are left out of mean and std."""
+    score = np.asarray(score, dtype=float)
+    truth = np.asarray(truth, dtype=bool)
+    support = truth if support is None else np.asarray(support, dtype=bool)
+    if objective not in ("accuracy", "f1"):
+        raise ValueError(f"unknown objective {objective!r}; expected 'accuracy' or 'f1'")
+    if score.size < folds:
+        raise ValueError(f"{score.size} samples cannot be split into {folds} folds")
+
+    def value(kept_tp: ArrayLike, kept: ArrayLike, rows: np.ndarray) -> np.ndarray | float:
+        return _objective(kept_tp, kept, np.count_nonzero(truth[rows]),
+                          np.count_nonzero(support[rows]), rows.size, objective)
+
+    thresholds, values = [], []
+    for train, test in KFold(folds, shuffle=True, random_state=seed).split(score):
+        sweep = threshold_sweep(score[train], truth[train],
+                                include_empty=objective == "accuracy")
+        fitted = np.asarray(value(sweep.sums[0], sweep.kept, train))
+        if fitted.size == 0 or np.isnan(fitted).all():
+            thresholds.append(np.nan)
+            values.append(np.nan)
+            continue
+        threshold = sweep.thresholds[np.nanargmax(fitted)]
+        keep = score[test] >= threshold
+        thresholds.append(threshold)
+        values.append(value(np.count_nonzero(keep & truth[test]), np.count_nonzero(keep), test))
+    values_array = np.asarray(values, dtype=float)
+    valid = values_array[~np.isnan(values_array)]
+    return CVThresholds(
+        thresholds=np.asarray(thresholds, dtype=float),
+        values=values_array,
+        mean=float(valid.mean()) if valid.size else float("nan"),
+        std=float(valid.std(ddof=1)) if valid.size > 1 else float("nan"),
+    )
+
+
+def clopper_pearson_upper(errors: ArrayLike, trials: ArrayLike,
+                          confidence: float) -> np.ndarray | float:
+    """One-sided Clopper-Pearson upper bound on a binomial rate: 1 when every trial is an
+    error, NaN without trials."""
+    errors = np.asarray(errors, dtype=float)
+    trials = np.asarray(trials, dtype=float)
+    all_errors = errors >= trials
+    bound = beta.ppf(confidence, errors + 1, np.where(all_errors, 1.0, trials - errors))
+    out = np.where(trials == 0, np.nan, np.where(all_errors, 1.0, bound))
+    return float(out) if out.ndim == 0 else out
+
+
+@dataclass(frozen=True)
+class RiskControlledThreshold:
+    threshold: float | None  # None when no threshold qualifies
+    coverage: float  # share of calibration samples kept (NaN when none qualifies)
+    risk: float  # share of the kept calibration answers that are wrong
+    upper_bound: float  # Clopper-Pearson upper bound on that risk
+
+
+def risk_controlled_threshold(score: ArrayLike, correct: ArrayLike, alpha: float = 0.1,
+                              delta: float = 0.05) -> RiskControlledThreshold:
+    """The loosest threshold (highest coverage) on a labelled calibration set whose
+    Clopper-Pearson upper bound on risk, at confidence 1 - delta, is <= alpha.
+
+    The bound holds at confidence 1 - delta for each threshold taken alone; picking the best
+    of many thresholds on the same data is not corrected for (for a strict guarantee, fix the
+    candidate thresholds beforehand or divide delta by their number)."""
+    correct = np.asarray(correct, dtype=float)
+    sweep = threshold_sweep(score, correct)
+    errors = sweep.kept - sweep.sums[0]
+    upper = np.asarray(clopper_pearson_upper(errors, sweep.kept, 1 - delta))
+    qualifying = np.flatnonzero(upper <= alpha)
+    if qualifying.size == 0:
+        return RiskControlledThreshold(None, float("nan"), float("nan"), float("nan"))
+    best = qualifying[-1]
+    return RiskControlledThreshold(
+        threshold=float(sweep.thresholds[best]),
+        coverage=float(sweep.kept[best] / sweep.n),
+        risk=float(errors[best] / sweep.kept[best]),
+        upper_bound=float(upper[best]),
+    )

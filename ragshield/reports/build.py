@@ -1,0 +1,50 @@
+"""`write_report`: a run's tables and figures into a folder as report.md, report.html and
+PNG files."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from ragshield.evaluation import RunTables
+from ragshield.metrics.summary import judge_metrics
+from ragshield.reports import figures
+from ragshield.reports.render import html_page, markdown
+from ragshield.reports.tables import (crag_tables, fallback_table, judge_series, overview_table,
+                                      quality_table, risk_table, switch_table)
+
+
+@dataclass(frozen=True)
+class ReportFiles:
+    markdown: Path
+    html: Path
+    metrics: Path
+    figures: list[Path]
+
+
+def write_report(tables: RunTables, out_dir: Path, *, n_resamples: int = 1000,
+                 seed: int = 0) -> ReportFiles:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    metrics = judge_metrics(tables.verdicts, n_resamples=n_resamples, seed=seed)
+    series = judge_series(tables)
+    sections = [overview_table(tables), risk_table(metrics), quality_table(metrics),
+                *crag_tables(tables, series)]
+    pictures = [figures.pr_figure(tables, series, out_dir / "pr_curves.png"),
+                figures.risk_coverage_figure(tables, series, out_dir / "risk_coverage.png")]
+    fallback = fallback_table(tables, series)
+    if fallback is not None:
+        sections.append(fallback)
+        pictures.append(figures.fallback_figure(tables, series, out_dir / "fallback.png"))
+    switch = switch_table(tables, series)
+    if switch is not None:
+        sections.append(switch)
+        pictures.append(figures.switch_figure(tables, series, out_dir / "switch.png"))
+    title = f"ragshield run {tables.run_id} ({tables.config.get('dataset')})"
+    files = ReportFiles(markdown=out_dir / "report.md", html=out_dir / "report.html",
+                        metrics=out_dir / "metrics.json", figures=pictures)
+    files.markdown.write_text(markdown(title, sections, pictures), encoding="utf-8")
+    files.html.write_text(html_page(title, sections, pictures), encoding="utf-8")
+    files.metrics.write_text(json.dumps({"run": tables.run_id, "truth": tables.truth,
+                                         "judges": metrics}, indent=2), encoding="utf-8")
+    return files

@@ -1,0 +1,53 @@
+"""Markdown and HTML from the same tables. Every cell is dataset or model text at heart:
+Markdown cells have their pipes and line breaks escaped, HTML cells are HTML-escaped."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+from ragshield.reports.tables import Table
+
+STYLE = """body{font-family:system-ui,sans-serif;margin:2rem;max-width:1200px;color:#222}
+table{border-collapse:collapse;margin:0.5rem 0 1.5rem}th,td{border:1px solid #ccc;
+padding:4px 8px;text-align:left;font-size:14px}th{background:#f3f3f3}
+.note{color:#555;font-size:13px}img{max-width:560px;margin:0 1rem 1rem 0}"""
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def table_markdown(table: Table) -> str:
+    lines = [f"## {table.title}", ""]
+    if table.note:
+        lines += [table.note, ""]
+    lines.append("| " + " | ".join(_md_cell(h) for h in table.headers) + " |")
+    lines.append("|" + "---|" * len(table.headers))
+    lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in table.rows]
+    return "\n".join(lines) + "\n"
+
+
+def markdown(title: str, tables: list[Table], figures: list[Path]) -> str:
+    parts = [f"# {title}\n", *(table_markdown(t) for t in tables)]
+    if figures:
+        parts.append("## Figures\n\n" + "\n".join(f"![{f.stem}]({f.name})" for f in figures) + "\n")
+    return "\n".join(parts)
+
+
+def table_html(table: Table) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in table.headers)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"
+                   for row in table.rows)
+    note = f'<p class="note">{html.escape(table.note)}</p>' if table.note else ""
+    return (f"<h2>{html.escape(table.title)}</h2>{note}"
+            f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+
+
+def html_page(title: str, tables: list[Table], figures: list[Path]) -> str:
+    images = "".join(f'<img src="{html.escape(f.name)}" alt="{html.escape(f.stem)}">'
+                     for f in figures)
+    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
+            f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>"
+            f"<h1>{html.escape(title)}</h1>{''.join(table_html(t) for t in tables)}"
+            f"{'<h2>Figures</h2>' + images if figures else ''}</body></html>\n")

@@ -1,0 +1,182 @@
+"""The report's tables, computed from a run's tables and per-judge metrics. Each table is
+plain cells (strings), so Markdown and HTML render the same content."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ragshield.evaluation import RunTables
+from ragshield.metrics.crag import crag_breakdown, crag_grades, crag_scores
+from ragshield.metrics.curves import (accuracy_at_rate, fallback_curve, random_switch_accuracy,
+                                      switch_curve)
+
+SWITCH_RATE = 0.2
+
+
+@dataclass
+class Table:
+    title: str
+    headers: list[str]
+    rows: list[list[str]]
+    note: str = ""
+
+
+@dataclass
+class JudgeSeries:
+    """One judge's per-sample values aligned with the run's samples table."""
+
+    keep: np.ndarray  # bool; unavailable samples are dropped from every series
+    score: np.ndarray  # the judge's score, or its keep bit (0/1) for a hard judge
+    rows: np.ndarray  # positions in the samples table
+    scored: bool = False
+
+
+def fmt(value: Any, digits: int = 3) -> str:
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return "n/a"
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else "no"
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def with_ci(metrics: dict[str, Any], name: str) -> str:
+    interval = metrics.get("ci", {}).get(name)
+    text = fmt(metrics.get(name))
+    if interval and text != "n/a":
+        text += f" [{fmt(interval[0], 2)}, {fmt(interval[1], 2)}]"
+    return text
+
+
+def judge_series(tables: RunTables) -> dict[str, JudgeSeries]:
+    position = {sample_id: i for i, sample_id in enumerate(tables.samples["sample_id"])}
+    series = {}
+    for judge, rows in tables.verdicts.groupby("judge", sort=False):
+        rows = rows[rows["keep"].notna()]
+        keep = rows["keep"].to_numpy(dtype=bool)
+        score = rows["score"].to_numpy(dtype=float)
+        scored = bool(len(score)) and not np.isnan(score).all()
+        series[str(judge)] = JudgeSeries(
+            keep=keep, score=score if scored else keep.astype(float),
+            rows=rows["sample_id"].map(position).to_numpy(dtype=int), scored=scored)
+    return series
+
+
+def risk_table(metrics: dict[str, dict[str, Any]]) -> Table:
+    rows = [[judge, fmt(m["n"]), *(fmt(m["counts"][f]) for f in ("AK", "AD", "UK", "UD")),
+             with_ci(m, "risk"), with_ci(m, "carefulness"), with_ci(m, "alignment"),
+             with_ci(m, "coverage")] for judge, m in metrics.items()]
+    return Table("Risk control (RC-RAG)",
+                 ["judge", "n", "AK", "AD", "UK", "UD", "risk ↓", "carefulness ↑",
+                  "alignment ↑", "coverage ↑"], rows,
+                 "Answerable = the answer is correct (label J). UK, a wrong answer kept, is the "
+                 "risk. Brackets: 95% bootstrap intervals.")
+
+
+def quality_table(metrics: dict[str, dict[str, Any]]) -> Table:
+    rows = [[judge, with_ci(m, "precision"), with_ci(m, "recall"), with_ci(m, "f1"),
+             fmt(m["max_f1"]), fmt(m["max_f1_threshold"]), fmt(m["pr_auc"]),
+             fmt(m["qpp_precision"]), fmt(m["qpp_recall"]), fmt(m["aurc"])]
+            for judge, m in metrics.items()]
+    return Table("Answer with faithfulness (AwF)",
+                 ["judge", "precision", "recall", "F1", "max F1", "at threshold", "PR-AUC",
+                  "QPP precision", "QPP recall", "AURC ↓"], rows,
+                 "Truth V = the answer is correct and the passages support a reference; recall "
+                 "is over the questions whose passages support an answer (F-Answerable). "
+                 "Hard judges: max F1 = F1 and PR-AUC = precision x recall.")
+
+
+def _crag_row(name: str, grades: np.ndarray) -> list[str]:
+    scores = crag_scores(grades)
+    return [name, fmt(scores["n"]), *(fmt(scores[k]) for k in
+                                      ("accuracy", "hallucination", "missing", "score"))]
+
+
+def crag_tables(tables: RunTables, series: dict[str, JudgeSeries]) -> list[Table]:
+    samples = tables.samples
+    grades = crag_grades(samples["answer"], samples["references"])
+    rows = [_crag_row("answer as generated", grades)]
+    for judge, s in series.items():
+        rows.append(_crag_row(f"with {judge}", np.where(s.keep, grades[s.rows], 0)))
+    result = [Table("CRAG scoring", ["system", "n", "accuracy", "hallucination", "missing",
+                                     "score"], rows,
+                    "+1 correct, 0 missing (a refusal, or an answer the judge withheld), "
+                    "-1 hallucination; score = accuracy - hallucination. Answers truncated to "
+                    "75 tokens.")]
+    for column, breakdown in crag_breakdown(samples.assign(grade=grades)).items():
+        result.append(Table(
+            f"CRAG by {column.replace('_', ' ')} (answer as generated)",
+            [column, "n", "accuracy", "hallucination", "missing", "score"],
+            [[fmt(group), *(fmt(v) for v in values)] for group, values
+             in zip(breakdown.index, breakdown.itertuples(index=False))]))
+    return result
+
+
+def _column(samples: pd.DataFrame, name: str, rows: np.ndarray) -> np.ndarray:
+    return samples[name].to_numpy(dtype=bool)[rows]
+
+
+def fallback_table(tables: RunTables, series: dict[str, JudgeSeries]) -> Table | None:
+    samples = tables.samples
+    if "norag_correct" not in samples.columns:
+        return None
+    rows = []
+    for judge, s in series.items():
+        rag, norag = _column(samples, "answer_correct", s.rows), _column(samples, "norag_correct", s.rows)
+        curve = fallback_curve(s.score, rag, norag)
+        best = int(np.nanargmax(curve.accuracy)) if curve.accuracy.size else None
+        replaced = ~s.keep
+        rows.append([judge, fmt(rag.mean() if rag.size else None),
+                     fmt(np.where(s.keep, rag, norag).mean() if rag.size else None),
+                     fmt(replaced.mean() if rag.size else None),
+                     fmt(rag[replaced].mean() if replaced.any() else None),
+                     fmt(norag[replaced].mean() if replaced.any() else None),
+                     "n/a" if best is None else f"{fmt(curve.accuracy[best])} at {fmt(curve.rate[best], 2)}"])
+    return Table("No-RAG fallback", ["judge", "accuracy (RAG only)", "with fallback",
+                                     "fallback rate", "replaced: RAG acc.",
+                                     "replaced: No-RAG acc.", "best accuracy at rate"], rows,
+                 "Answers the judge withholds are replaced by the model's answer without "
+                 "passages.")
+
+
+def switch_table(tables: RunTables, series: dict[str, JudgeSeries]) -> Table | None:
+    samples = tables.samples
+    if "larger_correct" not in samples.columns:
+        return None
+    rows = []
+    for judge, s in series.items():
+        small, large = _column(samples, "answer_correct", s.rows), _column(samples, "larger_correct", s.rows)
+        curve = switch_curve(s.score, small, large)
+        baseline = random_switch_accuracy([SWITCH_RATE], small, large)[0]
+        rows.append([judge, fmt(small.mean() if small.size else None),
+                     fmt(large.mean() if large.size else None),
+                     fmt(accuracy_at_rate(curve.rate, curve.accuracy, SWITCH_RATE)),
+                     fmt(baseline)])
+    return Table("Switch to a larger model", ["judge", "small model accuracy",
+                                              "larger model accuracy",
+                                              f"accuracy at {SWITCH_RATE:.0%} switched",
+                                              "random switching"], rows,
+                 "Answers the judge trusts least are replaced by the larger model's answer.")
+
+
+def overview_table(tables: RunTables) -> Table:
+    samples = tables.samples
+    config = tables.config
+    n = len(samples)
+    rows = [
+        ["run", str(tables.run_id)], ["dataset", fmt(config.get("dataset"))],
+        ["answerer", fmt(config.get("answerer"))], ["passages", fmt(config.get("retrieval"))],
+        ["backend", fmt(config.get("backend"))], ["ground truth", tables.truth],
+        ["samples", str(n)],
+        ["answers correct", fmt(samples["answer_correct"].mean() if n else None)],
+        ["passages support an answer", fmt(samples["passages_support"].mean() if n else None)],
+        ["samples with a human label", str(int(samples["human_label"].notna().sum()) if n else 0)],
+    ]
+    return Table("Run", ["", ""], rows)

@@ -1,0 +1,113 @@
+"""From a stored run to metric tables and a report, with a scripted model: correctness and
+support labels, human labels winning under truth "human", the dual-generation percentile
+scores, and the report's files (escaped HTML, real PNGs)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ragshield.evaluation import run_tables
+from ragshield.metrics.summary import judge_metrics
+from ragshield.pipeline import RunModels, execute_run, start_run
+from ragshield.reports.build import write_report
+from ragshield.run_config import RunConfig
+from ragshield.store.models import Annotator, Label, Sample as SampleRow
+from ragshield.store.samples import import_samples
+from ragshield.types import Passage, Sample
+from tests.fakes import ScriptedLLM, ScriptedReply
+
+DATASET = "<b>toy</b>"
+
+
+def sample(i: int) -> Sample:
+    # Even samples: the passage names the city and the dataset says answerable.
+    # Odd samples: the passage is about something else.
+    text = f"The capital of Land{i} is City{i}." if i % 2 == 0 else "Rivers flow to the sea."
+    return Sample(id=f"s{i}", question=f"What is the capital of Land{i}?",
+                  passages=[Passage(text=text)], reference_answers=[f"City{i}"],
+                  answerable=None, meta={"domain": "geo" if i < 4 else "misc"})
+
+
+def respond(messages) -> ScriptedReply:
+    """Right for samples 0, 1, 2; wrong for the rest. P(yes) high for samples 0, 2, 4."""
+    prompt = " ".join(m["content"] for m in messages)
+    i = next(i for i in range(8) if f"Land{i}?" in prompt)
+    if "yes" not in messages[-1]["content"].lower():  # an answer prompt, not p_true's question
+        return ScriptedReply(f"City{i}" if i < 3 else "Atlantis")
+    yes = -0.1 if i % 2 == 0 else -2.0
+    return ScriptedReply("yes", top={"yes": yes, "no": -1.0})
+
+
+@pytest.fixture
+def run_id(store, settings):
+    import_samples(store, DATASET, [sample(i) for i in range(8)])
+    run = start_run(store, RunConfig(dataset=DATASET, judges=["trivial", "p_true"],
+                                     rule="p_true", fallback=True))
+    execute_run(store, run, settings, models=RunModels(main=ScriptedLLM(respond=respond)),
+                progress=False)
+    return run
+
+
+def test_truth_labels_come_from_the_matcher_and_the_passages(store, run_id):
+    tables = run_tables(store, run_id)
+    samples = tables.samples.set_index("sample_id")
+    assert list(samples["answer"])[:4] == ["City0", "City1", "City2", "Atlantis"]
+    assert list(samples["answer_correct"]) == [True, True, True] + [False] * 5
+    # no dataset flag: a reference found in a passage decides
+    assert list(samples["passages_support"]) == [i % 2 == 0 for i in range(8)]
+    assert "norag_correct" in samples.columns and samples["domain"].tolist()[:4] == ["geo"] * 4
+    assert len(tables.verdicts) == 16 and set(tables.verdicts["judge"]) == {"trivial", "p_true"}
+
+
+def test_human_labels_win_only_under_human_truth(store, run_id):
+    with store.session() as session:
+        row_id = session.query(SampleRow.id).filter(SampleRow.external_id == "s1").scalar()
+        ann = [Annotator(name=f"a{i}") for i in range(3)]
+        session.add_all(ann)
+        session.flush()
+        # s1: two say answerable with a wrong answer, one says unanswerable -> majority wins;
+        # a later label by a0 replaces its first one.
+        session.add_all([
+            Label(sample_id=row_id, annotator_id=ann[0].id, label="unanswerable"),
+            Label(sample_id=row_id, annotator_id=ann[1].id, label="answerable", answer_correct=False),
+            Label(sample_id=row_id, annotator_id=ann[2].id, label="unanswerable"),
+        ])
+        session.flush()
+        session.add(Label(sample_id=row_id, annotator_id=ann[0].id, label="answerable",
+                          answer_correct=False))
+    auto = run_tables(store, run_id, "auto").samples.set_index("sample_id")
+    human = run_tables(store, run_id, "human").samples.set_index("sample_id")
+    assert (auto.loc["s1", "passages_support"], auto.loc["s1", "answer_correct"]) == (False, True)
+    assert (human.loc["s1", "passages_support"], human.loc["s1", "answer_correct"]) == (True, False)
+    assert human.loc["s1", "human_label"] == "answerable" and human.loc["s1", "annotators"] == 3
+    others = [s for s in auto.index if s != "s1"]
+    assert auto.loc[others].equals(human.loc[others])
+    with pytest.raises(ValueError, match="truth must be one of"):
+        run_tables(store, run_id, "oracle")
+
+
+def test_metrics_of_a_run_follow_the_definitions(store, run_id):
+    metrics = judge_metrics(run_tables(store, run_id).verdicts, n_resamples=0)
+    trivial, p_true = metrics["trivial"], metrics["p_true"]
+    assert trivial["counts"] == {"AK": 3, "AD": 0, "UK": 5, "UD": 0}
+    assert trivial["risk"] == pytest.approx(5 / 8) and trivial["coverage"] == 1.0
+    # p_true keeps samples 0, 2, 4, 6 (P(yes) high): correct ones kept are 0 and 2.
+    assert p_true["counts"] == {"AK": 2, "AD": 1, "UK": 2, "UD": 3}
+    # AwF: V = correct & support = {0, 2}; F-Answerable = {0, 2, 4, 6}; kept {0, 2, 4, 6}
+    assert p_true["precision"] == pytest.approx(2 / 4) and p_true["recall"] == pytest.approx(2 / 4)
+
+
+def test_report_writes_markdown_html_and_pngs(store, run_id, tmp_path):
+    files = write_report(run_tables(store, run_id), tmp_path / "report", n_resamples=50)
+    md, page = files.markdown.read_text(), files.html.read_text()
+    for heading in ("Risk control (RC-RAG)", "Answer with faithfulness (AwF)", "CRAG scoring",
+                    "CRAG by domain", "No-RAG fallback"):
+        assert heading in md and heading in page
+    assert "| p_true | 8 | 2 | 1 | 2 | 3 |" in md
+    assert "<b>toy</b>" not in page and "&lt;b&gt;toy&lt;/b&gt;" in page
+    assert {f.name for f in files.figures} == {"pr_curves.png", "risk_coverage.png", "fallback.png"}
+    for figure in files.figures:
+        assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and figure.stat().st_size > 5000
+    assert set(json.loads(files.metrics.read_text())["judges"]) == {"trivial", "p_true"}

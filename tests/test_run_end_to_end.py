@@ -1,0 +1,124 @@
+"""run -> metrics -> report as a user runs them: real subprocesses, the embedded model, 10
+demo samples, a real SQLite file. Also a run process killed with SIGKILL and resumed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.test_cli import ROOT, run_cli
+
+pytestmark = pytest.mark.slow
+
+JUDGES = "trivial,p_true,token_prob"
+
+
+@pytest.fixture(scope="module")
+def e2e(tmp_path_factory):
+    """One real run of 10 demo samples shared by the tests of this module."""
+    folder = tmp_path_factory.mktemp("e2e")
+    env = {"RAGSHIELD_DATABASE_URL": f"sqlite:///{folder / 'e2e.db'}"}
+    result = run_cli("run", "--dataset", "demo", "--limit", "10", "--judges", JUDGES,
+                     "--rule", "p_true", "--fallback", "--json", env=env, timeout=900)
+    assert result.returncode == 0, result.stderr
+    return folder, env, json.loads(result.stdout)
+
+
+def test_run_stores_every_sample(e2e):
+    _, env, outcome = e2e
+    assert (outcome["status"], outcome["done"], outcome["total"], outcome["failed"]) == ("done", 10, 10, 0)
+    [listed] = json.loads(run_cli("runs", "list", "--json", env=env).stdout)
+    assert (listed["id"], listed["done"], listed["total"], listed["failures"]) == (outcome["run_id"], 10, 10, 0)
+
+
+def test_metrics_are_consistent_with_their_counts(e2e):
+    _, env, outcome = e2e
+    result = run_cli("metrics", str(outcome["run_id"]), "--json", "--resamples", "200", env=env)
+    assert result.returncode == 0, result.stderr
+    metrics = json.loads(result.stdout)
+    assert set(metrics) == set(JUDGES.split(","))
+    for judge, m in metrics.items():
+        c = m["counts"]
+        assert sum(c.values()) == m["n"] == 10, judge
+        kept = c["AK"] + c["UK"]
+        assert m["coverage"] == pytest.approx(kept / 10)
+        assert m["risk"] == (pytest.approx(c["UK"] / kept) if kept else None)
+        for name, (lo, hi) in m["ci"].items():
+            if m[name] is not None and lo is not None:
+                assert lo <= m[name] + 1e-9 and m[name] <= hi + 1e-9, (judge, name)
+    assert metrics["trivial"]["coverage"] == 1.0
+
+
+def test_verdict_file_gives_the_same_metrics_as_the_run(e2e):
+    folder, env, outcome = e2e
+    from ragshield.evaluation import run_tables
+    from ragshield.store.database import open_store
+
+    store = open_store(env["RAGSHIELD_DATABASE_URL"])
+    table = run_tables(store, outcome["run_id"]).verdicts
+    store.close()
+    path = folder / "verdicts.jsonl"
+    with open(path, "w") as out:
+        for row in table.itertuples(index=False):
+            out.write(json.dumps({"sample_id": row.sample_id, "judge": row.judge,
+                                  "keep": bool(row.keep),
+                                  "score": None if row.score != row.score else float(row.score),
+                                  "answer_correct": bool(row.answer_correct),
+                                  "passages_support": bool(row.passages_support)}) + "\n")
+    from_file = json.loads(run_cli("metrics", "--verdicts", str(path), "--json", env=env).stdout)
+    from_run = json.loads(run_cli("metrics", str(outcome["run_id"]), "--json", env=env).stdout)
+    assert from_file == from_run
+
+
+def test_report_files(e2e):
+    folder, env, outcome = e2e
+    out = folder / "report"
+    result = run_cli("report", str(outcome["run_id"]), "--out", str(out), env=env)
+    assert result.returncode == 0, result.stderr
+    md = (out / "report.md").read_text()
+    assert "Risk control (RC-RAG)" in md and "No-RAG fallback" in md
+    assert all(f"| {judge} | 10 |" in md for judge in JUDGES.split(","))
+    for name in ("pr_curves.png", "risk_coverage.png", "fallback.png"):
+        assert (out / name).read_bytes()[:4] == b"\x89PNG"
+
+
+def _saved_answers(db: Path) -> list[tuple[int, int]]:
+    try:
+        with sqlite3.connect(db, timeout=30) as connection:
+            return connection.execute(
+                "SELECT sample_id, COUNT(*) FROM answers GROUP BY sample_id").fetchall()
+    except sqlite3.OperationalError:  # the schema is not there yet
+        return []
+
+
+def test_killed_run_resumes_without_losing_or_duplicating(tmp_path):
+    db = tmp_path / "kill.db"
+    env = {**os.environ, "RAGSHIELD_DATABASE_URL": f"sqlite:///{db}"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ragshield", "run", "--dataset", "demo", "--limit", "3",
+         "--judges", "trivial", "--rule", "trivial", "--no-progress"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while not _saved_answers(db) and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.2)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    saved = _saved_answers(db)
+    assert 1 <= len(saved) < 3, "the run should have been killed mid-way"
+
+    result = run_cli("run", "--resume", "1", "--json", env={"RAGSHIELD_DATABASE_URL": env["RAGSHIELD_DATABASE_URL"]})
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["done"] == 3
+    after = _saved_answers(db)
+    assert len(after) == 3 and all(count == 1 for _, count in after)
+    with sqlite3.connect(db) as connection:
+        assert connection.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        assert connection.execute("SELECT COUNT(*) FROM verdicts").fetchone() == (3,)
