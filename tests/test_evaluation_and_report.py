@@ -111,3 +111,36 @@ def test_report_writes_markdown_html_and_pngs(store, run_id, tmp_path):
     for figure in files.figures:
         assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and figure.stat().st_size > 5000
     assert set(json.loads(files.metrics.read_text())["judges"]) == {"trivial", "p_true"}
+
+
+def test_stacked_judge_is_fitted_out_of_fold_with_enough_labels():
+    import numpy as np
+    import pandas as pd
+
+    from ragshield.reports.stacking import with_stacked_judge
+
+    rng = np.random.default_rng(0)
+    n = 80
+    correct = rng.random(n) < 0.5
+    informative = np.where(correct, rng.normal(1, 0.5, n), rng.normal(-1, 0.5, n))
+    noise = rng.normal(0, 1, n)
+    rows = [{"sample_id": f"s{i}", "judge": judge, "keep": bool(score > 0), "score": score,
+             "answer_correct": bool(correct[i]), "passages_support": True}
+            for i in range(n) for judge, score in (("good", informative[i]), ("noise", noise[i]))]
+    table = pd.DataFrame(rows).astype({"keep": "boolean"})
+    stacked, note = with_stacked_judge(table)
+    rows = stacked[stacked["judge"] == "stacked"]
+    assert len(rows) == n and "out of fold" in note
+    assert rows["score"].between(0, 1).all()
+    accuracy = (rows["keep"].to_numpy(bool) == rows["answer_correct"].to_numpy(bool)).mean()
+    assert accuracy > 0.8  # the informative judge carries the label
+
+    few, note = with_stacked_judge(table.iloc[:20])
+    assert "stacked" not in set(few["judge"]) and "at least 20" in note
+
+
+def test_report_has_threshold_table_and_says_why_no_stacked_judge(store, run_id, tmp_path):
+    files = write_report(run_tables(store, run_id), tmp_path / "r", n_resamples=0)
+    md = files.markdown.read_text()
+    assert "## Thresholds" in md and "| p_true |" in md.split("## Thresholds")[1]
+    assert "Stacked judge: not fitted" in md

@@ -122,3 +122,18 @@ def test_killed_run_resumes_without_losing_or_duplicating(tmp_path):
     with sqlite3.connect(db) as connection:
         assert connection.execute("PRAGMA integrity_check").fetchone() == ("ok",)
         assert connection.execute("SELECT COUNT(*) FROM verdicts").fetchone() == (3,)
+
+
+def test_small_model_run_with_switch_answers_reports_the_switch_curve(tmp_path):
+    env = {"RAGSHIELD_DATABASE_URL": f"sqlite:///{tmp_path / 'switch.db'}"}
+    result = run_cli("run", "--dataset", "demo", "--limit", "3", "--small-model", "--switch",
+                     "--judges", "token_prob", "--rule", "token_prob", "--json", env=env)
+    assert result.returncode == 0, result.stderr
+    with sqlite3.connect(tmp_path / "switch.db") as connection:
+        models = dict(connection.execute("SELECT role, model FROM answers GROUP BY role"))
+    assert set(models) == {"main", "larger"}
+    assert "smollm2" in models["main"].lower() and "qwen" in models["larger"].lower()
+    report = run_cli("report", "1", "--out", str(tmp_path / "r"), env=env)
+    assert report.returncode == 0, report.stderr
+    assert "Switch to a larger model" in (tmp_path / "r" / "report.md").read_text()
+    assert (tmp_path / "r" / "switch.png").read_bytes()[:4] == b"\x89PNG"

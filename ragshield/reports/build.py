@@ -4,15 +4,16 @@ PNG files."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ragshield.evaluation import RunTables
 from ragshield.metrics.summary import judge_metrics
 from ragshield.reports import figures
 from ragshield.reports.render import html_page, markdown
+from ragshield.reports.stacking import with_stacked_judge
 from ragshield.reports.tables import (crag_tables, fallback_table, judge_series, overview_table,
-                                      quality_table, risk_table, switch_table)
+                                      quality_table, risk_table, switch_table, threshold_table)
 
 
 @dataclass(frozen=True)
@@ -26,10 +27,14 @@ class ReportFiles:
 def write_report(tables: RunTables, out_dir: Path, *, n_resamples: int = 1000,
                  seed: int = 0) -> ReportFiles:
     out_dir.mkdir(parents=True, exist_ok=True)
+    verdicts, stacking_note = with_stacked_judge(tables.verdicts, seed=seed)
+    tables = replace(tables, verdicts=verdicts)
     metrics = judge_metrics(tables.verdicts, n_resamples=n_resamples, seed=seed)
     series = judge_series(tables)
-    sections = [overview_table(tables), risk_table(metrics), quality_table(metrics),
-                *crag_tables(tables, series)]
+    risk = risk_table(metrics)
+    risk.note += " " + stacking_note
+    sections = [overview_table(tables), risk, quality_table(metrics),
+                threshold_table(tables, series), *crag_tables(tables, series)]
     pictures = [figures.pr_figure(tables, series, out_dir / "pr_curves.png"),
                 figures.risk_coverage_figure(tables, series, out_dir / "risk_coverage.png")]
     fallback = fallback_table(tables, series)

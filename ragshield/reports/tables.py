@@ -13,6 +13,7 @@ from ragshield.evaluation import RunTables
 from ragshield.metrics.crag import crag_breakdown, crag_grades, crag_scores
 from ragshield.metrics.curves import (accuracy_at_rate, fallback_curve, random_switch_accuracy,
                                       switch_curve)
+from ragshield.metrics.thresholds import cv_threshold, risk_controlled_threshold
 
 SWITCH_RATE = 0.2
 
@@ -180,3 +181,31 @@ def overview_table(tables: RunTables) -> Table:
         ["samples with a human label", str(int(samples["human_label"].notna().sum()) if n else 0)],
     ]
     return Table("Run", ["", ""], rows)
+
+
+def threshold_table(tables: RunTables, series: dict[str, JudgeSeries], *, alpha: float = 0.2,
+                    delta: float = 0.1) -> Table:
+    """For each scored judge: the 5-fold cross-validated threshold (fitted for accuracy on
+    four folds, evaluated on the fifth) and the risk-controlled threshold at target alpha."""
+    correct = tables.samples["answer_correct"].to_numpy(dtype=bool)
+    rows = []
+    for judge, s in series.items():
+        if not s.scored:
+            continue
+        judge_correct = correct[s.rows]
+        cv_text = ("n/a", "n/a")
+        if s.score.size >= 5:
+            cv = cv_threshold(s.score, judge_correct, objective="accuracy")
+            fitted = cv.thresholds[np.isfinite(cv.thresholds)]
+            if fitted.size:
+                cv_text = (f"{fmt(float(fitted.mean()))} ± {fmt(float(fitted.std()), 2)}",
+                           f"{fmt(cv.mean)} ± {fmt(cv.std, 2)}")
+        controlled = risk_controlled_threshold(s.score, judge_correct, alpha=alpha, delta=delta)
+        rows.append([judge, *cv_text, fmt(controlled.threshold), fmt(controlled.coverage),
+                     fmt(controlled.risk), fmt(controlled.upper_bound)])
+    return Table("Thresholds", ["judge", "CV threshold", "CV accuracy", f"threshold for risk ≤ {alpha}",
+                                "coverage", "risk", "upper bound"], rows,
+                 f"CV: 5 folds, threshold fitted for accuracy on four, accuracy on the fifth "
+                 f"(mean ± spread). Risk-controlled: the loosest threshold whose Clopper-Pearson "
+                 f"upper bound on risk at confidence {1 - delta:.0%} stays ≤ {alpha} (n/a: none "
+                 f"does on this run).")

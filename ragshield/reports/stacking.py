@@ -1,0 +1,39 @@
+"""The stacked judge of a run (METHODS 4.12) as one more judge in the verdict table: its
+score is the out-of-fold probability from a logistic regression over the other judges'
+scores and keep bits, so no sample is scored by a model that saw its label."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ragshield.metrics.stacked import NotEnoughLabels, stack_features, stacked_oof_probabilities
+
+STACKED = "stacked"
+
+
+def with_stacked_judge(verdicts: pd.DataFrame, seed: int = 0) -> tuple[pd.DataFrame, str]:
+    """The table plus a "stacked" judge fitted to the answer-correct label, and a sentence
+    saying how it was fitted or why it was not (fewer than 20 labels per class)."""
+    decided = verdicts[verdicts["keep"].notna()]
+    if decided.empty:
+        return verdicts, "Stacked judge: no verdicts to stack."
+    scores = decided.pivot(index="sample_id", columns="judge", values="score")
+    keeps = decided.pivot(index="sample_id", columns="judge", values="keep")
+    features = stack_features({j: scores[j] for j in scores.columns if scores[j].notna().any()},
+                              {j: keeps[j] for j in keeps.columns})
+    labels = (decided.drop_duplicates("sample_id").set_index("sample_id")
+              .loc[keeps.index, ["answer_correct", "passages_support"]])
+    try:
+        probability = stacked_oof_probabilities(features, labels["answer_correct"].to_numpy(bool),
+                                                seed=seed)
+    except NotEnoughLabels as exc:
+        return verdicts, f"Stacked judge: not fitted, {exc}."
+    stacked = pd.DataFrame({
+        "sample_id": keeps.index, "judge": STACKED, "keep": probability >= 0.5,
+        "score": probability, "answer_correct": labels["answer_correct"].to_numpy(bool),
+        "passages_support": labels["passages_support"].to_numpy(bool)})
+    note = (f"Stacked judge: logistic regression over {features.shape[1]} judge features, "
+            f"scored out of fold (5 folds) on {len(stacked)} samples; keep = P >= 0.5.")
+    return pd.concat([verdicts, stacked.astype({"keep": "boolean"})], ignore_index=True), note
+
+
