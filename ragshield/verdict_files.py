@@ -26,7 +26,7 @@ def read_verdicts_file(path: Path) -> pd.DataFrame:
                 try:
                     rows.append(json.loads(text))
                 except json.JSONDecodeError as exc:
-                    raise VerdictFileError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+                    raise VerdictFileError(f"{path}, line {number}: not valid JSON ({exc.msg})") from None
                 lines.append(number)
     except (OSError, UnicodeDecodeError) as exc:
         raise VerdictFileError(f"cannot read {path}: {exc}") from None
@@ -37,5 +37,5 @@ def read_verdicts_file(path: Path) -> pd.DataFrame:
     except VerdictTableError as exc:
         line = lines[exc.line - 1] if exc.line else None
         reason = str(exc).split(": ", 1)[1] if exc.line else str(exc)
-        where = f"{path}:{line}" if line else str(path)
+        where = f"{path}, line {line}" if line else str(path)
         raise VerdictFileError(f"{where}: {reason}") from None
