@@ -5,6 +5,12 @@ Truth "auto" is automatic only: the answer matcher for correctness and, for "pas
 support an answer", the dataset's flag then a reference found in a passage. Truth "human"
 lets human labels win where a sample has them (METHODS 3: the annotators' majority; ties
 count as unlabelled) and falls back to the automatic labels elsewhere.
+
+With an LLM grader (METHODS 2) every non-refusal answer is also graded by the model and an
+answer is correct when the rules match OR the grader says accurate; the samples table keeps
+both (`rule_correct`, `llm_correct`; `auto_correct` is their combination) and the tables
+carry the agreement of rules and grader on the main answers. The grader lives here, outside
+ragshield.metrics, whose functions stay pure.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
+from ragshield.grading import LLMGrader, rule_llm_agreement
 from ragshield.judges.dual_generation import DualGenerationJudge, percentile_scores
 from ragshield.metrics.correctness import is_correct
 from ragshield.metrics.labels import majority_label, passages_support, reference_in_passages
@@ -34,6 +41,7 @@ class RunTables:
     config: dict[str, Any]
     samples: pd.DataFrame  # one row per sample (main answer), in sample order
     verdicts: pd.DataFrame  # sample_id, judge, keep, score, answer_correct, passages_support
+    grader_agreement: dict[str, Any] | None = None  # rule_llm_agreement(); None without grader
 
 
 def _majority_flag(flags: list[bool | None]) -> bool | None:
@@ -42,10 +50,24 @@ def _majority_flag(flags: list[bool | None]) -> bool | None:
     return None if yes * 2 == len(votes) else yes * 2 > len(votes)
 
 
+def _grades(answer: dict[str, Any], refs: list[str],
+            grader: LLMGrader | None) -> tuple[bool, bool | None]:
+    """(rules say correct, grader says accurate); the grader's value is None without a
+    grader or when its reply could not be read, and False for a refusal (no call)."""
+    rule = not answer["refusal"] and is_correct(answer["text"] or "", refs)
+    if grader is None:
+        return rule, None
+    if answer["refusal"]:
+        return rule, False
+    return rule, grader.grade(answer["question"], answer["text"] or "", refs).accurate
+
+
 def _sample_row(answer: dict[str, Any], others: dict[str, dict[str, Any]],
-                labels: list[CurrentLabel], truth: str) -> dict[str, Any]:
+                labels: list[CurrentLabel], truth: str,
+                grader: LLMGrader | None = None) -> dict[str, Any]:
     refs = [str(r) for r in answer["reference_answers"]]
-    auto_correct = not answer["refusal"] and is_correct(answer["text"] or "", refs)
+    rule_correct, llm_correct = _grades(answer, refs, grader)
+    auto_correct = rule_correct or bool(llm_correct)
     found = reference_in_passages(refs, [p["text"] for p in answer["passages"]])
     human_label = majority_label([label.label for label in labels])
     human_correct = _majority_flag([label.answer_correct for label in labels])
@@ -54,7 +76,7 @@ def _sample_row(answer: dict[str, Any], others: dict[str, dict[str, Any]],
     row = {
         "sample_id": answer["external_id"], "question": answer["question"],
         "answer": answer["text"], "refusal": answer["refusal"], "references": refs,
-        "auto_correct": auto_correct,
+        "rule_correct": rule_correct, "llm_correct": llm_correct, "auto_correct": auto_correct,
         "answer_correct": human_correct if use_human and human_correct is not None else auto_correct,
         "passages_support": passages_support(human_label if use_human else None,
                                              answer["answerable"], found),
@@ -63,7 +85,9 @@ def _sample_row(answer: dict[str, Any], others: dict[str, dict[str, Any]],
     }
     for role, other in others.items():
         row[f"{role}_answer"] = other["text"]
-        row[f"{role}_correct"] = not other["refusal"] and is_correct(other["text"] or "", refs)
+        other_rule, other_llm = _grades(other, refs, grader)
+        row[f"{role}_correct"] = other_rule or bool(other_llm)
+        row[f"{role}_llm_correct"] = other_llm
     for name in BREAKDOWN_FIELDS:
         if name in meta:
             row[name] = meta[name]
@@ -88,7 +112,10 @@ def _dual_generation_percentiles(verdicts: pd.DataFrame) -> pd.DataFrame:
     return verdicts
 
 
-def run_tables(store: Store, run_id: int, truth: str = "auto") -> RunTables:
+def run_tables(store: Store, run_id: int, truth: str = "auto",
+               grader: LLMGrader | None = None) -> RunTables:
+    """The run's samples and verdicts tables under the chosen truth; with a grader, answers
+    are also graded by the LLM (slow without the call cache: one call per answer)."""
     if truth not in TRUTHS:
         raise ValueError(f"truth must be one of {', '.join(TRUTHS)}, got {truth!r}")
     run = get_run(store, run_id)
@@ -103,7 +130,7 @@ def run_tables(store: Store, run_id: int, truth: str = "auto") -> RunTables:
             continue
         main = roles.pop(MAIN)
         external[sample_row_id] = main["external_id"]
-        rows.append(_sample_row(main, roles, labels.get(sample_row_id, []), truth))
+        rows.append(_sample_row(main, roles, labels.get(sample_row_id, []), truth, grader))
     samples = pd.DataFrame(rows)
     verdicts = pd.DataFrame(verdict_records(store, run_id),
                             columns=["sample_id", "judge", "keep", "score", "details",
@@ -117,5 +144,10 @@ def run_tables(store: Store, run_id: int, truth: str = "auto") -> RunTables:
         verdicts["answer_correct"] = verdicts["passages_support"] = pd.Series(dtype=bool)
     verdicts = verdicts[["sample_id", "judge", "keep", "score", "answer_correct",
                          "passages_support"]]
+    agreement = None
+    if grader is not None:
+        graded = [row for row in rows if not row["refusal"]]  # refusals are not graded
+        agreement = rule_llm_agreement([row["rule_correct"] for row in graded],
+                                       [row["llm_correct"] for row in graded])
     return RunTables(run_id=run_id, truth=truth, config=run.config, samples=samples,
-                     verdicts=verdicts)
+                     verdicts=verdicts, grader_agreement=agreement)

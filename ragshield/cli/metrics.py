@@ -3,17 +3,41 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
 from ragshield.cli.errors import fail, user_errors
+from ragshield.cli.llm_options import Backend, BaseUrl, Model, NoLLMCache, settings_with
 from ragshield.cli.output import emit_json, print_table
 from ragshield.cli.store import opened_store
 
+if TYPE_CHECKING:
+    from ragshield.config import Settings
+    from ragshield.grading import LLMGrader
+    from ragshield.store.database import Store
+
 TRUTH_HELP = ("auto: automatic labels only; human: human labels win where a sample has them "
               "(majority of annotators), automatic elsewhere.")
+LLM_GRADER_HELP = ("Also grade answers with the LLM (METHODS 2): correct if the rules match or "
+                   "the model says accurate; prints the agreement of rules and grader. The "
+                   "model is chosen with --backend/--base-url/--model; grades are cached.")
+
+
+def _grader(enabled: bool, settings: Settings, store: Store) -> LLMGrader | None:
+    """The LLM grader on the chosen model (through the call cache), or None."""
+    if not enabled:
+        return None
+    from ragshield.grading import LLMGrader
+    from ragshield.llm.factory import make_llm
+
+    return LLMGrader(make_llm(settings, store=store))
+
+
+def _agreement_line(agreement: dict[str, Any]) -> str:
+    return "llm grader vs rules: " + json.dumps(agreement, separators=(", ", ": "))
 
 
 def metrics(
@@ -25,6 +49,9 @@ def metrics(
                                   help="Bootstrap resamples for the 95% intervals (0: none)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON: judge -> metrics."),
+    llm_grader: bool = typer.Option(False, "--llm-grader", help=LLM_GRADER_HELP),
+    backend: Backend = None, base_url: BaseUrl = None, model: Model = None,
+    no_llm_cache: NoLLMCache = False,
 ) -> None:
     """Risk, carefulness, alignment, coverage, precision/recall/F1, max F1, PR-AUC per judge."""
     from ragshield.evaluation import run_tables
@@ -33,13 +60,21 @@ def metrics(
 
     if (run is None) == (verdicts is None):
         fail("give a run id or --verdicts FILE (one of them)")
+    if llm_grader and verdicts is not None:
+        fail("--llm-grader grades a stored run's answers: give a run id, not --verdicts "
+             "(a verdict file carries its own answer_correct labels)")
+    agreement = None
     with user_errors():
         if verdicts is not None:
             table = read_verdicts_file(verdicts)
         else:
-            with opened_store() as store:
-                table = run_tables(store, run, truth).verdicts
+            settings = settings_with(backend, base_url, model, no_llm_cache)
+            with opened_store(settings) as store:
+                tables = run_tables(store, run, truth, grader=_grader(llm_grader, settings, store))
+            table, agreement = tables.verdicts, tables.grader_agreement
         result = judge_metrics(table, n_resamples=resamples, seed=seed)
+    if agreement is not None:
+        typer.echo(_agreement_line(agreement), err=True)
     if as_json:
         emit_json(result)
         return
@@ -57,16 +92,22 @@ def report(
     truth: str = typer.Option("auto", "--truth", help=TRUTH_HELP),
     resamples: int = typer.Option(1000, "--resamples", min=0),
     seed: int = typer.Option(0, "--seed"),
+    llm_grader: bool = typer.Option(False, "--llm-grader", help=LLM_GRADER_HELP),
+    backend: Backend = None, base_url: BaseUrl = None, model: Model = None,
+    no_llm_cache: NoLLMCache = False,
 ) -> None:
     """Write a run's report: risk, AwF and CRAG tables, PR / risk-coverage / fallback /
-    switch figures."""
+    switch figures (and rules vs LLM grader with --llm-grader)."""
     from ragshield.evaluation import run_tables
     from ragshield.reports.build import write_report
 
-    with user_errors(), opened_store() as store:
-        tables = run_tables(store, run, truth)
+    settings = settings_with(backend, base_url, model, no_llm_cache)
+    with user_errors(), opened_store(settings) as store:
+        tables = run_tables(store, run, truth, grader=_grader(llm_grader, settings, store))
         if tables.samples.empty:
             fail(f"run {run} has no saved answers yet")
         files = write_report(tables, out, n_resamples=resamples, seed=seed)
+    if tables.grader_agreement is not None:
+        typer.echo(_agreement_line(tables.grader_agreement), err=True)
     typer.echo(f"wrote {files.markdown}, {files.html}, {files.metrics} and "
                f"{len(files.figures)} figures")

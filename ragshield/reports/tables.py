@@ -209,3 +209,25 @@ def threshold_table(tables: RunTables, series: dict[str, JudgeSeries], *, alpha:
                  f"(mean ± spread). Risk-controlled: the loosest threshold whose Clopper-Pearson "
                  f"upper bound on risk at confidence {1 - delta:.0%} stays ≤ {alpha} (n/a: none "
                  f"does on this run).")
+
+
+def grader_table(tables: RunTables) -> Table | None:
+    """Rules vs the LLM grader on the main answers (METHODS 2); None without a grader."""
+    agreement = tables.grader_agreement
+    if agreement is None:
+        return None
+    samples, counts = tables.samples, agreement["counts"]
+    n = len(samples)
+    rows = [
+        ["answers graded (refusals excluded, unreadable grades dropped)", fmt(agreement["n"])],
+        ["agreement", fmt(agreement["agreement"])], ["Cohen's kappa", fmt(agreement["kappa"])],
+        ["both say correct", fmt(counts["rule_and_llm"])],
+        ["only the rules say correct", fmt(counts["rule_only"])],
+        ["only the LLM says correct", fmt(counts["llm_only"])],
+        ["both say not correct", fmt(counts["neither"])],
+        ["answers correct by the rules", fmt(samples["rule_correct"].mean() if n else None)],
+        ["answers correct by rules or LLM", fmt(samples["auto_correct"].mean() if n else None)],
+    ]
+    return Table("Correctness: rules vs LLM grader", ["", ""], rows,
+                 "An answer is correct if the rules match or the LLM grader says it means the "
+                 "same as a reference; human answer labels still win under human truth.")
