@@ -57,6 +57,16 @@ def decide(verdicts: Sequence[Verdict], rule: str = DEFAULT_DECISION_RULE) -> De
     return Decision(chosen.keep, rule, f"{rule}: {chosen.rationale}")
 
 
+def disagreement(keeps: Sequence[bool | None]) -> float | None:
+    """How split the deciding judges are: 0 when unanimous, 1 when exactly half keep.
+    None with fewer than two deciding judges."""
+    deciding = [keep for keep in keeps if keep is not None]
+    if len(deciding) < 2:
+        return None
+    share = sum(deciding) / len(deciding)
+    return 1 - abs(2 * share - 1)
+
+
 def judge_sample(
     sample: Sample,
     llm: LLM,

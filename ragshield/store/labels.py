@@ -1,13 +1,46 @@
-"""Human answerability labels in the store, as the metrics read them: each annotator's
-newest label per sample (a change adds a row; older rows are history)."""
+"""Human answerability labels: adding them (idempotently), their history, undo and skip,
+progress, per-dataset guidelines, and the current labels the metrics read.
+
+A label is never updated: a change adds a row, and a person's current label on a sample is
+their newest row. An undo adds a row too (restoring the state before the undone row, or a
+`retracted` row when there was none), so the history shows every step.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from sqlalchemy import func, select
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Select, delete, exists, func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, aliased
 
 from ragshield.store.database import Store
-from ragshield.store.models import Label, Sample
+from ragshield.store.models import LABEL_VALUES, Annotator, Dataset, Label, Sample, Skip, utcnow
+from ragshield.store.samples import UnknownSampleError, dataset_id_of
+
+
+class UnknownAnnotatorError(LookupError):
+    """No annotator has the name asked for."""
+
+
+class LabelValueError(ValueError):
+    """A label field has a value that is not allowed."""
+
+
+@dataclass(frozen=True)
+class LabelRecord:
+    id: int
+    sample_id: str  # the dataset's own id
+    annotator: str
+    label: str
+    answer_correct: bool | None
+    note: str | None
+    passages_shown: list[Any]
+    retracted: bool
+    created_at: datetime
+    stored: bool = True  # False: an identical submission was already there
 
 
 @dataclass(frozen=True)
@@ -17,19 +50,238 @@ class CurrentLabel:
     answer_correct: bool | None
 
 
-def current_labels(store: Store, dataset_id: int) -> dict[int, list[CurrentLabel]]:
-    """Sample row id -> the current label of every annotator who labelled it."""
+@dataclass(frozen=True)
+class Progress:
+    annotator: str
+    labelled: int
+    skipped: int
+    total: int
+
+
+def check_label_value(label: str) -> str:
+    if label not in LABEL_VALUES:
+        raise LabelValueError(f"field 'label' must be one of {', '.join(LABEL_VALUES)}, got {label!r}")
+    return label
+
+
+# -- annotators ---------------------------------------------------------------------------
+
+def add_annotator(store: Store, name: str, role: str | None = None) -> int:
+    """The annotator's id, creating them when new (a given role replaces the old one)."""
+    name = name.strip()
+    if not name:
+        raise LabelValueError("field 'annotator' must not be empty")
+    with store.session() as session:
+        annotator = session.scalar(select(Annotator).where(Annotator.name == name))
+        if annotator is None:
+            annotator = Annotator(name=name, role=role)
+            session.add(annotator)
+        elif role is not None:
+            annotator.role = role
+        session.flush()
+        return annotator.id
+
+
+def list_annotators(store: Store) -> list[tuple[str, str | None]]:
+    with store.session() as session:
+        return [tuple(row) for row in session.execute(
+            select(Annotator.name, Annotator.role).order_by(Annotator.name))]
+
+
+def annotator_id_of(session: Session, name: str) -> int:
+    annotator_id = session.scalar(select(Annotator.id).where(Annotator.name == name))
+    if annotator_id is None:
+        known = session.scalars(select(Annotator.name).order_by(Annotator.name)).all()
+        raise UnknownAnnotatorError(
+            f"no annotator named {name!r} (annotators: {', '.join(known) or 'none yet'}; add "
+            f"one with `python -m ragshield labels annotator {name}`)")
+    return annotator_id
+
+
+def sample_row_id(session: Session, dataset: str, sample_id: str) -> int:
+    row_id = session.scalar(select(Sample.id).where(
+        Sample.dataset_id == dataset_id_of(session, dataset), Sample.external_id == sample_id))
+    if row_id is None:
+        raise UnknownSampleError(f"dataset {dataset!r} has no sample {sample_id!r}")
+    return row_id
+
+
+# -- labels -------------------------------------------------------------------------------
+
+def _record(label: Label, sample_id: str, annotator: str, stored: bool = True) -> LabelRecord:
+    return LabelRecord(id=label.id, sample_id=sample_id, annotator=annotator, label=label.label,
+                       answer_correct=label.answer_correct, note=label.note,
+                       passages_shown=list(label.passages_shown), retracted=label.retracted,
+                       created_at=label.created_at, stored=stored)
+
+
+def _newest(session: Session, sample: int, annotator: int, before: int | None = None) -> Label | None:
+    query = select(Label).where(Label.sample_id == sample, Label.annotator_id == annotator)
+    if before is not None:
+        query = query.where(Label.id < before)
+    return session.scalar(query.order_by(Label.id.desc()).limit(1))
+
+
+def add_label(store: Store, dataset: str, sample_id: str, annotator: str, label: str, *,
+              answer_correct: bool | None = None, note: str | None = None,
+              passages_shown: list[Any] | None = None, answer_id: int | None = None,
+              request_id: str | None = None) -> LabelRecord:
+    """Record a label. Submitting what is already the annotator's current label, or a
+    request id seen before, stores nothing and returns the existing row (stored=False)."""
+    check_label_value(label)
+    note = note.strip() or None if note else None
+    try:
+        with store.session() as session:
+            sample = sample_row_id(session, dataset, sample_id)
+            person = annotator_id_of(session, annotator)
+            if request_id is not None:
+                seen = session.scalar(select(Label).where(Label.request_id == request_id))
+                if seen is not None:
+                    return _record(seen, sample_id, annotator, stored=False)
+            current = _newest(session, sample, person)
+            if (current is not None and not current.retracted and current.label == label
+                    and current.answer_correct == answer_correct and current.note == note):
+                return _record(current, sample_id, annotator, stored=False)
+            row = Label(sample_id=sample, annotator_id=person, answer_id=answer_id, label=label,
+                        answer_correct=answer_correct, note=note,
+                        passages_shown=list(passages_shown or []), request_id=request_id)
+            session.add(row)
+            session.execute(delete(Skip).where(Skip.sample_id == sample, Skip.annotator_id == person))
+            session.flush()
+            return _record(row, sample_id, annotator)
+    except IntegrityError:
+        if request_id is None:
+            raise
+    with store.session() as session:  # the same request id won a race: return its row
+        seen = session.scalar(select(Label).where(Label.request_id == request_id))
+        assert seen is not None
+        return _record(seen, sample_id, annotator, stored=False)
+
+
+def label_history(store: Store, dataset: str, sample_id: str) -> list[LabelRecord]:
+    """Every label row of a sample, oldest first."""
+    with store.session() as session:
+        sample = sample_row_id(session, dataset, sample_id)
+        rows = session.execute(
+            select(Label, Annotator.name).join(Annotator, Annotator.id == Label.annotator_id)
+            .where(Label.sample_id == sample).order_by(Label.id)).tuples().all()
+        return [_record(label, sample_id, name) for label, name in rows]
+
+
+def skip(store: Store, dataset: str, sample_id: str, annotator: str) -> None:
+    with store.session() as session:
+        sample = sample_row_id(session, dataset, sample_id)
+        person = annotator_id_of(session, annotator)
+        if session.scalar(select(Skip.id).where(Skip.sample_id == sample,
+                                                Skip.annotator_id == person)) is None:
+            session.add(Skip(sample_id=sample, annotator_id=person))
+
+
+def undo(store: Store, dataset: str, annotator: str) -> str | None:
+    """Take back the annotator's newest action in the dataset that is not undone yet: a
+    skip is removed; a label change is reverted by a new row. Returns the sample id, or
+    None when there is nothing to undo."""
+    with store.session() as session:
+        dataset_id = dataset_id_of(session, dataset)
+        person = annotator_id_of(session, annotator)
+        undone = aliased(Label)
+        label = session.execute(
+            select(Label, Sample.external_id).join(Sample, Sample.id == Label.sample_id)
+            .where(Sample.dataset_id == dataset_id, Label.annotator_id == person,
+                   Label.reverts_id.is_(None),
+                   ~exists().where(undone.reverts_id == Label.id))
+            .order_by(Label.id.desc()).limit(1)).first()
+        skipped = session.execute(
+            select(Skip, Sample.external_id).join(Sample, Sample.id == Skip.sample_id)
+            .where(Sample.dataset_id == dataset_id, Skip.annotator_id == person)
+            .order_by(Skip.created_at.desc(), Skip.id.desc()).limit(1)).first()
+        if skipped and (label is None or skipped[0].created_at >= label[0].created_at):
+            session.delete(skipped[0])
+            return skipped[1]
+        if label is None:
+            return None
+        row, external = label
+        before = _newest(session, row.sample_id, person, before=row.id)
+        session.add(Label(
+            sample_id=row.sample_id, annotator_id=person, reverts_id=row.id,
+            label=before.label if before else row.label,
+            answer_correct=before.answer_correct if before else None,
+            note=before.note if before else None,
+            passages_shown=list(before.passages_shown) if before else [],
+            retracted=before.retracted if before else True))
+        return external
+
+
+# -- reading ------------------------------------------------------------------------------
+
+def _current(dataset_id: int) -> Select[tuple[Label]]:
+    """The current, not retracted, label rows of a dataset's samples."""
     newest = (
-        select(Label.sample_id, Label.annotator_id, func.max(Label.id).label("label_id"))
+        select(func.max(Label.id).label("label_id"))
         .join(Sample, Sample.id == Label.sample_id)
         .where(Sample.dataset_id == dataset_id)
         .group_by(Label.sample_id, Label.annotator_id)
         .subquery()
     )
-    query = select(Label).join(newest, Label.id == newest.c.label_id).order_by(Label.id)
+    return (select(Label).join(newest, Label.id == newest.c.label_id)
+            .where(Label.retracted.is_(False)))
+
+
+def current_labels(store: Store, dataset_id: int) -> dict[int, list[CurrentLabel]]:
+    """Sample row id -> the current label of every annotator who has one."""
     result: dict[int, list[CurrentLabel]] = {}
     with store.session() as session:
-        for label in session.scalars(query):
+        for label in session.scalars(_current(dataset_id).order_by(Label.id)):
             result.setdefault(label.sample_id, []).append(
                 CurrentLabel(label.annotator_id, label.label, label.answer_correct))
     return result
+
+
+def progress(store: Store, dataset: str) -> list[Progress]:
+    """Per annotator who has labelled or skipped in the dataset: samples with a current
+    label, samples skipped, and the dataset's size."""
+    with store.session() as session:
+        dataset_id = dataset_id_of(session, dataset)
+        total = session.scalar(select(func.count(Sample.id)).where(Sample.dataset_id == dataset_id))
+        current = _current(dataset_id).subquery()
+        labelled = dict(session.execute(
+            select(Annotator.name, func.count())
+            .join(current, current.c.annotator_id == Annotator.id)
+            .group_by(Annotator.name)).tuples().all())
+        skipped = dict(session.execute(
+            select(Annotator.name, func.count()).join(Skip, Skip.annotator_id == Annotator.id)
+            .join(Sample, Sample.id == Skip.sample_id).where(Sample.dataset_id == dataset_id)
+            .group_by(Annotator.name)).tuples().all())
+    return [Progress(name, labelled.get(name, 0), skipped.get(name, 0), total or 0)
+            for name in sorted(set(labelled) | set(skipped))]
+
+
+# -- guidelines ---------------------------------------------------------------------------
+
+def get_guidelines(store: Store, dataset: str) -> str | None:
+    with store.session() as session:
+        return session.scalar(select(Dataset.guidelines).where(
+            Dataset.id == dataset_id_of(session, dataset)))
+
+
+def set_guidelines(store: Store, dataset: str, markdown: str) -> None:
+    with store.session() as session:
+        row = session.get(Dataset, dataset_id_of(session, dataset))
+        row.guidelines, row.guidelines_updated_at = markdown, utcnow()
+
+
+def current_label_table(store: Store, dataset: str | None = None) -> list[tuple[int, str, str]]:
+    """(sample row id, annotator name, label) for every current label, of one dataset or
+    of all: the ratings the agreement statistics take."""
+    with store.session() as session:
+        dataset_ids = ([dataset_id_of(session, dataset)] if dataset is not None
+                       else list(session.scalars(select(Dataset.id))))
+    names = dict(list_annotator_ids(store))
+    return [(sample, names[label.annotator_id], label.label)
+            for dataset_id in dataset_ids
+            for sample, labels in current_labels(store, dataset_id).items() for label in labels]
+
+
+def list_annotator_ids(store: Store) -> list[tuple[int, str]]:
+    with store.session() as session:
+        return [tuple(row) for row in session.execute(select(Annotator.id, Annotator.name))]

@@ -40,6 +40,8 @@ class Dataset(Base):
     description: Mapped[str | None] = mapped_column(Text)
     source: Mapped[str | None] = mapped_column(Text)
     license: Mapped[str | None] = mapped_column(String(200))
+    guidelines: Mapped[str | None] = mapped_column(Text)  # Markdown shown to annotators
+    guidelines_updated_at: Mapped[datetime | None]
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     samples: Mapped[list[Sample]] = relationship(back_populates="dataset", cascade="all")
 
@@ -108,7 +110,9 @@ class AnswerRow(Base):
 
     __tablename__ = "answers"
     __table_args__ = (
-        UniqueConstraint("run_id", "sample_id", "role", name="uq_answers_run_sample_role"),)
+        UniqueConstraint("run_id", "sample_id", "role", name="uq_answers_run_sample_role"),
+        Index("ix_answers_run_disagreement", "run_id", "disagreement"),
+    )
     id: Mapped[int] = mapped_column(primary_key=True)
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
     sample_id: Mapped[int] = mapped_column(ForeignKey("samples.id", ondelete="CASCADE"))
@@ -126,6 +130,9 @@ class AnswerRow(Base):
     passages: Mapped[list[Any]] = mapped_column(default=list, server_default=sql_text("'[]'"))
     messages: Mapped[list[Any]] = mapped_column(default=list, server_default=sql_text("'[]'"))
     trace: Mapped[list[Any]] = mapped_column(default=list, server_default=sql_text("'[]'"))
+    # How split the judges are on this answer, 0 (unanimous) to 1 (half keep, half not):
+    # the disagreement-first annotation queue orders by it.
+    disagreement: Mapped[float | None] = mapped_column(Float)
     error: Mapped[str | None] = mapped_column(Text)
     prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
     completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
@@ -182,7 +189,9 @@ class Annotator(Base):
 
 
 class Label(Base):
-    """One answerability judgement by one person. A change adds a row; rows are never updated."""
+    """One answerability judgement by one person. A change adds a row; rows are never updated.
+    A person's current label on a sample is their newest row; a `retracted` row (an undo of
+    a first label) means they have none."""
 
     __tablename__ = "labels"
     __table_args__ = (
@@ -190,6 +199,8 @@ class Label(Base):
             f"label IN ({', '.join(repr(v) for v in LABEL_VALUES)})", name="ck_labels_label_value"
         ),
         Index("ix_labels_sample_annotator", "sample_id", "annotator_id", "created_at"),
+        Index("ix_labels_annotator_sample", "annotator_id", "sample_id"),
+        UniqueConstraint("request_id", name="uq_labels_request_id"),
     )
     id: Mapped[int] = mapped_column(primary_key=True)
     sample_id: Mapped[int] = mapped_column(ForeignKey("samples.id", ondelete="CASCADE"))
@@ -199,4 +210,22 @@ class Label(Base):
     answer_correct: Mapped[bool | None] = mapped_column(Boolean)
     note: Mapped[str | None] = mapped_column(Text)
     passages_shown: Mapped[list[Any]] = mapped_column(default=list)
+    retracted: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # Set by clients that may send the same submission twice (a retry, a double click):
+    # the second one is recognised and not stored again.
+    request_id: Mapped[str | None] = mapped_column(String(64))
+    # Set on a row written by an undo: the row whose change it takes back.
+    reverts_id: Mapped[int | None] = mapped_column(
+        ForeignKey("labels.id", ondelete="SET NULL", name="fk_labels_reverts_id"))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Skip(Base):
+    """An annotator passed over a sample in the queue; an undo removes it."""
+
+    __tablename__ = "skips"
+    __table_args__ = (UniqueConstraint("annotator_id", "sample_id"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    sample_id: Mapped[int] = mapped_column(ForeignKey("samples.id", ondelete="CASCADE"))
+    annotator_id: Mapped[int] = mapped_column(ForeignKey("annotators.id", ondelete="CASCADE"))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)

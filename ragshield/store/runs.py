@@ -10,6 +10,7 @@ from typing import Any, Iterable, Iterator
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
+from ragshield.judging import disagreement
 from ragshield.store.database import Store
 from ragshield.store.models import AnswerRow, Dataset, Run, RunFailure, VerdictRow, utcnow
 from ragshield.store.models import Sample as SampleRow
@@ -130,8 +131,10 @@ def save_sample(store: Store, run_id: int, sample_id: int, answers: dict[str, Ro
                 verdicts: Iterable[Verdict]) -> None:
     """Save one sample's answers (by role) and the verdicts on its main answer, and clear
     its failure, all in one transaction: a crash leaves the sample either whole or absent."""
+    verdicts = list(verdicts)
     with store.session() as session:
         rows = {role: _answer_row(run_id, sample_id, role, item) for role, item in answers.items()}
+        rows[MAIN].disagreement = disagreement([v.keep for v in verdicts])
         session.add_all(rows.values())
         session.flush()
         session.add_all(_verdict_row(rows[MAIN].id, v) for v in verdicts)
@@ -140,9 +143,14 @@ def save_sample(store: Store, run_id: int, sample_id: int, answers: dict[str, Ro
 
 
 def add_verdicts(store: Store, answer_id: int, verdicts: Iterable[Verdict]) -> None:
-    """Add verdicts to a saved answer (re-judging without re-generating), in one transaction."""
+    """Add verdicts to a saved answer (re-judging without re-generating), in one transaction,
+    and update the answer's judge disagreement."""
     with store.session() as session:
         session.add_all(_verdict_row(answer_id, v) for v in verdicts)
+        session.flush()
+        keeps = session.scalars(select(VerdictRow.keep).where(VerdictRow.answer_id == answer_id))
+        session.execute(update(AnswerRow).where(AnswerRow.id == answer_id)
+                        .values(disagreement=disagreement(list(keeps))))
 
 
 def record_failure(store: Store, run_id: int, sample_id: int, error: str) -> None:

@@ -1,0 +1,194 @@
+"""`ragshield labels ...`: annotators, labels, the queue, undo and skip, progress,
+guidelines, agreement, and import / export of the label history."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ragshield.cli.errors import user_errors
+from ragshield.cli.output import emit_json, print_table
+from ragshield.cli.store import opened_store
+
+app = typer.Typer(no_args_is_help=True, help="Answerability labels by people.")
+
+DATASET = typer.Option("demo", "--dataset", help="The dataset.")
+ANNOTATOR = typer.Option(..., "--annotator", help="The annotator's name.")
+JSON = typer.Option(False, "--json", help="Print JSON.")
+
+
+def _record_dict(record) -> dict:
+    data = asdict(record)
+    data["created_at"] = record.created_at.isoformat()
+    return data
+
+
+@app.command("annotator")
+def annotator(name: str = typer.Argument(..., help="The annotator's name."),
+              role: Optional[str] = typer.Option(None, "--role", help="e.g. expert, student.")) -> None:
+    """Add an annotator (or change their role)."""
+    from ragshield.store.labels import add_annotator
+
+    with user_errors(), opened_store() as store:
+        add_annotator(store, name, role)
+    typer.echo(f"annotator {name} ready")
+
+
+@app.command("add")
+def add(
+    sample: str = typer.Option(..., "--sample", help="The sample id."),
+    annotator: str = ANNOTATOR,
+    label: str = typer.Option(..., "--label", help="answerable | unanswerable | unsure"),
+    answer_correct: Optional[bool] = typer.Option(None, "--answer-correct/--answer-wrong",
+                                                  help="Judge the shown answer too."),
+    note: Optional[str] = typer.Option(None, "--note"),
+    request_id: Optional[str] = typer.Option(None, "--request-id",
+                                             help="Makes a repeated submission a no-op."),
+    dataset: str = DATASET, as_json: bool = JSON,
+) -> None:
+    """Label a sample (a new version when the annotator labelled it before)."""
+    from ragshield.datasets.demo import ensure_demo_dataset
+    from ragshield.store.labels import add_label
+
+    with user_errors(), opened_store() as store:
+        ensure_demo_dataset(store)
+        record = add_label(store, dataset, sample, annotator, label,
+                           answer_correct=answer_correct, note=note, request_id=request_id)
+    if as_json:
+        emit_json(_record_dict(record))
+    else:
+        typer.echo(f"{'stored' if record.stored else 'already there'}: {sample} -> {record.label}")
+
+
+@app.command("history")
+def history(sample: str = typer.Option(..., "--sample"), dataset: str = DATASET,
+            as_json: bool = JSON) -> None:
+    """Every label version of a sample, oldest first."""
+    from ragshield.store.labels import label_history
+
+    with user_errors(), opened_store() as store:
+        rows = [_record_dict(r) for r in label_history(store, dataset, sample)]
+    if as_json:
+        emit_json(rows)
+    else:
+        print_table(rows, ["created_at", "annotator", "label", "answer_correct", "retracted",
+                           "note"], {"note": 60})
+
+
+@app.command("next")
+def next_(annotator: str = ANNOTATOR, dataset: str = DATASET,
+          strategy: str = typer.Option("unlabelled", "--strategy",
+                                       help="unlabelled | disagreement | random"),
+          overlap: int = typer.Option(1, "--overlap", min=1, help="Annotators per sample."),
+          seed: int = typer.Option(0, "--seed"),
+          run: Optional[int] = typer.Option(None, "--run", help="Run for --strategy disagreement."),
+          ) -> None:
+    """Print the id of the sample to label next (nothing when done)."""
+    from ragshield.datasets.demo import ensure_demo_dataset
+    from ragshield.store.annotation_queue import next_sample
+
+    with user_errors(), opened_store() as store:
+        ensure_demo_dataset(store)
+        found = next_sample(store, dataset, annotator, strategy=strategy, overlap=overlap,
+                            seed=seed, run_id=run)
+    if found is not None:
+        typer.echo(found)
+
+
+@app.command("skip")
+def skip_(sample: str = typer.Option(..., "--sample"), annotator: str = ANNOTATOR,
+          dataset: str = DATASET) -> None:
+    """Pass over a sample in the queue."""
+    from ragshield.store.labels import skip
+
+    with user_errors(), opened_store() as store:
+        skip(store, dataset, sample, annotator)
+
+
+@app.command("undo")
+def undo_(annotator: str = ANNOTATOR, dataset: str = DATASET) -> None:
+    """Take back the annotator's newest label change or skip."""
+    from ragshield.store.labels import undo
+
+    with user_errors(), opened_store() as store:
+        sample = undo(store, dataset, annotator)
+    typer.echo(f"undone on {sample}" if sample else "nothing to undo")
+
+
+@app.command("progress")
+def progress_(dataset: str = DATASET, as_json: bool = JSON) -> None:
+    """Samples labelled and skipped per annotator."""
+    from ragshield.store.labels import progress
+
+    with user_errors(), opened_store() as store:
+        rows = [asdict(p) for p in progress(store, dataset)]
+    if as_json:
+        emit_json(rows)
+    else:
+        print_table(rows, ["annotator", "labelled", "skipped", "total"])
+
+
+@app.command("guidelines")
+def guidelines(dataset: str = DATASET,
+               set_from: Optional[Path] = typer.Option(None, "--set", help="A Markdown file.")) -> None:
+    """Show the dataset's labelling guidelines, or replace them with a Markdown file."""
+    from ragshield.store.labels import get_guidelines, set_guidelines
+
+    with user_errors(), opened_store() as store:
+        if set_from is not None:
+            try:
+                text = set_from.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise ValueError(f"cannot read {set_from}: {exc}") from None
+            set_guidelines(store, dataset, text)
+        typer.echo(get_guidelines(store, dataset) or "(no guidelines yet)")
+
+
+@app.command("agreement")
+def agreement(dataset: Optional[str] = typer.Option(None, "--dataset",
+                                                    help="One dataset (default: all)."),
+              as_json: bool = JSON) -> None:
+    """Percent agreement, Cohen's kappa per pair, Fleiss' kappa, Krippendorff's alpha, and
+    each judge's and the automatic label's agreement with the human majority."""
+    from ragshield.label_agreement import label_agreement
+
+    with user_errors(), opened_store() as store:
+        result = label_agreement(store, dataset)
+    if as_json:
+        emit_json(result)
+        return
+    for key in ("n_items", "percent", "fleiss", "krippendorff_alpha"):
+        typer.echo(f"{key}: {result[key]}")
+    for pair, kappa in result["cohen"].items():
+        typer.echo(f"cohen {pair}: {kappa}")
+    for judge, values in {"automatic": result["automatic"], **result["judges"]}.items():
+        typer.echo(f"{judge} vs majority: {values}")
+
+
+@app.command("export")
+def export(format: str = typer.Option(..., "--format", help="csv | jsonl | parquet"),
+           out: Path = typer.Option(..., "--out"),
+           dataset: Optional[str] = typer.Option(None, "--dataset", help="Default: all.")) -> None:
+    """Write every label version (the whole history) to a file."""
+    from ragshield.store.label_transfer import export_labels
+
+    with user_errors(), opened_store() as store:
+        count = export_labels(store, out, format, dataset)
+    typer.echo(f"wrote {count} label rows to {out}")
+
+
+@app.command("import")
+def import_(path: Path = typer.Argument(...),
+            format: Optional[str] = typer.Option(None, "--format", help="Default: from the extension.")
+            ) -> None:
+    """Import a label file made by `labels export` (all rows or none)."""
+    from ragshield.datasets.demo import ensure_demo_dataset
+    from ragshield.store.label_transfer import import_labels
+
+    with user_errors(), opened_store() as store:
+        ensure_demo_dataset(store)
+        added, present = import_labels(store, path, format)
+    typer.echo(f"{added} label rows added, {present} already there")

@@ -1,0 +1,122 @@
+"""Which sample an annotator labels next.
+
+Strategies: `unlabelled` (samples with the fewest current labels first, in dataset order),
+`disagreement` (samples whose judges disagree most in a run first: labels go where they
+teach most), `random` (a seeded pseudo-random walk). `overlap` k hands each sample to k
+different annotators (for agreement); a sample the annotator labelled or skipped is not
+offered again. Each query stops at the first eligible sample, so it stays fast on large
+datasets (see scripts/bench_labels.py).
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Literal
+
+from sqlalchemy import ColumnElement, and_, exists, func, not_, select
+from sqlalchemy.orm import Session, aliased
+
+from ragshield.store.database import Store
+from ragshield.store.labels import annotator_id_of
+from ragshield.store.models import AnswerRow, Label, Run, Sample, Skip
+from ragshield.store.runs import MAIN
+from ragshield.store.samples import dataset_id_of
+
+Strategy = Literal["unlabelled", "disagreement", "random"]
+STRATEGIES: tuple[str, ...] = ("unlabelled", "disagreement", "random")
+
+
+def _is_current(label: type[Label] | Label) -> ColumnElement[bool]:
+    newer = aliased(Label)
+    return and_(label.retracted.is_(False), ~exists().where(
+        newer.sample_id == label.sample_id, newer.annotator_id == label.annotator_id,
+        newer.id > label.id))
+
+
+def _labellers():
+    """How many annotators hold a current label on the sample (correlated to Sample)."""
+    label = aliased(Label)
+    return (select(func.count()).select_from(label)
+            .where(label.sample_id == Sample.id, _is_current(label))
+            .correlate(Sample).scalar_subquery())
+
+
+def _eligible(dataset_id: int, annotator_id: int, overlap: int) -> ColumnElement[bool]:
+    mine = aliased(Label)
+    return and_(
+        Sample.dataset_id == dataset_id,
+        not_(exists().where(mine.sample_id == Sample.id, mine.annotator_id == annotator_id,
+                            _is_current(mine))),
+        not_(exists().where(Skip.sample_id == Sample.id, Skip.annotator_id == annotator_id)),
+        _labellers() < overlap,
+    )
+
+
+def _first(session: Session, query) -> str | None:
+    return session.scalar(query.limit(1))
+
+
+def _unlabelled(session: Session, eligible, overlap: int) -> str | None:
+    # One ordered scan per label count (0, 1, ... k-1) stops at the first hit; ordering the
+    # whole dataset by count would sort every sample on each request.
+    for count in range(overlap):
+        found = _first(session, select(Sample.external_id)
+                       .where(eligible, _labellers() == count).order_by(Sample.id))
+        if found is not None:
+            return found
+    return None
+
+
+def _random(session: Session, dataset_id: int, annotator_id: int, eligible,
+            seed: int) -> str | None:
+    low, high = session.execute(select(func.min(Sample.id), func.max(Sample.id))
+                                .where(Sample.dataset_id == dataset_id)).one()
+    if low is None:
+        return None
+    done = session.scalar(select(func.count()).select_from(Label)
+                          .where(Label.annotator_id == annotator_id)) or 0
+    start = low + zlib.crc32(f"{seed}:{annotator_id}:{done}".encode()) % (high - low + 1)
+    return (_first(session, select(Sample.external_id).where(eligible, Sample.id >= start)
+                   .order_by(Sample.id))
+            or _first(session, select(Sample.external_id).where(eligible, Sample.id < start)
+                      .order_by(Sample.id)))
+
+
+def latest_run_id(session: Session, dataset_id: int) -> int | None:
+    return session.scalar(select(Run.id).where(Run.dataset_id == dataset_id)
+                          .order_by(Run.id.desc()).limit(1))
+
+
+def _disagreement(session: Session, eligible, run_id: int | None) -> str | None:
+    if run_id is None:
+        return None
+    return _first(session, select(Sample.external_id)
+                  .join(AnswerRow, and_(AnswerRow.sample_id == Sample.id,
+                                        AnswerRow.run_id == run_id, AnswerRow.role == MAIN))
+                  .where(eligible, AnswerRow.disagreement.is_not(None))
+                  .order_by(AnswerRow.disagreement.desc(), Sample.id))
+
+
+def next_sample(store: Store, dataset: str, annotator: str, *, strategy: str = "unlabelled",
+                overlap: int = 1, seed: int = 0, run_id: int | None = None) -> str | None:
+    """The id of the sample to label next, or None when the annotator is done.
+    `disagreement` uses `run_id` (default: the dataset's newest run) and falls back to
+    `unlabelled` once no judged sample is left."""
+    if strategy not in STRATEGIES:
+        raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
+    if overlap < 1:
+        raise ValueError(f"overlap must be at least 1, got {overlap}")
+    with store.session() as session:
+        dataset_id = dataset_id_of(session, dataset)
+        person = annotator_id_of(session, annotator)
+        eligible = _eligible(dataset_id, person, overlap)
+        if strategy == "random":
+            return _random(session, dataset_id, person, eligible, seed)
+        if strategy == "disagreement":
+            found = _disagreement(session, eligible,
+                                  run_id if run_id is not None else latest_run_id(session, dataset_id))
+            if found is not None:
+                return found
+        return _unlabelled(session, eligible, overlap)
+
+

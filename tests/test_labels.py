@@ -1,0 +1,169 @@
+"""Labels in the store: versions and history, idempotent submits, undo and skip, the
+annotation queue strategies, progress and guidelines; on SQLite and PostgreSQL. Also 8
+threads x 50 labels at once lose and duplicate nothing."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from sqlalchemy import func, select
+
+from ragshield.pipeline import RunModels, execute_run, start_run
+from ragshield.run_config import RunConfig
+from ragshield.store.annotation_queue import next_sample
+from ragshield.store.labels import (LabelValueError, UnknownAnnotatorError, add_annotator,
+                                    add_label, current_labels, get_guidelines, label_history,
+                                    progress, set_guidelines, skip, undo)
+from ragshield.store.models import Label
+from ragshield.store.samples import UnknownSampleError, import_samples
+from ragshield.types import Passage, Sample
+from tests.fakes import ScriptedLLM, ScriptedReply
+
+N = 6
+
+
+@pytest.fixture
+def toy(store):
+    import_samples(store, "toy", [Sample(id=f"s{i}", question=f"q{i}?",
+                                         passages=[Passage(text=f"p{i}")]) for i in range(N)])
+    for name in ("ann", "bob", "cid"):
+        add_annotator(store, name)
+    return store
+
+
+def current(store, sample_row_ids=None):
+    labels = current_labels(store, 1)
+    return {k: sorted(l.label for l in v) for k, v in labels.items()}
+
+
+def test_a_change_adds_a_version_and_the_newest_is_current(toy):
+    first = add_label(toy, "toy", "s0", "ann", "answerable", note="clear")
+    second = add_label(toy, "toy", "s0", "ann", "unanswerable", answer_correct=False)
+    assert first.stored and second.stored and second.id > first.id
+    history = label_history(toy, "toy", "s0")
+    assert [(h.label, h.note) for h in history] == [("answerable", "clear"), ("unanswerable", None)]
+    assert current(toy) == {1: ["unanswerable"]}
+
+
+def test_double_submit_is_idempotent(toy):
+    a = add_label(toy, "toy", "s1", "ann", "answerable", note="x")
+    b = add_label(toy, "toy", "s1", "ann", "answerable", note="x")
+    assert a.stored and not b.stored and a.id == b.id
+    c = add_label(toy, "toy", "s1", "bob", "unsure", request_id="req-1")
+    d = add_label(toy, "toy", "s1", "bob", "answerable", request_id="req-1")  # a retried request
+    assert c.stored and not d.stored and d.label == "unsure"
+    assert len(label_history(toy, "toy", "s1")) == 2
+
+
+def test_bad_input_names_the_field(toy):
+    with pytest.raises(LabelValueError, match="field 'label'"):
+        add_label(toy, "toy", "s0", "ann", "maybe")
+    with pytest.raises(UnknownAnnotatorError, match="no annotator named 'zed'"):
+        add_label(toy, "toy", "s0", "zed", "answerable")
+    with pytest.raises(UnknownSampleError, match="no sample 'nope'"):
+        add_label(toy, "toy", "nope", "ann", "answerable")
+    with toy.session() as session:
+        assert session.scalar(select(func.count()).select_from(Label)) == 0
+
+
+def test_undo_reverts_label_changes_and_skips_in_order(toy):
+    add_label(toy, "toy", "s0", "ann", "answerable")
+    add_label(toy, "toy", "s0", "ann", "unanswerable")
+    skip(toy, "toy", "s1", "ann")
+    assert undo(toy, "toy", "ann") == "s1"  # the skip first
+    assert undo(toy, "toy", "ann") == "s0"  # back to "answerable"
+    assert current(toy) == {1: ["answerable"]}
+    assert undo(toy, "toy", "ann") == "s0"  # the first label: retracted
+    assert current(toy) == {}
+    assert undo(toy, "toy", "ann") is None
+    # history is never overwritten: 2 labels + 2 undo rows
+    history = label_history(toy, "toy", "s0")
+    assert [h.label for h in history] == ["answerable", "unanswerable", "answerable", "answerable"]
+    assert [h.retracted for h in history] == [False, False, False, True]
+
+
+def test_unlabelled_first_with_overlap_and_skips(toy):
+    assert next_sample(toy, "toy", "ann") == "s0"
+    add_label(toy, "toy", "s0", "ann", "answerable")
+    skip(toy, "toy", "s1", "ann")
+    assert next_sample(toy, "toy", "ann") == "s2"
+    # overlap 1: bob is not offered s0 (ann has it); overlap 2: s1 first (nobody has it), and
+    # s0 once every sample has one label
+    assert next_sample(toy, "toy", "bob") == "s1"
+    for i in range(1, N):
+        add_label(toy, "toy", f"s{i}", "cid", "unsure")
+    assert next_sample(toy, "toy", "bob") is None
+    assert next_sample(toy, "toy", "bob", overlap=2) == "s0"
+    assert next_sample(toy, "toy", "ann", overlap=2) == "s2"  # s1 skipped by ann
+
+
+def test_random_queue_is_seeded_and_covers_everything(toy):
+    def walk(seed):
+        order = []
+        while (sample := next_sample(toy, "toy", "ann", strategy="random", seed=seed)) is not None:
+            order.append(sample)
+            skip(toy, "toy", sample, "ann")
+        for _ in order:
+            undo(toy, "toy", "ann")
+        return order
+
+    first, again, other = walk(1), walk(1), walk(2)
+    assert sorted(first) == [f"s{i}" for i in range(N)] and first == again
+    assert first != other or N < 3
+
+
+def test_disagreement_first_follows_the_judges(toy, settings):
+    # p_true keeps when P(yes) is high; trivial always keeps. They disagree on odd samples.
+    def respond(messages):
+        prompt = " ".join(m["content"] for m in messages)
+        odd = any(f"q{i}?" in prompt for i in (1, 3, 5))
+        return ScriptedReply("yes", top={"yes": -2.5 if odd else -0.1, "no": -0.5})
+
+    run = start_run(toy, RunConfig(dataset="toy", judges=["trivial", "p_true"], rule="p_true"))
+    execute_run(toy, run, settings, models=RunModels(main=ScriptedLLM(respond=respond)),
+                progress=False)
+    assert next_sample(toy, "toy", "ann", strategy="disagreement") == "s1"
+    add_label(toy, "toy", "s1", "ann", "answerable")
+    assert next_sample(toy, "toy", "ann", strategy="disagreement") == "s3"
+
+
+def test_progress_and_guidelines(toy):
+    add_label(toy, "toy", "s0", "ann", "answerable")
+    add_label(toy, "toy", "s1", "ann", "unanswerable")
+    add_label(toy, "toy", "s1", "ann", "answerable")  # a change, still one sample
+    skip(toy, "toy", "s2", "bob")
+    assert [(p.annotator, p.labelled, p.skipped, p.total) for p in progress(toy, "toy")] == [
+        ("ann", 2, 0, N), ("bob", 0, 1, N)]
+    assert get_guidelines(toy, "toy") is None
+    set_guidelines(toy, "toy", "# Rules\nAnswerable if a passage states it.")
+    assert get_guidelines(toy, "toy").startswith("# Rules")
+
+
+def test_eight_writers_lose_and_duplicate_nothing(toy):
+    names = [f"w{i}" for i in range(8)]
+    for name in names:
+        add_annotator(toy, name)
+    errors = []
+
+    def write(name):
+        try:
+            for j in range(50):
+                label = ("answerable", "unanswerable", "unsure")[j % 3]
+                add_label(toy, "toy", f"s{j % N}", name, label, note=f"{name}-{j}",
+                          request_id=f"{name}-{j}")
+                if j % 10 == 0:  # and a double submit of the same request
+                    add_label(toy, "toy", f"s{j % N}", name, label, note=f"{name}-{j}",
+                              request_id=f"{name}-{j}")
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(name,)) for name in names]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    with toy.session() as session:
+        notes = session.scalars(select(Label.note)).all()
+    assert len(notes) == 400 and len(set(notes)) == 400
