@@ -13,8 +13,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from ragshield.evaluation import RunTables  # noqa: E402
-from ragshield.metrics.curves import (fallback_curve, random_switch_accuracy,  # noqa: E402
-                                      risk_coverage_curve, switch_curve)
+from ragshield.metrics.curves import (random_switch_accuracy, replacement_curve,  # noqa: E402
+                                      risk_coverage_curve)
 from ragshield.metrics.precision_recall import pr_curve  # noqa: E402
 from ragshield.reports.tables import JudgeSeries  # noqa: E402
 
@@ -64,25 +64,27 @@ def risk_coverage_figure(tables: RunTables, series: dict[str, JudgeSeries], path
     return _save(figure, path)
 
 
-def fallback_figure(tables: RunTables, series: dict[str, JudgeSeries], path: Path) -> Path:
-    figure, axes = _axes("No-RAG fallback", "fallback rate", "accuracy")
-    samples = tables.samples
-    rag, norag = (samples[c].to_numpy(dtype=bool) for c in ("answer_correct", "norag_correct"))
+def _replacement_figure(tables: RunTables, series: dict[str, JudgeSeries], path: Path, *,
+                        title: str, rate: str, other: str, random_baseline: bool) -> Path:
+    """Accuracy against the share of answers replaced by the `other` answers' column."""
+    figure, axes = _axes(title, rate, "accuracy")
+    own = tables.samples["answer_correct"].to_numpy(dtype=bool)
+    new = tables.samples[other].to_numpy(dtype=bool)
+    if random_baseline:
+        rates = np.linspace(0, 1, 11)
+        axes.plot(rates, random_switch_accuracy(rates, own, new), "k--", label="random")
     for judge, s in series.items():
-        curve = fallback_curve(s.score, rag[s.rows], norag[s.rows])
+        curve = replacement_curve(s.score, own[s.rows], new[s.rows])
         axes.plot(curve.rate, curve.accuracy, marker="." if not s.scored else None, label=judge)
     axes.legend(fontsize=7, loc="best")
     return _save(figure, path)
+
+
+def fallback_figure(tables: RunTables, series: dict[str, JudgeSeries], path: Path) -> Path:
+    return _replacement_figure(tables, series, path, title="No-RAG fallback",
+                               rate="fallback rate", other="norag_correct", random_baseline=False)
 
 
 def switch_figure(tables: RunTables, series: dict[str, JudgeSeries], path: Path) -> Path:
-    figure, axes = _axes("Switch to a larger model", "switch rate", "accuracy")
-    samples = tables.samples
-    small, large = (samples[c].to_numpy(dtype=bool) for c in ("answer_correct", "larger_correct"))
-    rates = np.linspace(0, 1, 11)
-    axes.plot(rates, random_switch_accuracy(rates, small, large), "k--", label="random")
-    for judge, s in series.items():
-        curve = switch_curve(s.score, small[s.rows], large[s.rows])
-        axes.plot(curve.rate, curve.accuracy, marker="." if not s.scored else None, label=judge)
-    axes.legend(fontsize=7, loc="best")
-    return _save(figure, path)
+    return _replacement_figure(tables, series, path, title="Switch to a larger model",
+                               rate="switch rate", other="larger_correct", random_baseline=True)
