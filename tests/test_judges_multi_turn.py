@@ -329,6 +329,8 @@ def test_self_consistency_samples_the_base_prompt_and_counts_matches() -> None:
     assert verdict.score == pytest.approx(3 / 5) and verdict.keep is True
     assert all(seen == answer.messages for seen in llm.seen)  # the whole prompt is shared
     assert [(p["temperature"], p["seed"]) for p in llm.params] == [(0.7, s) for s in range(1, 6)]
+    # only the answers are compared: no sample spends tokens on an evidence line
+    assert all(p["stop"] == ["\nEvidence"] for p in llm.params)
     assert [s["match"] for s in verdict.details["samples"]] == [True, False, True, False, True]
     assert [s["answer"] for s in verdict.details["samples"]][:2] == ["Paris", "Lyon"]
     assert "3/5 samples agree" in verdict.rationale and "'Lyon'" in verdict.rationale

@@ -45,10 +45,11 @@ class Reply:
 def ask_answer(
     llm: TracedLLM, messages: list[Message], n_passages: int, *, purpose: str,
     max_tokens: int, temperature: float = 0.0, seed: int = 0, wants_evidence: bool = False,
+    stop: list[str] | None = None,
 ) -> Reply:
     """One answer, parsed as answerers parse theirs (final answer, cited passage ids)."""
     raw = llm.chat(messages, purpose=purpose, max_tokens=max_tokens,
-                   temperature=temperature, seed=seed).text
+                   temperature=temperature, seed=seed, **({"stop": stop} if stop else {})).text
     parsed = parse_answer(raw, n_passages, wants_evidence=wants_evidence)
     llm.record_parse({"answer": parsed.text, "evidence": parsed.evidence}, parsed.parse_error)
     return Reply(messages, raw, parsed)

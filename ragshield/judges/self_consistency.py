@@ -3,7 +3,9 @@
 
 score = share of samples matching the base answer (matcher of METHODS 2); keep = score >=
 threshold. The samples reuse the base prompt word for word, so the backend's cached prefix
-covers all of it and only generation costs. Samples are read with the answerers' parser
+covers all of it and only generation costs; and since only their answers are compared, a
+sample stops where an evidence line would begin (about half of an evidence answer's
+tokens). Samples are read with the answerers' parser
 (final answer after a "Response:"/"Final Answer:" label when present, else the first line);
 an empty sample counts as a refusal and matches only a refusal.
 """
@@ -22,6 +24,7 @@ from ragshield.types import Answer, Sample, Verdict
 # Enough for the reasoning answerers' replies (answer plus rationale); short replies stop
 # early, so the cap costs nothing for them.
 MAX_TOKENS = Answerer.max_tokens + REASONING_TOKENS
+STOP_BEFORE_EVIDENCE = ["\nEvidence"]
 
 
 class SelfConsistencyJudge(Judge):
@@ -45,7 +48,7 @@ class SelfConsistencyJudge(Judge):
         samples = [
             ask_answer(llm, answer.messages, len(sample.passages),
                        purpose=f"self-consistency sample {seed}", max_tokens=self.max_tokens,
-                       temperature=self.temperature, seed=seed)
+                       temperature=self.temperature, seed=seed, stop=STOP_BEFORE_EVIDENCE)
             for seed in range(1, self.k + 1)
         ]
         matches = [same_answer(s.text, answer.text) for s in samples]
