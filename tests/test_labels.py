@@ -167,3 +167,25 @@ def test_eight_writers_lose_and_duplicate_nothing(toy):
     with toy.session() as session:
         notes = session.scalars(select(Label.note)).all()
     assert len(notes) == 400 and len(set(notes)) == 400
+
+
+def test_annotation_item_blind_mode_hides_verdicts_and_other_labels(toy, settings):
+    from ragshield.store.annotation_item import annotation_item
+    from ragshield.store.labels import set_guidelines
+
+    run = start_run(toy, RunConfig(dataset="toy", judges=["trivial"], rule="trivial", limit=2))
+    execute_run(toy, run, settings, models=RunModels(main=ScriptedLLM(respond=lambda m: "Answer: x")),
+                progress=False)
+    add_label(toy, "toy", "s0", "bob", "unanswerable")
+    add_label(toy, "toy", "s0", "ann", "answerable")
+    set_guidelines(toy, "toy", "Be strict.")
+    seen = annotation_item(toy, "toy", "s0", "ann")
+    assert seen.question == "q0?" and seen.answer == "x" and seen.passages[0]["text"] == "p0"
+    assert [v["judge"] for v in seen.verdicts] == ["trivial"]
+    assert seen.others == [{"annotator": "bob", "label": "unanswerable", "answer_correct": None}]
+    assert seen.mine["label"] == "answerable" and seen.guidelines == "Be strict."
+    blind = annotation_item(toy, "toy", "s0", "ann", blind=True)
+    assert blind.verdicts == [] and blind.others == [] and blind.mine["label"] == "answerable"
+    assert blind.answer == "x"  # the answer is what is being judged: it stays
+    unlabelled = annotation_item(toy, "toy", "s5", "cid")
+    assert unlabelled.answer is None and unlabelled.mine is None

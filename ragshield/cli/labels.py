@@ -98,6 +98,20 @@ def next_(annotator: str = ANNOTATOR, dataset: str = DATASET,
         typer.echo(found)
 
 
+@app.command("show")
+def show(sample: str = typer.Option(..., "--sample"), annotator: str = ANNOTATOR,
+         dataset: str = DATASET,
+         blind: bool = typer.Option(False, "--blind", help="Hide verdicts and others' labels."),
+         run: Optional[int] = typer.Option(None, "--run", help="Default: the newest run."),
+         ) -> None:
+    """Print (as JSON) what the annotator sees for a sample."""
+    from ragshield.store.annotation_item import annotation_item
+
+    with user_errors(), opened_store() as store:
+        item = annotation_item(store, dataset, sample, annotator, blind=blind, run_id=run)
+    emit_json(asdict(item))
+
+
 @app.command("skip")
 def skip_(sample: str = typer.Option(..., "--sample"), annotator: str = ANNOTATOR,
           dataset: str = DATASET) -> None:
