@@ -1,8 +1,9 @@
 """Judging one sample: one base answer shared by every judge, then the keep/abstain decision.
 
-Judges whose prompts start with the sample's shared prefix run first and in a fixed order,
-so llama.cpp keeps the passages in its KV cache from the base answer onwards; judges that
-prompt without the passages (e.g. a no-passage answer) run last.
+Judges run in an order that keeps llama.cpp's KV cache useful: first those that continue
+the base answer's conversation (its whole prompt is still cached), then those whose prompts
+start with the sample's shared prefix (system text, passages, question), and last those that
+prompt without the passages (e.g. a no-passage answer).
 """
 
 from __future__ import annotations
@@ -35,8 +36,9 @@ class JudgedSample:
 
 
 def judging_order(judges: Sequence[Judge]) -> list[Judge]:
-    """Prefix-sharing judges first (stable), the others last."""
-    return sorted(judges, key=lambda judge: not judge.shares_prefix)
+    """Answer-continuing judges, then prefix-sharing ones, then the rest (stable)."""
+    return sorted(judges, key=lambda judge: 0 if judge.continues_answer
+                  else 1 if judge.shares_prefix else 2)
 
 
 def decide(verdicts: Sequence[Verdict], rule: str = DEFAULT_DECISION_RULE) -> Decision:

@@ -46,10 +46,12 @@ def test_decision_rules(rule, verdicts, expected):
     assert decide(verdicts, rule).keep is expected
 
 
-def test_prefix_sharing_judges_run_first_in_given_order():
-    judges = make_judges("dual_generation,trivial,p_true,counterfactual", Settings())
-    assert [j.name for j in judging_order(judges)] == ["trivial", "p_true", "counterfactual",
-                                                       "dual_generation"]
+def test_judges_run_in_cache_friendly_order():
+    judges = make_judges("dual_generation,trivial,self_consistency,p_true,counterfactual",
+                         Settings())
+    # answer-continuing judges first, then prefix-sharing ones, each group in given order
+    assert [j.name for j in judging_order(judges)] == [
+        "self_consistency", "counterfactual", "trivial", "p_true", "dual_generation"]
 
 
 def test_judge_names_validate():

@@ -123,9 +123,14 @@ def test_disagreement_first_follows_the_judges(toy, settings):
     run = start_run(toy, RunConfig(dataset="toy", judges=["trivial", "p_true"], rule="p_true"))
     execute_run(toy, run, settings, models=RunModels(main=ScriptedLLM(respond=respond)),
                 progress=False)
-    assert next_sample(toy, "toy", "ann", strategy="disagreement") == "s1"
-    add_label(toy, "toy", "s1", "ann", "answerable")
+    # the split samples (odd ones) first, the later one first among equals
+    assert next_sample(toy, "toy", "ann", strategy="disagreement") == "s5"
+    add_label(toy, "toy", "s5", "ann", "answerable")
     assert next_sample(toy, "toy", "ann", strategy="disagreement") == "s3"
+    for sample in ("s3", "s1"):
+        add_label(toy, "toy", sample, "ann", "answerable")
+    # no split sample left: the unanimous ones, then unlabelled-first for samples never judged
+    assert next_sample(toy, "toy", "ann", strategy="disagreement") == "s4"
 
 
 def test_progress_and_guidelines(toy):

@@ -22,6 +22,10 @@ class Judge(ABC):
     # False for judges whose calls do not start with the sample's shared prefix (e.g. a
     # no-passage answer): the pipeline runs them last so they do not evict the cached prefix.
     shares_prefix: ClassVar[bool] = True
+    # True for judges whose calls start with the base answer's whole prompt (they continue
+    # its conversation or sample it again): run right after the base answer, they find all
+    # of it, the answerer's instructions and the answer included, in the cached prefix.
+    continues_answer: ClassVar[bool] = False
 
     def __init__(self, options: PromptOptions = PromptOptions()) -> None:
         self.options = options

@@ -23,6 +23,7 @@ MAX_TOKENS = 8
 
 class CalibrationJudge(Judge):
     name = "calibration"
+    continues_answer = True
 
     def __init__(self, threshold: float = 0.6, options: PromptOptions = PromptOptions()) -> None:
         super().__init__(options)

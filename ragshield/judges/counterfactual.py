@@ -139,6 +139,7 @@ class Fusion:
 
 class CounterfactualJudge(Judge):
     name = "counterfactual"
+    continues_answer = True
 
     def __init__(
         self, rounds: int = 1, fusion: str = "direct", evidence_change: bool = False,

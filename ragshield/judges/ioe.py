@@ -56,6 +56,7 @@ def read_choice(text: str, original: str, updated: str) -> str | None:
 
 class IfOrElseJudge(Judge):
     name = "ioe"
+    continues_answer = True
 
     def decide(self, sample: Sample, answer: Answer, llm: TracedLLM) -> Verdict:
         update = ask_answer(llm, follow_up(answer.conversation, UPDATE_QUESTION),

@@ -29,6 +29,7 @@ STOP_BEFORE_EVIDENCE = ["\nEvidence"]
 
 class SelfConsistencyJudge(Judge):
     name = "self_consistency"
+    continues_answer = True
 
     def __init__(
         self, k: int = 5, temperature: float = 0.7, threshold: float = 0.5,

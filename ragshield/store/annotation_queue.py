@@ -1,8 +1,8 @@
 """Which sample an annotator labels next.
 
 Strategies: `unlabelled` (samples with the fewest current labels first, in dataset order),
-`disagreement` (samples whose judges disagree most in a run first: labels go where they
-teach most), `random` (a seeded pseudo-random walk). `overlap` k hands each sample to k
+`disagreement` (samples whose judges disagree most in a run first, so labels go where they
+teach most; among equals, the later sample first), `random` (a seeded pseudo-random walk). `overlap` k hands each sample to k
 different annotators (for agreement); a sample the annotator labelled or skipped is not
 offered again. Each query stops at the first eligible sample, so it stays fast on large
 datasets (see scripts/bench_labels.py).
@@ -94,7 +94,9 @@ def _disagreement(session: Session, eligible, run_id: int | None) -> str | None:
                   .join(AnswerRow, and_(AnswerRow.sample_id == Sample.id,
                                         AnswerRow.run_id == run_id, AnswerRow.role == MAIN))
                   .where(eligible, AnswerRow.disagreement.is_not(None))
-                  .order_by(AnswerRow.disagreement.desc(), Sample.id))
+                  # Ties: the later sample first, so that one backward index scan
+                  # (run, disagreement, sample) serves the whole ordering.
+                  .order_by(AnswerRow.disagreement.desc(), AnswerRow.sample_id.desc()))
 
 
 def next_sample(store: Store, dataset: str, annotator: str, *, strategy: str = "unlabelled",

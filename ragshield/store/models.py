@@ -111,7 +111,7 @@ class AnswerRow(Base):
     __tablename__ = "answers"
     __table_args__ = (
         UniqueConstraint("run_id", "sample_id", "role", name="uq_answers_run_sample_role"),
-        Index("ix_answers_run_disagreement", "run_id", "disagreement"),
+        Index("ix_answers_run_disagreement", "run_id", "disagreement", "sample_id"),
     )
     id: Mapped[int] = mapped_column(primary_key=True)
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)

@@ -32,7 +32,8 @@ def upgrade() -> None:
                               unique=False)
     with op.batch_alter_table('answers', schema=None) as batch_op:
         batch_op.add_column(sa.Column('disagreement', sa.Float(), nullable=True))
-        batch_op.create_index('ix_answers_run_disagreement', ['run_id', 'disagreement'],
+        batch_op.create_index('ix_answers_run_disagreement',
+                              ['run_id', 'disagreement', 'sample_id'],
                               unique=False)
     op.create_table(
         'skips',
