@@ -24,10 +24,11 @@ import pandas as pd
 from ragshield.grading import LLMGrader, rule_llm_agreement
 from ragshield.judges.dual_generation import DualGenerationJudge, percentile_scores
 from ragshield.metrics.correctness import is_correct
-from ragshield.metrics.labels import majority_label, passages_support, reference_in_passages
+from ragshield.metrics.labels import (majority_flag, majority_label, passages_support,
+                                      reference_in_passages)
 from ragshield.store.database import Store
 from ragshield.store.labels import CurrentLabel, current_labels
-from ragshield.store.runs import MAIN, answer_records, dataset_id_of_run, get_run, verdict_records
+from ragshield.store.runs import MAIN, answer_records, get_run, verdict_records
 
 Truth = Literal["auto", "human"]
 TRUTHS: tuple[str, ...] = ("auto", "human")
@@ -42,12 +43,6 @@ class RunTables:
     samples: pd.DataFrame  # one row per sample (main answer), in sample order
     verdicts: pd.DataFrame  # sample_id, judge, keep, score, answer_correct, passages_support
     grader_agreement: dict[str, Any] | None = None  # rule_llm_agreement(); None without grader
-
-
-def _majority_flag(flags: list[bool | None]) -> bool | None:
-    votes = [flag for flag in flags if flag is not None]
-    yes = sum(votes)
-    return None if yes * 2 == len(votes) else yes * 2 > len(votes)
 
 
 def _grades(answer: dict[str, Any], refs: list[str],
@@ -70,7 +65,7 @@ def _sample_row(answer: dict[str, Any], others: dict[str, dict[str, Any]],
     auto_correct = rule_correct or bool(llm_correct)
     found = reference_in_passages(refs, [p["text"] for p in answer["passages"]])
     human_label = majority_label([label.label for label in labels])
-    human_correct = _majority_flag([label.answer_correct for label in labels])
+    human_correct = majority_flag([label.answer_correct for label in labels])
     use_human = truth == "human"
     meta = answer["meta"] or {}
     row = {
@@ -119,8 +114,7 @@ def run_tables(store: Store, run_id: int, truth: str = "auto",
     if truth not in TRUTHS:
         raise ValueError(f"truth must be one of {', '.join(TRUTHS)}, got {truth!r}")
     run = get_run(store, run_id)
-    dataset_id = dataset_id_of_run(store, run_id)
-    labels = current_labels(store, dataset_id) if dataset_id is not None else {}
+    labels = current_labels(store, run.dataset_id) if run.dataset_id is not None else {}
     by_sample: dict[int, dict[str, dict[str, Any]]] = {}
     for answer in answer_records(store, run_id):
         by_sample.setdefault(answer["sample_id"], {})[answer["role"]] = answer

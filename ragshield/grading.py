@@ -13,12 +13,16 @@ given order, at temperature 0).
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+import numpy as np
+
 from ragshield.judges.readers import read_yes_no
 from ragshield.llm.base import LLM
+from ragshield.metrics.agreement import kappa_from_counts
 from ragshield.refusal import is_refusal
 from ragshield.types import Message
 
@@ -138,8 +142,7 @@ def rule_llm_agreement(rule: Sequence[bool], llm: Sequence[bool | None]) -> dict
               "neither": neither}
     if n == 0:
         return {"n": 0, "agreement": None, "kappa": None, "counts": counts}
-    observed = (both + neither) / n
-    expected = ((both + rule_only) * (both + llm_only)
-                + (llm_only + neither) * (rule_only + neither)) / n**2
-    kappa = None if expected == 1 else (observed - expected) / (1 - expected)
-    return {"n": n, "agreement": observed, "kappa": kappa, "counts": counts}
+    kappa = kappa_from_counts(both + neither, n, np.array([both + rule_only, llm_only + neither]),
+                              np.array([both + llm_only, rule_only + neither]))
+    return {"n": n, "agreement": (both + neither) / n,
+            "kappa": None if math.isnan(kappa) else kappa, "counts": counts}

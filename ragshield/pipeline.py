@@ -12,7 +12,7 @@ import logging
 import sys
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from tqdm import tqdm
 
@@ -111,15 +111,15 @@ class _SampleWorker:
         return answers, judged.verdicts
 
 
-def _pending(store: Store, run: run_store.RunRecord) -> tuple[list[tuple[int, Sample]], int]:
-    done = run_store.done_sample_ids(store, run.id)
-    pending = [(row_id, sample) for row_id, sample in
-               iter_sample_rows(store, run.dataset or "", limit=run.samples_total)
-               if row_id not in done]
-    return pending, len(done)
+def _pending(store: Store, run: run_store.RunRecord,
+             done: set[int]) -> Iterator[tuple[int, Sample]]:
+    """The run's samples not saved yet, read in batches as the run goes."""
+    return ((row_id, sample) for row_id, sample in
+            iter_sample_rows(store, run.dataset or "", limit=run.samples_total)
+            if row_id not in done)
 
 
-def _results(work: Callable[[Sample], tuple], items: list[tuple[int, Sample]], workers: int
+def _results(work: Callable[[Sample], tuple], items: Iterable[tuple[int, Sample]], workers: int
              ) -> Iterator[tuple[int, Sample, tuple | BaseException]]:
     """(row id, sample, result or the exception it raised), in order for one worker and as
     they finish for several (at most 2 x workers samples in flight)."""
@@ -158,7 +158,8 @@ def execute_run(store: Store, run_id: int, settings: Settings | None = None, *,
     config = check_config(RunConfig.from_dict(run.config))
     settings = settings or Settings()
     models = models or open_models(config, settings, store)
-    pending, done = _pending(store, run)
+    saved = run_store.done_sample_ids(store, run_id)
+    pending, done = _pending(store, run, saved), len(saved)
     worker = _SampleWorker(config, settings, models)
     run_store.set_run_status(store, run_id, "running")
     failed = 0
@@ -206,8 +207,9 @@ def rejudge_run(store: Store, run_id: int, judges: str, settings: Settings | Non
     chosen = judging_order(make_judges(",".join(names), settings))
     models = models or open_models(replace(config, switch=False), settings, store)
     added = failed = 0
-    saved = list(run_store.iter_main_answers(store, run_id))
-    for item in tqdm(saved, disable=not progress, file=sys.stderr, desc=f"re-judge run {run_id}"):
+    saved = run_store.iter_main_answers(store, run_id)
+    for item in tqdm(saved, total=run.samples_total, disable=not progress, file=sys.stderr,
+                     desc=f"re-judge run {run_id}"):
         verdicts = [judge.judge(item.sample, item.answer, models.main)
                     for judge in chosen if judge.name not in item.judges]
         good = [v for v in verdicts if not v.error]

@@ -71,7 +71,7 @@ def _count_matrix(frame: pd.DataFrame) -> np.ndarray:
     return counts[counts.sum(axis=1) >= 2]
 
 
-def _kappa_from_counts(agree: int, n: int, counts_a: np.ndarray, counts_b: np.ndarray) -> float:
+def kappa_from_counts(agree: int, n: int, counts_a: np.ndarray, counts_b: np.ndarray) -> float:
     """Cohen's kappa of two raters on n common items, from the number of items they agree
     on and their marginal category counts, in exact integer arithmetic:
     (p_o - p_e) / (1 - p_e) = (n * agree - S) / (n^2 - S), S = sum_k a_k b_k; NaN when
@@ -123,7 +123,7 @@ def cohen_kappa_pairs(ratings: Ratings) -> dict[str, float]:
             if n == 0:
                 continue
             la, lb = grid[both, a], grid[both, b]
-            kappa = _kappa_from_counts(int((la == lb).sum()), n,
+            kappa = kappa_from_counts(int((la == lb).sum()), n,
                                        np.bincount(la, minlength=n_labels),
                                        np.bincount(lb, minlength=n_labels))
             result[_pair_key(uniques[a], uniques[b])] = kappa
@@ -219,7 +219,7 @@ def agreement_with_majority(predictions: Mapping[Hashable, bool],
         human_counts[human] += 1
     n = sum(pred_counts.values())
     order = (True, False)
-    kappa = nan if n == 0 else _kappa_from_counts(
+    kappa = nan if n == 0 else kappa_from_counts(
         agree, n, np.array([pred_counts[k] for k in order]),
         np.array([human_counts[k] for k in order]))
     return {"n": n, "percent": _none_if_nan(agree / n if n else nan),

@@ -40,6 +40,14 @@ def awf_truth(answer_correct: ArrayLike, support: ArrayLike) -> np.ndarray | boo
     return bool(truth) if truth.ndim == 0 else truth
 
 
+def majority_flag(flags: Iterable[bool | None]) -> bool | None:
+    """The majority of yes/no votes (e.g. annotators' "answer correct" flags); None votes
+    are ignored; a tie or no vote gives None."""
+    votes = [flag for flag in flags if flag is not None]
+    yes = sum(votes)
+    return None if yes * 2 == len(votes) else yes * 2 > len(votes)
+
+
 def majority_label(labels: Iterable[str | None]) -> str | None:
     """The answerable / unanswerable majority; "unsure" and None votes are ignored; a tie
     or no vote gives None (unlabelled). Unknown labels raise ValueError."""

@@ -13,8 +13,8 @@ from sqlalchemy.orm import selectinload
 
 from ragshield.store.annotation_queue import latest_run_id
 from ragshield.store.database import Store
-from ragshield.store.labels import annotator_id_of, current_labels, sample_row_id
-from ragshield.store.models import Annotator, AnswerRow, Dataset, Sample, VerdictRow
+from ragshield.store.labels import annotator_id_of, annotator_names, current_labels, sample_row_id
+from ragshield.store.models import AnswerRow, Dataset, Sample, VerdictRow
 from ragshield.store.runs import MAIN
 
 
@@ -56,7 +56,7 @@ def annotation_item(store: Store, dataset: str, sample_id: str, annotator: str, 
                 {"judge": v.judge, "keep": v.keep, "score": v.score, "rationale": v.rationale}
                 for v in session.scalars(select(VerdictRow).where(
                     VerdictRow.answer_id == answer.id).order_by(VerdictRow.id))]
-        names = dict(session.execute(select(Annotator.id, Annotator.name)).tuples().all())
+        names = annotator_names(session)
     for label in current_labels(store, sample.dataset_id).get(row_id, []):
         entry = {"annotator": names[label.annotator_id], "label": label.label,
                  "answer_correct": label.answer_correct}

@@ -82,10 +82,8 @@ def add_annotator(store: Store, name: str, role: str | None = None) -> int:
         return annotator.id
 
 
-def list_annotators(store: Store) -> list[tuple[str, str | None]]:
-    with store.session() as session:
-        return [tuple(row) for row in session.execute(
-            select(Annotator.name, Annotator.role).order_by(Annotator.name))]
+def annotator_names(session: Session) -> dict[int, str]:
+    return dict(session.execute(select(Annotator.id, Annotator.name)).tuples().all())
 
 
 def annotator_id_of(session: Session, name: str) -> int:
@@ -276,12 +274,7 @@ def current_label_table(store: Store, dataset: str | None = None) -> list[tuple[
     with store.session() as session:
         dataset_ids = ([dataset_id_of(session, dataset)] if dataset is not None
                        else list(session.scalars(select(Dataset.id))))
-    names = dict(list_annotator_ids(store))
+        names = annotator_names(session)
     return [(sample, names[label.annotator_id], label.label)
             for dataset_id in dataset_ids
             for sample, labels in current_labels(store, dataset_id).items() for label in labels]
-
-
-def list_annotator_ids(store: Store) -> list[tuple[int, str]]:
-    with store.session() as session:
-        return [tuple(row) for row in session.execute(select(Annotator.id, Annotator.name))]

@@ -28,6 +28,7 @@ class UnknownRunError(LookupError):
 class RunRecord:
     id: int
     dataset: str | None
+    dataset_id: int | None
     config: dict[str, Any]
     seed: int
     status: str
@@ -76,7 +77,8 @@ def get_run(store: Store, run_id: int) -> RunRecord:
         if row is None:
             raise UnknownRunError(f"no run with id {run_id} (see `python -m ragshield runs list`)")
         run, dataset = row
-        return RunRecord(id=run.id, dataset=dataset, config=dict(run.config), seed=run.seed,
+        return RunRecord(id=run.id, dataset=dataset, dataset_id=run.dataset_id,
+                         config=dict(run.config), seed=run.seed,
                          status=run.status, samples_total=run.samples_total)
 
 
@@ -288,7 +290,3 @@ def verdict_records(store: Store, run_id: int) -> list[dict[str, Any]]:
     with store.session() as session:
         return [dict(row._mapping) for row in session.execute(query)]
 
-
-def dataset_id_of_run(store: Store, run_id: int) -> int | None:
-    with store.session() as session:
-        return session.scalar(select(Run.dataset_id).where(Run.id == run_id))
