@@ -12,9 +12,9 @@ from ragshield.metrics.summary import judge_metrics
 from ragshield.reports import figures
 from ragshield.reports.render import html_page, markdown
 from ragshield.reports.stacking import with_stacked_judge
-from ragshield.reports.tables import (crag_tables, fallback_table, judge_series, overview_table,
-                                      quality_table, risk_table, switch_table, threshold_table)
-from ragshield.reports.tables import grader_table
+from ragshield.reports.tables import (crag_tables, fallback_table, grader_table, judge_series,
+                                      overview_table, quality_table, risk_table, switch_table,
+                                      threshold_table)
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,9 @@ def write_report(tables: RunTables, out_dir: Path, *, n_resamples: int = 1000,
     risk.note += " " + stacking_note
     sections = [overview_table(tables), risk, quality_table(metrics),
                 threshold_table(tables, series), *crag_tables(tables, series)]
-    sections.extend(t for t in [grader_table(tables)] if t is not None)
+    grader = grader_table(tables)
+    if grader is not None:
+        sections.append(grader)
     pictures = [figures.pr_figure(tables, series, out_dir / "pr_curves.png"),
                 figures.risk_coverage_figure(tables, series, out_dir / "risk_coverage.png")]
     fallback = fallback_table(tables, series)
