@@ -57,7 +57,7 @@ def annotation_item(store: Store, dataset: str, sample_id: str, annotator: str, 
                 for v in session.scalars(select(VerdictRow).where(
                     VerdictRow.answer_id == answer.id).order_by(VerdictRow.id))]
         names = annotator_names(session)
-    for label in current_labels(store, sample.dataset_id).get(row_id, []):
+    for label in current_labels(store, sample.dataset_id, row_id).get(row_id, []):
         entry = {"annotator": names[label.annotator_id], "label": label.label,
                  "answer_correct": label.answer_correct}
         if label.annotator_id == person:

@@ -212,12 +212,13 @@ def undo(store: Store, dataset: str, annotator: str) -> str | None:
 
 # -- reading ------------------------------------------------------------------------------
 
-def _current(dataset_id: int) -> Select[tuple[Label]]:
-    """The current, not retracted, label rows of a dataset's samples."""
+def _current(dataset_id: int, sample: int | None = None) -> Select[tuple[Label]]:
+    """The current, not retracted, label rows of a dataset's samples (or of one sample)."""
     newest = (
         select(func.max(Label.id).label("label_id"))
         .join(Sample, Sample.id == Label.sample_id)
-        .where(Sample.dataset_id == dataset_id)
+        .where(Sample.dataset_id == dataset_id,
+               *([Label.sample_id == sample] if sample is not None else []))
         .group_by(Label.sample_id, Label.annotator_id)
         .subquery()
     )
@@ -225,11 +226,13 @@ def _current(dataset_id: int) -> Select[tuple[Label]]:
             .where(Label.retracted.is_(False)))
 
 
-def current_labels(store: Store, dataset_id: int) -> dict[int, list[CurrentLabel]]:
-    """Sample row id -> the current label of every annotator who has one."""
+def current_labels(store: Store, dataset_id: int,
+                   sample: int | None = None) -> dict[int, list[CurrentLabel]]:
+    """Sample row id -> the current label of every annotator who has one; `sample` (a row
+    id) reads that sample's only."""
     result: dict[int, list[CurrentLabel]] = {}
     with store.session() as session:
-        for label in session.scalars(_current(dataset_id).order_by(Label.id)):
+        for label in session.scalars(_current(dataset_id, sample).order_by(Label.id)):
             result.setdefault(label.sample_id, []).append(
                 CurrentLabel(label.annotator_id, label.label, label.answer_correct))
     return result
