@@ -1,9 +1,13 @@
-"""python app.py [--host H] [--port P]: the ragshield web app on the embedded defaults."""
+"""python app.py [--host H] [--port P] [--auth FILE]: the ragshield web app on the embedded
+defaults and the demo dataset. With --auth, annotators log in and their labels carry
+their login name."""
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
+from pathlib import Path
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
@@ -12,12 +16,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=7860)
+    parser.add_argument("--auth", type=Path, default=None,
+                        help="file of name:password lines; annotators must log in")
     args = parser.parse_args()
 
     from ragshield.config import Settings
-    from ragshield.ui.app import build_app
+    from ragshield.ui.app import build_app, launch_options
+    from ragshield.ui.auth import AuthFileError, read_auth_file
 
-    build_app(Settings()).launch(server_name=args.host, server_port=args.port)
+    try:
+        auth = read_auth_file(args.auth) if args.auth else None
+    except AuthFileError as error:
+        sys.exit(f"error: {error}")
+    app = build_app(Settings())
+    app.queue(default_concurrency_limit=4)
+    app.launch(server_name=args.host, server_port=args.port, auth=auth,
+               auth_message="Log in with your annotator name." if auth else None,
+               **launch_options())
 
 
 if __name__ == "__main__":

@@ -1,57 +1,52 @@
-"""build_app(settings): the Gradio app. For now one Ask page; the Demo, Annotate, Browse and
-Dashboard tabs are built on this factory in later releases."""
+"""build_app(settings): the Gradio app, four tabs over one store. The tabs only wire
+library functions (the same ones the CLI calls) to components; each tab lives in its own
+module with its handlers as plain functions, tested without a browser."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import gradio as gr
 
 from ragshield.config import Settings
-from ragshield.llm.base import LLM
-from ragshield.llm.factory import make_llm
 from ragshield.store.database import Store, open_store
+from ragshield.ui import annotate_tab, browse_tab, dashboard_tab, demo_tab
+from ragshield.ui.context import UiContext
 
-ASK_SYSTEM = (
-    "Answer the question using only the context. Answer as briefly as possible. "
-    "If the context does not contain the answer, say: I don't know."
-)
+TABS = (demo_tab, annotate_tab, browse_tab, dashboard_tab)
 
-
-def answer_question(llm: LLM, context: str, question: str) -> tuple[str, str]:
-    """The model's answer and a one-line account of the call."""
-    if not question.strip():
-        return "", "Type a question first."
-    reply = llm.chat(
-        [
-            {"role": "system", "content": ASK_SYSTEM},
-            {"role": "user", "content": f"Context:\n{context.strip()}\n\nQuestion: {question.strip()}"},
-        ],
-        max_tokens=128,
-    )
-    source = "call cache" if reply.cache_hit else llm.name
-    info = (
-        f"{reply.prompt_tokens} prompt + {reply.completion_tokens} answer tokens, "
-        f"{reply.seconds:.2f} s, from {source}"
-    )
-    return reply.text.strip(), info
+BASE_CSS = """
+.rs-msg { padding: 0.5em 0.8em; border-radius: 6px; margin: 0.3em 0; }
+.rs-msg-info { background: #eef4ff; }
+.rs-msg-warning { background: #fff6e0; }
+.rs-msg-error { background: #ffecec; color: #8a1010; }
+.rs-table { border-collapse: collapse; width: 100%; font-size: 0.9em; }
+.rs-table th, .rs-table td { border: 1px solid #ddd; padding: 3px 6px; text-align: left;
+  vertical-align: top; }
+"""
 
 
 def build_app(settings: Settings, store: Store | None = None) -> gr.Blocks:
+    """The app on `settings` (and `store`, opened from settings.database_url if not given).
+    The demo dataset is loaded into an empty database first."""
+    from ragshield.datasets.demo import ensure_demo_dataset
+
     store = store or open_store(settings.database_url)
-    llm = make_llm(settings, store=store)
+    ensure_demo_dataset(store)
+    context = UiContext(settings=settings, store=store)
     with gr.Blocks(title="ragshield") as app:
-        gr.Markdown(
-            "# ragshield\nRisk control for retrieval-augmented question answering. "
-            f"Model: `{llm.name}` · database: `{store.url}`"
-        )
-        context = gr.Textbox(label="Passages", lines=6, value="Paris is the capital of France.")
-        question = gr.Textbox(label="Question", value="What is the capital of France?")
-        ask = gr.Button("Ask", variant="primary")
-        answer = gr.Textbox(label="Answer", interactive=False)
-        info = gr.Markdown()
-        ask.click(
-            lambda c, q: answer_question(llm, c, q),
-            inputs=[context, question],
-            outputs=[answer, info],
-            api_name="ask",
-        )
+        gr.Markdown("# ragshield\nRisk control for retrieval-augmented question answering: "
+                    "does the answer deserve to be shown, or should the system say "
+                    "\"I don't know\"?")
+        for tab in TABS:
+            with gr.Tab(tab.TITLE, id=tab.TITLE.lower(), elem_id=f"tab-{tab.TITLE.lower()}"):
+                tab.build(context)
     return app
+
+
+def launch_options() -> dict[str, Any]:
+    """Page-level options (Gradio 6 takes them in launch()): the stylesheet of every tab
+    and the scripts in the page head (the Annotate hotkeys)."""
+    css = BASE_CSS + "".join(tab.CSS for tab in TABS)
+    head = "".join(tab.HEAD for tab in TABS)
+    return {"css": css, "head": head}

@@ -1,0 +1,16 @@
+"""The Demo tab."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from ragshield.ui.context import UiContext
+
+TITLE = "Demo"
+CSS = ""
+HEAD = ""
+
+
+def build(context: UiContext) -> None:
+    """Components and events of the tab (called inside its gr.Tab)."""
+    gr.Markdown("Demo: not built yet.")
