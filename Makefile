@@ -27,6 +27,7 @@ app: setup
 
 test: setup
 	bash scripts/start_services.sh
+	bash scripts/install_browser.sh
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 bench: setup

@@ -126,7 +126,7 @@ def run_tables(store: Store, run_id: int, truth: str = "auto",
         external[sample_row_id] = main["external_id"]
         rows.append(_sample_row(main, roles, labels.get(sample_row_id, []), truth, grader))
     samples = pd.DataFrame(rows)
-    verdicts = pd.DataFrame(verdict_records(store, run_id),
+    verdicts = pd.DataFrame(verdict_records(store, run_id, details_of={DualGenerationJudge.name}),
                             columns=["sample_id", "judge", "keep", "score", "details",
                                      "available", "error"])
     verdicts["sample_id"] = verdicts["sample_id"].map(external)

@@ -21,9 +21,22 @@ def _is_punctuation(char: str) -> bool:
     return char in string.punctuation or unicodedata.category(char).startswith("P")
 
 
+class _PunctuationRemoval(dict):
+    """A str.translate table filled on demand: punctuation maps to None (dropped), any
+    other character to itself. Looking characters up once each keeps normalising long
+    passages fast (a run's tables normalise every passage)."""
+
+    def __missing__(self, code: int) -> int | None:
+        self[code] = None if _is_punctuation(chr(code)) else code
+        return self[code]
+
+
+_DROP_PUNCTUATION = _PunctuationRemoval()
+
+
 def normalize_answer(text: str) -> str:
     """Lower-case, drop punctuation and articles, collapse spaces."""
-    text = "".join(c for c in text.lower() if not _is_punctuation(c))
+    text = text.lower().translate(_DROP_PUNCTUATION)
     return " ".join(_ARTICLES.sub(" ", text).split())
 
 

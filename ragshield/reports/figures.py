@@ -1,5 +1,6 @@
 """PNG figures of a run: PR curves, risk-coverage curves, and the fallback and switch curves
-when the run stored the answers they need."""
+when the run stored the answers they need. `dpi` sets the resolution (the report's by
+default; the dashboard draws smaller ones, faster)."""
 
 from __future__ import annotations
 
@@ -18,10 +19,12 @@ from ragshield.metrics.curves import (random_switch_accuracy, replacement_curve,
 from ragshield.metrics.precision_recall import pr_curve  # noqa: E402
 from ragshield.reports.tables import JudgeSeries  # noqa: E402
 
+REPORT_DPI = 110
 
-def _save(figure, path: Path) -> Path:
+
+def _save(figure, path: Path, dpi: int) -> Path:
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    figure.savefig(path, dpi=dpi)
     plt.close(figure)
     return path
 
@@ -40,7 +43,8 @@ def _plot(axes, judge: str, series: JudgeSeries, x: np.ndarray, y: np.ndarray) -
         axes.plot(x, y, "o", label=judge)
 
 
-def pr_figure(tables: RunTables, series: dict[str, JudgeSeries], path: Path) -> Path:
+def pr_figure(tables: RunTables, series: dict[str, JudgeSeries], path: Path, *,
+              dpi: int = REPORT_DPI) -> Path:
     figure, axes = _axes("Precision-recall (AwF truth)", "recall", "precision")
     correct = tables.samples["answer_correct"].to_numpy(dtype=bool)
     support = tables.samples["passages_support"].to_numpy(dtype=bool)
@@ -50,10 +54,11 @@ def pr_figure(tables: RunTables, series: dict[str, JudgeSeries], path: Path) -> 
         x, y = (curve.recall, curve.precision) if s.scored else (curve.recall[:1], curve.precision[:1])
         _plot(axes, judge, s, x, y)
     axes.legend(fontsize=7, loc="best")
-    return _save(figure, path)
+    return _save(figure, path, dpi)
 
 
-def risk_coverage_figure(tables: RunTables, series: dict[str, JudgeSeries], path: Path) -> Path:
+def risk_coverage_figure(tables: RunTables, series: dict[str, JudgeSeries], path: Path, *,
+                         dpi: int = REPORT_DPI) -> Path:
     figure, axes = _axes("Risk-coverage", "coverage", "risk (share of kept answers wrong)")
     correct = tables.samples["answer_correct"].to_numpy(dtype=bool)
     for judge, s in series.items():
@@ -61,11 +66,12 @@ def risk_coverage_figure(tables: RunTables, series: dict[str, JudgeSeries], path
         x, y = (curve.coverage, curve.risk) if s.scored else (curve.coverage[:1], curve.risk[:1])
         _plot(axes, judge, s, x, y)
     axes.legend(fontsize=7, loc="best")
-    return _save(figure, path)
+    return _save(figure, path, dpi)
 
 
 def _replacement_figure(tables: RunTables, series: dict[str, JudgeSeries], path: Path, *,
-                        title: str, rate: str, other: str, random_baseline: bool) -> Path:
+                        title: str, rate: str, other: str, random_baseline: bool,
+                        dpi: int) -> Path:
     """Accuracy against the share of answers replaced by the `other` answers' column."""
     figure, axes = _axes(title, rate, "accuracy")
     own = tables.samples["answer_correct"].to_numpy(dtype=bool)
@@ -77,14 +83,18 @@ def _replacement_figure(tables: RunTables, series: dict[str, JudgeSeries], path:
         curve = replacement_curve(s.score, own[s.rows], new[s.rows])
         axes.plot(curve.rate, curve.accuracy, marker="." if not s.scored else None, label=judge)
     axes.legend(fontsize=7, loc="best")
-    return _save(figure, path)
+    return _save(figure, path, dpi)
 
 
-def fallback_figure(tables: RunTables, series: dict[str, JudgeSeries], path: Path) -> Path:
+def fallback_figure(tables: RunTables, series: dict[str, JudgeSeries], path: Path, *,
+                    dpi: int = REPORT_DPI) -> Path:
     return _replacement_figure(tables, series, path, title="No-RAG fallback",
-                               rate="fallback rate", other="norag_correct", random_baseline=False)
+                               rate="fallback rate", other="norag_correct", random_baseline=False,
+                               dpi=dpi)
 
 
-def switch_figure(tables: RunTables, series: dict[str, JudgeSeries], path: Path) -> Path:
+def switch_figure(tables: RunTables, series: dict[str, JudgeSeries], path: Path, *,
+                  dpi: int = REPORT_DPI) -> Path:
     return _replacement_figure(tables, series, path, title="Switch to a larger model",
-                               rate="switch rate", other="larger_correct", random_baseline=True)
+                               rate="switch rate", other="larger_correct", random_baseline=True,
+                               dpi=dpi)

@@ -1,16 +1,504 @@
-"""The Annotate tab."""
+"""The Annotate tab: people say whether a sample's passages answer its question.
+
+The queue (ragshield.store.annotation_queue) picks the sample, annotation_item says what to
+show, ragshield.store.labels writes labels, skips and undos: the same functions as
+`ragshield labels ...`. With `app.py --auth` the login name is the annotator; without it,
+a typed name remembered in the browser. Every label submit carries a request id made when
+the item was shown, so a double click or a retried request stores one label.
+"""
 
 from __future__ import annotations
 
-import gradio as gr
+import json
+import uuid
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
 
+import gradio as gr
+from gradio.context import get_blocks_context
+
+from ragshield.datasets.demo import DEMO_DATASET
+from ragshield.store.annotation_item import AnnotationItem, annotation_item
+from ragshield.store.annotation_queue import STRATEGIES, next_sample
+from ragshield.store.labels import (LabelRecord, UnknownAnnotatorError, add_annotator, add_label,
+                                    get_guidelines, progress, set_guidelines, skip, undo)
+from ragshield.store.models import LABEL_VALUES
+from ragshield.store.samples import (UnknownDatasetError, UnknownSampleError, count_samples,
+                                     list_datasets)
 from ragshield.ui.context import UiContext
+from ragshield.ui.html_render import esc, message_html, table_html
 
 TITLE = "Annotate"
-CSS = ""
-HEAD = ""
+
+# What the library and this tab refuse with a readable message (next_sample raises plain
+# ValueError for a bad strategy or overlap; LabelValueError is a ValueError too).
+USER_ERRORS = (UnknownDatasetError, UnknownSampleError, UnknownAnnotatorError, ValueError)
+
+# Stable element ids: the hotkey script and the browser tests find the tab by them.
+ROOT_ID, NOTE_ID = "annotate-root", "annotate-note"
+SKIP_ID, UNDO_ID = "annotate-skip", "annotate-undo"
+
+
+@dataclass(frozen=True)
+class Hotkey:
+    key: str
+    elem_id: str  # the button it clicks, or the note box it focuses
+    action: str
+
+
+LABEL_MEANINGS = {"answerable": "the passages answer the question",
+                  "unanswerable": "they do not", "unsure": "cannot tell"}
+LABEL_HOTKEYS = {
+    label: Hotkey(str(number), f"annotate-{label}", f"{label}: {LABEL_MEANINGS[label]}")
+    for number, label in enumerate(LABEL_VALUES, start=1)}
+HOTKEYS = (
+    *LABEL_HOTKEYS.values(),
+    Hotkey("s", SKIP_ID, "skip this sample"),
+    Hotkey("u", UNDO_ID, "undo your last label or skip"),
+    Hotkey("n", NOTE_ID, "write a note (Esc leaves the note box; the note goes with the label)"),
+)
+
+
+def _hotkey_script() -> str:
+    """A document keydown listener, attached once. Gradio re-renders components, so the
+    element is looked up when the key is pressed. Keys typed into a field, and keys pressed
+    while the Annotate tab is hidden, are left alone."""
+    targets = json.dumps({hotkey.key: hotkey.elem_id for hotkey in HOTKEYS})
+    return f"""<script>
+(() => {{
+  if (window.ragshieldAnnotateHotkeys) return;
+  window.ragshieldAnnotateHotkeys = true;
+  const targets = {targets};
+  const noteId = {json.dumps(NOTE_ID)};
+  const rootId = {json.dumps(ROOT_ID)};
+  const notTyped = ["checkbox", "radio", "button", "submit", "range", "color", "file"];
+  const isTyping = (el) => !!el && (el.isContentEditable ||
+    ["TEXTAREA", "SELECT"].includes(el.tagName) ||
+    (el.tagName === "INPUT" && !notTyped.includes(el.type)));
+  const isShown = (el) => !!el && el.getClientRects().length > 0;
+  document.addEventListener("keydown", (event) => {{
+    if (event.key === "Escape" && event.target.closest && event.target.closest("#" + noteId)) {{
+      event.target.blur();
+      return;
+    }}
+    if (event.defaultPrevented || event.repeat) return;
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    if (isTyping(event.target) || isTyping(document.activeElement)) return;
+    const id = targets[event.key.toLowerCase()];
+    if (!id || !isShown(document.getElementById(rootId))) return;
+    const el = document.getElementById(id);
+    if (!el) return;
+    if (id === noteId) {{
+      const box = el.querySelector("textarea") || el;
+      event.preventDefault();
+      box.focus();
+      return;
+    }}
+    const button = el.tagName === "BUTTON" ? el : el.querySelector("button");
+    if (!button || button.disabled) return;
+    event.preventDefault();
+    button.click();
+  }});
+}})();
+</script>
+"""
+
+
+HEAD = _hotkey_script()
+
+CSS = """
+#annotate-root .annotate-question { font-size: 1.1em; margin: 0.3em 0 0.6em; }
+#annotate-root .annotate-meta { color: #666; font-size: 0.85em; }
+#annotate-root .annotate-passages li { margin-bottom: 0.5em; }
+#annotate-root .annotate-passage-title { font-weight: 600; }
+#annotate-root .annotate-passage-text, #annotate-root .annotate-answer-text {
+  white-space: pre-wrap; }
+#annotate-root .annotate-answer { background: #f6f6f6; padding: 0.4em 0.6em; border-radius: 6px; }
+#annotate-root .annotate-progress { background: #e6e6e6; border-radius: 4px; height: 10px;
+  overflow: hidden; }
+#annotate-root .annotate-progress-bar { background: #3b7ddd; height: 100%; }
+#annotate-root .annotate-progress-text { font-size: 0.9em; margin-top: 0.2em; }
+"""
+
+
+class AnnotatorMissingError(ValueError):
+    """Nobody is named: a label must record who gave it."""
+
+
+@dataclass(frozen=True)
+class QueueView:
+    """How the annotator asked to see the queue (the tab's controls)."""
+    dataset: str = DEMO_DATASET
+    strategy: str = "unlabelled"
+    overlap: int = 1
+    blind: bool = True
+    show_answer: bool = False
+
+
+@dataclass(frozen=True)
+class Shown:
+    """The sample on screen, with what it showed and one fresh request id per label."""
+    dataset: str
+    sample_id: str
+    passages: list[dict[str, Any]]
+    answer_id: int | None  # the answer shown, None when hidden or absent
+    request_ids: dict[str, str] = field(
+        default_factory=lambda: {label: uuid.uuid4().hex for label in LABEL_VALUES})
+
+
+@dataclass(frozen=True)
+class Screen:
+    """What a handler puts on the page. `item` None leaves the item (and `shown`) as they
+    are, as after an error."""
+    message: str
+    kind: str = "info"
+    item: str | None = None
+    shown: Shown | None = None
+
+
+def annotator_of(typed_name: str | None, request: Any = None) -> str:
+    """The login name when the app runs with --auth (it cannot be overridden), else the
+    typed name."""
+    name = (getattr(request, "username", None) or typed_name or "").strip()
+    if not name:
+        raise AnnotatorMissingError(
+            "No annotator name: type your name in the box above (every label records who gave it).")
+    return name
+
+
+def _registered(context: UiContext, typed_name: str | None, request: Any) -> str:
+    name = annotator_of(typed_name, request)
+    add_annotator(context.store, name)
+    return name
+
+
+# -- rendering ----------------------------------------------------------------------------
+
+def _passage_html(passage: dict[str, Any]) -> str:
+    title = passage.get("title")
+    title_html = f'<div class="annotate-passage-title">{esc(title)}</div>' if title else ""
+    text = esc(passage.get("text"))
+    return f'<li>{title_html}<div class="annotate-passage-text">{text}</div></li>'
+
+
+def item_html(item: AnnotationItem, *, show_answer: bool) -> str:
+    """The question, the passages, and (when asked) the answer with its verdicts; other
+    annotators' labels unless blind. Every piece of dataset and model text is escaped."""
+    parts = [
+        f'<div class="annotate-meta">sample <code>{esc(item.sample_id)}</code> in '
+        f'{esc(item.dataset)}{" · blind" if item.blind else ""}</div>',
+        f'<div class="annotate-question"><b>Question:</b> {esc(item.question)}</div>',
+        '<ol class="annotate-passages">' + "".join(map(_passage_html, item.passages)) + "</ol>"
+        if item.passages else "<p><i>No passages.</i></p>",
+    ]
+    if show_answer and item.answer is not None:
+        parts.append(f'<div class="annotate-answer"><b>Answer of the newest run:</b> '
+                     f'<span class="annotate-answer-text">{esc(item.answer)}</span></div>')
+        if item.verdicts:
+            parts.append(table_html(["judge", "keep", "score", "rationale"],
+                                    [[v["judge"], v["keep"], v["score"], v["rationale"]]
+                                     for v in item.verdicts]))
+    if item.others:
+        parts.append('<div class="annotate-others"><b>Other annotators:</b> ' + ", ".join(
+            f'{esc(o["annotator"])}: {esc(o["label"])}' for o in item.others) + "</div>")
+    if item.mine is not None:
+        parts.append(f'<div class="annotate-mine"><b>Your current label:</b> '
+                     f'{esc(item.mine["label"])}</div>')
+    return (f'<div class="annotate-item" data-sample-id="{esc(item.sample_id)}">'
+            f'{"".join(parts)}</div>')
+
+
+def progress_bar_html(labelled: int, skipped: int, total: int) -> str:
+    percent = 100 * labelled / total if total else 0
+    return (f'<div class="annotate-progress"><div class="annotate-progress-bar" '
+            f'style="width: {percent:.1f}%"></div></div>'
+            f'<div class="annotate-progress-text">{labelled} of {total} labelled'
+            f'{f", {skipped} skipped" if skipped else ""}</div>')
+
+
+def _help_markdown() -> str:
+    return "**Hotkeys** (outside text boxes):\n\n" + "\n".join(
+        f"- `{hotkey.key}` {hotkey.action}" for hotkey in HOTKEYS)
+
+
+# -- handlers -----------------------------------------------------------------------------
+
+def show_sample(context: UiContext, view: QueueView, annotator: str, sample_id: str,
+                message: str = "", kind: str = "info") -> Screen:
+    item = annotation_item(context.store, view.dataset, sample_id, annotator, blind=view.blind)
+    answer_shown = view.show_answer and item.answer is not None
+    shown = Shown(view.dataset, sample_id, item.passages, item.answer_id if answer_shown else None)
+    return Screen(message, kind, item_html(item, show_answer=view.show_answer), shown)
+
+
+def _joined(*messages: str) -> str:
+    return " ".join(filter(None, messages))
+
+
+def next_item(context: UiContext, view: QueueView, typed_name: str | None, request: Any = None,
+              message: str = "") -> Screen:
+    """The next sample of the queue for this annotator (or a note that none is left)."""
+    try:
+        name = _registered(context, typed_name, request)
+        sample_id = next_sample(context.store, view.dataset, name, strategy=view.strategy,
+                                overlap=view.overlap)
+        if sample_id is None:
+            done = (f"Nothing left to label in {view.dataset} for {name} "
+                    f"(queue {view.strategy}, {view.overlap} annotator(s) per sample).")
+            return Screen(_joined(message, done), "info",
+                          '<div class="annotate-item annotate-done">All done here.</div>', None)
+        return show_sample(context, view, name, sample_id, message)
+    except AnnotatorMissingError as error:
+        return Screen(_joined(message, str(error)), "warning")
+    except USER_ERRORS as error:
+        return Screen(_joined(message, str(error)), "error")
+
+
+def label_sample(context: UiContext, view: QueueView, typed_name: str | None, sample_id: str,
+                 label: str, note: str | None, request_id: str | None, request: Any = None,
+                 shown: Shown | None = None) -> tuple[LabelRecord | None, Screen]:
+    """Store `label` on `sample_id` and load the next item. `shown` (the item on screen)
+    supplies the passages and answer the label was given on."""
+    on_screen = (shown if shown and (shown.dataset, shown.sample_id) == (view.dataset, sample_id)
+                 else None)
+    try:
+        name = _registered(context, typed_name, request)
+        record = add_label(context.store, view.dataset, sample_id, name, label, note=note,
+                           request_id=request_id or None,
+                           passages_shown=on_screen.passages if on_screen else None,
+                           answer_id=on_screen.answer_id if on_screen else None)
+    except USER_ERRORS as error:
+        return None, Screen(f"No label written: {error}", "error")
+    message = (f"Stored: {sample_id} is {record.label} for {name}." if record.stored else
+               f"Unchanged: {sample_id} was already {record.label} for {name}.")
+    return record, next_item(context, view, name, message=message)
+
+
+def skip_sample(context: UiContext, view: QueueView, typed_name: str | None, sample_id: str,
+                request: Any = None) -> Screen:
+    try:
+        name = _registered(context, typed_name, request)
+        skip(context.store, view.dataset, sample_id, name)
+    except USER_ERRORS as error:
+        return Screen(f"Not skipped: {error}", "error")
+    return next_item(context, view, name, message=f"Skipped {sample_id}.")
+
+
+def undo_last(context: UiContext, view: QueueView, typed_name: str | None,
+              request: Any = None) -> Screen:
+    """Take back the annotator's newest label or skip in the dataset and show that sample
+    again, to label it anew."""
+    try:
+        name = _registered(context, typed_name, request)
+        sample_id = undo(context.store, view.dataset, name)
+        if sample_id is None:
+            return Screen(f"Nothing to undo for {name} in {view.dataset}.", "warning")
+        return show_sample(context, view, name, sample_id, f"Undone on {sample_id}.")
+    except USER_ERRORS as error:
+        return Screen(f"Nothing undone: {error}", "error")
+
+
+def progress_html(context: UiContext, dataset: str, typed_name: str | None,
+                  request: Any = None) -> str:
+    """The annotator's progress bar: samples with their current label, of the dataset."""
+    try:
+        rows = progress(context.store, dataset)
+        total = rows[0].total if rows else count_samples(context.store, dataset)
+        name = annotator_of(typed_name, request)
+    except AnnotatorMissingError:
+        return f'<div class="annotate-progress-text">{total} samples in {esc(dataset)}.</div>'
+    except UnknownDatasetError as error:
+        return message_html(str(error), "error")
+    mine = next((row for row in rows if row.annotator == name), None)
+    return progress_bar_html(mine.labelled if mine else 0, mine.skipped if mine else 0, total)
+
+
+def load_guidelines(context: UiContext, dataset: str) -> tuple[str, str]:
+    """(Markdown to show, text for the editor) of the dataset's guidelines."""
+    try:
+        text = get_guidelines(context.store, dataset) or ""
+    except UnknownDatasetError as error:
+        return f"*{error}*", ""
+    return text or "*No guidelines for this dataset yet: write them below.*", text
+
+
+def save_guidelines(context: UiContext, dataset: str, markdown: str) -> tuple[str, str]:
+    """Store the guidelines; (message HTML, Markdown to show)."""
+    try:
+        set_guidelines(context.store, dataset, markdown)
+    except UnknownDatasetError as error:
+        return message_html(f"Not saved: {error}", "error"), f"*{error}*"
+    return message_html(f"Guidelines of {dataset} saved."), load_guidelines(context, dataset)[0]
+
+
+def dataset_names(context: UiContext) -> list[str]:
+    return [summary.name for summary in list_datasets(context.store)]
+
+
+# -- wiring -------------------------------------------------------------------------------
+
+def screen_outputs(screen: Screen) -> tuple[Any, Any, Any]:
+    """(message, item, shown) for the components; after an error the item and its state
+    stay as they are."""
+    message = message_html(screen.message, screen.kind) if screen.message else ""
+    if screen.item is None:
+        return message, gr.skip(), gr.skip()
+    return message, screen.item, screen.shown
+
+
+def label_result(record: LabelRecord | None, screen: Screen) -> dict[str, Any]:
+    """What the annotate_label endpoint returns: the label stored on the sample (stored
+    False: the request id, or the same label, was there already), and the next sample."""
+    if record is None:
+        raise gr.Error(screen.message)
+    return {"stored": record.stored, "label": record.label, "label_id": record.id,
+            "sample_id": record.sample_id, "annotator": record.annotator,
+            "message": screen.message,
+            "next_sample_id": screen.shown.sample_id if screen.shown else None}
+
+
+def _view(dataset: str, strategy: str, overlap: float | None, blind: bool,
+          show_answer: bool) -> QueueView:
+    return QueueView(dataset, strategy, int(overlap or 1), bool(blind), bool(show_answer))
 
 
 def build(context: UiContext) -> None:
     """Components and events of the tab (called inside its gr.Tab)."""
-    gr.Markdown("Annotate: not built yet.")
+    names = dataset_names(context)
+    default_dataset = DEMO_DATASET if DEMO_DATASET in names or not names else names[0]
+    with gr.Column(elem_id=ROOT_ID):
+        with gr.Row():
+            name_box = gr.Textbox(label="Your name (annotator)", placeholder="e.g. ann",
+                                  elem_id="annotate-name", scale=2)
+            dataset_box = gr.Dropdown(names, value=default_dataset,
+                                      label="Dataset", elem_id="annotate-dataset", scale=2)
+            strategy_box = gr.Radio(list(STRATEGIES), value=QueueView.strategy, label="Queue",
+                                    elem_id="annotate-strategy", scale=3)
+            overlap_box = gr.Number(QueueView.overlap, precision=0, minimum=1,
+                                    label="Annotators per sample (overlap k)",
+                                    elem_id="annotate-overlap", scale=1)
+        with gr.Row():
+            blind_box = gr.Checkbox(
+                QueueView.blind, elem_id="annotate-blind",
+                label="Blind mode: hide other annotators' labels and judge verdicts")
+            answer_box = gr.Checkbox(QueueView.show_answer, elem_id="annotate-show-answer",
+                                     label="Show the answer of the newest run")
+        progress_view = gr.HTML(label="Progress", elem_id="annotate-progress")
+        message_view = gr.HTML(message_html("Type your name above to start labelling."),
+                               label="Message", elem_id="annotate-message")
+        item_view = gr.HTML(label="Item", elem_id="annotate-item")
+        with gr.Row():
+            label_buttons = {label: gr.Button(f"{hotkey.key} · {label}", elem_id=hotkey.elem_id,
+                                              variant="primary")
+                             for label, hotkey in LABEL_HOTKEYS.items()}
+            skip_button = gr.Button("s · skip", elem_id=SKIP_ID)
+            undo_button = gr.Button("u · undo", elem_id=UNDO_ID)
+            next_button = gr.Button("reload", elem_id="annotate-next", variant="secondary")
+        note_box = gr.Textbox(label="Note (optional, saved with the label)", lines=2,
+                              elem_id=NOTE_ID)
+        with gr.Accordion("Guidelines", open=False, elem_id="annotate-guidelines"):
+            guidelines_view = gr.Markdown(label="Guidelines", elem_id="annotate-guidelines-text")
+            with gr.Accordion("Edit the guidelines", open=False):
+                guidelines_editor = gr.Textbox(label="Guidelines (Markdown)", lines=10,
+                                               elem_id="annotate-guidelines-editor")
+                guidelines_save = gr.Button("Save guidelines", elem_id="annotate-guidelines-save")
+                guidelines_message = gr.HTML(label="Message")
+        gr.Markdown(_help_markdown(), elem_id="annotate-help")
+    # The name is not confidential; a fixed key keeps it readable across app restarts.
+    remembered_name = gr.BrowserState("", storage_key="ragshield-annotator",
+                                      secret="ragshield-annotator-name")
+    shown_state = gr.State(None)
+
+    controls = [dataset_box, strategy_box, overlap_box, blind_box, answer_box]
+    screen = [message_view, item_view, shown_state]
+    action_outputs = [*screen, note_box]  # a label, skip or undo also clears the note
+
+    def on_next(dataset, strategy, overlap, blind, show_answer, name, request: gr.Request):
+        view = _view(dataset, strategy, overlap, blind, show_answer)
+        return screen_outputs(next_item(context, view, name, request))
+
+    def on_load(dataset, strategy, overlap, blind, show_answer, request: gr.Request):
+        """With --auth: the login name, fixed, and its first item."""
+        choices = gr.update(choices=dataset_names(context))
+        username = getattr(request, "username", None)
+        if not username:
+            return gr.skip(), choices, gr.skip(), gr.skip(), gr.skip()
+        return (gr.update(value=username, interactive=False), choices,
+                *on_next(dataset, strategy, overlap, blind, show_answer, username, request))
+
+    def on_remembered(remembered, dataset, strategy, overlap, blind, show_answer, name,
+                      request: gr.Request):
+        """The name this browser used last, into an empty name box, and its first item.
+        A BrowserState reads its value when its tab is first shown and reports a change."""
+        if getattr(request, "username", None) or not remembered or (name or "").strip():
+            return gr.skip()
+        return remembered, *on_next(dataset, strategy, overlap, blind, show_answer, remembered,
+                                    request)
+
+    def after_action(result: Screen) -> tuple[Any, ...]:
+        return *screen_outputs(result), ("" if result.item is not None else gr.skip())
+
+    def nothing_shown(action: str) -> tuple[Any, ...]:
+        return message_html(f"No sample on screen to {action}.", "warning"), *[gr.skip()] * 3
+
+    def on_label(label: str):
+        def handler(dataset, strategy, overlap, blind, show_answer, name, note,
+                    shown: Shown | None, request: gr.Request):
+            if shown is None:
+                return nothing_shown("label")
+            view = _view(dataset, strategy, overlap, blind, show_answer)
+            return after_action(label_sample(context, view, name, shown.sample_id, label, note,
+                                             shown.request_ids[label], request, shown)[1])
+        return handler
+
+    def on_skip(dataset, strategy, overlap, blind, show_answer, name, shown: Shown | None,
+                request: gr.Request):
+        if shown is None:
+            return nothing_shown("skip")
+        view = _view(dataset, strategy, overlap, blind, show_answer)
+        return after_action(skip_sample(context, view, name, shown.sample_id, request))
+
+    def on_undo(dataset, strategy, overlap, blind, show_answer, name, request: gr.Request):
+        view = _view(dataset, strategy, overlap, blind, show_answer)
+        return after_action(undo_last(context, view, name, request))
+
+    def on_progress(dataset: str, name: str, request: gr.Request) -> str:
+        return progress_html(context, dataset, name, request)
+
+    def annotate_label(dataset: str, sample_id: str, label: str, note: str, request_id: str,
+                       annotator: str, strategy: str = "unlabelled", overlap: int = 1,
+                       request: gr.Request = None) -> dict:
+        """Label a sample, once per request_id. With --auth the login name is the annotator.
+        Returns the label stored on the sample and the next sample's id."""
+        view = QueueView(dataset, strategy, overlap)
+        return label_result(*label_sample(context, view, annotator, sample_id, label, note,
+                                          request_id, request))
+
+    page_load = get_blocks_context().root_block.load
+    page_load(on_load, controls, [name_box, dataset_box, *screen], api_name="annotate_open",
+              api_visibility="private")
+    remembered_name.change(on_remembered, [remembered_name, *controls, name_box],
+                           [name_box, *screen], api_name="annotate_restore_name",
+                           api_visibility="private")
+    gr.on([next_button.click, name_box.submit, name_box.blur, dataset_box.input,
+           strategy_box.input, overlap_box.input, blind_box.input, answer_box.input],
+          on_next, [*controls, name_box], screen, api_name="annotate_next")
+    gr.on([name_box.submit, name_box.blur], lambda name: name, name_box, remembered_name,
+          api_name="annotate_remember_name", api_visibility="private")
+    for label, button in label_buttons.items():
+        button.click(on_label(label), [*controls, name_box, note_box, shown_state],
+                     action_outputs, api_name=f"annotate_{label}", api_visibility="private")
+    skip_button.click(on_skip, [*controls, name_box, shown_state], action_outputs,
+                      api_name="annotate_skip")
+    undo_button.click(on_undo, [*controls, name_box], action_outputs, api_name="annotate_undo")
+    gr.api(annotate_label, api_name="annotate_label")
+    # The progress follows the item (a label, skip or undo changes it) in its own event, so
+    # that its counts never delay the next item.
+    gr.on([item_view.change, name_box.blur], on_progress, [dataset_box, name_box],
+          progress_view, api_name="annotate_progress")
+    gr.on([page_load, dataset_box.change], partial(load_guidelines, context), dataset_box,
+          [guidelines_view, guidelines_editor], api_name="annotate_guidelines")
+    guidelines_save.click(partial(save_guidelines, context), [dataset_box, guidelines_editor],
+                          [guidelines_message, guidelines_view],
+                          api_name="annotate_guidelines_save")

@@ -1,16 +1,432 @@
-"""The Dashboard tab."""
+"""The Dashboard tab: a run's metric tables with 95% bootstrap intervals, its curves (PR,
+risk-coverage, No-RAG fallback, switch to a larger model), the annotation progress and the
+agreement of annotators and judges, refreshed live while runs and labels arrive; and runs
+started from the page, with a progress bar per run.
+
+A refresh asks context.tables for the run's tables (one version query when nothing
+changed) and reuses the view computed from the same RunTables object: metrics, tables and
+figures are computed again only when the run or its labels changed."""
 
 from __future__ import annotations
 
-import gradio as gr
+import base64
+import itertools
+import tempfile
+import threading
+import weakref
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, NamedTuple
 
+import gradio as gr
+from gradio.context import Context
+
+from ragshield.answerers.registry import ANSWERERS
+from ragshield.config import Settings
+from ragshield.evaluation import TRUTHS, RunTables
+from ragshield.judges.registry import JUDGES
+from ragshield.label_agreement import label_agreement
+from ragshield.metrics.agreement import agreement_with_majority
+from ragshield.metrics.summary import judge_metrics
+from ragshield.reports.render import table_html as report_table_html
+from ragshield.reports.tables import (JudgeSeries, Table, fallback_table, fmt, grader_table,
+                                      judge_series, overview_table, quality_table, risk_table,
+                                      switch_table, threshold_table)
+from ragshield.run_config import RETRIEVAL_CHOICES, RunConfig
+from ragshield.store.database import Store
+from ragshield.store.labels import progress as label_progress
+from ragshield.store.runs import RunSummary, list_runs
+from ragshield.store.samples import list_datasets
 from ragshield.ui.context import UiContext
+from ragshield.ui.html_render import esc, message_html, table_html
+from ragshield.ui.run_launcher import RunLauncher
 
 TITLE = "Dashboard"
-CSS = ""
+CSS = """
+.rs-dashboard h2 { font-size: 1.1em; margin: 1em 0 0.2em; }
+.rs-dashboard .note { color: #555; font-size: 0.85em; margin: 0 0 0.3em; }
+.rs-dashboard table { border-collapse: collapse; margin-bottom: 0.8em; font-size: 0.9em; }
+.rs-dashboard th, .rs-dashboard td { border: 1px solid #ddd; padding: 3px 6px; text-align: left; }
+.rs-figures { display: flex; flex-wrap: wrap; gap: 0.5em; }
+.rs-figures img { width: 440px; max-width: 100%; }
+.rs-run-progress { margin: 0.3em 0; }
+.rs-run-progress progress { width: 100%; height: 1em; }
+"""
 HEAD = ""
+
+DEFAULT_RESAMPLES = 1000
+MAX_RESAMPLES = 10_000
+LIVE_SECONDS = 5.0
+FIGURE_DPI = 80  # smaller and faster than the report's
+SEED = 0  # bootstrap seed, as in the report
+MISSING_CURVES = {
+    "fallback": "No-RAG fallback: this run stored no No-RAG answers (start a run with "
+                "\"also store No-RAG answers\", or \"python -m ragshield run --fallback\").",
+    "switch": "Switch to a larger model: this run stored no larger model's answers "
+              "(\"python -m ragshield run --small-model --switch\").",
+}
+
+
+# -- the run picker -----------------------------------------------------------------------
+
+def run_choice_label(run: RunSummary) -> str:
+    """A run as the picker shows it (plain text; its progress is shown elsewhere)."""
+    name = f" {run.name}" if run.name else ""
+    return f"#{run.id}{name} · {run.dataset or '(dataset removed)'}"
+
+
+def run_choices(store: Store) -> list[tuple[str, int]]:
+    """(label, run id) of every run, newest first."""
+    return [(run_choice_label(run), run.id) for run in reversed(list_runs(store))]
+
+
+# -- the view of a run: tables, figures, agreement (cached) -------------------------------
+
+@dataclass(frozen=True)
+class RunView:
+    """What the dashboard shows of a run under one truth and number of resamples. `serial`
+    tells views apart, so that a page can skip re-rendering the view it already shows."""
+
+    serial: int
+    tables_html: str
+    figures_html: str
+    agreement_html: str
+
+
+def _tables_html(tables: list[Table]) -> str:
+    return '<div class="rs-dashboard">' + "".join(report_table_html(t) for t in tables) + "</div>"
+
+
+FigureFunction = Callable[..., Path]  # (tables, series, path, *, dpi) -> path
+
+
+def _figures_html(tables: RunTables, series: dict[str, JudgeSeries],
+                  missing: list[str]) -> str:
+    """The curves as inline PNGs (drawn into a temporary folder, which goes at once), and a
+    note for each curve the run has no answers for."""
+    from ragshield.reports import figures  # matplotlib: imported on the first figure only
+
+    drawers: dict[str, FigureFunction] = {
+        "pr": figures.pr_figure, "risk_coverage": figures.risk_coverage_figure,
+        "fallback": figures.fallback_figure, "switch": figures.switch_figure}
+    images = []
+    with tempfile.TemporaryDirectory(prefix="ragshield-dashboard-") as folder:
+        for name, draw in drawers.items():
+            if name in missing:
+                continue
+            png = draw(tables, series, Path(folder) / f"{name}.png", dpi=FIGURE_DPI).read_bytes()
+            images.append(f'<img alt="{esc(name)} curves" data-figure="{esc(name)}" '
+                          f'src="data:image/png;base64,{base64.b64encode(png).decode("ascii")}">')
+    notes = "".join(message_html(MISSING_CURVES[name]) for name in missing)
+    return f'<div class="rs-figures">{"".join(images)}</div>{notes}'
+
+
+def judges_vs_majority(tables: RunTables) -> dict[str, dict[str, Any]]:
+    """Each judge's keep decisions on this run against the human majority label."""
+    if tables.samples.empty:
+        return {}
+    samples = tables.samples
+    majority = {sample: label if isinstance(label, str) else None
+                for sample, label in zip(samples["sample_id"], samples["human_label"])}
+    result = {}
+    for judge, rows in tables.verdicts.groupby("judge", sort=False):
+        rows = rows[rows["keep"].notna()]
+        result[str(judge)] = agreement_with_majority(
+            dict(zip(rows["sample_id"], rows["keep"].astype(bool))), majority)
+    return result
+
+
+def agreement_html(store: Store, tables: RunTables) -> str:
+    """Annotators among themselves (on the run's dataset), and the automatic label and each
+    of the run's judges against the human majority (METHODS 5.5)."""
+    dataset = tables.config.get("dataset")
+    result = label_agreement(store, dataset)
+    among = [["samples with two or more labels", fmt(result["n_items"])],
+             ["percent agreement", fmt(result["percent"])],
+             ["Fleiss' kappa", fmt(result["fleiss"])],
+             ["Krippendorff's alpha", fmt(result["krippendorff_alpha"])],
+             *([f"Cohen's kappa {pair.replace('|', ' / ')}", fmt(kappa)]
+               for pair, kappa in result["cohen"].items())]
+    against = {"automatic label": result["automatic"], **judges_vs_majority(tables)}
+    rows = [[who, fmt(value["n"]), fmt(value["percent"]), fmt(value["kappa"])]
+            for who, value in against.items()]
+    return ('<div class="rs-dashboard"><h2>Agreement among annotators</h2>'
+            + table_html(["statistic", "value"], among)
+            + "<h2>Agreement with the human majority</h2>"
+            + '<p class="note">Keep = answerable. Samples with a majority label (ties and '
+              "\"unsure\" left out).</p>"
+            + table_html(["labels of", "n", "percent", "Cohen's kappa"], rows) + "</div>")
+
+
+def compute_view(store: Store, tables: RunTables, resamples: int, serial: int) -> RunView:
+    """Metrics (judge_metrics with `resamples` bootstrap resamples), the report's tables
+    and figures, and the agreement, for one RunTables."""
+    agreement = agreement_html(store, tables)
+    if tables.samples.empty:
+        note = message_html(f"Run {tables.run_id} has no saved samples yet: the dashboard "
+                            "fills in as they arrive.")
+        return RunView(serial, note, "", agreement)
+    metrics = judge_metrics(tables.verdicts, n_resamples=resamples, seed=SEED)
+    # A judge unavailable on every sample (e.g. nli without a model) has no curve; the
+    # metric tables still list it, with n = 0.
+    series = {judge: s for judge, s in judge_series(tables).items() if s.rows.size}
+    sections = [overview_table(tables), risk_table(metrics), quality_table(metrics),
+                threshold_table(tables, series)]
+    missing = []
+    for name, make in (("fallback", fallback_table), ("switch", switch_table)):
+        table = make(tables, series)
+        if table is None:
+            missing.append(name)
+        else:
+            sections.append(table)
+    grader = grader_table(tables)
+    if grader is not None:
+        sections.append(grader)
+    return RunView(serial, _tables_html(sections), _figures_html(tables, series, missing),
+                   agreement)
+
+
+class DashboardCache:
+    """Views by (run, truth, resamples), valid while context.tables hands back the same
+    RunTables object (it builds a new one when the run or its labels change); held by a
+    weak reference, so a dropped RunTables is not kept alive here. One lock: views are
+    computed one at a time (pyplot is not thread-safe), and a second viewer of a changed
+    run waits for the first one's view instead of computing it again."""
+
+    def __init__(self, size: int = 8) -> None:
+        self.size = size
+        self._views: OrderedDict[tuple[int, str, int],
+                                 tuple[weakref.ref[RunTables], RunView]] = OrderedDict()
+        self._serials = itertools.count(1)
+        self._lock = threading.Lock()
+
+    def view(self, store: Store, tables: RunTables, resamples: int) -> RunView:
+        key = (tables.run_id, tables.truth, resamples)
+        with self._lock:
+            cached = self._views.get(key)
+            if cached is not None and cached[0]() is tables:
+                self._views.move_to_end(key)
+                return cached[1]
+            view = compute_view(store, tables, resamples, next(self._serials))
+            self._views[key] = (weakref.ref(tables), view)
+            self._views.move_to_end(key)
+            while len(self._views) > self.size:
+                self._views.popitem(last=False)
+            return view
+
+
+# -- refresh --------------------------------------------------------------------------------
+
+class Refresh(NamedTuple):
+    tables_html: str
+    figures_html: str
+    progress_html: str
+    agreement_html: str
+    view_serial: int | None  # None: a message, not a view
+
+
+def _whole_number(value: Any, what: str, *, minimum: int, maximum: int | None = None) -> int:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what}: give a whole number, got {value!r}") from None
+    if not number.is_integer() or number < minimum or (maximum is not None and number > maximum):
+        bounds = f"from {minimum} to {maximum}" if maximum is not None else f"at least {minimum}"
+        raise ValueError(f"{what}: give a whole number {bounds}, got {value!r}")
+    return int(number)
+
+
+def annotation_progress_html(store: Store, dataset: str) -> str:
+    """Labelled and skipped samples per annotator on the dataset."""
+    rows = [[p.annotator, p.labelled, p.skipped, p.total,
+             fmt(p.labelled / p.total if p.total else None, 2)]
+            for p in label_progress(store, dataset)]
+    heading = f'<div class="rs-dashboard"><h2>Annotation of {esc(dataset)}</h2>'
+    if not rows:
+        return heading + message_html("No labels yet: the Annotate tab adds them.") + "</div>"
+    return heading + table_html(["annotator", "labelled", "skipped", "samples", "share labelled"],
+                                rows) + "</div>"
+
+
+def refresh_dashboard(context: UiContext, cache: DashboardCache, run_id: Any, truth: str,
+                      resamples: Any) -> Refresh:
+    """Everything the dashboard shows of a run; library errors become a message."""
+    if run_id in (None, ""):
+        return Refresh(message_html("No run yet: start one below, or with "
+                                    "\"python -m ragshield run\"."), "", "", "", None)
+    try:
+        run = _whole_number(run_id, "run", minimum=1)
+        count = _whole_number(resamples, "bootstrap resamples", minimum=0, maximum=MAX_RESAMPLES)
+        if truth not in TRUTHS:
+            raise ValueError(f"truth must be one of {', '.join(TRUTHS)}, got {truth!r}")
+        tables = context.tables.get(run, truth)
+        view = cache.view(context.store, tables, count)
+        progress = annotation_progress_html(context.store, tables.config["dataset"])
+    except (ValueError, LookupError) as error:
+        return Refresh(message_html(str(error), "error"), "", "", "", None)
+    return Refresh(view.tables_html, view.figures_html, progress, view.agreement_html, view.serial)
+
+
+# -- runs started here, and the progress of every run going on ------------------------------
+
+def run_progress_html(store: Store, launcher: RunLauncher) -> str:
+    """A progress bar for each run going on (from the CLI too) and each run started here."""
+    mine = set(launcher.started())
+    runs = [run for run in reversed(list_runs(store)) if run.status == "running" or run.id in mine]
+    if not runs:
+        return message_html("No run is going on.")
+    parts = []
+    for run in runs:
+        failed = f", {run.failures} failed" if run.failures else ""
+        text = (f"Run {run.id} ({run.dataset or 'dataset removed'}): {run.status}, {run.done} of "
+                f"{run.total} samples{failed}")
+        error = launcher.error(run.id)
+        parts.append(f'<div class="rs-run-progress" data-run="{run.id}"><div>{esc(text)}</div>'
+                     f'<progress value="{run.done}" max="{max(run.total, 1)}"></progress>'
+                     f'{message_html(error, "error") if error else ""}</div>')
+    return "".join(parts)
+
+
+def dataset_names(store: Store) -> list[str]:
+    return [dataset.name for dataset in list_datasets(store)]
+
+
+def run_config_from_form(settings: Settings, dataset: str | None, limit: Any, answerer: str,
+                         judges: list[str] | None, rule: str, retrieval: str,
+                         fallback: bool) -> RunConfig:
+    """The RunConfig of the start form, with the app's backend and concurrency as the CLI
+    does; the rest is checked by start_run."""
+    if not dataset:
+        raise ValueError("choose a dataset")
+    if not judges:
+        raise ValueError("choose at least one judge")
+    return RunConfig(
+        dataset=dataset,
+        limit=None if limit in (None, "") else _whole_number(limit, "limit", minimum=1),
+        answerer=answerer, judges=list(judges), rule=rule, retrieval=retrieval,
+        backend=settings.backend, fallback=bool(fallback), concurrency=settings.concurrency)
+
+
+def start_run_from_form(context: UiContext, launcher: RunLauncher, dataset: str | None,
+                        limit: Any, answerer: str, judges: list[str] | None, rule: str,
+                        retrieval: str, fallback: bool = False) -> tuple[str, int | None]:
+    """(message, new run id or None): the run is recorded and started in the background;
+    a bad configuration is a readable message and starts nothing."""
+    try:
+        config = run_config_from_form(context.settings, dataset, limit, answerer, judges, rule,
+                                      retrieval, fallback)
+        run_id = launcher.start(config)
+    except (ValueError, LookupError) as error:
+        return message_html(str(error), "error"), None
+    return message_html(f"Run {run_id} started on {dataset}: its progress shows below and the "
+                        "dashboard follows it."), run_id
+
+
+# -- wiring -----------------------------------------------------------------------------------
+
+def _default_judges(rule: str) -> list[str]:
+    return ["trivial", rule] if rule in JUDGES and rule != "trivial" else ["trivial"]
 
 
 def build(context: UiContext) -> None:
     """Components and events of the tab (called inside its gr.Tab)."""
-    gr.Markdown("Dashboard: not built yet.")
+    cache = DashboardCache()
+    launcher = RunLauncher(context.store, context.settings)
+    settings = context.settings
+    choices = run_choices(context.store)
+    with gr.Row():
+        run_picker = gr.Dropdown(choices=choices, value=choices[0][1] if choices else None,
+                                 label="Run", scale=3)
+        truth_radio = gr.Radio(list(TRUTHS), value="auto", label="Ground truth",
+                               info="human: annotators' majority labels win where there are some")
+        resamples_box = gr.Number(value=DEFAULT_RESAMPLES, precision=0, minimum=0,
+                                  maximum=MAX_RESAMPLES,
+                                  label="Bootstrap resamples (0: no intervals)")
+        live_box = gr.Checkbox(value=True, label=f"Live (every {LIVE_SECONDS:g} s)")
+        refresh_button = gr.Button("Refresh", scale=0)
+    run_progress = gr.HTML(elem_id="dashboard-runs")
+    tables_out = gr.HTML(elem_id="dashboard-tables")
+    figures_out = gr.HTML(elem_id="dashboard-figures")
+    with gr.Row():
+        annotation_out = gr.HTML(elem_id="dashboard-annotation")
+        agreement_out = gr.HTML(elem_id="dashboard-agreement")
+    with gr.Accordion("Start a run", open=False):
+        with gr.Row():
+            names = dataset_names(context.store)
+            dataset_box = gr.Dropdown(names, value=names[0] if names else None, label="Dataset")
+            limit_box = gr.Number(value=20, precision=0, minimum=1, label="Samples (empty: all)")
+            answerer_box = gr.Dropdown(list(ANSWERERS), value=settings.answerer, label="Answerer")
+            retrieval_box = gr.Dropdown(list(RETRIEVAL_CHOICES), value="given", label="Passages",
+                                        info="given: the dataset's own; else retrieved from "
+                                             "the demo corpus")
+        judges_box = gr.CheckboxGroup(list(JUDGES), value=_default_judges(settings.decision_rule),
+                                      label="Judges")
+        with gr.Row():
+            rule_box = gr.Dropdown(["all", "majority", *JUDGES], value=settings.decision_rule,
+                                   label="Decision rule")
+            fallback_box = gr.Checkbox(False, label="Also store No-RAG answers (fallback curve)")
+            start_button = gr.Button("Start run", variant="primary")
+        start_message = gr.HTML()
+    timer = gr.Timer(LIVE_SECONDS)
+    shown = gr.State(None)  # serial of the view this page shows
+    known_runs = gr.State(choices)  # the picker's choices in this page
+
+    def refresh(run_id: Any, truth: str, resamples: Any) -> tuple:
+        return tuple(refresh_dashboard(context, cache, run_id, truth, resamples))
+
+    def live_refresh(run_id: Any, truth: str, resamples: Any, shown_serial: int | None) -> tuple:
+        """As refresh, leaving alone the parts this page already shows."""
+        result = refresh_dashboard(context, cache, run_id, truth, resamples)
+        if result.view_serial is not None and result.view_serial == shown_serial:
+            return gr.skip(), gr.skip(), result.progress_html, gr.skip(), gr.skip()
+        return tuple(result)
+
+    def runs_update(run_id: Any, known: list, select: int | None = None, *,
+                    force: bool = False) -> tuple:
+        """The picker with the store's runs (skipped when this page has them already),
+        keeping the chosen run, or selecting `select`."""
+        fresh = run_choices(context.store)
+        if not force and select is None and fresh == known:
+            return gr.skip(), known
+        values = [value for _, value in fresh]
+        value = select if select is not None else run_id if run_id in values else (
+            values[0] if values else None)
+        return gr.Dropdown(choices=fresh, value=value), fresh
+
+    def datasets(dataset: str | None) -> gr.Dropdown:
+        names = dataset_names(context.store)
+        return gr.Dropdown(choices=names, value=dataset if dataset in names else (
+            names[0] if names else None))
+
+    def runs(run_id: Any, known: list) -> tuple:
+        return runs_update(run_id, known, force=True)
+
+    def progress(run_id: Any, known: list) -> tuple:
+        return (run_progress_html(context.store, launcher), *runs_update(run_id, known))
+
+    def start(run_id: Any, known: list, dataset: str | None, limit: Any, answerer: str,
+              judges: list[str] | None, rule: str, retrieval: str, fallback: bool) -> tuple:
+        message, new_run = start_run_from_form(context, launcher, dataset, limit, answerer,
+                                               judges, rule, retrieval, fallback)
+        return (message, run_progress_html(context.store, launcher),
+                *runs_update(run_id, known, select=new_run))
+
+    view_inputs = [run_picker, truth_radio, resamples_box]
+    view_outputs = [tables_out, figures_out, annotation_out, agreement_out, shown]
+    picker = [run_picker, known_runs]
+    page = Context.root_block  # the app being built: its load event fills the tab
+    gr.on([page.load, refresh_button.click, run_picker.change, truth_radio.change,
+           resamples_box.submit], refresh, view_inputs, view_outputs,
+          api_name="dashboard_refresh", trigger_mode="always_last")
+    gr.on([page.load, refresh_button.click], runs, picker, picker, api_name="dashboard_runs")
+    timer.tick(live_refresh, [*view_inputs, shown], view_outputs,
+               api_name="dashboard_live_refresh", trigger_mode="always_last",
+               show_progress="hidden")
+    gr.on([page.load, timer.tick], progress, picker, [run_progress, *picker],
+          api_name="dashboard_progress", trigger_mode="always_last", show_progress="hidden")
+    page.load(datasets, dataset_box, dataset_box, api_name="dashboard_datasets")
+    live_box.change(lambda on: gr.Timer(active=on), live_box, timer, api_name="dashboard_live")
+    start_button.click(start, [*picker, dataset_box, limit_box, answerer_box, judges_box, rule_box,
+                               retrieval_box, fallback_box],
+                       [start_message, run_progress, *picker], api_name="dashboard_start_run")

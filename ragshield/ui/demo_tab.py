@@ -1,16 +1,525 @@
-"""The Demo tab."""
+"""The Demo tab: a question goes in (typed and retrieved from a corpus, or a stored sample
+with its own passages), the system answers or abstains, and the page shows why: the
+passages, the answer, each judge's verdict as it arrives, the decision and the fallback.
+A threshold panel shows what a threshold on a judge's score would have done on a stored run.
+
+The handlers are plain functions of the UiContext and plain values; `build` only wires them.
+"""
 
 from __future__ import annotations
 
-import gradio as gr
+import json
+import threading
+import time
+import zlib
+from collections import OrderedDict
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from queue import Queue
+from typing import Any, Callable, Iterator, get_args
 
+import gradio as gr
+import pandas as pd
+
+from ragshield.answerers.base import Answerer
+from ragshield.answerers.norag import NoRagAnswerer
+from ragshield.answerers.registry import ANSWERERS, make_answerer
+from ragshield.cli.errors import USER_ERRORS
+from ragshield.config import Settings
+from ragshield.datasets.demo import DEMO_DATASET
+from ragshield.judges.base import Judge
+from ragshield.judges.registry import JUDGES, make_judges
+from ragshield.judging import decision_word, judge_sample, judging_order
+from ragshield.llm.base import LLM
+from ragshield.llm.traced import TracedLLM
+from ragshield.metrics.risk import risk_metrics
+from ragshield.retrieval.corpus_store import list_corpora
+from ragshield.retrieval.demo_corpus import DEMO_CORPUS_NAME, open_corpus
+from ragshield.retrieval.factory import RetrievalMode
+from ragshield.retrieval.noise import inject_noise
+from ragshield.retrieval.passage_finder import PassageFinder
+from ragshield.store.runs import list_runs
+from ragshield.store.samples import list_datasets, list_samples, load_sample
+from ragshield.types import Answer, Sample
+from ragshield.ui import demo_render
 from ragshield.ui.context import UiContext
+from ragshield.ui.demo_render import AskView, Fallback, operating_points_html
+from ragshield.ui.html_render import message_html
 
 TITLE = "Demo"
-CSS = ""
+CSS = demo_render.CSS
 HEAD = ""
+
+SOURCES = ("type a question", "stored sample")
+TYPED, STORED = SOURCES
+FALLBACKS = ("abstain message", "No-RAG answer", "larger-model answer")
+ABSTAIN, NORAG, LARGER = FALLBACKS
+LARGER_NOTE = ("larger-model answer: the question is answered and judged by the small "
+               "packaged model (SmolLM2-135M); when it does not keep its answer, the default "
+               "model answers instead, like a run's switch to a larger model.")
+FAST_JUDGES = ("counterfactual", "cot_hybrid", "token_prob", "intrinsic")
+POOLED_RULES = ("majority", "all")
+RETRIEVAL_MODES: tuple[str, ...] = get_args(RetrievalMode)
+MAX_NOISE = 5
+NO_RUNS = ("No stored runs yet: start one with `python -m ragshield run --dataset demo` and "
+           "refresh.")
+
+
+class DemoInputError(ValueError):
+    """A field of the Demo form is missing or does not fit the others."""
+
+
+# -- asking -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class AskRequest:
+    """The Demo form, as plain values."""
+
+    source: str = TYPED
+    question: str = ""
+    dataset: str = DEMO_DATASET
+    sample_id: str | None = None
+    corpus: str = DEMO_CORPUS_NAME
+    mode: str = "hybrid"
+    k: int = 3
+    noise: int = 0
+    answerer: str = "evidence"
+    judges: tuple[str, ...] = FAST_JUDGES
+    rule: str = "majority"
+    fallback: str = ABSTAIN
+
+
+def check_request(request: AskRequest) -> None:
+    """Raise DemoInputError naming the field at fault (the library checks judge names,
+    corpora, datasets and samples itself)."""
+    if request.source not in SOURCES:
+        raise DemoInputError(f"source must be one of {', '.join(SOURCES)}")
+    if request.source == TYPED and not request.question.strip():
+        raise DemoInputError("Type a question first (or pick a stored sample).")
+    if request.source == STORED and not request.sample_id:
+        raise DemoInputError("Pick a sample of the dataset first (or type a question).")
+    if request.mode not in RETRIEVAL_MODES:
+        raise DemoInputError(f"unknown retrieval mode {request.mode!r}; one of "
+                             f"{', '.join(RETRIEVAL_MODES)}")
+    if request.k < 1 or not 0 <= request.noise <= MAX_NOISE:
+        raise DemoInputError(f"k must be at least 1 and noise between 0 and {MAX_NOISE}")
+    if request.answerer not in ANSWERERS:
+        raise DemoInputError(f"unknown answerer {request.answerer!r}; one of "
+                             f"{', '.join(ANSWERERS)}")
+    if not request.judges:
+        raise DemoInputError("Choose at least one judge.")
+    if request.rule not in (*POOLED_RULES, *request.judges):
+        raise DemoInputError(f"decision rule {request.rule!r} must be one of the chosen "
+                             f"judges, majority or all")
+    if request.fallback not in FALLBACKS:
+        raise DemoInputError(f"fallback must be one of {', '.join(FALLBACKS)}")
+
+
+class PassageFinders:
+    """Retrievers kept between questions: building one loads the corpus and the embedding
+    model (seconds), so the few most recently used settings are kept."""
+
+    def __init__(self, settings: Settings, size: int = 4) -> None:
+        self.settings, self.size = settings, size
+        self._finders: OrderedDict[tuple[str, str, int, int], PassageFinder] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, corpus: str, mode: str, k: int, noise: int) -> PassageFinder:
+        key = (corpus, mode, k, noise)
+        with self._lock:
+            if key in self._finders:
+                self._finders.move_to_end(key)
+                return self._finders[key]
+        finder = PassageFinder(corpus, mode, k, noise=noise,  # type: ignore[arg-type]
+                               settings=self.settings)
+        with self._lock:
+            self._finders[key] = finder
+            while len(self._finders) > self.size:
+                self._finders.popitem(last=False)
+        return finder
+
+
+def build_sample(context: UiContext, request: AskRequest,
+                 finders: PassageFinders) -> tuple[Sample, str]:
+    """The sample to judge and where its passages come from, in words."""
+    if request.source == STORED:
+        sample = load_sample(context.store, request.dataset, request.sample_id or "")
+        source = f"sample {sample.id} of dataset {request.dataset}, with its own passages"
+        if request.noise:
+            corpus = open_corpus(request.corpus, context.settings)
+            seed = zlib.crc32(sample.question.encode())  # as PassageFinder seeds its noise
+            sample = replace(sample, passages=inject_noise(sample.passages, corpus,
+                                                           request.noise, seed=seed))
+    else:
+        question = request.question.strip()
+        finder = finders.get(request.corpus, request.mode, request.k, request.noise)
+        sample = Sample(id="ad-hoc", question=question, passages=finder.find(question))
+        source = f"top {request.k} by {request.mode} from corpus {request.corpus}"
+    if request.noise:
+        source += f", plus {request.noise} random chunks of corpus {request.corpus}"
+    return sample, source
+
+
+Event = tuple[str, Any]  # (kind, payload), from the judging thread to the page
+END = ("end", None)
+
+
+class _ReportingAnswerer(Answerer):
+    """Posts the base answer as soon as it exists (judge_sample reports only verdicts)."""
+
+    def __init__(self, inner: Answerer, post: Callable[[Event], None]) -> None:
+        super().__init__(inner.options)
+        self.inner, self.post = inner, post
+        self.name = inner.name  # type: ignore[misc]
+
+    def answer(self, sample: Sample, llm: LLM) -> Answer:
+        answer = self.inner.answer(sample, llm)
+        self.post(("answer", (answer, llm.name)))
+        return answer
+
+    def generate(self, sample: Sample, llm: TracedLLM) -> Answer:
+        return self.inner.generate(sample, llm)
+
+
+@contextmanager
+def _holding(lock: threading.Lock, post: Callable[[Event], None]) -> Iterator[None]:
+    if not lock.acquire(blocking=False):
+        post(("status", "Waiting for the model: another question is being judged…"))
+        lock.acquire()
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def fallback_for(context: UiContext, strategy: str, sample: Sample, answerer: Answerer,
+                 main: LLM) -> Fallback:
+    """What replaces an answer that was not kept (call with the model lock held)."""
+    if strategy == NORAG:
+        return Fallback(strategy, NoRagAnswerer().answer(sample, main), main.name)
+    if strategy == LARGER:
+        larger = context.llm()
+        return Fallback(strategy, answerer.answer(sample, larger), larger.name)
+    return Fallback(strategy)
+
+
+def _judge_in_background(context: UiContext, request: AskRequest, sample: Sample,
+                         answerer: Answerer, judges: list[Judge],
+                         post: Callable[[Event], None]) -> None:
+    """The model work of one question, reported event by event; always ends with END."""
+    try:
+        with _holding(context.model_lock, post):
+            post(("status", "Answering…"))
+            main = context.llm(small=request.fallback == LARGER)
+            result = judge_sample(sample, main, _ReportingAnswerer(answerer, post), judges,
+                                  request.rule, on_verdict=lambda v: post(("verdict", v)))
+            post(("decision", result.decision))
+            if decision_word(result.decision) != "keep":
+                post(("fallback", fallback_for(context, request.fallback, sample, answerer,
+                                               main)))
+    except Exception as exc:  # handed to the page, which shows it or re-raises it
+        post(("error", exc))
+    finally:
+        post(END)
+
+
+def _apply(view: AskView, kind: str, payload: Any) -> None:
+    """Update the view with one event of the judging thread."""
+    if kind == "status":
+        view.status = payload
+    elif kind == "answer":
+        view.answer, view.answer_model = payload
+    elif kind == "verdict":
+        view.verdicts.append(payload)
+    elif kind == "decision":
+        view.decision = payload
+    elif kind == "fallback":
+        view.fallback = payload
+    elif kind == "error":
+        if not isinstance(payload, USER_ERRORS):
+            raise payload
+        view.error = str(payload)
+    if kind in ("answer", "verdict"):
+        view.status = f"Judging… {len(view.verdicts)} of {len(view.judges)} judges done"
+    elif kind == "decision" and decision_word(payload) != "keep":
+        view.status = "Preparing the fallback…"
+
+
+def ask(context: UiContext, request: AskRequest,
+        finders: PassageFinders | None = None) -> Iterator[str]:
+    """The page's HTML after each step: passages, answer, each verdict, decision, fallback."""
+    started = time.monotonic()
+    try:
+        check_request(request)
+        judges = judging_order(make_judges(",".join(request.judges), context.settings))
+        answerer = make_answerer(request.answerer)
+        yield message_html("Finding the passages…")
+        sample, source = build_sample(context, request, finders or PassageFinders(context.settings))
+    except USER_ERRORS as exc:
+        yield message_html(str(exc), "error")
+        return
+    view = AskView(question=sample.question, source=source, passages=sample.passages,
+                   judges=[judge.name for judge in judges], status="Answering…")
+    yield view.html()
+    events: Queue[Event] = Queue()
+    threading.Thread(target=_judge_in_background, daemon=True,
+                     args=(context, request, sample, answerer, judges, events.put)).start()
+    for kind, payload in iter(events.get, END):
+        _apply(view, kind, payload)
+        yield view.html()
+    view.status = ("Stopped by an error." if view.error else
+                   f"Done in {time.monotonic() - started:.1f} s.")
+    yield view.html()
+
+
+def rule_choices(judges: list[str], rule: str | None) -> tuple[list[str], str]:
+    """The decision rules that fit the chosen judges, and the rule to select."""
+    choices = [*POOLED_RULES, *judges]
+    return choices, rule if rule in choices else POOLED_RULES[0]
+
+
+def corpus_choices(context: UiContext) -> list[str]:
+    names = [manifest.name for manifest in list_corpora(context.settings.corpora_dir)]
+    return list(dict.fromkeys([DEMO_CORPUS_NAME, *names]))
+
+
+def sample_choices(context: UiContext, dataset: str) -> list[tuple[str, str]]:
+    """(`id: question`, id) for each sample of the dataset; UnknownDatasetError if none."""
+    return [(f"{s.id}: {s.question[:120]}", s.id) for s in list_samples(context.store, dataset)]
+
+
+# -- thresholds on a stored run -----------------------------------------------------------
+
+def run_choices(context: UiContext) -> list[tuple[str, int]]:
+    """The stored runs, latest first."""
+    return [(f"run {run.id}: {run.name or run.dataset} ({run.done}/{run.total}, {run.status})",
+             run.id) for run in reversed(list_runs(context.store))]
+
+
+def _decided(context: UiContext, run_id: int) -> pd.DataFrame:
+    """The run's verdicts that reached a decision (unavailable and failed ones left out)."""
+    verdicts = context.tables.get(int(run_id), "auto").verdicts
+    return verdicts[verdicts["keep"].notna()]
+
+
+def scored_judges(context: UiContext, run_id: int) -> list[str]:
+    decided = _decided(context, run_id)
+    return list(dict.fromkeys(decided.loc[decided["score"].notna(), "judge"]))
+
+
+@dataclass(frozen=True)
+class ScoreRange:
+    low: float
+    high: float
+    middle: float  # the median score, where the slider starts
+
+
+def _judge_rows(context: UiContext, run_id: int, judge: str | None) -> pd.DataFrame:
+    """The judge's decided verdicts in the run; DemoInputError if it has no scores there."""
+    decided = _decided(context, run_id)
+    rows = decided[decided["judge"] == judge]
+    if judge is None or rows["score"].notna().sum() == 0:
+        scored = ", ".join(scored_judges(context, run_id)) or "none"
+        raise DemoInputError(f"run {run_id} has no scores from judge {judge!r}; judges with "
+                             f"scores: {scored}")
+    return rows
+
+
+def score_range(context: UiContext, run_id: int, judge: str) -> ScoreRange:
+    scores = _judge_rows(context, run_id, judge)["score"].dropna()
+    low, high = float(scores.min()), float(scores.max())
+    return ScoreRange(low, high if high > low else low + 1.0, float(scores.median()))
+
+
+def threshold_html(context: UiContext, run_id: int | None, judge: str | None,
+                   threshold: float) -> str:
+    """Coverage and risk of the judge's own decisions and of keep = score >= threshold."""
+    if run_id is None:
+        return message_html(NO_RUNS)
+    try:
+        rows = _judge_rows(context, run_id, judge)
+    except USER_ERRORS as exc:
+        return message_html(str(exc), "error")
+    answerable = rows["answer_correct"].to_numpy(dtype=bool)
+    scores = rows["score"].to_numpy(dtype=float)
+    at_threshold = scores >= threshold  # NaN (unscored) compares False: never kept
+    return operating_points_html(str(judge), {
+        "the judge's own": risk_metrics(answerable, rows["keep"].to_numpy(dtype=bool)),
+        f"score >= {threshold:.4g}": risk_metrics(answerable, at_threshold),
+    })
+
+
+@dataclass
+class ThresholdPanel:
+    """The threshold panel's state: runs, the chosen run's scored judges, the slider range
+    and the table, with defaults (latest run, first judge, median score) filled in."""
+
+    runs: list[tuple[str, int]]
+    run_id: int | None = None
+    judges: list[str] = field(default_factory=list)
+    judge: str | None = None
+    scores: ScoreRange | None = None
+    threshold: float | None = None
+    html: str = ""
+
+
+def threshold_panel(context: UiContext, run_id: int | None = None,
+                    judge: str | None = None) -> ThresholdPanel:
+    panel = ThresholdPanel(runs=run_choices(context))
+    panel.run_id = run_id if run_id is not None else next(
+        (value for _, value in panel.runs), None)
+    if panel.run_id is None:
+        panel.html = message_html(NO_RUNS)
+        return panel
+    try:
+        panel.judges = scored_judges(context, panel.run_id)
+        panel.judge = judge if judge in panel.judges else next(iter(panel.judges), None)
+        panel.scores = score_range(context, panel.run_id, panel.judge)
+    except USER_ERRORS as exc:
+        panel.html = message_html(str(exc), "error")
+        return panel
+    panel.threshold = panel.scores.middle
+    panel.html = threshold_html(context, panel.run_id, panel.judge, panel.threshold)
+    return panel
+
+
+# -- wiring -------------------------------------------------------------------------------
+
+INTRO = ("Ask a question, or pick a stored sample, and watch the system decide whether its "
+         "answer deserves to be shown: the passages it read, its answer, each judge's verdict "
+         "as it arrives, the decision, and what is shown instead when it abstains.")
+
+
+def _slider(panel: ThresholdPanel) -> gr.Slider:
+    scores = panel.scores or ScoreRange(0.0, 1.0, 0.5)
+    value = scores.middle if panel.threshold is None else panel.threshold
+    return gr.Slider(minimum=scores.low, maximum=scores.high, value=value,
+                     step=(scores.high - scores.low) / 200, interactive=panel.scores is not None)
+
+
+def _panel_outputs(panel: ThresholdPanel) -> tuple[gr.Dropdown, gr.Slider, str]:
+    return (gr.Dropdown(choices=panel.judges, value=panel.judge), _slider(panel), panel.html)
+
+
+def _build_threshold_panel(context: UiContext) -> None:
+    with gr.Accordion("Thresholds on a stored run", open=False) as accordion:
+        gr.Markdown("What would a threshold on a judge's score have done on a stored run? "
+                    "Move the slider: answers scoring at least the threshold are kept.")
+        with gr.Row():
+            run = gr.Dropdown(label="Run", choices=[], value=None, scale=3,
+                              allow_custom_value=True)
+            refresh = gr.Button("Refresh runs", size="sm", scale=1)
+            judge = gr.Dropdown(label="Judge (with scores)", choices=[], value=None, scale=2,
+                                allow_custom_value=True)
+        threshold = gr.Slider(0.0, 1.0, value=0.5, label="Threshold", interactive=False)
+        table = gr.HTML(message_html("Open the panel or refresh to load the runs."))
+
+    def on_runs() -> tuple[gr.Dropdown, gr.Dropdown, gr.Slider, str]:
+        panel = threshold_panel(context)
+        return (gr.Dropdown(choices=panel.runs, value=panel.run_id), *_panel_outputs(panel))
+
+    def on_run(run_id: int | None) -> tuple[gr.Dropdown, gr.Slider, str]:
+        return _panel_outputs(threshold_panel(context, run_id))
+
+    def on_judge(run_id: int | None, judge_name: str | None) -> tuple[gr.Dropdown, gr.Slider, str]:
+        return _panel_outputs(threshold_panel(context, run_id, judge_name))
+
+    def on_threshold(run_id: int | None, judge_name: str | None, value: float) -> str:
+        return threshold_html(context, run_id, judge_name, float(value))
+
+    gr.on([accordion.expand, refresh.click], on_runs, outputs=[run, judge, threshold, table],
+          api_name="demo_runs")
+    run.input(on_run, inputs=run, outputs=[judge, threshold, table],
+              api_name="demo_threshold_judges")
+    judge.input(on_judge, inputs=[run, judge], outputs=[judge, threshold, table],
+                api_name="demo_threshold_judge")
+    threshold.input(on_threshold, inputs=[run, judge, threshold], outputs=table,
+                    api_name="demo_threshold", trigger_mode="always_last")
 
 
 def build(context: UiContext) -> None:
     """Components and events of the tab (called inside its gr.Tab)."""
-    gr.Markdown("Demo: not built yet.")
+    settings = context.settings
+    finders = PassageFinders(settings)
+    gr.Markdown(INTRO)
+    # The dropdowns take any value: their choices change after start (new datasets, samples,
+    # corpora, runs; the rules of the chosen judges) and API clients pass values directly;
+    # the handlers report unknown ones.
+    with gr.Row():
+        with gr.Column(scale=2):
+            source = gr.Radio(list(SOURCES), value=TYPED, label="Question from")
+            question = gr.Textbox(label="Your question (answered from the corpus)", lines=2,
+                                  placeholder="e.g. Who designed the Eiffel Tower?")
+            with gr.Row():
+                dataset = gr.Dropdown([d.name for d in list_datasets(context.store)],
+                                      value=DEMO_DATASET, label="Dataset",
+                                      allow_custom_value=True)
+                sample = gr.Dropdown(_initial_samples(context), value=None,
+                                     label="Stored sample (uses its own passages)",
+                                     allow_custom_value=True)
+            with gr.Accordion("Retrieval", open=False):
+                corpus = gr.Dropdown(corpus_choices(context), value=DEMO_CORPUS_NAME,
+                                     label="Corpus (typed questions, and noise chunks)",
+                                     allow_custom_value=True)
+                mode = gr.Dropdown(list(RETRIEVAL_MODES), value="hybrid", label="Retrieval mode")
+                k = gr.Slider(1, 10, value=3, step=1, label="k: passages retrieved")
+                noise = gr.Slider(0, MAX_NOISE, value=0, step=1,
+                                  label="Noise: random corpus chunks added")
+            answerer = gr.Dropdown(list(ANSWERERS), label="Answerer",
+                                   value=settings.answerer if settings.answerer in ANSWERERS
+                                   else "evidence")
+            judges = gr.CheckboxGroup(list(JUDGES), value=list(FAST_JUDGES), label="Judges")
+            with gr.Row():
+                all_judges = gr.Button("All judges", size="sm")
+                fast_judges = gr.Button("Fast set", size="sm")
+            rules, rule_value = rule_choices(list(FAST_JUDGES), settings.decision_rule)
+            rule = gr.Dropdown(rules, value=rule_value, label="Decision rule",
+                               allow_custom_value=True)
+            fallback = gr.Radio(list(FALLBACKS), value=ABSTAIN, label="When it abstains, show",
+                                info=LARGER_NOTE)
+            ask_button = gr.Button("Ask", variant="primary")
+        with gr.Column(scale=3):
+            result = gr.HTML(message_html("The answer and the judges' verdicts appear here."),
+                             elem_id="demo-result")
+    _build_threshold_panel(context)
+
+    def on_ask(source_value: str, question_text: str, dataset_name: str, sample_id: str | None,
+               corpus_name: str, mode_name: str, k_value: float, noise_value: float,
+               answerer_name: str, judge_names: list[str] | None, rule_name: str | None,
+               fallback_name: str) -> Iterator[str]:
+        request = AskRequest(source_value, question_text or "", dataset_name or "", sample_id,
+                             corpus_name or "", mode_name, int(k_value), int(noise_value),
+                             answerer_name, tuple(judge_names or ()), rule_name or "",
+                             fallback_name)
+        yield from ask(context, request, finders)
+
+    def on_dataset(dataset_name: str) -> tuple[gr.Dropdown, str]:
+        try:
+            choices = sample_choices(context, dataset_name)
+        except USER_ERRORS as exc:
+            return gr.Dropdown(choices=[], value=None), message_html(str(exc), "error")
+        return (gr.Dropdown(choices=choices, value=None),
+                message_html(f"Dataset {dataset_name}: {len(choices)} "
+                             f"sample{'' if len(choices) == 1 else 's'}; pick one."))
+
+    def on_judges(judge_names: list[str] | None, rule_name: str | None) -> gr.Dropdown:
+        choices, value = rule_choices(list(judge_names or ()), rule_name)
+        return gr.Dropdown(choices=choices, value=value)
+
+    gr.on([ask_button.click, question.submit], on_ask,
+          inputs=[source, question, dataset, sample, corpus, mode, k, noise, answerer, judges,
+                  rule, fallback], outputs=result, api_name="demo_ask")
+    dataset.change(on_dataset, inputs=dataset, outputs=[sample, result], api_name="demo_samples")
+    judges.change(on_judges, inputs=[judges, rule], outputs=rule, api_name="demo_rules")
+    all_judges.click(lambda: list(JUDGES), outputs=judges, api_name="demo_all_judges")
+    fast_judges.click(lambda: list(FAST_JUDGES), outputs=judges, api_name="demo_fast_judges")
+    # Picking a sample or typing switches the question's source (in the browser only).
+    sample.input(None, outputs=source, js=f"() => {json.dumps(STORED)}")
+    question.input(None, outputs=source, js=f"() => {json.dumps(TYPED)}")
+
+
+def _initial_samples(context: UiContext) -> list[tuple[str, str]]:
+    try:
+        return sample_choices(context, DEMO_DATASET)
+    except USER_ERRORS:
+        return []

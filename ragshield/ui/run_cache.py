@@ -17,7 +17,8 @@ from sqlalchemy import func, select
 
 from ragshield.evaluation import RunTables, run_tables
 from ragshield.store.database import Store
-from ragshield.store.models import AnswerRow, Label, SampleRow, VerdictRow
+from ragshield.store.models import AnswerRow, Label, VerdictRow
+from ragshield.store.models import Sample as SampleRow
 from ragshield.store.runs import get_run
 
 RunVersion = tuple[Any, ...]

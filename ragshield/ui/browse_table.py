@@ -1,0 +1,226 @@
+"""The Browse tab's per-run frame (one row per sample, every judge side by side) and its
+filters.
+
+The frame is built once per version of a run's tables (a pivot of the verdicts, seconds
+for nothing: tens of milliseconds for 10k samples x 10 judges) and kept while the tables
+stay the same objects, so a filter is a few boolean masks over it.
+
+Folds follow METHODS 1 with answerable = the answer is correct under the chosen truth
+(the RC-RAG label): AK, AD, UK, UD; "-" when the judge gave no decision (unavailable,
+failed, or not run on the sample).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from ragshield.evaluation import RunTables
+from ragshield.metrics.labels import ANSWERABLE, UNANSWERABLE
+
+DECISION = "decision"  # the run's decision rule, shown beside the judges in the fold filter
+FOLDS = ("AK", "AD", "UK", "UD")
+LABEL_STATES = ("any", "labelled", "unlabelled")
+NONE = "-"
+KEPT, ABSTAINED, UNDECIDED, NOT_RUN = 1, 0, -1, -2  # a judge's keep as a small integer
+KEEP_WORDS = {KEPT: "keep", ABSTAINED: "abstain", UNDECIDED: NONE, NOT_RUN: NONE}
+SHOWN_ROWS = 500
+CELL_CHARS = 300  # question and answer cells are cut here; the detail view shows all
+
+
+def keep_column(judge: str) -> str:
+    return f"keep:{judge}"
+
+
+def fold_column(judge: str) -> str:
+    return f"fold:{judge}"
+
+
+@dataclass(frozen=True)
+class BrowseFrame:
+    """A run's wide frame and what it was built from."""
+
+    run_id: int
+    rule: str
+    judges: tuple[str, ...]  # in the run's order
+    rows: pd.DataFrame
+
+
+def run_judges(tables: RunTables) -> tuple[str, ...]:
+    """The run's judges: those of its config first, then any other with a verdict."""
+    configured = [str(j) for j in tables.config.get("judges", [])]
+    seen = list(dict.fromkeys(configured + list(tables.verdicts["judge"].unique())))
+    return tuple(seen)
+
+
+def _keep_codes(verdicts: pd.DataFrame, sample_ids: pd.Series,
+                judges: tuple[str, ...]) -> pd.DataFrame:
+    """Sample x judge matrix of KEPT / ABSTAINED / UNDECIDED / NOT_RUN, in sample order."""
+    keep = verdicts["keep"]
+    codes = np.where(keep.isna(), UNDECIDED, np.where(keep.eq(True), KEPT, ABSTAINED))
+    long = pd.Series(codes, index=pd.MultiIndex.from_arrays(
+        [verdicts["sample_id"], verdicts["judge"]]))
+    wide = long.unstack(fill_value=NOT_RUN) if len(long) else pd.DataFrame(index=[])
+    return wide.reindex(index=sample_ids, columns=list(judges), fill_value=NOT_RUN).astype(int)
+
+
+def _decision_codes(codes: pd.DataFrame, rule: str) -> np.ndarray:
+    """The rule applied per sample, as ragshield.judging.decide does: a judge's name
+    follows that judge; `all` keeps when every deciding judge keeps; `majority` when more
+    than half of them do. UNDECIDED when the rule cannot decide."""
+    if rule not in ("all", "majority"):
+        if rule not in codes.columns:
+            return np.full(len(codes), UNDECIDED)
+        column = codes[rule].to_numpy()
+        return np.where(column == NOT_RUN, UNDECIDED, column)
+    keeps = (codes == KEPT).sum(axis=1).to_numpy()
+    deciding = codes.isin([KEPT, ABSTAINED]).sum(axis=1).to_numpy()
+    keep = keeps == deciding if rule == "all" else keeps * 2 > deciding
+    return np.where(deciding == 0, UNDECIDED, np.where(keep, KEPT, ABSTAINED))
+
+
+def _folds(codes: np.ndarray, answerable: np.ndarray) -> np.ndarray:
+    side = np.where(answerable, "A", "U")
+    kept = np.where(codes == KEPT, "K", "D")
+    return np.where(codes >= ABSTAINED, np.char.add(side.astype(str), kept.astype(str)), NONE)
+
+
+def _human_differs(samples: pd.DataFrame, auto_samples: pd.DataFrame) -> np.ndarray:
+    """A human majority label (answerable / unanswerable) against the automatic
+    "passages support an answer" of the same sample."""
+    human = samples["human_label"]
+    auto = samples["sample_id"].map(auto_samples.set_index("sample_id")["passages_support"])
+    decided = human.isin([ANSWERABLE, UNANSWERABLE]) & auto.notna()
+    return (decided & (human.eq(ANSWERABLE) != auto.eq(True))).to_numpy()
+
+
+def build_frame(tables: RunTables, auto_tables: RunTables) -> BrowseFrame:
+    """One row per sample of `tables` (the chosen truth); `auto_tables` are the same run's
+    tables under truth auto (the same object when the truth is auto)."""
+    judges = run_judges(tables)
+    rule = str(tables.config.get("rule", ""))
+    samples = tables.samples
+    if samples.empty:
+        columns = ["sample_id", "question", "answer", DECISION, fold_column(DECISION),
+                   *map(keep_column, judges), *map(fold_column, judges),
+                   "disagree", "labelled", "human_differs", "text"]
+        return BrowseFrame(tables.run_id, rule, judges, pd.DataFrame(columns=columns))
+    codes = _keep_codes(tables.verdicts, samples["sample_id"], judges)
+    answerable = samples["answer_correct"].fillna(False).astype(bool).to_numpy()
+    decision = _decision_codes(codes, rule)
+    question, answer = samples["question"].fillna(""), samples["answer"].fillna("")
+    sample_id = samples["sample_id"].astype(str)
+    columns: dict[str, object] = {
+        "sample_id": sample_id.to_numpy(), "question": question.to_numpy(),
+        "answer": answer.to_numpy(),
+        DECISION: pd.Series(decision).map(KEEP_WORDS).to_numpy(),
+        fold_column(DECISION): _folds(decision, answerable),
+    }
+    for judge in judges:
+        column = codes[judge].to_numpy()
+        columns[keep_column(judge)] = pd.Series(column).map(KEEP_WORDS).to_numpy()
+        columns[fold_column(judge)] = _folds(column, answerable)
+    keeps = (codes == KEPT).sum(axis=1).to_numpy()
+    deciding = codes.isin([KEPT, ABSTAINED]).sum(axis=1).to_numpy()
+    columns["disagree"] = (keeps > 0) & (keeps < deciding)
+    columns["labelled"] = samples["human_label"].notna().to_numpy()
+    columns["human_differs"] = _human_differs(samples, auto_tables.samples)
+    columns["text"] = (sample_id + "\n" + question + "\n" + answer).str.lower().to_numpy()
+    return BrowseFrame(tables.run_id, rule, judges, pd.DataFrame(columns))
+
+
+class BrowseFrames:
+    """Wide frames of the few most recently browsed (run, truth) pairs. An entry is reused
+    while the run tables cache hands out the very same table object, i.e. until the run or
+    its labels change; the automatic tables are then not asked for again (they change
+    together with the chosen truth's tables)."""
+
+    def __init__(self, size: int = 4) -> None:
+        self.size = size
+        self._entries: OrderedDict[tuple[int, str], tuple[RunTables, BrowseFrame]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, tables: RunTables, auto_tables: Callable[[], RunTables]) -> BrowseFrame:
+        """The frame of `tables`; `auto_tables` gives the run's tables under truth auto,
+        called only when the frame is built."""
+        key = (tables.run_id, tables.truth)
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None and entry[0] is tables:
+                self._entries.move_to_end(key)
+                return entry[1]
+        frame = build_frame(tables, tables if tables.truth == "auto" else auto_tables())
+        with self._lock:
+            self._entries[key] = (tables, frame)
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+        return frame
+
+
+class FilterError(ValueError):
+    """A filter value that is not one of the choices."""
+
+
+@dataclass(frozen=True)
+class BrowseFilters:
+    fold_judge: str = DECISION
+    folds: tuple[str, ...] = ()  # empty: any fold
+    disagree: bool = False
+    label_state: str = "any"
+    human_differs: bool = False
+    search: str = ""
+
+
+def filter_rows(frame: BrowseFrame, filters: BrowseFilters) -> pd.DataFrame:
+    """The rows of `frame` that pass every filter, in sample order."""
+    rows = frame.rows
+    if filters.fold_judge not in (DECISION, *frame.judges):
+        raise FilterError(f"run {frame.run_id} has no judge {filters.fold_judge!r}; "
+                          f"choose {DECISION} or one of {', '.join(frame.judges) or 'none'}")
+    unknown = sorted(set(filters.folds) - set(FOLDS))
+    if unknown:
+        raise FilterError(f"unknown fold(s) {', '.join(unknown)}; folds are {', '.join(FOLDS)}")
+    if filters.label_state not in LABEL_STATES:
+        raise FilterError(f"label state must be one of {', '.join(LABEL_STATES)}, "
+                          f"got {filters.label_state!r}")
+    mask = np.ones(len(rows), dtype=bool)
+    if filters.folds:
+        mask &= rows[fold_column(filters.fold_judge)].isin(filters.folds).to_numpy()
+    if filters.disagree:
+        mask &= rows["disagree"].to_numpy(dtype=bool)
+    if filters.label_state != "any":
+        labelled = rows["labelled"].to_numpy(dtype=bool)
+        mask &= labelled if filters.label_state == "labelled" else ~labelled
+    if filters.human_differs:
+        mask &= rows["human_differs"].to_numpy(dtype=bool)
+    needle = filters.search.strip().lower()
+    if needle:
+        mask &= rows["text"].str.contains(needle, regex=False).to_numpy(dtype=bool)
+    return rows[mask]
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= CELL_CHARS else text[:CELL_CHARS - 1] + "…"
+
+
+def shown_table(frame: BrowseFrame, rows: pd.DataFrame, fold_judge: str,
+                limit: int = SHOWN_ROWS) -> pd.DataFrame:
+    """The first `limit` rows as plain text: sample, question, answer, decision, the fold
+    of `fold_judge`, each judge's keep, and the flags."""
+    head = rows.head(limit)
+    flag = {True: "yes", False: ""}
+    shown = {
+        "sample": head["sample_id"], "question": head["question"].map(_cut),
+        "answer": head["answer"].map(_cut), DECISION: head[DECISION],
+        f"fold ({fold_judge})": head[fold_column(fold_judge)],
+        **{judge: head[keep_column(judge)] for judge in frame.judges},
+        "disagree": head["disagree"].map(flag), "labelled": head["labelled"].map(flag),
+        "human ≠ auto": head["human_differs"].map(flag),
+    }
+    return pd.DataFrame(shown).reset_index(drop=True)

@@ -1,0 +1,302 @@
+"""One sample of a run as a case study: everything the answerer and the judges saw and said.
+
+`sample_case` reads it from the store (the sample, its answers by role, the verdicts on the
+main answer with their traces); `case_study_html` renders it. Every piece of dataset and
+model text goes through `esc`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import pandas as pd
+from sqlalchemy import select
+
+from ragshield.answerers.context import passage_label
+from ragshield.judges.counterfactual import CounterfactualJudge
+from ragshield.judging import Decision
+from ragshield.store.database import Store
+from ragshield.store.labels import LabelRecord
+from ragshield.store.models import AnswerRow, VerdictRow
+from ragshield.store.models import Sample as SampleRow
+from ragshield.store.runs import MAIN, RunRecord, get_run
+from ragshield.store.samples import UnknownSampleError
+from ragshield.ui.browse_table import fold_column
+from ragshield.ui.html_render import esc, table_html
+
+ROLE_TITLES = {"norag": "No-RAG answer (no passages)", "larger": "Larger model's answer"}
+
+
+@dataclass(frozen=True)
+class SampleCase:
+    run: RunRecord
+    sample: dict[str, Any]  # external_id, question, reference_answers, answerable, meta
+    answers: dict[str, dict[str, Any]]  # role -> the answer row's columns
+    verdicts: list[dict[str, Any]]  # on the main answer, in the order they were saved
+
+
+def _columns(row: Any) -> dict[str, Any]:
+    return {column.key: getattr(row, column.key) for column in row.__table__.columns}
+
+
+def sample_case(store: Store, run_id: int, sample_id: str) -> SampleCase:
+    """The run's answers and verdicts on one sample (the dataset's own id), traces included.
+    Raises UnknownRunError, or UnknownSampleError when the sample is not in the run."""
+    run = get_run(store, run_id)
+    with store.session() as session:
+        sample = session.scalar(select(SampleRow).where(
+            SampleRow.dataset_id == run.dataset_id, SampleRow.external_id == sample_id))
+        if sample is None:
+            raise UnknownSampleError(f"run {run_id} (dataset {run.dataset!r}) has no sample "
+                                     f"{sample_id!r}")
+        answers = {row.role: _columns(row) for row in session.scalars(
+            select(AnswerRow).where(AnswerRow.run_id == run_id, AnswerRow.sample_id == sample.id)
+            .order_by(AnswerRow.id))}
+        if MAIN not in answers:
+            raise UnknownSampleError(f"run {run_id} has no answer for sample {sample_id!r} "
+                                     f"yet (not reached, or failed)")
+        verdicts = [_columns(row) for row in session.scalars(
+            select(VerdictRow).where(VerdictRow.answer_id == answers[MAIN]["id"])
+            .order_by(VerdictRow.id))]
+        return SampleCase(run=run, sample=_columns(sample), answers=answers, verdicts=verdicts)
+
+
+# -- small HTML pieces -------------------------------------------------------------------
+
+def _pre(text: Any) -> str:
+    return f'<pre class="rs-cs-pre">{esc(text)}</pre>'
+
+
+def _json(value: Any) -> str:
+    return _pre(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+
+
+def _details(summary: str, body: str, *, open_: bool = False) -> str:
+    """`summary` is plain text; `body` is HTML already escaped."""
+    return (f'<details class="rs-cs-details"{" open" if open_ else ""}>'
+            f"<summary>{esc(summary)}</summary>{body}</details>")
+
+
+def _section(title: str, body: str) -> str:
+    return f'<section class="rs-cs-section"><h4>{esc(title)}</h4>{body}</section>'
+
+
+def _yes_no(value: Any) -> str:
+    """yes / no, or "-" for an unknown (None or a missing value in a frame)."""
+    return "-" if value is None or pd.isna(value) else "yes" if value else "no"
+
+
+def _keep_word(keep: bool | None) -> str:
+    return "-" if keep is None else "keep" if keep else "abstain"
+
+
+def evidence_labels(evidence: Sequence[Any] | None) -> str:
+    return ", ".join(passage_label(i) if isinstance(i, int) else str(i)
+                     for i in evidence or []) or "-"
+
+
+def messages_html(messages: Sequence[dict[str, Any]]) -> str:
+    return "".join(f'<div class="rs-cs-msg"><b>{esc(m.get("role"))}</b>{_pre(m.get("content"))}'
+                   f"</div>" for m in messages)
+
+
+def call_html(call: dict[str, Any]) -> str:
+    """One model call of a trace: its prompt, raw output, parsed value, tokens and time."""
+    cost = (f"{call.get('prompt_tokens', 0)} prompt + {call.get('completion_tokens', 0)} "
+            f"completion tokens ({call.get('cached_prompt_tokens', 0)} cached), "
+            f"{float(call.get('seconds') or 0):.2f} s"
+            f"{', from the call cache' if call.get('cache_hit') else ''}")
+    parts = [f"<p>{esc(call.get('kind', 'chat'))} call; {esc(cost)}</p>",
+             _details("Messages", messages_html(call.get("messages") or [])),
+             "<b>Raw output</b>", _pre(call.get("output")),
+             "<b>Parsed</b>", _json(call.get("parsed"))]
+    if call.get("parse_error"):
+        parts.append(f'<p class="rs-cs-flag">parse error: {esc(call["parse_error"])}</p>')
+    if call.get("logprobs"):
+        rows = [[t.get("token"), f"{t.get('logprob', 0):.3f}",
+                 ", ".join(f"{k!r}: {v:.2f}" for k, v in (t.get("top") or {}).items())]
+                for t in call["logprobs"]]
+        parts.append(_details(f"Token log-probs ({len(rows)})",
+                              table_html(["token", "log-prob", "top alternatives"], rows)))
+    return _details(f"{call.get('purpose', 'call')}", "".join(parts))
+
+
+def trace_html(trace: Sequence[dict[str, Any]]) -> str:
+    if not trace:
+        return "<p>No model call.</p>"
+    return "".join(call_html(call) for call in trace)
+
+
+# -- the sections ------------------------------------------------------------------------
+
+def _sample_section(case: SampleCase, decision: Decision | None) -> str:
+    sample = case.sample
+    refs = [str(r) for r in sample.get("reference_answers") or []]
+    rows = [["sample", sample["external_id"]], ["dataset", case.run.dataset],
+            ["run", case.run.id], ["reference answers", " | ".join(refs) or "-"],
+            ["dataset says answerable", _yes_no(sample.get("answerable"))]]
+    if decision is not None:
+        rows.append([f"decision ({decision.rule})",
+                     f"{_keep_word(decision.keep)}: {decision.reason}"])
+    meta = sample.get("meta") or {}
+    rows += [[key, value] for key, value in meta.items()]
+    return _section("Question", _pre(sample["question"]) + table_html(["field", "value"], rows))
+
+
+def passages_html(passages: Sequence[dict[str, Any]], cited: Sequence[Any]) -> str:
+    if not passages:
+        return "<p>No passages.</p>"
+    blocks = []
+    for index, passage in enumerate(passages):
+        label = passage_label(index)
+        facts = [label, *(["cited by the answer"] if index in cited else []),
+                 *([f"title: {passage['title']}"] if passage.get("title") else []),
+                 *([f"doc: {passage['doc_id']}"] if passage.get("doc_id") else []),
+                 *([f"score: {passage['score']:.3f}"] if passage.get("score") is not None else [])]
+        css = "rs-cs-passage rs-cs-cited" if index in cited else "rs-cs-passage"
+        blocks.append(f'<div class="{css}"><b>{esc(" · ".join(facts))}</b>'
+                      f"{_pre(passage.get('text'))}</div>")
+    return "".join(blocks)
+
+
+def answer_html(answer: dict[str, Any]) -> str:
+    """An answer row: its text, evidence, flags, raw reply, prompt and calls."""
+    rows = [["answer", answer.get("text") or ""],
+            ["evidence", evidence_labels(answer.get("evidence"))],
+            ["cites internal knowledge", _yes_no(answer.get("cites_internal_knowledge"))],
+            ["refusal", _yes_no(answer.get("refusal"))],
+            ["answerer", answer.get("answerer")], ["model", answer.get("model") or "-"],
+            ["tokens", f"{answer.get('prompt_tokens', 0)} prompt + "
+                       f"{answer.get('completion_tokens', 0)} completion"],
+            ["seconds", f"{float(answer.get('seconds') or 0):.2f}"]]
+    for field in ("parse_error", "error"):
+        if answer.get(field):
+            rows.append([field.replace("_", " "), answer[field]])
+    return (table_html(["field", "value"], rows) + "<b>Raw reply</b>" + _pre(answer.get("raw"))
+            + _details("Prompt messages", messages_html(answer.get("messages") or []))
+            + _details(f"Calls ({len(answer.get('trace') or [])})",
+                       trace_html(answer.get("trace") or [])))
+
+
+def _verdict_summary(verdicts: Sequence[dict[str, Any]], folds: dict[str, str]) -> str:
+    rows = [[v["judge"], _keep_word(v["keep"]),
+             "-" if v["score"] is None else f"{v['score']:.3f}", folds.get(v["judge"], "-"),
+             "yes" if v["available"] else "no", v["error"] or "", v["parse_error"] or "",
+             v["rationale"] or "", v["calls"],
+             f"{v['prompt_tokens']} + {v['completion_tokens']} "
+             f"({v['cached_prompt_tokens']} cached)",
+             f"{float(v['seconds'] or 0):.2f}"]
+            for v in verdicts]
+    return table_html(["judge", "keep", "score", "fold", "available", "error", "parse error",
+                       "rationale", "calls", "tokens", "seconds"], rows)
+
+
+def _fusion_calls(details: dict[str, Any],
+                  trace: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The trace's fusion calls: their prompts are the fusion question."""
+    fusion = details.get("fusion") or {}
+    purposes = set(fusion.get("calls") or []) | ({fusion["call"]} if fusion.get("call") else set())
+    return [call for call in trace if call.get("purpose") in purposes]
+
+
+def counterfactual_html(details: dict[str, Any], trace: Sequence[dict[str, Any]]) -> str:
+    """METHODS 4.7's case study: both scenarios' regenerated answers and evidence, each
+    round's same/changed, the fusion prompt and the decision."""
+    base = details.get("base") or {}
+    options = details.get("options") or {}
+    decision = details.get("decision") or {}
+    parts = [table_html(["field", "value"], [
+        ["base answer", base.get("answer")],
+        ["base evidence", evidence_labels(base.get("evidence"))],
+        ["options", ", ".join(f"{k} = {v}" for k, v in options.items())]])]
+    for name, scenario in (details.get("scenarios") or {}).items():
+        rounds = scenario.get("rounds") or []
+        rows = [[r.get("round"), r.get("answer"), evidence_labels(r.get("evidence")),
+                 _yes_no(r.get("same_answer")), _yes_no(r.get("same_evidence")),
+                 "changed" if r.get("changed") else "same"] for r in rounds]
+        raw = "".join(f"<b>round {esc(r.get('round'))}</b>{_pre(r.get('raw'))}" for r in rounds)
+        parts.append(f'<div class="rs-cs-scenario"><b>{esc(name)}: {esc(scenario.get("judgment"))}'
+                     f"</b>" + table_html(["round", "regenerated answer", "evidence",
+                                           "same answer", "same evidence", "judgment"], rows)
+                     + _details("Raw replies", raw) + "</div>")
+    fusion = details.get("fusion")
+    if fusion is not None:
+        facts = {k: v for k, v in fusion.items() if k not in ("calls", "call")}
+        prompts = "".join(
+            f"<b>{esc(call.get('purpose'))}</b>"
+            + messages_html([(call.get("messages") or [{}])[-1]])
+            + "<b>reply</b>" + _pre(call.get("output"))
+            for call in _fusion_calls(details, trace))
+        rows = [[key, json.dumps(value, ensure_ascii=False)
+                 if isinstance(value, (dict, list)) else value] for key, value in facts.items()]
+        parts.append("<b>Fusion</b>" + table_html(["field", "value"], rows) + prompts)
+    parts.append(f'<p class="rs-cs-decision"><b>Decision: '
+                 f'{esc("keep" if decision.get("keep") else "discard")}</b> '
+                 f'({esc(decision.get("reason"))})</p>')
+    return "".join(parts)
+
+
+def verdict_html(verdict: dict[str, Any]) -> str:
+    """One judge's verdict in full: its own view of the details, then every call."""
+    details, trace = verdict.get("details") or {}, verdict.get("trace") or []
+    if verdict["judge"] == CounterfactualJudge.name and details.get("decision"):
+        own = counterfactual_html(details, trace)
+    else:
+        own = "<b>Details</b>" + _json(details) if details else ""
+    summary = (f"{verdict['judge']}: {_keep_word(verdict['keep'])}"
+               + ("" if verdict["score"] is None else f" (score {verdict['score']:.3f})"))
+    body = (f"<p>{esc(verdict.get('rationale') or '')}</p>" + own
+            + _details(f"Trace ({len(trace)} calls)", trace_html(trace)))
+    return _details(summary, body, open_=verdict["judge"] == CounterfactualJudge.name)
+
+
+def labels_html(history: Sequence[LabelRecord]) -> str:
+    if not history:
+        return "<p>No human label yet.</p>"
+    rows = [[record.created_at.strftime("%Y-%m-%d %H:%M:%S"), record.annotator,
+             "(retracted)" if record.retracted else record.label,
+             _yes_no(record.answer_correct), record.note or ""] for record in history]
+    return table_html(["time", "annotator", "label", "answer correct", "note"], rows)
+
+
+def _truth_html(truth: str, frame_row: pd.Series | None, sample_row: pd.Series | None) -> str:
+    """The labels the folds rest on: the sample's row of the run tables under `truth`."""
+    rows: list[list[Any]] = [["truth", truth]]
+    if sample_row is not None:
+        label = sample_row["human_label"]
+        rows += [["answer correct (answerable, for the folds)",
+                  _yes_no(sample_row["answer_correct"])],
+                 ["passages support an answer", _yes_no(sample_row["passages_support"])],
+                 ["automatic: answer correct", _yes_no(sample_row["auto_correct"])],
+                 ["human label (majority)", label if isinstance(label, str) else "-"],
+                 ["annotators", sample_row["annotators"]]]
+    if frame_row is not None:
+        rows += [["human label differs from automatic", _yes_no(frame_row["human_differs"])],
+                 ["judges disagree", _yes_no(frame_row["disagree"])]]
+    return table_html(["field", "value"], rows)
+
+
+def case_study_html(case: SampleCase, *, decision: Decision | None,
+                    history: Sequence[LabelRecord], truth: str,
+                    frame_row: pd.Series | None, sample_row: pd.Series | None) -> str:
+    """The whole case study. `frame_row` (the sample's row of the Browse frame) gives each
+    judge's fold, `sample_row` (of the run tables under `truth`) the labels behind them."""
+    main = case.answers[MAIN]
+    folds = {} if frame_row is None else {
+        v["judge"]: frame_row[fold_column(v["judge"])] for v in case.verdicts
+        if fold_column(v["judge"]) in frame_row.index}
+    others = "".join(_section(ROLE_TITLES.get(role, f"{role} answer"), answer_html(answer))
+                     for role, answer in case.answers.items() if role != MAIN)
+    return ('<div class="rs-case">'
+            + _sample_section(case, decision)
+            + _section("Passages shown to the answerer",
+                       passages_html(main.get("passages") or [], main.get("evidence") or []))
+            + _section("Answer", answer_html(main))
+            + _section("Ground truth", _truth_html(truth, frame_row, sample_row))
+            + _section("Verdicts", _verdict_summary(case.verdicts, folds)
+                       + "".join(verdict_html(v) for v in case.verdicts))
+            + others
+            + _section("Human labels (history, oldest first)", labels_html(history))
+            + "</div>")

@@ -1,0 +1,192 @@
+"""HTML of the Demo tab: the passages, the answer, each judge's badge, the decision and the
+fallback, re-rendered as the judges report. Every piece of dataset or model text goes
+through `esc`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ragshield.answerers.context import passage_label
+from ragshield.judging import Decision, decision_word
+from ragshield.reports.tables import fmt
+from ragshield.types import Answer, CostSummary, Passage, Verdict
+from ragshield.ui.html_render import esc, message_html, table_html
+
+CSS = """
+.rs-demo-status { color: #555; font-size: 0.9em; margin: 0.2em 0 0.6em; }
+.rs-demo-section { margin: 0.8em 0; }
+.rs-demo-section h4 { margin: 0 0 0.3em; }
+.rs-demo-passage { border: 1px solid #ddd; border-radius: 6px; padding: 0.4em 0.6em;
+  margin: 0.3em 0; }
+.rs-demo-passage.rs-demo-cited { border: 2px solid #2f7d32; background: #f1f8f1; }
+.rs-demo-passage-head { font-size: 0.85em; color: #555; margin-bottom: 0.2em; }
+.rs-demo-passage-text { white-space: pre-wrap; }
+.rs-demo-answer { font-size: 1.15em; font-weight: 600; white-space: pre-wrap; }
+.rs-demo-verdict { border-bottom: 1px solid #eee; padding: 0.3em 0; }
+.rs-demo-reason { white-space: pre-wrap; }
+.rs-demo-cost { font-size: 0.8em; color: #777; }
+.rs-demo-badge { display: inline-block; min-width: 6.5em; text-align: center; border-radius: 4px;
+  padding: 0 0.4em; margin-right: 0.5em; font-weight: 600; font-size: 0.85em; color: #fff; }
+.rs-demo-badge-keep { background: #2f7d32; }
+.rs-demo-badge-abstain { background: #c05800; }
+.rs-demo-badge-unavailable { background: #888; }
+.rs-demo-badge-error { background: #a01010; }
+.rs-demo-badge-pending, .rs-demo-badge-undecided { background: #ccc; color: #333; }
+.rs-demo-badge-cited, .rs-demo-badge-noise { background: #e7e7e7; color: #333; min-width: 0; }
+.rs-demo-decision { font-size: 1.1em; }
+"""
+
+
+def verdict_word(verdict: Verdict) -> str:
+    """keep, abstain, unavailable (the backend cannot serve the judge) or error."""
+    if not verdict.available:
+        return "unavailable"
+    if verdict.error or verdict.keep is None:
+        return "error"
+    return "keep" if verdict.keep else "abstain"
+
+
+def badge_html(word: str) -> str:
+    return f'<span class="rs-demo-badge rs-demo-badge-{esc(word)}">{esc(word)}</span>'
+
+
+def cost_html(cost: CostSummary) -> str:
+    calls = "1 call" if cost.calls == 1 else f"{cost.calls} calls"
+    text = (f"{calls} · {cost.prompt_tokens} prompt + {cost.completion_tokens} "
+            f"generated tokens · {cost.seconds:.2f} s")
+    if cost.cache_hits:
+        text += f" · {cost.cache_hits} from the call cache"
+    return f'<div class="rs-demo-cost">{esc(text)}</div>'
+
+
+def passage_html(index: int, passage: Passage, cited: bool) -> str:
+    head = [passage_label(index)]
+    if passage.doc_id:
+        head.append(f"doc {passage.doc_id}")
+    if passage.title:
+        head.append(passage.title)
+    if passage.score is not None:
+        head.append(f"score {passage.score:.3f}")
+    marks = (badge_html("cited") if cited else "") + (
+        badge_html("noise") if passage.meta.get("noise") else "")
+    css = "rs-demo-passage rs-demo-cited" if cited else "rs-demo-passage"
+    return (f'<div class="{css}"><div class="rs-demo-passage-head">{marks}'
+            f'{esc(" · ".join(head))}</div>'
+            f'<div class="rs-demo-passage-text">{esc(passage.text)}</div></div>')
+
+
+def answer_html(answer: Answer, model: str) -> str:
+    notes = [f"{answer.answerer} answerer on {model}"]
+    if answer.refusal:
+        notes.append("a refusal")
+    if answer.cites_internal_knowledge:
+        notes.append("cites internal knowledge")
+    if answer.parse_error:
+        notes.append(f"parse problem: {answer.parse_error}")
+    return (f'<div class="rs-demo-answer">{esc(answer.text or answer.raw)}</div>'
+            f'<div class="rs-demo-cost">{esc("; ".join(notes))}</div>'
+            + cost_html(CostSummary.of(answer.calls)))
+
+
+def verdict_html(verdict: Verdict) -> str:
+    score = "" if verdict.score is None else f" · score {fmt(verdict.score)}"
+    parse = f" (parse problem: {verdict.parse_error})" if verdict.parse_error else ""
+    return (f'<div class="rs-demo-verdict" data-judge="{esc(verdict.judge)}">'
+            f"{badge_html(verdict_word(verdict))}<b>{esc(verdict.judge)}</b>{esc(score)}"
+            f'<div class="rs-demo-reason">{esc(verdict.rationale + parse)}</div>'
+            f"{cost_html(verdict.cost)}</div>")
+
+
+def pending_html(judge: str) -> str:
+    return (f'<div class="rs-demo-verdict" data-judge="{esc(judge)}">'
+            f"{badge_html('pending')}<b>{esc(judge)}</b></div>")
+
+
+def decision_html(decision: Decision) -> str:
+    word = decision_word(decision) or "undecided"
+    return (f'<div class="rs-demo-decision">{badge_html(word)}rule <b>{esc(decision.rule)}</b>'
+            f'</div><div class="rs-demo-reason">{esc(decision.reason)}</div>')
+
+
+ABSTAIN_MESSAGE = "I don't know. (The system is not confident enough in its answer to show it.)"
+
+
+@dataclass
+class Fallback:
+    """What the user sees instead of an answer that was not kept: the fixed abstain message
+    (no answer) or another answer to the same question."""
+
+    strategy: str
+    answer: Answer | None = None
+    model: str = ""
+
+
+def fallback_html(fallback: Fallback) -> str:
+    if fallback.answer is None:
+        return f'<div class="rs-demo-answer">{esc(ABSTAIN_MESSAGE)}</div>'
+    return answer_html(fallback.answer, fallback.model)
+
+
+def section(title: str, body: str, css: str) -> str:
+    return f'<div class="rs-demo-section {css}"><h4>{esc(title)}</h4>{body}</div>'
+
+
+@dataclass
+class AskView:
+    """Everything known so far about one question; `html()` renders it whole."""
+
+    question: str
+    source: str  # where the passages come from, in words
+    passages: list[Passage]
+    judges: list[str]  # in the order they run
+    status: str = ""
+    answer: Answer | None = None
+    answer_model: str = ""
+    verdicts: list[Verdict] = field(default_factory=list)
+    decision: Decision | None = None
+    fallback: Fallback | None = None
+    error: str | None = None
+
+    def html(self) -> str:
+        cited = set(self.answer.evidence) if self.answer else set()
+        passages = "".join(passage_html(i, p, i in cited) for i, p in enumerate(self.passages))
+        parts = [f'<div class="rs-demo-status">{esc(self.status)}</div>',
+                 section(f"Question ({self.source})", f"<div>{esc(self.question)}</div>",
+                         "rs-demo-question"),
+                 section(f"Passages ({len(self.passages)})",
+                         passages or "<div>no passages</div>", "rs-demo-passages")]
+        if self.answer is not None:
+            parts.append(section("Answer", answer_html(self.answer, self.answer_model),
+                                 "rs-demo-answer-section"))
+        if self.answer is not None or self.verdicts:
+            done = {v.judge: v for v in self.verdicts}
+            rows = "".join(verdict_html(done[j]) if j in done else pending_html(j)
+                           for j in self.judges)
+            parts.append(section("Judges", rows, "rs-demo-verdicts"))
+        if self.decision is not None:
+            parts.append(section("Decision", decision_html(self.decision),
+                                 "rs-demo-decision-section"))
+        if self.fallback is not None:
+            parts.append(section(f"Fallback ({self.fallback.strategy})",
+                                 fallback_html(self.fallback), "rs-demo-fallback"))
+        if self.error is not None:
+            parts.append(message_html(self.error, "error"))
+        return f'<div class="rs-demo">{"".join(parts)}</div>'
+
+
+def operating_points_html(judge: str, points: dict[str, dict[str, Any]]) -> str:
+    """A table of the judge's coverage and risk under each set of decisions in `points`
+    (label -> ragshield.metrics.risk.risk_metrics)."""
+    rows = []
+    for label, metrics in points.items():
+        counts = metrics["counts"]
+        kept, n = counts["AK"] + counts["UK"], sum(counts.values())
+        rows.append([label, f"{kept} of {n}", fmt(metrics["coverage"]), fmt(metrics["risk"]),
+                     counts["AK"], counts["UK"]])
+    note = ("risk = wrong answers among those kept, UK / (AK + UK); coverage = share of the "
+            "answers kept, (AK + UK) / N; an answer counts as answerable when it is correct.")
+    return (f"<div><b>{esc(judge)}</b></div>"
+            + table_html(["decisions", "kept", "coverage", "risk", "AK", "UK"], rows,
+                         table_id="rs-demo-threshold-table")
+            + f'<div class="rs-demo-cost">{esc(note)}</div>')
