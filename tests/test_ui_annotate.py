@@ -215,7 +215,7 @@ def served(context) -> Iterator[tuple[str, UiContext]]:
     """The tab alone in a Blocks, launched with a login (the app's --auth)."""
     with gr.Blocks() as app:
         with gr.Tab(annotate_tab.TITLE):
-            annotate_tab.build(context)
+            annotate_tab.build(context, app)
     app.queue()
     port = free_port()
     app.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True,

@@ -308,7 +308,7 @@ def test_a_bad_configuration_is_a_readable_message_and_starts_nothing(context):
 @SQLITE_ONLY
 def test_named_endpoints(settings, store, run_id, context):
     with gr.Blocks() as app:
-        dashboard_tab.build(context)
+        dashboard_tab.build(context, app)
     app.queue()
     port = free_port()
     app.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)

@@ -327,7 +327,7 @@ def test_named_endpoints_stream_and_answer_through_gradio(context):
 
     with_model(context, ScriptedLLM(respond=replies("0.2")))
     with gr.Blocks() as blocks:
-        demo_tab.build(context)
+        demo_tab.build(context, blocks)
     blocks.queue()
     _, url, _ = blocks.launch(prevent_thread_lock=True, server_name="127.0.0.1",
                               server_port=free_port(), quiet=True)

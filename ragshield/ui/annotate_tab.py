@@ -16,7 +16,6 @@ from functools import partial
 from typing import Any
 
 import gradio as gr
-from gradio.context import get_blocks_context
 
 from ragshield.datasets.demo import DEMO_DATASET
 from ragshield.store.annotation_item import AnnotationItem, annotation_item
@@ -363,8 +362,9 @@ def _view(dataset: str, strategy: str, overlap: float | None, blind: bool,
     return QueueView(dataset, strategy, int(overlap or 1), bool(blind), bool(show_answer))
 
 
-def build(context: UiContext) -> None:
-    """Components and events of the tab (called inside its gr.Tab)."""
+def build(context: UiContext, page: gr.Blocks) -> None:
+    """Components and events of the tab (called inside its gr.Tab of `page`, the app's
+    Blocks, whose load event fills the tab)."""
     names = dataset_names(context)
     default_dataset = DEMO_DATASET if DEMO_DATASET in names or not names else names[0]
     with gr.Column(elem_id=ROOT_ID):
@@ -475,8 +475,7 @@ def build(context: UiContext) -> None:
         return label_result(*label_sample(context, view, annotator, sample_id, label, note,
                                           request_id, request))
 
-    page_load = get_blocks_context().root_block.load
-    page_load(on_load, controls, [name_box, dataset_box, *screen], api_name="annotate_open",
+    page.load(on_load, controls, [name_box, dataset_box, *screen], api_name="annotate_open",
               api_visibility="private")
     remembered_name.change(on_remembered, [remembered_name, *controls, name_box],
                            [name_box, *screen], api_name="annotate_restore_name",
@@ -497,7 +496,7 @@ def build(context: UiContext) -> None:
     # that its counts never delay the next item.
     gr.on([item_view.change, name_box.blur], on_progress, [dataset_box, name_box],
           progress_view, api_name="annotate_progress")
-    gr.on([page_load, dataset_box.change], partial(load_guidelines, context), dataset_box,
+    gr.on([page.load, dataset_box.change], partial(load_guidelines, context), dataset_box,
           [guidelines_view, guidelines_editor], api_name="annotate_guidelines")
     guidelines_save.click(partial(save_guidelines, context), [dataset_box, guidelines_editor],
                           [guidelines_message, guidelines_view],

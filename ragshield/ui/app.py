@@ -1,6 +1,8 @@
 """build_app(settings): the Gradio app, four tabs over one store. The tabs only wire
 library functions (the same ones the CLI calls) to components; each tab lives in its own
-module with its handlers as plain functions, tested without a browser."""
+module with its handlers as plain functions, tested without a browser. A tab module
+exposes TITLE, CSS (its stylesheet), HEAD (scripts for the page head) and
+build(context, page), which makes its components inside its gr.Tab."""
 
 from __future__ import annotations
 
@@ -40,7 +42,7 @@ def build_app(settings: Settings, store: Store | None = None) -> gr.Blocks:
                     "\"I don't know\"?")
         for tab in TABS:
             with gr.Tab(tab.TITLE, id=tab.TITLE.lower(), elem_id=f"tab-{tab.TITLE.lower()}"):
-                tab.build(context)
+                tab.build(context, app)
     return app
 
 

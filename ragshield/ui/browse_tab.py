@@ -164,8 +164,9 @@ def browse_select(context: UiContext, frames: BrowseFrames, run: int | str | Non
 
 # -- wiring ------------------------------------------------------------------------------
 
-def build(context: UiContext) -> None:
-    """Components and events of the tab (called inside its gr.Tab)."""
+def build(context: UiContext, page: gr.Blocks) -> None:
+    """Components and events of the tab (called inside its gr.Tab of `page`, the app's
+    Blocks, whose load event fills the tab)."""
     frames = BrowseFrames()
     gr.Markdown("Browse a run's samples: filter by fold, judge disagreement, labels or "
                 "text, then pick a row for its full case study (passages, answer, every "
@@ -208,7 +209,6 @@ def build(context: UiContext) -> None:
     def select_handler(run_value: int | str | None, truth_value: str, evt: gr.SelectData):
         return browse_select(context, frames, run_value, truth_value, evt.row_value)
 
-    page = gr.context.Context.root_block  # the app's Blocks: its load lists the runs
     gr.on([page.load, refresh.click, dataset.input], runs_handler,
           [dataset, run], [dataset, run], api_name="browse_runs")
     gr.on([run.change, refresh.click, truth.input, fold_judge.input, folds.input,

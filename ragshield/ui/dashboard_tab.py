@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
 import gradio as gr
-from gradio.context import Context
 
 from ragshield.answerers.registry import ANSWERERS
 from ragshield.config import Settings
@@ -329,8 +328,9 @@ def _default_judges(rule: str) -> list[str]:
     return ["trivial", rule] if rule in JUDGES and rule != "trivial" else ["trivial"]
 
 
-def build(context: UiContext) -> None:
-    """Components and events of the tab (called inside its gr.Tab)."""
+def build(context: UiContext, page: gr.Blocks) -> None:
+    """Components and events of the tab (called inside its gr.Tab of `page`, the app's
+    Blocks, whose load event fills the tab)."""
     cache = DashboardCache()
     launcher = RunLauncher(context.store, context.settings)
     settings = context.settings
@@ -415,7 +415,6 @@ def build(context: UiContext) -> None:
     view_inputs = [run_picker, truth_radio, resamples_box]
     view_outputs = [tables_out, figures_out, annotation_out, agreement_out, shown]
     picker = [run_picker, known_runs]
-    page = Context.root_block  # the app being built: its load event fills the tab
     gr.on([page.load, refresh_button.click, run_picker.change, truth_radio.change,
            resamples_box.submit], refresh, view_inputs, view_outputs,
           api_name="dashboard_refresh", trigger_mode="always_last")

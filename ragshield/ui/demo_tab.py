@@ -437,8 +437,9 @@ def _build_threshold_panel(context: UiContext) -> None:
                     api_name="demo_threshold", trigger_mode="always_last")
 
 
-def build(context: UiContext) -> None:
-    """Components and events of the tab (called inside its gr.Tab)."""
+def build(context: UiContext, page: gr.Blocks) -> None:
+    """Components and events of the tab (called inside its gr.Tab of `page`, the app's
+    Blocks, whose load event fills the tab)."""
     settings = context.settings
     finders = PassageFinders(settings)
     gr.Markdown(INTRO)
