@@ -1,0 +1,153 @@
+"""Benchmark the app's server round trips through gradio_client, with a run of 10k samples
+x 10 judges in the store: a Browse filter, a Dashboard refresh and the Annotate next item.
+Prints a table, writes JSON, appends to docs/BENCHMARKS.md.
+
+    python scripts/bench_ui.py [--samples 10000] [--judges 10] [--calls 20]
+
+The app runs as `python app.py` on a temporary SQLite database filled with a synthetic run
+(tests/ui_fixtures.py: random verdicts, every 10th sample labelled). Times are client round
+trips on 127.0.0.1 (server time plus a little transport), medians and p95 over `--calls`
+calls; "server ms" subtracts the median round trip of an endpoint that does nothing (the
+Demo's fast-judges button), which is gradio_client's own queue-and-stream overhead. The first view of a run builds its tables (one read of every answer and verdict);
+that build is timed on its own, and the Dashboard is also timed right after a new label,
+when its tables and figures must be rebuilt.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from bench_report import publish  # noqa: E402
+from gradio_client import Client  # noqa: E402
+
+from ragshield.datasets.demo import ensure_demo_dataset  # noqa: E402
+from ragshield.store.database import open_store  # noqa: E402
+from ragshield.store.labels import add_annotator, add_label  # noqa: E402
+from ragshield.store.runs import get_run  # noqa: E402
+from ragshield.store.samples import list_samples  # noqa: E402
+from tests.ui_fixtures import fill_synthetic_run  # noqa: E402
+from tests.ui_launch import launched_app  # noqa: E402
+
+TARGETS_MS = {"browse filter": 300.0, "dashboard refresh": 1000.0,
+              "dashboard refresh, after a new label": 1000.0, "annotate next item": 100.0}
+
+
+def timed(call: Callable[[], Any], calls: int) -> list[float]:
+    """Milliseconds of each of `calls` calls."""
+    times = []
+    for _ in range(calls):
+        started = time.perf_counter()
+        call()
+        times.append((time.perf_counter() - started) * 1000)
+    return times
+
+
+def summary(times: list[float]) -> tuple[float, float]:
+    return statistics.median(times), float(np.percentile(times, 95))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--samples", type=int, default=10_000)
+    parser.add_argument("--judges", type=int, default=10)
+    parser.add_argument("--calls", type=int, default=20)
+    parser.add_argument("--no-append", action="store_true", help="do not touch BENCHMARKS.md")
+    args = parser.parse_args()
+
+    folder = Path(tempfile.mkdtemp(prefix="bench_ui_"))
+    url = f"sqlite:///{folder / 'bench.db'}"
+    store = open_store(url)
+    ensure_demo_dataset(store)
+    started = time.perf_counter()
+    run_id = fill_synthetic_run(store, args.samples, [f"judge{j}" for j in range(args.judges)],
+                                seed=0)
+    fill_s = time.perf_counter() - started
+    dataset = get_run(store, run_id).dataset or ""
+    sample_ids = [s.id for s in list_samples(store, dataset, limit=200)]
+    load = os.getloadavg()[0]
+
+    rows: list[tuple[str, float, float, str]] = []
+    with launched_app(folder, url) as app_url:
+        client = Client(app_url, verbose=False)
+
+        def browse(search: str, folds: list[str]) -> Any:
+            return client.predict(run_id, "auto", "judge0", folds, False, "any", False, search,
+                                  api_name="/browse_filter")
+
+        def dashboard() -> Any:
+            return client.predict(run_id, "auto", 1000, api_name="/dashboard_refresh")
+
+        def noop() -> Any:
+            return client.predict(api_name="/demo_fast_judges")
+
+        timed(noop, 3)  # the client's first calls set up its connection
+        overhead = summary(timed(noop, args.calls))
+        first_build = timed(lambda: browse("", []), 1)[0]
+        searches = [("question 12", []), ("", ["UK"]), ("thing 7", ["AK", "UD"]), ("", [])]
+        browse_times = [timed(lambda s=s: browse(*s), 1)[0]
+                        for s in (searches * args.calls)[:args.calls]]
+        rows.append(("browse filter", *summary(browse_times), "after the first build"))
+
+        dashboard_first = timed(dashboard, 1)[0]
+        rows.append(("dashboard refresh", *summary(timed(dashboard, args.calls)),
+                     "unchanged run (cached view)"))
+        add_annotator(store, "bench-annotator")
+        changed = []
+        for i in range(max(3, args.calls // 4)):
+            add_label(store, dataset, sample_ids[i], "bench-annotator", "answerable",
+                      request_id=f"bench-{i}")
+            changed.append(timed(dashboard, 1)[0])
+        rows.append(("dashboard refresh, after a new label", *summary(changed),
+                     "tables, metrics (1000 resamples) and figures rebuilt"))
+
+        def next_item() -> Any:
+            return client.predict(dataset, "unlabelled", 1, True, False, "bench-annotator",
+                                  api_name="/annotate_next")
+
+        timed(next_item, 1)
+        rows.append(("annotate next item", *summary(timed(next_item, args.calls)),
+                     "unlabelled queue, overlap 1"))
+    rows.insert(0, ("first view of the run (browse)", first_build, first_build,
+                    "reads every answer and verdict once"))
+    rows.insert(2, ("first dashboard refresh", dashboard_first, dashboard_first,
+                    "metrics and figures computed"))
+
+    header = ("| what | round trip median ms | p95 ms | server ms (median) | target ms | met "
+              "| note |\n|---|---|---|---|---|---|---|")
+    lines = [f"| gradio_client overhead (no-op endpoint) | {overhead[0]:.0f} | {overhead[1]:.0f} | "
+             f"0 | | | subtracted to get server ms |"]
+    for what, median, p95, note in rows:
+        target = TARGETS_MS.get(what)
+        server = max(0.0, median - overhead[0])
+        met = "" if target is None else ("met" if server <= target else "NOT met")
+        lines.append(f"| {what} | {median:.0f} | {p95:.0f} | {server:.0f} | "
+                     f"{'' if target is None else f'{target:.0f}'} | {met} | {note} |")
+    body = "\n".join([header, *lines])
+    print(body)
+    command = f"python scripts/bench_ui.py --samples {args.samples} --judges {args.judges} " \
+              f"--calls {args.calls}"
+    notes = (f"{args.samples:,} synthetic samples x {args.judges} judges in SQLite (filled in "
+             f"{fill_s:.0f} s), app launched with app.py, times are gradio_client round trips "
+             f"on 127.0.0.1 over {args.calls} calls; targets apply to the median server ms. "
+             f"Load average (1 min) at start {load:.1f}.")
+    publish("UI", command, notes, body,
+            {"noop_ms": overhead[0],
+             "rows": [dict(zip(("what", "median_ms", "p95_ms", "note"), r)) for r in rows]},
+            ROOT / "docs" / "bench" / "ui.json", append=not args.no_append)
+
+
+if __name__ == "__main__":
+    main()
