@@ -371,7 +371,8 @@ def build(context: UiContext, page: gr.Blocks) -> None:
         with gr.Row():
             name_box = gr.Textbox(label="Your name (annotator)", placeholder="e.g. ann",
                                   elem_id="annotate-name", scale=2)
-            dataset_box = gr.Dropdown(names, value=default_dataset,
+            # Custom values: datasets imported after start-up; the handlers check the name.
+            dataset_box = gr.Dropdown(names, value=default_dataset, allow_custom_value=True,
                                       label="Dataset", elem_id="annotate-dataset", scale=2)
             strategy_box = gr.Radio(list(STRATEGIES), value=QueueView.strategy, label="Queue",
                                     elem_id="annotate-strategy", scale=3)

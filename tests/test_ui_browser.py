@@ -1,0 +1,270 @@
+"""The launched app in a real browser: Debian's chromium driven by Playwright. Each tab
+renders; a stored demo question yields verdict badges; a label keyed with a hotkey lands in
+the database and `u` takes it back; a Browse filter narrows the table; the Dashboard shows
+figures and its metric table; hostile dataset text shows as text and runs no script; errors
+are readable messages. With RAGSHIELD_SCREENSHOTS=1 each tab's screenshot is saved to
+docs/screenshots/, for the README."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from ragshield.judges.registry import JUDGES
+from tests.ui_launch import (CHEAP_JUDGES, HOSTILE_DATASET, HOSTILE_IMG, HOSTILE_SCRIPT, ROOT,
+                             SYNTHETIC_JUDGES, SYNTHETIC_SAMPLES, PreparedStore, current_label,
+                             launched_app, prepare_store)
+
+pytestmark = pytest.mark.browser
+
+if os.environ.get("RAGSHIELD_SKIP_BROWSER") == "1":
+    pytest.skip("RAGSHIELD_SKIP_BROWSER=1", allow_module_level=True)
+
+from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright  # noqa: E402
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+VIEWPORT = {"width": 1280, "height": 900}
+WAIT_MS = 30_000  # a 2-core machine shared with other test runs: wait generously
+ANSWER_WAIT_MS = 150_000  # the embedded model answers and judges a demo question
+SCREENSHOTS = ROOT / "docs" / "screenshots"
+SCREENSHOT_MAX_HEIGHT = 2000  # px: keeps each PNG well under 400 KB
+
+expect.set_options(timeout=WAIT_MS)
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory: pytest.TempPathFactory) -> PreparedStore:
+    return prepare_store(tmp_path_factory.mktemp("browser-db"))
+
+
+@pytest.fixture(scope="module")
+def app_url(prepared: PreparedStore, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with launched_app(tmp_path_factory.mktemp("browser-app"), prepared.database_url) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"chromium not found at {CHROMIUM}: install Debian's chromium "
+                    "(or set RAGSHIELD_SKIP_BROWSER=1 to skip the browser tests)")
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser: Browser, app_url: str) -> Iterator[Page]:
+    """The app in a fresh browser context (its own storage: no remembered annotator)."""
+    context = browser.new_context(viewport=VIEWPORT)
+    opened = context.new_page()
+    opened.set_default_timeout(WAIT_MS)
+    opened.goto(app_url)
+    expect(opened.locator("#demo-result")).to_be_visible()
+    yield opened
+    context.close()
+
+
+def open_tab(page: Page, title: str) -> None:
+    page.get_by_role("tab", name=title).click()
+
+
+def pick(page: Page, label: str, option: str) -> None:
+    """Choose `option` (a substring of its text) in the dropdown labelled `label`."""
+    dropdown = page.get_by_label(label, exact=True).filter(visible=True)
+    dropdown.click()
+    dropdown.fill("")
+    # Typed key by key, the text filters the choices (a long list shows its first 100 only).
+    dropdown.press_sequentially(option)
+    page.get_by_role("option", name=re.compile(re.escape(option))).first.click()
+
+
+def save_screenshot(page: Page, name: str) -> None:
+    """docs/screenshots/<name>.png, the whole page up to SCREENSHOT_MAX_HEIGHT, written only
+    with RAGSHIELD_SCREENSHOTS=1 (so a plain test run leaves the repository alone)."""
+    if os.environ.get("RAGSHIELD_SCREENSHOTS") != "1":
+        return
+    page.wait_for_timeout(500)  # let the last re-render settle
+    height = page.evaluate("document.documentElement.scrollHeight")
+    path = SCREENSHOTS / f"{name}.png"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(path), full_page=True, clip={
+        "x": 0, "y": 0, "width": VIEWPORT["width"], "height": min(height, SCREENSHOT_MAX_HEIGHT)})
+    assert path.stat().st_size < 400_000, f"{path} is {path.stat().st_size} bytes"
+
+
+def no_traceback(page: Page) -> None:
+    """No stack trace in the page and no Gradio error toast (an exception in a handler)."""
+    assert "Traceback" not in page.locator("body").inner_text()
+    assert page.locator(".toast-body.error").count() == 0
+
+
+# -- every tab ------------------------------------------------------------------------------
+
+TAB_LANDMARKS = {"Demo": "#demo-result", "Annotate": "#annotate-help",
+                 "Browse": "text=Browse a run's samples", "Dashboard": "#dashboard-tables"}
+
+
+def test_each_tab_renders(page: Page) -> None:
+    for title, landmark in TAB_LANDMARKS.items():
+        open_tab(page, title)
+        expect(page.get_by_role("tab", name=title)).to_have_attribute("aria-selected", "true")
+        expect(page.locator(landmark).first).to_be_visible()
+        no_traceback(page)
+
+
+# -- Demo -----------------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_demo_stored_question_gets_verdict_badges(page: Page, prepared: PreparedStore) -> None:
+    page.get_by_label("stored sample", exact=True).check()
+    pick(page, "Stored sample (uses its own passages)", prepared.demo_sample_id)
+    for judge in JUDGES:
+        page.get_by_label(judge, exact=True).filter(visible=True).set_checked(
+            judge in CHEAP_JUDGES)
+    expect(page.get_by_label("Decision rule", exact=True)).to_have_value("majority")
+    page.get_by_role("button", name="Ask", exact=True).click()
+
+    result = page.locator("#demo-result")
+    expect(result.locator(".rs-demo-decision")).to_be_visible(timeout=ANSWER_WAIT_MS)
+    for judge in CHEAP_JUDGES:
+        badge = result.locator(f'.rs-demo-verdict[data-judge="{judge}"] .rs-demo-badge')
+        expect(badge).to_have_text(re.compile("^(keep|abstain|unavailable|error)$"))
+    expect(result.locator(".rs-demo-answer").first).not_to_be_empty()
+    expect(result.locator(".rs-demo-status")).to_contain_text("Done in")
+    no_traceback(page)
+    save_screenshot(page, "demo")
+
+
+# -- Annotate -------------------------------------------------------------------------------
+
+def start_annotating(page: Page, name: str) -> Locator:
+    """Open Annotate, type the annotator's name and leave the box; the shown item."""
+    open_tab(page, "Annotate")
+    name_box = page.get_by_label("Your name (annotator)")
+    name_box.fill(name)
+    name_box.blur()
+    item = page.locator("#annotate-item .annotate-item[data-sample-id]")
+    expect(item).to_be_visible()
+    expect(page.locator("#annotate-progress")).to_contain_text("0 of")
+    return item
+
+
+def test_annotate_hotkey_label_lands_in_the_database_and_u_undoes(
+        page: Page, prepared: PreparedStore) -> None:
+    item = start_annotating(page, "hotkey-tester")
+    sample_id = item.get_attribute("data-sample-id")
+    save_screenshot(page, "annotate")
+
+    page.evaluate("document.activeElement && document.activeElement.blur()")
+    page.keyboard.press("1")
+    message = page.locator("#annotate-message")
+    expect(message).to_contain_text(f"Stored: {sample_id} is answerable for hotkey-tester.")
+    expect(item).not_to_have_attribute("data-sample-id", sample_id)
+    assert current_label(prepared.database_url, "demo", sample_id, "hotkey-tester") == "answerable"
+    expect(page.locator("#annotate-progress")).to_contain_text("1 of")
+
+    page.keyboard.press("u")
+    expect(message).to_contain_text(f"Undone on {sample_id}.")
+    expect(item).to_have_attribute("data-sample-id", sample_id)
+    assert current_label(prepared.database_url, "demo", sample_id, "hotkey-tester") is None
+
+
+def test_hotkeys_are_left_alone_while_typing(page: Page, prepared: PreparedStore) -> None:
+    item = start_annotating(page, "typing-tester")
+    sample_id = item.get_attribute("data-sample-id")
+    note = page.locator("#annotate-note textarea")
+    note.click()
+    page.keyboard.type("12 su")
+    expect(note).to_have_value("12 su")
+    assert current_label(prepared.database_url, "demo", sample_id, "typing-tester") is None
+    expect(item).to_have_attribute("data-sample-id", sample_id)
+
+
+# -- Browse ---------------------------------------------------------------------------------
+
+def table_rows(page: Page) -> Locator:
+    return page.locator("[role=row].virtual-row")
+
+
+def test_browse_filters_narrow_the_table_and_a_row_opens_its_case(page: Page) -> None:
+    open_tab(page, "Browse")
+    summary = page.get_by_text(re.compile(r"showing \d+ of \d+ matching samples"))
+    expect(summary).to_contain_text(f"showing {SYNTHETIC_SAMPLES} of {SYNTHETIC_SAMPLES}")
+    expect(table_rows(page).first).to_be_visible()
+    shown_before = table_rows(page).count()
+    assert shown_before >= 5
+
+    search = page.get_by_label("Search (question, answer, sample id)")
+    search.fill("thing 12?")
+    search.press("Enter")
+    expect(summary).to_contain_text("showing 1 of 1")
+    expect(table_rows(page)).to_have_count(1)
+    expect(table_rows(page).first).to_contain_text("syn-000012")
+
+    search.fill("")
+    search.press("Enter")
+    page.get_by_label("labelled", exact=True).check()
+    expect(summary).to_contain_text("showing 5 of 5")
+    expect(table_rows(page)).to_have_count(5)
+
+    table_rows(page).nth(1).locator("[role=gridcell]").first.click()
+    expect(page.get_by_label("Sample id", exact=True)).to_have_value("syn-000010")
+    case = page.locator(".rs-case")
+    expect(case).to_contain_text("Synthetic question 10: what is thing 10?")
+    for judge in SYNTHETIC_JUDGES:
+        expect(case).to_contain_text(judge)
+    no_traceback(page)
+    save_screenshot(page, "browse")
+
+
+def test_browse_unknown_sample_is_a_readable_error(page: Page) -> None:
+    open_tab(page, "Browse")
+    expect(table_rows(page).first).to_be_visible()
+    sample = page.get_by_label("Sample id", exact=True)
+    sample.fill("no-such-sample")
+    sample.press("Enter")
+    error = page.locator(".rs-msg-error")
+    expect(error).to_contain_text("no-such-sample")
+    no_traceback(page)
+
+
+# -- Dashboard ------------------------------------------------------------------------------
+
+def test_dashboard_shows_figures_and_the_metric_table(page: Page) -> None:
+    open_tab(page, "Dashboard")
+    figures = page.locator('#dashboard-figures img[src^="data:image/png;base64,"]')
+    expect(figures.first).to_be_visible()
+    assert figures.count() >= 2
+    assert page.evaluate("(img) => img.naturalWidth", figures.first.element_handle()) > 100
+    tables = page.locator("#dashboard-tables")
+    expect(tables.locator("table").first).to_be_visible()
+    for judge in SYNTHETIC_JUDGES:
+        expect(tables).to_contain_text(judge)
+    expect(page.locator("#dashboard-annotation")).to_contain_text("synthetic-annotator")
+    no_traceback(page)
+    save_screenshot(page, "dashboard")
+
+
+# -- hostile text -----------------------------------------------------------------------------
+
+def test_hostile_text_shows_as_text_and_runs_nothing(page: Page) -> None:
+    open_tab(page, "Annotate")
+    pick(page, "Dataset", HOSTILE_DATASET)
+    item = start_annotating(page, "xss-tester")
+    expect(item).to_contain_text(f"{HOSTILE_SCRIPT} Who wrote this?")
+    expect(item).to_contain_text(f"{HOSTILE_IMG} Nobody wrote it.")
+    assert item.locator("script, img").count() == 0
+
+    open_tab(page, "Demo")
+    pick(page, "Dataset", HOSTILE_DATASET)
+    expect(page.locator("#demo-result")).to_contain_text("Dataset hostile: 2 samples")
+    page.get_by_label("Stored sample (uses its own passages)", exact=True).click()
+    expect(page.get_by_role("option").first).to_contain_text(HOSTILE_SCRIPT)
+    assert page.evaluate("typeof window.__xss") == "undefined"
