@@ -11,14 +11,21 @@ answer is correct when the rules match OR the grader says accurate; the samples 
 both (`rule_correct`, `llm_correct`; `auto_correct` is their combination) and the tables
 carry the agreement of rules and grader on the main answers. The grader lives here, outside
 ragshield.metrics, whose functions stay pure.
+
+The tables are built in two steps: `run_records` reads and grades the run's answers and
+verdicts (the slow part: seconds for 10k samples x 10 judges) and does not depend on the
+labels; `label_tables` applies the current labels and the truth to them (milliseconds). A
+caller watching labels arrive (the UI) keeps the records and redoes only the second step.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import numpy as np
 import pandas as pd
 
 from ragshield.grading import LLMGrader, rule_llm_agreement
@@ -33,6 +40,25 @@ from ragshield.store.runs import MAIN, answer_records, get_run, verdict_records
 Truth = Literal["auto", "human"]
 TRUTHS: tuple[str, ...] = ("auto", "human")
 BREAKDOWN_FIELDS = ("domain", "question_type", "static_or_dynamic")
+TRUTH_COLUMNS = ["answer_correct", "passages_support"]
+LABEL_COLUMNS = ["human_label", "human_answer_correct", "annotators"]
+VERDICT_COLUMNS = ["sample_id", "judge", "keep", "score", *TRUTH_COLUMNS]
+
+Labels = Mapping[int, Sequence[CurrentLabel]]  # sample row id -> its current labels
+
+
+@dataclass(frozen=True, eq=False)
+class RunRecords:
+    """A run's tables before any label: its answers and verdicts, graded automatically.
+    Compared by identity: the same object means the same read of the run."""
+
+    run_id: int
+    dataset_id: int | None
+    config: dict[str, Any]
+    samples: pd.DataFrame  # RunTables.samples under truth auto, with no label
+    verdicts: pd.DataFrame  # RunTables.verdicts under truth auto
+    positions: dict[int, int]  # sample row id (what labels refer to) -> row in samples
+    grader_agreement: dict[str, Any] | None = None
 
 
 @dataclass
@@ -43,6 +69,14 @@ class RunTables:
     samples: pd.DataFrame  # one row per sample (main answer), in sample order
     verdicts: pd.DataFrame  # sample_id, judge, keep, score, answer_correct, passages_support
     grader_agreement: dict[str, Any] | None = None  # rule_llm_agreement(); None without grader
+    # What the tables were made from: tables of the same records differ only where the
+    # labels and the truth reach (the label and truth columns).
+    records: RunRecords | None = field(default=None, repr=False, compare=False)
+
+
+def check_truth(truth: str) -> None:
+    if truth not in TRUTHS:
+        raise ValueError(f"truth must be one of {', '.join(TRUTHS)}, got {truth!r}")
 
 
 def _grades(answer: dict[str, Any], refs: list[str],
@@ -58,25 +92,20 @@ def _grades(answer: dict[str, Any], refs: list[str],
 
 
 def _sample_row(answer: dict[str, Any], others: dict[str, dict[str, Any]],
-                labels: list[CurrentLabel], truth: str,
                 grader: LLMGrader | None = None) -> dict[str, Any]:
+    """A sample's row as if it had no label (label_tables fills in the labels)."""
     refs = [str(r) for r in answer["reference_answers"]]
     rule_correct, llm_correct = _grades(answer, refs, grader)
     auto_correct = rule_correct or bool(llm_correct)
     found = reference_in_passages(refs, [p["text"] for p in answer["passages"]])
-    human_label = majority_label([label.label for label in labels])
-    human_correct = majority_flag([label.answer_correct for label in labels])
-    use_human = truth == "human"
     meta = answer["meta"] or {}
     row = {
         "sample_id": answer["external_id"], "question": answer["question"],
         "answer": answer["text"], "refusal": answer["refusal"], "references": refs,
         "rule_correct": rule_correct, "llm_correct": llm_correct, "auto_correct": auto_correct,
-        "answer_correct": human_correct if use_human and human_correct is not None else auto_correct,
-        "passages_support": passages_support(human_label if use_human else None,
-                                             answer["answerable"], found),
-        "human_label": human_label, "human_answer_correct": human_correct,
-        "annotators": len(labels),
+        "answer_correct": auto_correct,
+        "passages_support": passages_support(None, answer["answerable"], found),
+        "human_label": None, "human_answer_correct": None, "annotators": 0,
     }
     for role, other in others.items():
         row[f"{role}_answer"] = other["text"]
@@ -107,41 +136,96 @@ def _dual_generation_percentiles(verdicts: pd.DataFrame) -> pd.DataFrame:
     return verdicts
 
 
-def run_tables(store: Store, run_id: int, truth: str = "auto",
-               grader: LLMGrader | None = None) -> RunTables:
-    """The run's samples and verdicts tables under the chosen truth; with a grader, answers
-    are also graded by the LLM (slow without the call cache: one call per answer)."""
-    if truth not in TRUTHS:
-        raise ValueError(f"truth must be one of {', '.join(TRUTHS)}, got {truth!r}")
+def _with_truth(verdicts: pd.DataFrame, samples: pd.DataFrame) -> pd.DataFrame:
+    """The verdicts with their sample's truth columns, in VERDICT_COLUMNS order."""
+    if len(samples):
+        verdicts = verdicts.join(samples.set_index("sample_id")[TRUTH_COLUMNS], on="sample_id")
+    else:
+        verdicts["answer_correct"] = verdicts["passages_support"] = pd.Series(dtype=bool)
+    return verdicts[VERDICT_COLUMNS]
+
+
+def run_records(store: Store, run_id: int, grader: LLMGrader | None = None) -> RunRecords:
+    """Read and grade every answer and verdict of the run; with a grader, answers are also
+    graded by the LLM (slow without the call cache: one call per answer)."""
     run = get_run(store, run_id)
-    labels = current_labels(store, run.dataset_id) if run.dataset_id is not None else {}
     by_sample: dict[int, dict[str, dict[str, Any]]] = {}
     for answer in answer_records(store, run_id):
         by_sample.setdefault(answer["sample_id"], {})[answer["role"]] = answer
-    rows, external = [], {}
+    rows, external, positions = [], {}, {}
     for sample_row_id, roles in by_sample.items():
         if MAIN not in roles:
             continue
         main = roles.pop(MAIN)
         external[sample_row_id] = main["external_id"]
-        rows.append(_sample_row(main, roles, labels.get(sample_row_id, []), truth, grader))
+        positions[sample_row_id] = len(rows)
+        rows.append(_sample_row(main, roles, grader))
     samples = pd.DataFrame(rows)
     verdicts = pd.DataFrame(verdict_records(store, run_id, details_of={DualGenerationJudge.name}),
                             columns=["sample_id", "judge", "keep", "score", "details",
                                      "available", "error"])
     verdicts["sample_id"] = verdicts["sample_id"].map(external)
-    verdicts = _dual_generation_percentiles(verdicts)
-    if len(samples):
-        truth_columns = samples.set_index("sample_id")[["answer_correct", "passages_support"]]
-        verdicts = verdicts.join(truth_columns, on="sample_id")
-    else:
-        verdicts["answer_correct"] = verdicts["passages_support"] = pd.Series(dtype=bool)
-    verdicts = verdicts[["sample_id", "judge", "keep", "score", "answer_correct",
-                         "passages_support"]]
+    verdicts = _with_truth(_dual_generation_percentiles(verdicts), samples)
     agreement = None
     if grader is not None:
         graded = [row for row in rows if not row["refusal"]]  # refusals are not graded
         agreement = rule_llm_agreement([row["rule_correct"] for row in graded],
                                        [row["llm_correct"] for row in graded])
-    return RunTables(run_id=run_id, truth=truth, config=run.config, samples=samples,
-                     verdicts=verdicts, grader_agreement=agreement)
+    return RunRecords(run_id=run_id, dataset_id=run.dataset_id, config=run.config,
+                      samples=samples, verdicts=verdicts, positions=positions,
+                      grader_agreement=agreement)
+
+
+def _labelled_samples(records: RunRecords, labels: Labels, truth: str) -> pd.DataFrame:
+    """records.samples with the labels of its labelled samples, and their truth under
+    `truth` (human: the majority's flag and label win where there is one)."""
+    samples = records.samples
+    human_label = np.full(len(samples), None, dtype=object)
+    human_correct = np.full(len(samples), None, dtype=object)
+    annotators = np.zeros(len(samples), dtype=np.int64)
+    correct = samples["answer_correct"].to_numpy(dtype=bool, copy=True)
+    support = samples["passages_support"].to_numpy(dtype=bool, copy=True)
+    for row_id, current in labels.items():
+        position = records.positions.get(row_id)
+        if position is None or not current:
+            continue
+        label = human_label[position] = majority_label([c.label for c in current])
+        flag = human_correct[position] = majority_flag([c.answer_correct for c in current])
+        annotators[position] = len(current)
+        if truth == "human":
+            correct[position] = flag if flag is not None else correct[position]
+            # the automatic support already is the dataset's flag, else the reference check
+            support[position] = passages_support(label, None, support[position])
+    # Built as pd.DataFrame(rows) builds them, so that the columns' dtypes are the same.
+    label_columns = pd.DataFrame(list(zip(human_label, human_correct, annotators)),
+                                 columns=LABEL_COLUMNS, index=samples.index)
+    return samples.assign(answer_correct=correct, passages_support=support,
+                          **{name: label_columns[name] for name in LABEL_COLUMNS})
+
+
+def label_tables(records: RunRecords, labels: Labels, truth: str = "auto") -> RunTables:
+    """The run's tables under `truth`, with `labels` (current_labels of its dataset)."""
+    check_truth(truth)
+    samples, verdicts = records.samples, records.verdicts
+    if any(records.positions.get(row_id) is not None and current
+           for row_id, current in labels.items()):
+        samples = _labelled_samples(records, labels, truth)
+        if truth == "human":
+            verdicts = _with_truth(verdicts.drop(columns=TRUTH_COLUMNS), samples)
+    return RunTables(run_id=records.run_id, truth=truth, config=records.config,
+                     samples=samples, verdicts=verdicts,
+                     grader_agreement=records.grader_agreement, records=records)
+
+
+def dataset_labels(store: Store, records: RunRecords) -> dict[int, list[CurrentLabel]]:
+    """The current labels of the run's dataset (none when the dataset was removed)."""
+    return current_labels(store, records.dataset_id) if records.dataset_id is not None else {}
+
+
+def run_tables(store: Store, run_id: int, truth: str = "auto",
+               grader: LLMGrader | None = None) -> RunTables:
+    """The run's samples and verdicts tables under the chosen truth; with a grader, answers
+    are also graded by the LLM (slow without the call cache: one call per answer)."""
+    check_truth(truth)
+    records = run_records(store, run_id, grader)
+    return label_tables(records, dataset_labels(store, records), truth)

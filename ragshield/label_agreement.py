@@ -18,7 +18,7 @@ from ragshield.store.runs import MAIN
 from ragshield.store.samples import dataset_id_of
 
 
-def _automatic_labels(store: Store, dataset: str | None) -> dict[int, bool]:
+def automatic_labels(store: Store, dataset: str | None) -> dict[int, bool]:
     """Sample row id -> the automatic "passages support an answer" label (dataset flag,
     else a reference found in a passage)."""
     query = select(Sample).options(selectinload(Sample.passages))
@@ -56,7 +56,7 @@ def label_agreement(store: Store, dataset: str | None = None) -> dict[str, Any]:
     ratings = current_label_table(store, dataset)
     summary = agreement_summary(ratings)
     majority = majority_by_item(ratings)
-    summary["automatic"] = agreement_with_majority(_automatic_labels(store, dataset), majority)
+    summary["automatic"] = agreement_with_majority(automatic_labels(store, dataset), majority)
     summary["judges"] = ({judge: agreement_with_majority(keeps, majority)
                           for judge, keeps in _judge_keeps(store, dataset).items()}
                          if dataset is not None else {})

@@ -144,3 +144,34 @@ def test_report_has_threshold_table_and_says_why_no_stacked_judge(store, run_id,
     md = files.markdown.read_text()
     assert "## Thresholds" in md and "| p_true |" in md.split("## Thresholds")[1]
     assert "Stacked judge: not fitted" in md
+
+
+def test_long_curves_are_drawn_through_at_most_max_points_with_both_ends(tmp_path, monkeypatch):
+    import numpy as np
+    import pandas as pd
+
+    from ragshield.evaluation import RunTables
+    from ragshield.metrics.curves import risk_coverage_curve
+    from ragshield.reports import figures
+    from ragshield.reports.tables import judge_series
+
+    rng = np.random.default_rng(0)
+    n = 3000
+    correct = rng.random(n) < 0.6
+    samples = pd.DataFrame({"sample_id": [f"s{i}" for i in range(n)], "answer_correct": correct,
+                            "passages_support": rng.random(n) < 0.7})
+    verdicts = pd.DataFrame({"sample_id": samples["sample_id"], "judge": "scored",
+                             "keep": pd.array(rng.random(n) < 0.5, dtype="boolean"),
+                             "score": rng.random(n)})
+    tables = RunTables(run_id=1, truth="auto", config={}, samples=samples, verdicts=verdicts)
+    close, drawn = figures.plt.close, []
+    monkeypatch.setattr(figures.plt, "close", drawn.append)  # keep the figure to look at it
+    path = figures.risk_coverage_figure(tables, judge_series(tables), tmp_path / "rc.png")
+    close(drawn[0])
+    x, y = drawn[0].axes[0].lines[0].get_data()
+    curve = risk_coverage_curve(verdicts["score"], correct)
+    assert curve.coverage.size == n and len(x) <= figures.MAX_POINTS
+    assert (x[0], y[0], x[-1], y[-1]) == (curve.coverage[0], curve.risk[0], curve.coverage[-1],
+                                          curve.risk[-1])
+    assert set(zip(x, y)) <= set(zip(curve.coverage, curve.risk))  # points of the curve
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

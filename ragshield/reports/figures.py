@@ -1,6 +1,10 @@
 """PNG figures of a run: PR curves, risk-coverage curves, and the fallback and switch curves
 when the run stored the answers they need. `dpi` sets the resolution (the report's by
-default; the dashboard draws smaller ones, faster)."""
+default; the dashboard draws smaller ones, faster).
+
+A curve has a point per distinct score (10k for 10k samples); it is drawn through at most
+MAX_POINTS of them, evenly spaced along the sweep and always with both ends, which looks
+the same at these sizes and draws many times faster. The exact values are in the tables."""
 
 from __future__ import annotations
 
@@ -20,10 +24,13 @@ from ragshield.metrics.precision_recall import pr_curve  # noqa: E402
 from ragshield.reports.tables import JudgeSeries  # noqa: E402
 
 REPORT_DPI = 110
+MAX_POINTS = 400  # per curve drawn
+# What tight_layout() finds for every figure here (same size, fonts and axis limits),
+# given at once: computing it costs as much as drawing the figure.
+MARGINS = {"left": 0.105, "right": 0.975, "bottom": 0.127, "top": 0.92}
 
 
 def _save(figure, path: Path, dpi: int) -> Path:
-    figure.tight_layout()
     figure.savefig(path, dpi=dpi)
     plt.close(figure)
     return path
@@ -31,14 +38,25 @@ def _save(figure, path: Path, dpi: int) -> Path:
 
 def _axes(title: str, xlabel: str, ylabel: str):
     figure, axes = plt.subplots(figsize=(6.4, 4.6))
+    figure.subplots_adjust(**MARGINS)
     axes.set(title=title, xlabel=xlabel, ylabel=ylabel, xlim=(0, 1.02), ylim=(0, 1.02))
     axes.grid(alpha=0.3)
     return figure, axes
 
 
+def _thinned(*values: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The arrays (a curve's coordinates) at no more than MAX_POINTS evenly spaced indices,
+    the first and the last included."""
+    size = len(values[0])
+    if size <= MAX_POINTS:
+        return values
+    index = np.unique(np.linspace(0, size - 1, MAX_POINTS).round().astype(int))
+    return tuple(v[index] for v in values)
+
+
 def _plot(axes, judge: str, series: JudgeSeries, x: np.ndarray, y: np.ndarray) -> None:
     if series.scored:
-        axes.plot(x, y, drawstyle="steps-post", label=judge)
+        axes.plot(*_thinned(x, y), drawstyle="steps-post", label=judge)
     else:  # a hard judge is one operating point: its keep decisions
         axes.plot(x, y, "o", label=judge)
 
@@ -81,7 +99,8 @@ def _replacement_figure(tables: RunTables, series: dict[str, JudgeSeries], path:
         axes.plot(rates, random_switch_accuracy(rates, own, new), "k--", label="random")
     for judge, s in series.items():
         curve = replacement_curve(s.score, own[s.rows], new[s.rows])
-        axes.plot(curve.rate, curve.accuracy, marker="." if not s.scored else None, label=judge)
+        axes.plot(*_thinned(curve.rate, curve.accuracy), marker="." if not s.scored else None,
+                  label=judge)
     axes.legend(fontsize=7, loc="best")
     return _save(figure, path, dpi)
 

@@ -3,9 +3,11 @@ risk-coverage, No-RAG fallback, switch to a larger model), the annotation progre
 agreement of annotators and judges, refreshed live while runs and labels arrive; and runs
 started from the page, with a progress bar per run.
 
-A refresh asks context.tables for the run's tables (one version query when nothing
-changed) and reuses the view computed from the same RunTables object: metrics, tables and
-figures are computed again only when the run or its labels changed."""
+A refresh asks context.tables for the run's tables (version queries when nothing
+changed) and reuses the view computed from the same RunTables object. When the tables
+changed, only what changed is computed again: a new label redoes the overview and the
+agreement, and the metrics and figures only when it changed the truth of a sample (under
+truth human); a new answer or verdict redoes everything."""
 
 from __future__ import annotations
 
@@ -15,18 +17,21 @@ import tempfile
 import threading
 import weakref
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, Mapping, NamedTuple
 
 import gradio as gr
+import numpy as np
+import pandas as pd
 
 from ragshield.answerers.registry import ANSWERERS
 from ragshield.config import Settings
-from ragshield.evaluation import TRUTHS, RunTables
+from ragshield.evaluation import TRUTHS, RunRecords, RunTables
 from ragshield.judges.registry import JUDGES
-from ragshield.label_agreement import label_agreement
-from ragshield.metrics.agreement import agreement_with_majority
+from ragshield.label_agreement import automatic_labels
+from ragshield.metrics.agreement import (agreement_summary, agreement_with_majority,
+                                         majority_by_item)
 from ragshield.metrics.summary import judge_metrics
 from ragshield.reports.render import table_html as report_table_html
 from ragshield.reports.tables import (JudgeSeries, Table, fallback_table, fmt, grader_table,
@@ -34,11 +39,13 @@ from ragshield.reports.tables import (JudgeSeries, Table, fallback_table, fmt, g
                                       switch_table, threshold_table)
 from ragshield.run_config import RETRIEVAL_CHOICES, RunConfig
 from ragshield.store.database import Store
+from ragshield.store.labels import current_label_table
 from ragshield.store.labels import progress as label_progress
 from ragshield.store.runs import RunSummary, list_runs
 from ragshield.store.samples import list_datasets
 from ragshield.ui.context import UiContext
 from ragshield.ui.html_render import esc, message_html, table_html
+from ragshield.ui.run_cache import dataset_version, remember
 from ragshield.ui.run_launcher import RunLauncher
 
 TITLE = "Dashboard"
@@ -93,6 +100,33 @@ class RunView:
     agreement_html: str
 
 
+@dataclass(frozen=True)
+class TruthPart:
+    """Tables and figures of a view that read the run's records and the `columns` of its
+    samples, and nothing else of the labels: they stay right for tables of the same records
+    whose columns hold the same values (after a new label under truth auto, say)."""
+
+    records: weakref.ref[RunRecords] | None  # None: fits no tables
+    columns: tuple[str, ...]
+    values: tuple[np.ndarray, ...]  # of the columns, when the part was computed
+    sections: list[Table]
+    figures: list[str]  # <img> elements
+    notes: list[str] = field(default_factory=list)  # for the curves the run cannot draw
+
+    def fits(self, tables: RunTables) -> bool:
+        return (self.records is not None and tables.records is not None
+                and self.records() is tables.records
+                and all(np.array_equal(value, tables.samples[column].to_numpy())
+                        for column, value in zip(self.columns, self.values)))
+
+
+def _truth_part(tables: RunTables, columns: tuple[str, ...], sections: list[Table],
+                figures: list[str], notes: list[str] | None = None) -> TruthPart:
+    records = weakref.ref(tables.records) if tables.records is not None else None
+    return TruthPart(records, columns, tuple(tables.samples[c].to_numpy() for c in columns),
+                     sections, figures, notes or [])
+
+
 def _tables_html(tables: list[Table]) -> str:
     return '<div class="rs-dashboard">' + "".join(report_table_html(t) for t in tables) + "</div>"
 
@@ -100,54 +134,85 @@ def _tables_html(tables: list[Table]) -> str:
 FigureFunction = Callable[..., Path]  # (tables, series, path, *, dpi) -> path
 
 
-def _figures_html(tables: RunTables, series: dict[str, JudgeSeries],
-                  missing: list[str]) -> str:
-    """The curves as inline PNGs (drawn into a temporary folder, which goes at once), and a
-    note for each curve the run has no answers for."""
+def _figure_html(name: str, tables: RunTables, series: dict[str, JudgeSeries]) -> str:
+    """One of the curves as an inline PNG (drawn into a temporary folder, which goes at
+    once)."""
     from ragshield.reports import figures  # matplotlib: imported on the first figure only
 
     drawers: dict[str, FigureFunction] = {
         "pr": figures.pr_figure, "risk_coverage": figures.risk_coverage_figure,
         "fallback": figures.fallback_figure, "switch": figures.switch_figure}
-    images = []
     with tempfile.TemporaryDirectory(prefix="ragshield-dashboard-") as folder:
-        for name, draw in drawers.items():
-            if name in missing:
-                continue
-            png = draw(tables, series, Path(folder) / f"{name}.png", dpi=FIGURE_DPI).read_bytes()
-            images.append(f'<img alt="{esc(name)} curves" data-figure="{esc(name)}" '
-                          f'src="data:image/png;base64,{base64.b64encode(png).decode("ascii")}">')
-    notes = "".join(message_html(MISSING_CURVES[name]) for name in missing)
-    return f'<div class="rs-figures">{"".join(images)}</div>{notes}'
+        png = drawers[name](tables, series, Path(folder) / f"{name}.png",
+                            dpi=FIGURE_DPI).read_bytes()
+    return (f'<img alt="{esc(name)} curves" data-figure="{esc(name)}" '
+            f'src="data:image/png;base64,{base64.b64encode(png).decode("ascii")}">')
 
 
-def judges_vs_majority(tables: RunTables) -> dict[str, dict[str, Any]]:
-    """Each judge's keep decisions on this run against the human majority label."""
+def awf_part(tables: RunTables, series: dict[str, JudgeSeries], resamples: int) -> TruthPart:
+    """The metric tables (judge_metrics with `resamples` bootstrap resamples) and the PR
+    curves: they read whether each answer is correct and whether its passages support one."""
+    metrics = judge_metrics(tables.verdicts, n_resamples=resamples, seed=SEED)
+    return _truth_part(tables, ("answer_correct", "passages_support"),
+                       [risk_table(metrics), quality_table(metrics)],
+                       [_figure_html("pr", tables, series)])
+
+
+def correctness_part(tables: RunTables, series: dict[str, JudgeSeries]) -> TruthPart:
+    """The thresholds, the fallback and switch tables, the grader's, and the risk-coverage,
+    fallback and switch curves: they read whether each answer is correct only (labels from
+    the Annotate tab, which say nothing of it, leave them as they are)."""
+    sections = [threshold_table(tables, series)]
+    figures = [_figure_html("risk_coverage", tables, series)]
+    notes = []
+    for name, make in (("fallback", fallback_table), ("switch", switch_table)):
+        table = make(tables, series)
+        if table is None:
+            notes.append(message_html(MISSING_CURVES[name]))
+        else:
+            sections.append(table)
+            figures.append(_figure_html(name, tables, series))
+    grader = grader_table(tables)
+    if grader is not None:
+        sections.append(grader)
+    return _truth_part(tables, ("answer_correct",), sections, figures, notes)
+
+
+def judges_vs_majority(tables: RunTables,
+                       series: dict[str, JudgeSeries]) -> dict[str, dict[str, Any]]:
+    """Each judge's keep decisions on this run (`series`: judge_series(tables)) against the
+    human majority label, samples named by their row in tables.samples."""
     if tables.samples.empty:
         return {}
-    samples = tables.samples
-    majority = {sample: label if isinstance(label, str) else None
-                for sample, label in zip(samples["sample_id"], samples["human_label"])}
+    labels = tables.samples["human_label"].to_numpy()
+    majority = {int(row): labels[row] for row in np.flatnonzero(pd.notna(labels))
+                if isinstance(labels[row], str)}
+    labelled = np.zeros(len(labels), dtype=bool)
+    labelled[list(majority)] = True
     result = {}
-    for judge, rows in tables.verdicts.groupby("judge", sort=False):
-        rows = rows[rows["keep"].notna()]
-        result[str(judge)] = agreement_with_majority(
-            dict(zip(rows["sample_id"], rows["keep"].astype(bool))), majority)
+    for judge, s in series.items():
+        kept = labelled[s.rows]  # only the samples with a majority label count
+        keeps = dict(zip(s.rows[kept].tolist(), s.keep[kept].tolist()))
+        result[judge] = agreement_with_majority(keeps, majority)
     return result
 
 
-def agreement_html(store: Store, tables: RunTables) -> str:
-    """Annotators among themselves (on the run's dataset), and the automatic label and each
-    of the run's judges against the human majority (METHODS 5.5)."""
-    dataset = tables.config.get("dataset")
-    result = label_agreement(store, dataset)
+def agreement_html(store: Store, tables: RunTables, automatic: Mapping[int, bool],
+                   series: dict[str, JudgeSeries]) -> str:
+    """Annotators among themselves (on the run's dataset), and the automatic label (of
+    each sample of the dataset: `automatic`) and each of the run's judges (`series`) against
+    the human majority (METHODS 5.5); what ragshield.label_agreement.label_agreement gives,
+    less the judges of the dataset's newest run, with the automatic labels read before."""
+    ratings = current_label_table(store, tables.config.get("dataset"))
+    result = agreement_summary(ratings)
     among = [["samples with two or more labels", fmt(result["n_items"])],
              ["percent agreement", fmt(result["percent"])],
              ["Fleiss' kappa", fmt(result["fleiss"])],
              ["Krippendorff's alpha", fmt(result["krippendorff_alpha"])],
              *([f"Cohen's kappa {pair.replace('|', ' / ')}", fmt(kappa)]
                for pair, kappa in result["cohen"].items())]
-    against = {"automatic label": result["automatic"], **judges_vs_majority(tables)}
+    against = {"automatic label": agreement_with_majority(automatic, majority_by_item(ratings)),
+               **judges_vs_majority(tables, series)}
     rows = [[who, fmt(value["n"]), fmt(value["percent"]), fmt(value["kappa"])]
             for who, value in against.items()]
     return ('<div class="rs-dashboard"><h2>Agreement among annotators</h2>'
@@ -158,45 +223,23 @@ def agreement_html(store: Store, tables: RunTables) -> str:
             + table_html(["labels of", "n", "percent", "Cohen's kappa"], rows) + "</div>")
 
 
-def compute_view(store: Store, tables: RunTables, resamples: int, serial: int) -> RunView:
-    """Metrics (judge_metrics with `resamples` bootstrap resamples), the report's tables
-    and figures, and the agreement, for one RunTables."""
-    agreement = agreement_html(store, tables)
-    if tables.samples.empty:
-        note = message_html(f"Run {tables.run_id} has no saved samples yet: the dashboard "
-                            "fills in as they arrive.")
-        return RunView(serial, note, "", agreement)
-    metrics = judge_metrics(tables.verdicts, n_resamples=resamples, seed=SEED)
-    # A judge unavailable on every sample (e.g. nli without a model) has no curve; the
-    # metric tables still list it, with n = 0.
-    series = {judge: s for judge, s in judge_series(tables).items() if s.rows.size}
-    sections = [overview_table(tables), risk_table(metrics), quality_table(metrics),
-                threshold_table(tables, series)]
-    missing = []
-    for name, make in (("fallback", fallback_table), ("switch", switch_table)):
-        table = make(tables, series)
-        if table is None:
-            missing.append(name)
-        else:
-            sections.append(table)
-    grader = grader_table(tables)
-    if grader is not None:
-        sections.append(grader)
-    return RunView(serial, _tables_html(sections), _figures_html(tables, series, missing),
-                   agreement)
-
-
 class DashboardCache:
     """Views by (run, truth, resamples), valid while context.tables hands back the same
     RunTables object (it builds a new one when the run or its labels change); held by a
-    weak reference, so a dropped RunTables is not kept alive here. One lock: views are
-    computed one at a time (pyplot is not thread-safe), and a second viewer of a changed
-    run waits for the first one's view instead of computing it again."""
+    weak reference, so a dropped RunTables is not kept alive here. When the tables change,
+    what did not is reused: the judges' series of the same records, each TruthPart that
+    still fits, and the automatic labels of a dataset whose samples stayed the same
+    (reading them costs seconds). One lock: views are computed one at a time (pyplot is
+    not thread-safe), and a second viewer of a changed run waits for the first one's view
+    instead of computing it again."""
 
     def __init__(self, size: int = 8) -> None:
         self.size = size
-        self._views: OrderedDict[tuple[int, str, int],
-                                 tuple[weakref.ref[RunTables], RunView]] = OrderedDict()
+        self._views: OrderedDict[tuple[int, str, int], tuple[
+            weakref.ref[RunTables], RunView, tuple[TruthPart, TruthPart] | None]] = OrderedDict()
+        self._series: weakref.WeakKeyDictionary[RunRecords, dict[str, JudgeSeries]] = (
+            weakref.WeakKeyDictionary())
+        self._automatic: OrderedDict[str | None, tuple[Any, dict[int, bool]]] = OrderedDict()
         self._serials = itertools.count(1)
         self._lock = threading.Lock()
 
@@ -207,12 +250,64 @@ class DashboardCache:
             if cached is not None and cached[0]() is tables:
                 self._views.move_to_end(key)
                 return cached[1]
-            view = compute_view(store, tables, resamples, next(self._serials))
-            self._views[key] = (weakref.ref(tables), view)
-            self._views.move_to_end(key)
-            while len(self._views) > self.size:
-                self._views.popitem(last=False)
+            view, parts = self._compute(store, tables, resamples,
+                                        cached[2] if cached is not None else None)
+            remember(self._views, key, (weakref.ref(tables), view, parts), self.size)
             return view
+
+    def _compute(self, store: Store, tables: RunTables, resamples: int,
+                 before: tuple[TruthPart, TruthPart] | None
+                 ) -> tuple[RunView, tuple[TruthPart, TruthPart] | None]:
+        """The view of `tables` and its truth parts (None without samples)."""
+        series = self._series_of(tables) if not tables.samples.empty else {}
+        agreement = agreement_html(
+            store, tables, self._automatic_labels(store, tables.config.get("dataset")), series)
+        serial = next(self._serials)
+        if tables.samples.empty:
+            note = message_html(f"Run {tables.run_id} has no saved samples yet: the dashboard "
+                                "fills in as they arrive.")
+            return RunView(serial, note, "", agreement), None
+        parts = self._parts(tables, resamples, series, before)
+        sections = [overview_table(tables), *(table for part in parts for table in part.sections)]
+        figures = "".join(figure for part in parts for figure in part.figures)
+        notes = "".join(note for part in parts for note in part.notes)
+        return RunView(serial, _tables_html(sections),
+                       f'<div class="rs-figures">{figures}</div>{notes}', agreement), parts
+
+    @staticmethod
+    def _parts(tables: RunTables, resamples: int, series: dict[str, JudgeSeries],
+               before: tuple[TruthPart, TruthPart] | None) -> tuple[TruthPart, TruthPart]:
+        """The AwF and correctness parts of `tables`: those of the view `before` where they
+        still fit. A judge unavailable on every sample (e.g. nli without a model) has no
+        curve; the metric tables still list it, with n = 0."""
+        curves = {judge: s for judge, s in series.items() if s.rows.size}
+        awf, correctness = before if before is not None else (None, None)
+        if awf is None or not awf.fits(tables):
+            awf = awf_part(tables, curves, resamples)
+        if correctness is None or not correctness.fits(tables):
+            correctness = correctness_part(tables, curves)
+        return awf, correctness
+
+    def _series_of(self, tables: RunTables) -> dict[str, JudgeSeries]:
+        """judge_series(tables), the same for all tables of the same records (the series
+        leave the truth out)."""
+        records = tables.records
+        series = self._series.get(records) if records is not None else None
+        if series is None:
+            series = judge_series(tables)
+            if records is not None:
+                self._series[records] = series
+        return series
+
+    def _automatic_labels(self, store: Store, dataset: str | None) -> dict[int, bool]:
+        """label_agreement's automatic labels of the dataset's samples, read again only
+        when its samples or passages changed."""
+        version = dataset_version(store, dataset) if dataset is not None else None
+        cached = self._automatic.get(dataset)
+        if version is None or cached is None or cached[0] != version:
+            cached = (version, automatic_labels(store, dataset))
+        remember(self._automatic, dataset, cached, self.size)
+        return cached[1]
 
 
 # -- refresh --------------------------------------------------------------------------------
@@ -336,7 +431,9 @@ def build(context: UiContext, page: gr.Blocks) -> None:
     settings = context.settings
     choices = run_choices(context.store)
     with gr.Row():
+        # Custom values: runs and datasets made after start-up; the handlers check them.
         run_picker = gr.Dropdown(choices=choices, value=choices[0][1] if choices else None,
+                                 allow_custom_value=True,
                                  label="Run", scale=3)
         truth_radio = gr.Radio(list(TRUTHS), value="auto", label="Ground truth",
                                info="human: annotators' majority labels win where there are some")
@@ -354,7 +451,8 @@ def build(context: UiContext, page: gr.Blocks) -> None:
     with gr.Accordion("Start a run", open=False):
         with gr.Row():
             names = dataset_names(context.store)
-            dataset_box = gr.Dropdown(names, value=names[0] if names else None, label="Dataset")
+            dataset_box = gr.Dropdown(names, value=names[0] if names else None, label="Dataset",
+                                      allow_custom_value=True)
             limit_box = gr.Number(value=20, precision=0, minimum=1, label="Samples (empty: all)")
             answerer_box = gr.Dropdown(list(ANSWERERS), value=settings.answerer, label="Answerer")
             retrieval_box = gr.Dropdown(list(RETRIEVAL_CHOICES), value="given", label="Passages",

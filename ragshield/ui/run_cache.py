@@ -1,27 +1,42 @@
 """Run tables kept in memory between dashboard refreshes and Browse filters.
 
-Building a run's tables reads every answer and verdict (seconds for 10k samples x 10
-judges). A cheap version query (answer and verdict counts, newest label) tells whether
-anything changed since the last build; only then are the tables built again, so refreshes
-while nothing moves cost one small query, and a run in progress or new labels show up at
-the next refresh.
+A run's tables are built in two steps (ragshield.evaluation): its records (every answer
+and verdict read and graded: seconds for 10k samples x 10 judges) and the labels applied
+to them (milliseconds). Cheap version queries tell which step is out of date: the run's
+answer and verdict counts and newest ids for the records, the newest label of its dataset
+for the labels. So a refresh while nothing moves costs the version queries, a new label
+costs reading the labels again, and only a new answer or verdict reads the whole run.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import func, select
 
-from ragshield.evaluation import RunTables, run_tables
+from ragshield.evaluation import (Labels, RunRecords, RunTables, check_truth, dataset_labels,
+                                  label_tables, run_records)
 from ragshield.store.database import Store
-from ragshield.store.models import AnswerRow, Label, VerdictRow
+from ragshield.store.models import AnswerRow, Dataset, Label, Passage, VerdictRow
 from ragshield.store.models import Sample as SampleRow
 from ragshield.store.runs import get_run
 
-RunVersion = tuple[Any, ...]
+
+def remember(entries: OrderedDict, key: Any, value: Any, size: int) -> None:
+    """Put `value` in the LRU `entries` as the newest, keeping at most `size` entries."""
+    entries[key] = value
+    entries.move_to_end(key)
+    while len(entries) > size:
+        entries.popitem(last=False)
+
+
+@dataclass(frozen=True)
+class RunVersion:
+    records: tuple[Any, ...]  # the run's answer count, newest answer id, newest verdict id
+    labels: int | None  # the newest label (or retraction) of the run's dataset
 
 
 def run_version(store: Store, run_id: int) -> RunVersion:
@@ -37,30 +52,82 @@ def run_version(store: Store, run_id: int) -> RunVersion:
         label = session.scalar(
             select(func.max(Label.id)).join(SampleRow, SampleRow.id == Label.sample_id)
             .where(SampleRow.dataset_id == run.dataset_id)) if run.dataset_id else None
-    return (*answers, verdicts, label)
+    return RunVersion(records=(*answers, verdicts), labels=label)
+
+
+def dataset_version(store: Store, dataset: str) -> tuple[Any, ...]:
+    """Changes when a sample or passage is added to the dataset, and when a re-import
+    rewrites samples (their passages are inserted again, with new ids; on SQLite, whose ids
+    can be reused, not when the rewritten passages were the newest ones)."""
+    with store.session() as session:
+        samples = session.execute(
+            select(func.count(SampleRow.id), func.max(SampleRow.id))
+            .join(Dataset, Dataset.id == SampleRow.dataset_id).where(Dataset.name == dataset)).one()
+        passages = session.execute(
+            select(func.count(Passage.id), func.max(Passage.id))
+            .join(SampleRow, SampleRow.id == Passage.sample_id)
+            .join(Dataset, Dataset.id == SampleRow.dataset_id).where(Dataset.name == dataset)).one()
+    return (*samples, *passages)
+
+
+@dataclass
+class _RunEntry:
+    """A run's records and its dataset's labels, each with the version it was read at."""
+
+    records_version: tuple[Any, ...]
+    records: RunRecords
+    labels_version: int | None = None
+    labels: Labels | None = None
 
 
 class RunTablesCache:
-    """The tables of the few most recently viewed (run, truth) pairs."""
+    """The tables of the few most recently viewed (run, truth) pairs, and the records and
+    labels they were made from."""
 
     def __init__(self, store: Store, size: int = 4) -> None:
         self.store, self.size = store, size
-        self._entries: OrderedDict[tuple[int, str], tuple[RunVersion, RunTables]] = OrderedDict()
-        self._lock = threading.Lock()
+        self._tables: OrderedDict[tuple[int, str], tuple[RunVersion, RunTables]] = OrderedDict()
+        self._runs: OrderedDict[int, _RunEntry] = OrderedDict()
+        self._lock = threading.Lock()  # guards the two dicts
+        # One build at a time: a second viewer of a changed run waits for the first one's
+        # build instead of reading the run again.
+        self._building = threading.Lock()
 
     def get(self, run_id: int, truth: str = "auto") -> RunTables:
-        """The run's tables under `truth`, rebuilt only when the run or its labels changed."""
+        """The run's tables under `truth`; the records are read again only when an answer
+        or verdict was added, the labels only when a label was."""
+        check_truth(truth)
         key = (run_id, truth)
         version = run_version(self.store, run_id)
-        with self._lock:
-            cached = self._entries.get(key)
-            if cached is not None and cached[0] == version:
-                self._entries.move_to_end(key)
-                return cached[1]
-        tables = run_tables(self.store, run_id, truth)
-        with self._lock:
-            self._entries[key] = (version, tables)
-            self._entries.move_to_end(key)
-            while len(self._entries) > self.size:
-                self._entries.popitem(last=False)
+        tables = self._cached(key, version)
+        if tables is not None:
+            return tables
+        with self._building:
+            tables = self._cached(key, version)  # built by the build this one waited for
+            if tables is None:
+                entry = self._entry(run_id, version)
+                tables = label_tables(entry.records, entry.labels or {}, truth)
+                with self._lock:
+                    remember(self._tables, key, (version, tables), self.size)
         return tables
+
+    def _cached(self, key: tuple[int, str], version: RunVersion) -> RunTables | None:
+        with self._lock:
+            cached = self._tables.get(key)
+            if cached is None or cached[0] != version:
+                return None
+            self._tables.move_to_end(key)
+            return cached[1]
+
+    def _entry(self, run_id: int, version: RunVersion) -> _RunEntry:
+        """The run's records and labels at `version` (called while building)."""
+        with self._lock:
+            entry = self._runs.get(run_id)
+        if entry is None or entry.records_version != version.records:
+            entry = _RunEntry(version.records, run_records(self.store, run_id))
+        if entry.labels is None or entry.labels_version != version.labels:
+            entry.labels = dataset_labels(self.store, entry.records)
+            entry.labels_version = version.labels
+        with self._lock:
+            remember(self._runs, run_id, entry, self.size)
+        return entry
