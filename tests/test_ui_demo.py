@@ -22,8 +22,8 @@ from ragshield.types import Answer, Passage, Sample, Verdict
 from ragshield.ui.context import UiContext
 from ragshield.ui.demo_render import ABSTAIN_MESSAGE
 from ragshield.ui.demo_tab import (ABSTAIN, LARGER, NORAG, STORED, AskRequest, PassageFinders,
-                                   ask, rule_choices, sample_choices, score_range,
-                                   scored_judges, threshold_html, threshold_panel)
+                                   ask, rule_choices, sample_choices)
+from ragshield.ui.threshold_panel import score_range, scored_judges, threshold_html, threshold_panel
 from tests.fakes import ScriptedLLM, ScriptedReply
 from tests.retrieval_fixtures import DOCUMENTS, write_jsonl
 

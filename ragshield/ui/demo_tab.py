@@ -14,12 +14,11 @@ import time
 import zlib
 from collections import OrderedDict
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from queue import Queue
 from typing import Any, Callable, Iterator, get_args
 
 import gradio as gr
-import pandas as pd
 
 from ragshield.answerers.base import Answerer
 from ragshield.answerers.norag import NoRagAnswerer
@@ -32,18 +31,17 @@ from ragshield.judges.registry import JUDGES, make_judges
 from ragshield.judging import decision_word, judge_sample, judging_order
 from ragshield.llm.base import LLM
 from ragshield.llm.traced import TracedLLM
-from ragshield.metrics.risk import risk_metrics
 from ragshield.retrieval.corpus_store import list_corpora
 from ragshield.retrieval.demo_corpus import DEMO_CORPUS_NAME, open_corpus
 from ragshield.retrieval.factory import RetrievalMode
 from ragshield.retrieval.noise import inject_noise
 from ragshield.retrieval.passage_finder import PassageFinder
-from ragshield.store.runs import list_runs
 from ragshield.store.samples import list_datasets, list_samples, load_sample
 from ragshield.types import Answer, Sample
 from ragshield.ui import demo_render
 from ragshield.ui.context import UiContext
-from ragshield.ui.demo_render import AskView, Fallback, operating_points_html
+from ragshield.ui.demo_render import AskView, Fallback
+from ragshield.ui.threshold_panel import build_threshold_panel
 from ragshield.ui.html_render import message_html
 
 TITLE = "Demo"
@@ -61,10 +59,6 @@ FAST_JUDGES = ("counterfactual", "cot_hybrid", "token_prob", "intrinsic")
 POOLED_RULES = ("majority", "all")
 RETRIEVAL_MODES: tuple[str, ...] = get_args(RetrievalMode)
 MAX_NOISE = 5
-NO_RUNS = ("No stored runs yet: start one with `python -m ragshield run --dataset demo` and "
-           "refresh.")
-
-
 class DemoInputError(ValueError):
     """A field of the Demo form is missing or does not fit the others."""
 
@@ -288,153 +282,11 @@ def sample_choices(context: UiContext, dataset: str) -> list[tuple[str, str]]:
     return [(f"{s.id}: {s.question[:120]}", s.id) for s in list_samples(context.store, dataset)]
 
 
-# -- thresholds on a stored run -----------------------------------------------------------
-
-def run_choices(context: UiContext) -> list[tuple[str, int]]:
-    """The stored runs, latest first."""
-    return [(f"run {run.id}: {run.name or run.dataset} ({run.done}/{run.total}, {run.status})",
-             run.id) for run in reversed(list_runs(context.store))]
-
-
-def _decided(context: UiContext, run_id: int) -> pd.DataFrame:
-    """The run's verdicts that reached a decision (unavailable and failed ones left out)."""
-    verdicts = context.tables.get(int(run_id), "auto").verdicts
-    return verdicts[verdicts["keep"].notna()]
-
-
-def scored_judges(context: UiContext, run_id: int) -> list[str]:
-    decided = _decided(context, run_id)
-    return list(dict.fromkeys(decided.loc[decided["score"].notna(), "judge"]))
-
-
-@dataclass(frozen=True)
-class ScoreRange:
-    low: float
-    high: float
-    middle: float  # the median score, where the slider starts
-
-
-def _judge_rows(context: UiContext, run_id: int, judge: str | None) -> pd.DataFrame:
-    """The judge's decided verdicts in the run; DemoInputError if it has no scores there."""
-    decided = _decided(context, run_id)
-    rows = decided[decided["judge"] == judge]
-    if judge is None or rows["score"].notna().sum() == 0:
-        scored = ", ".join(scored_judges(context, run_id)) or "none"
-        raise DemoInputError(f"run {run_id} has no scores from judge {judge!r}; judges with "
-                             f"scores: {scored}")
-    return rows
-
-
-def score_range(context: UiContext, run_id: int, judge: str) -> ScoreRange:
-    scores = _judge_rows(context, run_id, judge)["score"].dropna()
-    low, high = float(scores.min()), float(scores.max())
-    return ScoreRange(low, high if high > low else low + 1.0, float(scores.median()))
-
-
-def threshold_html(context: UiContext, run_id: int | None, judge: str | None,
-                   threshold: float) -> str:
-    """Coverage and risk of the judge's own decisions and of keep = score >= threshold."""
-    if run_id is None:
-        return message_html(NO_RUNS)
-    try:
-        rows = _judge_rows(context, run_id, judge)
-    except USER_ERRORS as exc:
-        return message_html(str(exc), "error")
-    answerable = rows["answer_correct"].to_numpy(dtype=bool)
-    scores = rows["score"].to_numpy(dtype=float)
-    at_threshold = scores >= threshold  # NaN (unscored) compares False: never kept
-    return operating_points_html(str(judge), {
-        "the judge's own": risk_metrics(answerable, rows["keep"].to_numpy(dtype=bool)),
-        f"score >= {threshold:.4g}": risk_metrics(answerable, at_threshold),
-    })
-
-
-@dataclass
-class ThresholdPanel:
-    """The threshold panel's state: runs, the chosen run's scored judges, the slider range
-    and the table, with defaults (latest run, first judge, median score) filled in."""
-
-    runs: list[tuple[str, int]]
-    run_id: int | None = None
-    judges: list[str] = field(default_factory=list)
-    judge: str | None = None
-    scores: ScoreRange | None = None
-    threshold: float | None = None
-    html: str = ""
-
-
-def threshold_panel(context: UiContext, run_id: int | None = None,
-                    judge: str | None = None) -> ThresholdPanel:
-    panel = ThresholdPanel(runs=run_choices(context))
-    panel.run_id = run_id if run_id is not None else next(
-        (value for _, value in panel.runs), None)
-    if panel.run_id is None:
-        panel.html = message_html(NO_RUNS)
-        return panel
-    try:
-        panel.judges = scored_judges(context, panel.run_id)
-        panel.judge = judge if judge in panel.judges else next(iter(panel.judges), None)
-        panel.scores = score_range(context, panel.run_id, panel.judge)
-    except USER_ERRORS as exc:
-        panel.html = message_html(str(exc), "error")
-        return panel
-    panel.threshold = panel.scores.middle
-    panel.html = threshold_html(context, panel.run_id, panel.judge, panel.threshold)
-    return panel
-
-
 # -- wiring -------------------------------------------------------------------------------
 
 INTRO = ("Ask a question, or pick a stored sample, and watch the system decide whether its "
          "answer deserves to be shown: the passages it read, its answer, each judge's verdict "
          "as it arrives, the decision, and what is shown instead when it abstains.")
-
-
-def _slider(panel: ThresholdPanel) -> gr.Slider:
-    scores = panel.scores or ScoreRange(0.0, 1.0, 0.5)
-    value = scores.middle if panel.threshold is None else panel.threshold
-    return gr.Slider(minimum=scores.low, maximum=scores.high, value=value,
-                     step=(scores.high - scores.low) / 200, interactive=panel.scores is not None)
-
-
-def _panel_outputs(panel: ThresholdPanel) -> tuple[gr.Dropdown, gr.Slider, str]:
-    return (gr.Dropdown(choices=panel.judges, value=panel.judge), _slider(panel), panel.html)
-
-
-def _build_threshold_panel(context: UiContext) -> None:
-    with gr.Accordion("Thresholds on a stored run", open=False) as accordion:
-        gr.Markdown("What would a threshold on a judge's score have done on a stored run? "
-                    "Move the slider: answers scoring at least the threshold are kept.")
-        with gr.Row():
-            run = gr.Dropdown(label="Run", choices=[], value=None, scale=3,
-                              allow_custom_value=True)
-            refresh = gr.Button("Refresh runs", size="sm", scale=1)
-            judge = gr.Dropdown(label="Judge (with scores)", choices=[], value=None, scale=2,
-                                allow_custom_value=True)
-        threshold = gr.Slider(0.0, 1.0, value=0.5, label="Threshold", interactive=False)
-        table = gr.HTML(message_html("Open the panel or refresh to load the runs."))
-
-    def on_runs() -> tuple[gr.Dropdown, gr.Dropdown, gr.Slider, str]:
-        panel = threshold_panel(context)
-        return (gr.Dropdown(choices=panel.runs, value=panel.run_id), *_panel_outputs(panel))
-
-    def on_run(run_id: int | None) -> tuple[gr.Dropdown, gr.Slider, str]:
-        return _panel_outputs(threshold_panel(context, run_id))
-
-    def on_judge(run_id: int | None, judge_name: str | None) -> tuple[gr.Dropdown, gr.Slider, str]:
-        return _panel_outputs(threshold_panel(context, run_id, judge_name))
-
-    def on_threshold(run_id: int | None, judge_name: str | None, value: float) -> str:
-        return threshold_html(context, run_id, judge_name, float(value))
-
-    gr.on([accordion.expand, refresh.click], on_runs, outputs=[run, judge, threshold, table],
-          api_name="demo_runs")
-    run.input(on_run, inputs=run, outputs=[judge, threshold, table],
-              api_name="demo_threshold_judges")
-    judge.input(on_judge, inputs=[run, judge], outputs=[judge, threshold, table],
-                api_name="demo_threshold_judge")
-    threshold.input(on_threshold, inputs=[run, judge, threshold], outputs=table,
-                    api_name="demo_threshold", trigger_mode="always_last")
 
 
 def build(context: UiContext, page: gr.Blocks) -> None:
@@ -482,7 +334,7 @@ def build(context: UiContext, page: gr.Blocks) -> None:
         with gr.Column(scale=3):
             result = gr.HTML(message_html("The answer and the judges' verdicts appear here."),
                              elem_id="demo-result")
-    _build_threshold_panel(context)
+    build_threshold_panel(context)
 
     def on_ask(source_value: str, question_text: str, dataset_name: str, sample_id: str | None,
                corpus_name: str, mode_name: str, k_value: float, noise_value: float,
