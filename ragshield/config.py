@@ -12,6 +12,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 BackendName = Literal["embedded", "openai", "transformers"]
+# Padded tokens per embedding batch; the fastest of 512..8192 per CPU-second on these 2-core
+# machines (see ragshield/retrieval/encoding.py). A GPU wants far more.
+EMBEDDING_BATCH_TOKENS = 2048
 
 
 def default_database_url() -> str:
@@ -45,6 +48,7 @@ class Settings(BaseSettings):
     llm_cache: bool = True
 
     embedding_model: str | None = None  # None: the packaged all-MiniLM-L6-v2
+    embedding_batch_tokens: int = Field(default=EMBEDDING_BATCH_TOKENS, gt=0)
     # A sequence-classification NLI model (name or path) for the `nli` judge; none is packaged.
     nli_model: str | None = None
     decision_rule: str = "counterfactual"  # a judge's name, "all" or "majority"

@@ -291,7 +291,8 @@ def bench_embedding(args: argparse.Namespace) -> list[Row]:
             embedder.encode(texts)
             rates.append(len(texts) / (time.perf_counter() - started))
         rows.append(row("embedding", len(texts), f"MiniLM-L6 fp32, {tokens:.0f}-token chunks of "
-                        f"{source}, batch {embedder.batch_size}, {threads} thread(s)",
+                        f"{source}, batches of <= {embedder.batch_tokens} tokens, "
+                        f"{threads} thread(s)",
                         chunks_per_s=statistics.median(rates)))
     torch.set_num_threads(args.threads)
     queries = [" ".join(t.split()[:10]) for t in texts[:64]]

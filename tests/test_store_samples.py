@@ -1,8 +1,9 @@
-"""Datasets in the store, on real SQLite and real PostgreSQL: import, re-import, rollback,
-counts and reading samples back."""
+"""Datasets in the store, on real SQLite and real PostgreSQL: import, re-import (updates in
+place), rollback, counts, reading samples back, and deleting a dataset."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Iterator
 
@@ -11,10 +12,15 @@ from sqlalchemy import func, select
 
 from ragshield.datasets import DatasetFormatError, load_dataset
 from ragshield.datasets.importing import import_file
-from ragshield.store.models import Dataset, Passage, Sample as SampleRow
+from ragshield.store.dataset_deletion import DatasetInUseError, dataset_usage, delete_dataset
+from ragshield.store.labels import add_annotator, add_label, label_history, skip
+from ragshield.store.models import AnswerRow, Dataset, Label, Passage, Run, Skip, VerdictRow
+from ragshield.store.models import Sample as SampleRow
+from ragshield.store.runs import RoleAnswer, create_run, save_sample
 from ragshield.store.samples import (
     DatasetSummary,
     ImportResult,
+    RepeatedSampleIdError,
     UnknownDatasetError,
     UnknownSampleError,
     has_dataset,
@@ -24,7 +30,8 @@ from ragshield.store.samples import (
     list_samples,
     load_sample,
 )
-from ragshield.types import Sample
+from ragshield.types import Answer, Sample, Verdict
+from ragshield.types import Passage as PassageData
 from tests.conftest import SHARED_DATA
 
 SQUAD_RAW = SHARED_DATA / "raw" / "squad2_dev_part_a_squad_format.json"
@@ -39,7 +46,8 @@ def row_counts(store) -> tuple[int, int, int]:
 
 def test_import_counts_and_reads_back_in_order(store):
     result = import_file(store, "squad2", SQUAD_RAW)
-    assert result == ImportResult(dataset="squad2", added=2805, skipped=0, samples=2805)
+    assert result == ImportResult(dataset="squad2", added=2805, updated=0, unchanged=0,
+                                  missing=0, samples=2805)
     import_file(store, "hotpot", HOTPOT_RAW, limit=5)
     import_file(store, "nq", SHARED_DATA / "raw" / "NQ-open.dev.jsonl", limit=7)
     assert list_datasets(store) == [
@@ -69,14 +77,90 @@ def test_samples_come_back_equal_with_passages_in_order_and_their_meta(store):
         "Ed Wood (film)", "Scott Derrickson"]
 
 
-def test_reimporting_the_same_file_adds_nothing(store):
+def test_reimporting_the_same_file_changes_nothing(store):
     import_file(store, "squad2", SQUAD_RAW, limit=1500)
     before = row_counts(store)
     again = import_file(store, "squad2", SQUAD_RAW, limit=1500)
-    assert (again.added, again.skipped, again.samples) == (0, 1500, 1500)
+    assert (again.added, again.updated, again.unchanged, again.missing) == (0, 0, 1500, 0)
     assert row_counts(store) == before == (1, 1500, 1500)
     more = import_file(store, "squad2", SQUAD_RAW, limit=1600)  # only the new tail is added
-    assert (more.added, more.skipped, more.samples) == (100, 1500, 1600)
+    assert (more.added, more.updated, more.unchanged, more.samples) == (100, 0, 1500, 1600)
+    fewer = import_file(store, "squad2", SQUAD_RAW, limit=1000)  # the rest is kept
+    assert (fewer.unchanged, fewer.missing, fewer.samples) == (1000, 600, 1600)
+
+
+TOY = [
+    Sample(id="a", question="Who?", passages=[PassageData(text="Ada wrote it.", title="A")],
+           reference_answers=["Ada"], answerable=True, meta={"domain": "x"}),
+    Sample(id="b", question="What?", passages=[PassageData(text="p1"), PassageData(text="p2")],
+           answerable=False),
+    Sample(id="c", question="When?", passages=[PassageData(text="In 1843.", meta={"rel": 1})],
+           reference_answers=["1843"], answerable=True),
+]
+
+
+def sample_row_ids(store, name: str) -> dict[str, int]:
+    with store.session() as session:
+        return dict(session.execute(
+            select(SampleRow.external_id, SampleRow.id).join(Dataset)
+            .where(Dataset.name == name)).tuples().all())
+
+
+def add_run_over(store, name: str, sample: str) -> int:
+    """A run of dataset `name` with one saved answer (and verdict) on `sample`."""
+    run_id = create_run(store, dataset=name, config={}, seed=0, code_version="test",
+                        samples_total=1)
+    answer = Answer(answerer="vanilla", text="Ada", raw="Ada", messages=[])
+    save_sample(store, run_id, sample_row_ids(store, name)[sample],
+                {"main": RoleAnswer(answer, "m", [])}, [Verdict(judge="trivial", keep=True)])
+    return run_id
+
+
+def test_reimport_updates_changed_samples_in_place_adds_new_and_keeps_missing(store):
+    import_samples(store, "toy", TOY)
+    ids = sample_row_ids(store, "toy")
+    add_annotator(store, "ann")
+    add_label(store, "toy", "b", "ann", "unanswerable")
+    run_id = add_run_over(store, "toy", "b")
+    changed_b = dataclasses.replace(TOY[1], question="What now?", passages=[PassageData("p3")],
+                                    answerable=True)
+    d = Sample(id="d", question="Where?")
+    result = import_samples(store, "toy", [TOY[0], changed_b, d])
+    assert result == ImportResult(dataset="toy", added=1, updated=1, unchanged=1, missing=1,
+                                  samples=4)
+    after = sample_row_ids(store, "toy")
+    assert after == {**ids, "d": after["d"]} and after["d"] not in ids.values()
+    assert [load_sample(store, "toy", i) for i in "abcd"] == [TOY[0], changed_b, TOY[2], d]
+    assert [s.id for s in list_samples(store, "toy")] == ["a", "b", "c", "d"]
+    assert [h.label for h in label_history(store, "toy", "b")] == ["unanswerable"]
+    with store.session() as session:
+        assert session.scalars(select(AnswerRow.sample_id).where(AnswerRow.run_id == run_id)
+                               ).all() == [ids["b"]]
+    assert row_counts(store) == (1, 4, 3)
+
+
+@pytest.mark.parametrize("change", [
+    {"question": "Who wrote it?"}, {"reference_answers": ["Ada", "Lovelace"]},
+    {"answerable": None}, {"meta": {"domain": "y"}}, {"passages": []},
+    {"passages": [PassageData(text="Ada wrote it.", title="B")]},
+    {"passages": [PassageData(text="Ada wrote it.", title="A", score=0.5)]},
+    {"passages": [PassageData(text="Ada wrote it.", title="A", meta={"rel": 0})]},
+])
+def test_any_change_of_a_sample_is_an_update(store, change):
+    import_samples(store, "toy", TOY[:1])
+    changed = dataclasses.replace(TOY[0], **change)
+    result = import_samples(store, "toy", [changed])
+    assert (result.updated, result.unchanged) == (1, 0)
+    assert load_sample(store, "toy", "a") == changed
+    assert import_samples(store, "toy", [changed]).unchanged == 1
+
+
+def test_a_failed_reimport_leaves_the_old_versions(store):
+    import_samples(store, "toy", TOY)
+    changed = [dataclasses.replace(s, question=s.question + " (new)") for s in TOY]
+    with pytest.raises(DatasetFormatError):
+        import_samples(store, "toy", failing_after(changed, 3), batch_size=2)
+    assert [load_sample(store, "toy", s.id) for s in TOY] == TOY
 
 
 def failing_after(samples: list[Sample], count: int) -> Iterator[Sample]:
@@ -105,10 +189,11 @@ def test_a_failed_import_into_an_existing_dataset_keeps_it_as_it_was(store, tmp_
     assert list_datasets(store) == [DatasetSummary("mixed", 10, 6, 4, 0)]
 
 
-def test_repeated_ids_in_the_input_are_added_once(store):
+def test_an_id_repeated_in_the_input_fails_the_import(store):
     sample = Sample(id="a", question="Who?")
-    result = import_samples(store, "d", [sample, Sample(id="b", question="What?"), sample])
-    assert (result.added, result.skipped, result.samples) == (2, 1, 2)
+    with pytest.raises(RepeatedSampleIdError, match="sample id 'a' occurs more than once"):
+        import_samples(store, "d", [sample, Sample(id="b", question="What?"), sample])
+    assert row_counts(store) == (0, 0, 0)
 
 
 def test_unknown_dataset_and_sample(store):
@@ -119,3 +204,50 @@ def test_unknown_dataset_and_sample(store):
         iter_samples(store, "nope")
     with pytest.raises(UnknownSampleError, match="dataset 'known' has no sample 'zz'"):
         load_sample(store, "known", "zz")
+
+
+def table_counts(store) -> dict[str, int]:
+    with store.session() as session:
+        return {table.__name__: session.scalar(select(func.count()).select_from(table))
+                for table in (Dataset, SampleRow, Passage, Run, AnswerRow, VerdictRow, Label, Skip)}
+
+
+def test_deleting_an_unused_dataset_leaves_the_others(store):
+    import_samples(store, "toy", TOY)
+    import_samples(store, "other", TOY[:1])
+    usage = delete_dataset(store, "toy")
+    assert (usage.samples, usage.passages, usage.runs, usage.labels) == (3, 4, [], 0)
+    assert [d.name for d in list_datasets(store)] == ["other"]
+    assert load_sample(store, "other", "a") == TOY[0]
+    assert row_counts(store) == (1, 1, 1)
+    with pytest.raises(UnknownDatasetError, match="no dataset named 'toy'"):
+        delete_dataset(store, "toy")
+
+
+def test_a_dataset_in_use_is_deleted_only_when_forced_with_its_runs_and_labels(store):
+    import_samples(store, "toy", TOY)
+    import_samples(store, "other", TOY[:1])
+    for name in ("ann", "bob"):
+        add_annotator(store, name)
+    add_label(store, "toy", "a", "ann", "answerable")
+    add_label(store, "toy", "a", "ann", "unsure")
+    add_label(store, "toy", "b", "bob", "unanswerable")
+    skip(store, "toy", "c", "bob")
+    add_label(store, "other", "a", "bob", "answerable")
+    runs = [add_run_over(store, "toy", "a"), add_run_over(store, "toy", "b")]
+    kept_run = add_run_over(store, "other", "a")
+    before = table_counts(store)
+    with pytest.raises(DatasetInUseError, match=(
+            rf"dataset 'toy' is used by run\(s\) {runs[0]}, {runs[1]} and 3 label\(s\) by 2 "
+            r"annotator\(s\); delete with --force")):
+        delete_dataset(store, "toy")
+    assert table_counts(store) == before
+    assert dataset_usage(store, "toy").runs == runs
+    usage = delete_dataset(store, "toy", force=True)
+    assert (usage.samples, usage.passages, usage.runs, usage.labels, usage.annotators) == (
+        3, 4, runs, 3, 2)
+    assert table_counts(store) == {"Dataset": 1, "Sample": 1, "Passage": 1, "Run": 1,
+                                   "AnswerRow": 1, "VerdictRow": 1, "Label": 1, "Skip": 0}
+    with store.session() as session:
+        assert session.scalar(select(Run.id)) == kept_run
+    assert [h.label for h in label_history(store, "other", "a")] == ["answerable"]

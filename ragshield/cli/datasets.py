@@ -1,4 +1,5 @@
-"""`ragshield datasets ...`: import dataset files into the store, list datasets and samples."""
+"""`ragshield datasets ...`: import dataset files into the store, list datasets and samples,
+delete a dataset."""
 
 from __future__ import annotations
 
@@ -16,9 +17,11 @@ from ragshield.cli.store import opened_store
 from ragshield.datasets import FORMATS, parse_mapping
 from ragshield.datasets.demo import ensure_demo_dataset
 from ragshield.datasets.importing import import_file
+from ragshield.store.dataset_deletion import DatasetInUseError, dataset_usage, delete_dataset
 from ragshield.store.samples import list_datasets, list_samples
 
-app = typer.Typer(no_args_is_help=True, help="Datasets: import files, list datasets and samples.")
+app = typer.Typer(no_args_is_help=True,
+                  help="Datasets: import files, list datasets and samples, delete a dataset.")
 
 JSON_OPTION = typer.Option(False, "--json", help="Print JSON.")
 
@@ -35,7 +38,9 @@ def import_(
                             "answerable=y"),
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Import a dataset file (all or nothing; importing it again adds nothing)."""
+    """Import a dataset file, all or nothing. Importing into an existing dataset adds new ids,
+    updates changed samples in place (labels and runs stay attached) and keeps samples the
+    file lacks."""
     with user_errors(), opened_store() as store:
         result = import_file(
             store, name, path, format=format, limit=limit,
@@ -46,8 +51,9 @@ def import_(
     if as_json:
         emit_json(asdict(result))
     else:
-        typer.echo(f"{result.dataset}: {result.added} samples added, {result.skipped} already "
-                   f"there; {result.samples} in all")
+        typer.echo(f"{result.dataset}: {result.added} samples added, {result.updated} updated, "
+                   f"{result.unchanged} unchanged, {result.missing} not in the file (kept); "
+                   f"{result.samples} in all")
 
 
 @app.command("list")
@@ -76,6 +82,33 @@ def samples(
         emit_json(rows)
         return
     print_table(rows, ["id", "answerable", "passages", "question"], {"id": 40, "question": 80})
+
+
+@app.command("delete")
+def delete(
+    name: str = typer.Argument(..., help="The dataset's name."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+    force: bool = typer.Option(
+        False, "--force", help="Also delete the runs over the dataset and the labels on it."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Delete a dataset with its samples and passages (refused while runs or labels use it,
+    unless --force)."""
+    with user_errors(), opened_store() as store:
+        usage = dataset_usage(store, name)
+        if usage.in_use and not force:
+            raise DatasetInUseError(usage)
+        if not yes:
+            also = f", and {usage.references()}" if usage.in_use else ""
+            typer.confirm(f"Delete dataset {name!r}: {usage.samples} samples, {usage.passages} "
+                          f"passages{also}?", abort=True, err=True)
+        deleted = delete_dataset(store, name, force=force)
+    if as_json:
+        emit_json(asdict(deleted))
+    else:
+        also = f", {deleted.references()}" if deleted.in_use else ""
+        typer.echo(f"deleted dataset {name!r}: {deleted.samples} samples, {deleted.passages} "
+                   f"passages{also}")
 
 
 @app.command("formats")

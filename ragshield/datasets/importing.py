@@ -19,8 +19,9 @@ def import_file(
     limit: int | None = None, mapping: ColumnMapping | None = None,
     license: str | None = None, progress: Progress | None = None,
 ) -> ImportResult:
-    """Import a dataset file as dataset `name`; nothing stays when any sample is bad, and
-    importing the same file again adds nothing. `license` defaults to the format's."""
+    """Import a dataset file as dataset `name`; nothing stays when any sample is bad. Into an
+    existing dataset, changed samples are updated in place (see `import_samples`), so the same
+    file again changes nothing. `license` defaults to the format's."""
     path = Path(path)
     spec = get_format(format or detect_format(path, mapped=mapping is not None))
     samples = load_dataset(path, spec.name, limit=limit, mapping=mapping)

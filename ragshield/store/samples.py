@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any, Iterable, Iterator
 
-from sqlalchemy import case, func, insert, select
+from sqlalchemy import case, delete, func, insert, select, update
 from sqlalchemy.orm import Session, selectinload
 
 from ragshield.store.database import Store
@@ -26,11 +27,17 @@ class UnknownSampleError(LookupError):
     """The dataset has no sample with the id asked for."""
 
 
+class RepeatedSampleIdError(ValueError):
+    """The samples given to one import hold the same id twice (which one would win?)."""
+
+
 @dataclass(frozen=True)
 class ImportResult:
     dataset: str
-    added: int
-    skipped: int  # ids already in the dataset (or repeated in the input): not added again
+    added: int  # ids new to the dataset
+    updated: int  # ids the dataset held with other content: rewritten in place, same row id
+    unchanged: int  # ids the dataset held with the same content
+    missing: int  # samples of the dataset that the input lacks: kept as they were
     samples: int  # in the dataset after the import
 
 
@@ -57,24 +64,52 @@ def _batches(samples: Iterable[Sample], size: int) -> Iterator[list[Sample]]:
         yield batch
 
 
-def _insert(session: Session, dataset_id: int, samples: list[Sample]) -> None:
-    # Plain executemany, then one query for the new row ids: RETURNING in parameter order
-    # makes SQLite insert one row per statement, several times slower.
-    session.execute(insert(SampleRow), [
-        {"dataset_id": dataset_id, "external_id": s.id, "question": s.question,
-         "reference_answers": list(s.reference_answers), "answerable": s.answerable,
-         "meta": dict(s.meta)}
-        for s in samples
-    ])
-    row_ids = dict(session.execute(
-        select(SampleRow.external_id, SampleRow.id).where(
-            SampleRow.dataset_id == dataset_id,
-            SampleRow.external_id.in_([s.id for s in samples]),
-        )
-    ).tuples().all())
+def _sample_values(sample: Sample) -> dict[str, Any]:
+    return {"question": sample.question, "reference_answers": list(sample.reference_answers),
+            "answerable": sample.answerable, "meta": dict(sample.meta)}
+
+
+def _passage_values(passage: Passage) -> dict[str, Any]:
+    return {"doc_id": passage.doc_id, "title": passage.title, "text": passage.text,
+            "score": passage.score, "meta": dict(passage.meta)}
+
+
+def _content(sample: Sample) -> dict[str, Any]:
+    """What the store keeps of a sample, as JSON values (a tuple becomes the list it is
+    stored as), so that it compares equal to what `_stored_contents` reads back."""
+    return json.loads(json.dumps(
+        {**_sample_values(sample), "passages": [_passage_values(p) for p in sample.passages]}))
+
+
+def _stored_contents(session: Session, dataset_id: int,
+                     external_ids: list[str]) -> dict[str, tuple[int, dict[str, Any]]]:
+    """external id -> (row id, content as `_content` gives it) for those of `external_ids`
+    that the dataset holds."""
+    rows = session.execute(
+        select(SampleRow.external_id, SampleRow.id, SampleRow.question,
+               SampleRow.reference_answers, SampleRow.answerable, SampleRow.meta)
+        .where(SampleRow.dataset_id == dataset_id, SampleRow.external_id.in_(external_ids))
+    ).tuples().all()
+    stored = {
+        external_id: (row_id, {"question": question, "reference_answers": answers,
+                               "answerable": answerable, "meta": meta, "passages": []})
+        for external_id, row_id, question, answers, answerable, meta in rows
+    }
+    by_row = {row_id: content for row_id, content in stored.values()}
+    for sample_id, doc_id, title, text, score, meta in session.execute(
+        select(PassageRow.sample_id, PassageRow.doc_id, PassageRow.title, PassageRow.text,
+               PassageRow.score, PassageRow.meta)
+        .where(PassageRow.sample_id.in_(list(by_row)))
+        .order_by(PassageRow.sample_id, PassageRow.position)
+    ).tuples():
+        by_row[sample_id]["passages"].append(
+            {"doc_id": doc_id, "title": title, "text": text, "score": score, "meta": meta})
+    return stored
+
+
+def _insert_passages(session: Session, row_ids: dict[str, int], samples: list[Sample]) -> None:
     passages = [
-        {"sample_id": row_ids[sample.id], "position": position, "doc_id": p.doc_id,
-         "title": p.title, "text": p.text, "score": p.score, "meta": dict(p.meta)}
+        {"sample_id": row_ids[sample.id], "position": position, **_passage_values(p)}
         for sample in samples
         for position, p in enumerate(sample.passages)
     ]
@@ -82,15 +117,41 @@ def _insert(session: Session, dataset_id: int, samples: list[Sample]) -> None:
         session.execute(insert(PassageRow), passages)
 
 
+def _insert(session: Session, dataset_id: int, samples: list[Sample]) -> None:
+    # Plain executemany, then one query for the new row ids: RETURNING in parameter order
+    # makes SQLite insert one row per statement, several times slower.
+    session.execute(insert(SampleRow), [
+        {"dataset_id": dataset_id, "external_id": s.id, **_sample_values(s)} for s in samples
+    ])
+    row_ids = dict(session.execute(
+        select(SampleRow.external_id, SampleRow.id).where(
+            SampleRow.dataset_id == dataset_id,
+            SampleRow.external_id.in_([s.id for s in samples]),
+        )
+    ).tuples().all())
+    _insert_passages(session, row_ids, samples)
+
+
+def _update(session: Session, changed: list[tuple[int, Sample]]) -> None:
+    """Rewrite samples in place (same row ids); their passages are replaced."""
+    session.execute(update(SampleRow),
+                    [{"id": row_id, **_sample_values(sample)} for row_id, sample in changed])
+    session.execute(delete(PassageRow).where(PassageRow.sample_id.in_([r for r, _ in changed])))
+    _insert_passages(session, {s.id: row_id for row_id, s in changed}, [s for _, s in changed])
+
+
 def import_samples(
     store: Store, name: str, samples: Iterable[Sample], *, source: str | None = None,
     license: str | None = None, description: str | None = None, batch_size: int = BATCH_SIZE,
 ) -> ImportResult:
-    """Add `samples` to the dataset `name` (created when new) in ONE transaction: if anything
-    fails, including the iterator, nothing of the import stays.
+    """Bring the dataset `name` (created when new) up to date with `samples`, in ONE
+    transaction: if anything fails, including the iterator, nothing of the import stays.
 
-    A sample whose id the dataset already holds is skipped, so importing the same file again
-    adds nothing. `samples` is consumed in batches and never held whole.
+    A new id is added. A known id whose question, answers, answerable flag, meta or passages
+    differ is updated in place: its row id stays, so the labels and run answers attached to it
+    stay attached. Samples of the dataset that `samples` lacks are kept (counted as
+    `missing`). Importing the same file again therefore changes nothing. An id repeated
+    within `samples` is an error. `samples` is consumed in batches and never held whole.
     """
     with store.session() as session:
         dataset = session.scalar(select(DatasetRow).where(DatasetRow.name == name))
@@ -98,22 +159,30 @@ def import_samples(
             dataset = DatasetRow(name=name, source=source, license=license, description=description)
             session.add(dataset)
             session.flush()
-        known = set(session.scalars(
-            select(SampleRow.external_id).where(SampleRow.dataset_id == dataset.id)
-        ))
-        before = len(known)
-        seen = 0
+        before = session.scalar(
+            select(func.count(SampleRow.id)).where(SampleRow.dataset_id == dataset.id)) or 0
+        seen: set[str] = set()
+        added = updated = unchanged = 0
         for batch in _batches(samples, batch_size):
-            seen += len(batch)
-            new = []
             for sample in batch:
-                if sample.id not in known:
-                    known.add(sample.id)
-                    new.append(sample)
+                if sample.id in seen:
+                    raise RepeatedSampleIdError(
+                        f"sample id {sample.id!r} occurs more than once in the input of "
+                        f"dataset {name!r}")
+                seen.add(sample.id)
+            stored = _stored_contents(session, dataset.id, [s.id for s in batch])
+            new = [s for s in batch if s.id not in stored]
+            changed = [(stored[s.id][0], s) for s in batch
+                       if s.id in stored and _content(s) != stored[s.id][1]]
             if new:
                 _insert(session, dataset.id, new)
-    added = len(known) - before
-    return ImportResult(dataset=name, added=added, skipped=seen - added, samples=len(known))
+            if changed:
+                _update(session, changed)
+            added += len(new)
+            updated += len(changed)
+            unchanged += len(batch) - len(new) - len(changed)
+    return ImportResult(dataset=name, added=added, updated=updated, unchanged=unchanged,
+                        missing=before - updated - unchanged, samples=before + added)
 
 
 def has_dataset(store: Store, name: str) -> bool:
