@@ -9,9 +9,11 @@ import pytest
 
 from ragshield.answerers.base import Answerer
 from ragshield.answerers.context import (
+    RESERVED_TOKENS,
     SYSTEM_TEXT,
     TRUNCATION_MARK,
     PromptOptions,
+    estimated_tokens,
     shared_messages,
 )
 from ragshield.answerers.crag import CragAnswerer
@@ -330,6 +332,19 @@ def test_very_long_passage_is_truncated_never_the_question(name: str, options: d
     assert "Passage-1: Short." in user
     assert len(user) < 4096 * 3.5  # fits the default window (about 3.5 characters a token)
     assert answer.text == "1909"
+
+
+@pytest.mark.parametrize("unit", ["3141592653 ", "东京是日本的首都。", "🙂🚀", "a b c "])
+def test_text_denser_in_tokens_than_english_is_cut_shorter(unit: str) -> None:
+    """Digits, Chinese, emoji and one-letter words take about a token a character, not one
+    per 3.5: their passages are cut so that the prompt still fits the window."""
+    english = make_sample(passages=[Passage("The expedition walked north. " * 20000)])
+    dense = make_sample(passages=[Passage(unit * (600000 // len(unit)))])
+    cut = {name: VanillaAnswerer().messages(sample)[1]["content"]
+           for name, sample in (("english", english), ("dense", dense))}
+    assert len(cut["dense"]) < len(cut["english"]) / 1.8
+    assert estimated_tokens(cut["dense"]) < 4096 - RESERVED_TOKENS + 200
+    assert dense.question in cut["dense"] and TRUNCATION_MARK in cut["dense"]
 
 
 def test_small_window_truncates_more() -> None:

@@ -89,6 +89,19 @@ def test_nul_characters_are_refused_before_reaching_the_database(tmp_path):
     assert (error.field, error.reason) == ("passages[0].text", "contains a NUL character")
 
 
+@pytest.mark.parametrize(("fmt", "record", "field"), [
+    ("unified", {**GOOD, "question": "Who\ud800?"}, "question"),
+    ("unified", {**GOOD, "extra": {"note": "x\udfff"}}, "meta.note"),
+    ("unified", {**GOOD, "reference_answers": ["Ada", "\ud83d"]}, "reference_answers[1]"),
+    ("nomiracl", {"query_id": "\ud800", "query": "Who?", "positive_passages": []}, "id"),
+])
+def test_lone_surrogates_are_refused_before_reaching_the_database(tmp_path, fmt, record, field):
+    """A JSON escape such as \\ud800 parses, but no database can store it as text."""
+    error = load_error(unified_file(tmp_path / "d.jsonl", record), fmt)
+    assert (error.where, error.field) == ("line 1", field)
+    assert "lone surrogate" in error.reason
+
+
 def test_non_utf8_bytes_name_line_and_column(tmp_path):
     path = tmp_path / "d.jsonl"
     path.write_bytes(json.dumps(GOOD).encode() + b'\n{"id": "b", "question": "caf\xe9"}\n')

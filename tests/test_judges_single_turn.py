@@ -333,7 +333,7 @@ def test_nli_without_passages_scores_zero() -> None:
 
 
 def test_nli_llm_splits_a_passage_the_shared_prefix_had_to_cut() -> None:
-    options = PromptOptions(n_ctx=1000)  # room for about 350 characters of passages
+    options = PromptOptions(n_ctx=1100)  # room for about 200 estimated tokens of passages
     long_text = " ".join(f"word{i}" for i in range(200))
     sample = Sample(id="q3", question="What comes last?",
                     passages=[Passage("Short passage."), Passage(long_text)])

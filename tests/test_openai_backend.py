@@ -4,9 +4,9 @@ a scripted HTTP server on 127.0.0.1 (500s, 429, 400, hangs, no log-probs)."""
 from __future__ import annotations
 
 import json
-import sys
 import threading
 import time
+from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Iterator
@@ -16,6 +16,7 @@ import pytest
 from ragshield.llm.base import CHAT, LOGPROBS, CapabilityError, LLMError
 from ragshield.llm.openai_backend import OpenAICompatibleLLM
 from tests.conftest import free_port, running_server
+from tests.run_helpers import llama_server_command
 
 QUESTION = [
     {"role": "user", "content": "Context: Paris is the capital of France. "
@@ -28,11 +29,8 @@ def llama_server(qwen_path: Path, tmp_path_factory: pytest.TempPathFactory) -> I
     """`python -m llama_cpp.server` with the embedded model on a free local port."""
     port = free_port()
     base_url = f"http://127.0.0.1:{port}/v1"
-    args = [sys.executable, "-m", "llama_cpp.server", "--model", str(qwen_path),
-            "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--n_threads", "2",
-            "--logits_all", "true", "--model_alias", "qwen-embedded"]
     log = tmp_path_factory.mktemp("llama_server") / "server.log"
-    with running_server(args, f"{base_url}/models", log):
+    with running_server(llama_server_command(qwen_path, port), f"{base_url}/models", log):
         yield base_url
 
 
@@ -180,3 +178,47 @@ def test_server_without_logprobs_is_detected():
         with pytest.raises(CapabilityError):
             llm.chat(QUESTION, logprobs=True)
     assert server.requests[0]["logprobs"] is True, "detected by asking, not assumed"
+
+
+@pytest.mark.parametrize("body", [
+    b"[]", b"null", b'{"choices": {"0": {}}}', b'{"choices": [{"message": null}]}',
+    b'{"choices": [{"message": {"role": "assistant", "content": 42}}]}',
+], ids=["array", "null", "choices-object", "no-message", "number-content"])
+def test_a_reply_of_the_wrong_shape_is_an_error_not_a_crash(body):
+    with ScriptedServer([(200, body, {}, 0)]) as server:
+        with pytest.raises(LLMError, match="unreadable response"):
+            scripted_llm(server, max_retries=0).chat(QUESTION)
+
+
+def test_unreadable_retry_after_values_fall_back_to_the_backoff():
+    script = [(429, ERROR, {"retry-after": value}, 0) for value in ("-1", "nan", "soon")]
+    with ScriptedServer(script) as server:
+        started = time.monotonic()
+        assert scripted_llm(server).chat(QUESTION).text == "Paris"
+        assert time.monotonic() - started < 2.0
+    assert len(server.requests) == 4
+
+
+def test_retry_after_as_an_http_date_is_honoured():
+    when = formatdate(time.time() + 2, usegmt=True)  # whole seconds: 1 to 2 s from now
+    with ScriptedServer([(429, ERROR, {"retry-after": when}, 0)]) as server:
+        started = time.monotonic()
+        scripted_llm(server).chat(QUESTION)
+        assert 0.9 <= time.monotonic() - started < 2.5
+
+
+def test_the_log_prob_probe_retries_a_passing_server_error():
+    token = {"token": "Yes", "logprob": -0.1, "bytes": None,
+             "top_logprobs": [{"token": "Yes", "logprob": -0.1, "bytes": None}]}
+    with_logprobs = {**CHAT_OK, "choices": [{**CHAT_OK["choices"][0],
+                                             "logprobs": {"content": [token]}}]}
+    with ScriptedServer([(503, ERROR, {}, 0), (200, with_logprobs, {}, 0)]) as server:
+        assert scripted_llm(server).capabilities == {CHAT, LOGPROBS}
+
+
+def test_the_api_key_is_blanked_out_of_error_messages():
+    echo = {"error": {"message": "invalid key: sk-test"}}
+    with ScriptedServer([(401, echo, {}, 0)]) as server:
+        with pytest.raises(LLMError, match="refused") as caught:
+            scripted_llm(server).chat(QUESTION)
+    assert "sk-test" not in str(caught.value) and "***" in str(caught.value)

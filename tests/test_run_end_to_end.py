@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sqlite3
 import subprocess
 import sys
-import time
-from pathlib import Path
 
 import pytest
 
+from tests.run_helpers import kill_when, saved_answers
 from tests.test_cli import ROOT, run_cli
 
 pytestmark = pytest.mark.slow
@@ -90,15 +88,6 @@ def test_report_files(e2e):
         assert (out / name).read_bytes()[:4] == b"\x89PNG"
 
 
-def _saved_answers(db: Path) -> list[tuple[int, int]]:
-    try:
-        with sqlite3.connect(db, timeout=30) as connection:
-            return connection.execute(
-                "SELECT sample_id, COUNT(*) FROM answers GROUP BY sample_id").fetchall()
-    except sqlite3.OperationalError:  # the schema is not there yet
-        return []
-
-
 def test_killed_run_resumes_without_losing_or_duplicating(tmp_path):
     db = tmp_path / "kill.db"
     env = {**os.environ, "RAGSHIELD_DATABASE_URL": f"sqlite:///{db}"}
@@ -106,18 +95,14 @@ def test_killed_run_resumes_without_losing_or_duplicating(tmp_path):
         [sys.executable, "-m", "ragshield", "run", "--dataset", "demo", "--limit", "3",
          "--judges", "trivial", "--rule", "trivial", "--no-progress"],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 300
-    while not _saved_answers(db) and time.monotonic() < deadline and process.poll() is None:
-        time.sleep(0.2)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
-    saved = _saved_answers(db)
+    kill_when(process, lambda: bool(saved_answers(db)))
+    saved = saved_answers(db)
     assert 1 <= len(saved) < 3, "the run should have been killed mid-way"
 
     result = run_cli("run", "--resume", "1", "--json", env={"RAGSHIELD_DATABASE_URL": env["RAGSHIELD_DATABASE_URL"]})
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["done"] == 3
-    after = _saved_answers(db)
+    after = saved_answers(db)
     assert len(after) == 3 and all(count == 1 for _, count in after)
     with sqlite3.connect(db) as connection:
         assert connection.execute("PRAGMA integrity_check").fetchone() == ("ok",)

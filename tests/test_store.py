@@ -7,10 +7,10 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import inspect, select, text
+from sqlalchemy import func, inspect, select, text
 from sqlalchemy.exc import IntegrityError
 
-from ragshield.store.database import StoreError, alembic_config, open_store
+from ragshield.store.database import StoreError, alembic_config, create_store_engine, open_store
 from ragshield.store.models import (
     AnswerRow,
     Annotator,
@@ -55,6 +55,37 @@ def test_downgrade_to_base_and_upgrade_again(store_url):
     reopened = open_store(store_url)
     assert reopened.revision() == head_revision()
     reopened.close()
+
+
+OLD_ROWS = [  # a run with one judged answer, as revision 0002 stored it
+    "INSERT INTO datasets (id, name, created_at) VALUES (1, 'd', '2024-01-01')",
+    "INSERT INTO samples (id, dataset_id, external_id, question, reference_answers, meta) "
+    "VALUES (1, 1, 's', 'Who?', '[]', '{}')",
+    "INSERT INTO runs (id, dataset_id, config, seed, status, created_at) "
+    "VALUES (1, 1, '{}', 0, 'done', '2024-01-01')",
+    "INSERT INTO answers (id, run_id, sample_id, answerer, evidence, prompt_tokens, "
+    "completion_tokens, seconds, created_at) VALUES (1, 1, 1, 'a', '[]', 0, 0, 0, '2024-01-01')",
+    "INSERT INTO verdicts (id, answer_id, judge, available, trace, calls, prompt_tokens, "
+    "completion_tokens, cached_prompt_tokens, cache_hits, seconds, created_at) "
+    "VALUES (1, 1, 'j', TRUE, '[]', 0, 0, 0, 0, 0, 0, '2024-01-01')",
+]
+
+
+def test_upgrading_an_old_database_keeps_every_row(store_url):
+    """Alembic rebuilds a SQLite table by copying it and dropping the old one; with foreign
+    keys on, that DROP deleted every row referencing the table (answers and verdicts)."""
+    engine = create_store_engine(store_url)  # foreign keys on, as ragshield always opened it
+    with engine.begin() as connection:
+        command.upgrade(alembic_config(connection), "0002")
+        for statement in OLD_ROWS:
+            connection.execute(text(statement))
+    engine.dispose()
+    store = open_store(store_url)
+    with store.session() as session:
+        assert session.scalar(select(func.count(AnswerRow.id))) == 1
+        assert session.scalar(select(func.count(VerdictRow.id))) == 1
+    assert store.revision() == head_revision()
+    store.close()
 
 
 def test_reopening_is_idempotent_and_keeps_data(store_url):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 from ragshield.datasets.errors import DatasetFormatError
 from ragshield.datasets.loader_spec import LocatedSample
@@ -13,9 +13,31 @@ MAX_ID_LENGTH = 200  # samples.external_id is VARCHAR(200)
 
 
 def _check_text(path: Path, where: str, field: str, value: str | None) -> None:
-    # PostgreSQL text columns cannot hold NUL characters; say so here rather than mid-import.
-    if value is not None and "\x00" in value:
+    """Say here, rather than mid-import, what no database can store: a NUL character
+    (PostgreSQL text) or a lone surrogate (a valid JSON escape, but not Unicode text)."""
+    if value is None:
+        return
+    if "\x00" in value:
         raise DatasetFormatError(path, "contains a NUL character", where=where, field=field)
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise DatasetFormatError(
+            path, f"contains a lone surrogate (\\u{ord(value[exc.start]):04x}), which is not text",
+            where=where, field=field) from None
+
+
+def _check_json(path: Path, where: str, field: str, value: Any) -> None:
+    """_check_text on every key and string inside a JSON value."""
+    if isinstance(value, str):
+        _check_text(path, where, field, value)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_text(path, where, field, str(key))
+            _check_json(path, where, f"{field}.{key}", item)
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            _check_json(path, where, f"{field}[{index}]", item)
 
 
 def check_sample(path: Path, where: str, sample: Sample) -> None:
@@ -28,9 +50,12 @@ def check_sample(path: Path, where: str, sample: Sample) -> None:
         raise DatasetFormatError(path, "the question is empty", where=where, field="question")
     _check_text(path, where, "id", sample.id)
     _check_text(path, where, "question", sample.question)
+    _check_json(path, where, "reference_answers", sample.reference_answers)
+    _check_json(path, where, "meta", sample.meta)
     for index, passage in enumerate(sample.passages):
         for name in ("text", "title", "doc_id"):
             _check_text(path, where, f"passages[{index}].{name}", getattr(passage, name))
+        _check_json(path, where, f"passages[{index}].meta", passage.meta)
 
 
 def checked_samples(path: Path, located: Iterable[LocatedSample]) -> Iterator[Sample]:

@@ -28,10 +28,10 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ragshield.answerers.context import (
-    CHARS_PER_TOKEN,
-    RESERVED_TOKENS,
     SYSTEM_TEXT,
     PromptOptions,
+    fits_tokens,
+    passage_budget,
     passage_label,
     shared_messages,
 )
@@ -222,7 +222,7 @@ class LLMNLIJudge(NLIJudge):
                     llm: TracedLLM) -> list[tuple[Window, float | None]]:
         prefix = shared_messages(sample, "", self.options)[-1]["content"]
         question = f"Statement: {hypothesis}\n\n"
-        budget = int((self.options.n_ctx - RESERVED_TOKENS) * CHARS_PER_TOKEN) - len(hypothesis)
+        budget = passage_budget(self.options.n_ctx, hypothesis)
         whole = [(i, text) for i, text in _premises(sample.passages) if text in prefix]
         cut = [(i, text) for i, text in _premises(sample.passages) if text not in prefix]
         scored: list[tuple[Window, float | None]] = []
@@ -234,7 +234,7 @@ class LLMNLIJudge(NLIJudge):
                 f"statement? {REPLY_YES_OR_NO}", self.options)
             scored.append((window, self._ask(llm, messages, window)))
         for i, text in cut:
-            for window in word_windows(i, text, lambda t: len(t) <= budget):
+            for window in word_windows(i, text, lambda t: fits_tokens(t, budget)):
                 messages = [
                     {"role": "system", "content": SYSTEM_TEXT},
                     {"role": "user", "content": f"Passage: {window.text}\n\n{question}Does the "

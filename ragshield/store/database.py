@@ -10,7 +10,7 @@ from typing import Iterator
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
@@ -94,14 +94,40 @@ def create_store_engine(url: str) -> Engine:
     return engine
 
 
+def _migrate(connection: Connection) -> None:
+    """Bring the schema to the newest revision, all of it or nothing, keeping every row.
+
+    On SQLite, two things need saying explicitly. pysqlite runs DDL outside any transaction
+    unless one is begun: without BEGIN, a process killed mid-migration leaves half a schema
+    that no later open can repair. And Alembic changes a table by copying it and dropping
+    the old one: with foreign keys on, that DROP deletes every row referencing the table
+    (a rebuilt `runs` took all answers and verdicts with it), so they are off meanwhile
+    (the pragma only works outside a transaction).
+    """
+    sqlite = connection.dialect.name == "sqlite"
+    if sqlite:
+        connection.exec_driver_sql("PRAGMA foreign_keys=OFF")
+        connection.commit()
+    try:
+        with connection.begin():
+            if sqlite:
+                connection.exec_driver_sql("BEGIN IMMEDIATE")
+            command.upgrade(alembic_config(connection), "head")
+    finally:
+        if sqlite:
+            connection.exec_driver_sql("PRAGMA foreign_keys=ON")
+            connection.commit()
+
+
 def open_store(url: str, *, migrate: bool = True) -> Store:
     """Connect to `url`, check the connection and bring the schema to the newest revision."""
     engine = create_store_engine(url)
     try:
-        with engine.begin() as connection:
+        with engine.connect() as connection:
             connection.execute(text("SELECT 1"))
+            connection.commit()
             if migrate:
-                command.upgrade(alembic_config(connection), "head")
+                _migrate(connection)
     except SQLAlchemyError as exc:
         engine.dispose()
         reason = getattr(exc, "orig", None) or exc

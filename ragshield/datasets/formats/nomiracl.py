@@ -37,7 +37,9 @@ def read(path: Path) -> Iterator[LocatedSample]:
                 passage = passage_from_record(item, id_field="docid")
                 passage.meta["relevant"] = relevant
                 passages.append(passage)
-        random.Random(sample_id).shuffle(passages)
+        # Seeded with the id's bytes: the same seed as the id itself for any valid text, and
+        # no crash on a lone surrogate (the sample check then reports it with its line).
+        random.Random(sample_id.encode("utf-8", "surrogatepass")).shuffle(passages)
         yield where, Sample(
             id=sample_id,
             question=record.text("query"),

@@ -1,0 +1,164 @@
+"""A real HTTP server on 127.0.0.1 that speaks the OpenAI API ragshield uses (GET /v1/models,
+POST /v1/chat/completions) and misbehaves on cue: a test's `behaviour` picks, for each
+request, a Fault (a status, a raw body, headers, a delay, a dropped connection) or None for
+a healthy reply. Healthy replies are deterministic: "Yes" to yes/no questions, else a short
+answer citing Passage-0, with log-probs when asked.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+
+MODEL = "fake-model"
+ANSWER = "Answer: Paris\nEvidence: ## Passage-0 ##"
+# The next-token distribution of every generated token: P(yes) = 0.8 for yes/no questions.
+TOP = [("Yes", -0.22), ("No", -1.61)]
+
+
+@dataclass
+class Request:
+    """One request the server received."""
+
+    method: str
+    path: str
+    body: dict[str, Any]
+    authorization: str | None
+    at: float  # time.monotonic() when it arrived
+    answered_at: float | None = None  # when the reply (or the dropped connection) went out
+
+    @property
+    def prompt(self) -> str:
+        """Every message's text, joined: what a behaviour looks at to pick its victims."""
+        messages = self.body.get("messages") or []
+        return "\n".join(str(m.get("content", "")) for m in messages if isinstance(m, dict))
+
+    @property
+    def is_chat(self) -> bool:
+        return self.path.endswith("/chat/completions")
+
+
+@dataclass(frozen=True)
+class Fault:
+    """How to answer one request instead of a healthy reply."""
+
+    status: int = 200
+    body: bytes | None = None  # None: the healthy reply's body
+    headers: dict[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0  # wait before answering (a hanging server)
+    drop: bool = False  # close the connection without any reply
+
+
+Behaviour = Callable[[Request], Fault | None]
+
+
+def _reply_text(request: Request) -> str:
+    messages = request.body.get("messages") or [{}]
+    last = str(messages[-1].get("content", "")).lower()
+    return "Yes" if "yes or no" in last or request.body.get("max_tokens") == 1 else ANSWER
+
+
+def healthy_reply(request: Request) -> dict[str, Any]:
+    """The body of a correct reply to `request` (a model list or a chat completion)."""
+    if not request.is_chat:
+        return {"object": "list", "data": [{"id": MODEL, "object": "model", "owned_by": "test"}]}
+    text = _reply_text(request)
+    words = text.split(" ")
+    tokens = [words[0], *(" " + w for w in words[1:])]
+    logprobs = None
+    if request.body.get("logprobs"):
+        top = TOP[: max(int(request.body.get("top_logprobs") or 1), 1)]
+        logprobs = {"content": [
+            {"token": token, "logprob": -0.05, "bytes": None,
+             "top_logprobs": [{"token": t, "logprob": lp, "bytes": None} for t, lp in top]}
+            for token in tokens
+        ]}
+    return {
+        "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": MODEL,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                     "finish_reason": "stop", "logprobs": logprobs}],
+        "usage": {"prompt_tokens": len(request.prompt.split()), "completion_tokens": len(tokens),
+                  "total_tokens": len(request.prompt.split()) + len(tokens)},
+    }
+
+
+class FakeOpenAIServer:
+    """`with FakeOpenAIServer(behaviour) as server:` serves on `server.url` until the block
+    ends; `server.requests` lists what arrived, in order."""
+
+    def __init__(self, behaviour: Behaviour | None = None) -> None:
+        self.behaviour: Behaviour = behaviour or (lambda request: None)
+        self.requests: list[Request] = []
+        self._lock = threading.Lock()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def chat_requests(self) -> list[Request]:
+        with self._lock:
+            return [r for r in self.requests if r.is_chat]
+
+    def __enter__(self) -> FakeOpenAIServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def _receive(self, method: str, path: str, raw: bytes, authorization: str | None) -> Request:
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            body = {}
+        request = Request(method, path, body if isinstance(body, dict) else {}, authorization,
+                          time.monotonic())
+        with self._lock:
+            self.requests.append(request)
+        return request
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:  # keep the test output clean
+                pass
+
+            def _serve(self, method: str) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                request = server._receive(method, self.path, self.rfile.read(length),
+                                          self.headers.get("authorization"))
+                fault = server.behaviour(request) or Fault()
+                time.sleep(fault.delay_s)
+                request.answered_at = time.monotonic()
+                if fault.drop:
+                    self.close_connection = True
+                    return
+                payload = fault.body if fault.body is not None else json.dumps(
+                    healthy_reply(request)).encode()
+                try:
+                    self.send_response(fault.status)
+                    for key, value in {"content-type": "application/json",
+                                       **fault.headers}.items():
+                        self.send_header(key, value)
+                    self.send_header("content-length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up first (a timeout)
+
+            def do_GET(self) -> None:
+                self._serve("GET")
+
+            def do_POST(self) -> None:
+                self._serve("POST")
+
+        return Handler
