@@ -71,6 +71,15 @@ def add_annotator(store: Store, name: str, role: str | None = None) -> int:
     name = name.strip()
     if not name:
         raise LabelValueError("field 'annotator' must not be empty")
+    try:
+        return _add_annotator(store, name, role)
+    except IntegrityError:
+        # Another request added the same new name meanwhile (two tabs, a double click):
+        # a second look finds that row.
+        return _add_annotator(store, name, role)
+
+
+def _add_annotator(store: Store, name: str, role: str | None) -> int:
     with store.session() as session:
         annotator = session.scalar(select(Annotator).where(Annotator.name == name))
         if annotator is None:
@@ -167,12 +176,21 @@ def label_history(store: Store, dataset: str, sample_id: str) -> list[LabelRecor
 
 
 def skip(store: Store, dataset: str, sample_id: str, annotator: str) -> None:
-    with store.session() as session:
-        sample = sample_row_id(session, dataset, sample_id)
-        person = annotator_id_of(session, annotator)
-        if session.scalar(select(Skip.id).where(Skip.sample_id == sample,
-                                                Skip.annotator_id == person)) is None:
-            session.add(Skip(sample_id=sample, annotator_id=person))
+    try:
+        with store.session() as session:
+            sample = sample_row_id(session, dataset, sample_id)
+            person = annotator_id_of(session, annotator)
+            if session.scalar(select(Skip.id).where(Skip.sample_id == sample,
+                                                    Skip.annotator_id == person)) is None:
+                session.add(Skip(sample_id=sample, annotator_id=person))
+    except IntegrityError:
+        # The same skip was stored meanwhile by another request (a double click): done. Any
+        # other integrity failure would be raised again by a fresh look.
+        with store.session() as session:
+            if session.scalar(select(Skip.id).where(
+                    Skip.sample_id == sample_row_id(session, dataset, sample_id),
+                    Skip.annotator_id == annotator_id_of(session, annotator))) is None:
+                raise
 
 
 def undo(store: Store, dataset: str, annotator: str) -> str | None:
