@@ -11,7 +11,7 @@ import urllib.request
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import pytest
 from sqlalchemy import Engine, create_engine, text
@@ -19,6 +19,11 @@ from sqlalchemy.engine import make_url
 
 from ragshield.config import Settings
 from ragshield.store.database import Store, open_store
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page
+
+    from tests.ui_launch import PreparedStore
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -130,3 +135,57 @@ def running_server(
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator["Browser"]:
+    """Debian's chromium through Playwright, one per test module."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.browser_support import CHROMIUM
+
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"chromium not found at {CHROMIUM}: install Debian's chromium "
+                    "(or set RAGSHIELD_SKIP_BROWSER=1 to skip the browser tests)")
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser: "Browser", app_url: str) -> Iterator["Page"]:
+    """The module's app (`app_url`) in a fresh browser context (its own storage: no
+    remembered annotator). A page that opens a dialog (alert, confirm: a sign of injected
+    script) fails its test."""
+    from playwright.sync_api import expect
+
+    from tests.browser_support import VIEWPORT, WAIT_MS
+
+    context = browser.new_context(viewport=VIEWPORT)
+    opened = context.new_page()
+    opened.set_default_timeout(WAIT_MS)
+    dialogs: list[str] = []
+    opened.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    opened.goto(app_url)
+    expect(opened.locator("#demo-result")).to_be_visible()
+    yield opened
+    context.close()
+    assert not dialogs, f"the page opened dialogs: {dialogs}"
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory: pytest.TempPathFactory) -> "PreparedStore":
+    """A SQLite database for the launched app: demo set, a synthetic run, hostile text."""
+    from tests.ui_launch import prepare_store
+
+    return prepare_store(tmp_path_factory.mktemp("app-db"))
+
+
+@pytest.fixture(scope="module")
+def app_url(prepared: "PreparedStore", tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`python app.py` on the `prepared` database, one per test module."""
+    from tests.ui_launch import launched_app
+
+    with launched_app(tmp_path_factory.mktemp("app"), prepared.database_url) as url:
+        yield url

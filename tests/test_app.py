@@ -23,8 +23,7 @@ from ragshield.store.runs import list_runs
 from ragshield.ui.demo_tab import FAST_JUDGES
 from tests.ui_fixtures import fill_synthetic_run
 from tests.ui_launch import (CHEAP_JUDGES, HOSTILE_DATASET, HOSTILE_SCRIPT, SYNTHETIC_JUDGES,
-                             SYNTHETIC_SAMPLES, PreparedStore, current_label, launched_app,
-                             prepare_store)
+                             SYNTHETIC_SAMPLES, PreparedStore, current_label, launched_app)
 
 ENDPOINTS = {
     "/demo_ask", "/demo_samples", "/demo_rules", "/demo_all_judges", "/demo_fast_judges",
@@ -36,17 +35,6 @@ ENDPOINTS = {
     "/dashboard_datasets", "/dashboard_live", "/dashboard_start_run",
 }
 ERROR = 'class="rs-msg rs-msg-error"'
-
-
-@pytest.fixture(scope="module")
-def prepared(tmp_path_factory: pytest.TempPathFactory) -> PreparedStore:
-    return prepare_store(tmp_path_factory.mktemp("app-db"))
-
-
-@pytest.fixture(scope="module")
-def app_url(prepared: PreparedStore, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with launched_app(tmp_path_factory.mktemp("app"), prepared.database_url) as url:
-        yield url
 
 
 @pytest.fixture(scope="module")

@@ -9,80 +9,25 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-from pathlib import Path
-from typing import Iterator
 
 import pytest
 
 from ragshield.judges.registry import JUDGES
 from tests.ui_launch import (CHEAP_JUDGES, HOSTILE_DATASET, HOSTILE_IMG, HOSTILE_SCRIPT, ROOT,
-                             SYNTHETIC_JUDGES, SYNTHETIC_SAMPLES, PreparedStore, current_label,
-                             launched_app, prepare_store)
+                             SYNTHETIC_JUDGES, SYNTHETIC_SAMPLES, PreparedStore, current_label)
 
 pytestmark = pytest.mark.browser
 
 if os.environ.get("RAGSHIELD_SKIP_BROWSER") == "1":
     pytest.skip("RAGSHIELD_SKIP_BROWSER=1", allow_module_level=True)
 
-from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright  # noqa: E402
+from playwright.sync_api import Locator, Page, expect  # noqa: E402
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-VIEWPORT = {"width": 1280, "height": 900}
-WAIT_MS = 30_000  # a 2-core machine shared with other test runs: wait generously
+from tests.browser_support import VIEWPORT, no_traceback, open_tab, pick  # noqa: E402
+
 ANSWER_WAIT_MS = 150_000  # the embedded model answers and judges a demo question
 SCREENSHOTS = ROOT / "docs" / "screenshots"
 SCREENSHOT_MAX_HEIGHT = 2000  # px: keeps each PNG well under 400 KB
-
-expect.set_options(timeout=WAIT_MS)
-
-
-@pytest.fixture(scope="module")
-def prepared(tmp_path_factory: pytest.TempPathFactory) -> PreparedStore:
-    return prepare_store(tmp_path_factory.mktemp("browser-db"))
-
-
-@pytest.fixture(scope="module")
-def app_url(prepared: PreparedStore, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with launched_app(tmp_path_factory.mktemp("browser-app"), prepared.database_url) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"chromium not found at {CHROMIUM}: install Debian's chromium "
-                    "(or set RAGSHIELD_SKIP_BROWSER=1 to skip the browser tests)")
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield launched
-        launched.close()
-
-
-@pytest.fixture
-def page(browser: Browser, app_url: str) -> Iterator[Page]:
-    """The app in a fresh browser context (its own storage: no remembered annotator)."""
-    context = browser.new_context(viewport=VIEWPORT)
-    opened = context.new_page()
-    opened.set_default_timeout(WAIT_MS)
-    opened.goto(app_url)
-    expect(opened.locator("#demo-result")).to_be_visible()
-    yield opened
-    context.close()
-
-
-def open_tab(page: Page, title: str) -> None:
-    page.get_by_role("tab", name=title).click()
-
-
-def pick(page: Page, label: str, option: str) -> None:
-    """Choose `option` (a substring of its text) in the dropdown labelled `label`."""
-    dropdown = page.get_by_label(label, exact=True).filter(visible=True)
-    dropdown.click()
-    dropdown.fill("")
-    # Typed key by key, the text filters the choices (a long list shows its first 100 only).
-    dropdown.press_sequentially(option)
-    page.get_by_role("option", name=re.compile(re.escape(option))).first.click()
 
 
 def save_screenshot(page: Page, name: str) -> None:
@@ -97,12 +42,6 @@ def save_screenshot(page: Page, name: str) -> None:
     page.screenshot(path=str(path), full_page=True, clip={
         "x": 0, "y": 0, "width": VIEWPORT["width"], "height": min(height, SCREENSHOT_MAX_HEIGHT)})
     assert path.stat().st_size < 400_000, f"{path} is {path.stat().st_size} bytes"
-
-
-def no_traceback(page: Page) -> None:
-    """No stack trace in the page and no Gradio error toast (an exception in a handler)."""
-    assert "Traceback" not in page.locator("body").inner_text()
-    assert page.locator(".toast-body.error").count() == 0
 
 
 # -- every tab ------------------------------------------------------------------------------

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -32,9 +31,9 @@ pytestmark = pytest.mark.browser
 if os.environ.get("RAGSHIELD_SKIP_BROWSER") == "1":
     pytest.skip("RAGSHIELD_SKIP_BROWSER=1", allow_module_level=True)
 
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Page, expect
 
-from tests.test_ui_browser import CHROMIUM, VIEWPORT, WAIT_MS, no_traceback, open_tab
+from tests.browser_support import no_traceback, open_tab, pick
 
 SCENARIO = "Hostile text (HTML, JS, javascript: links, prompt injection) in the browser"
 SCRIPT = "<script>window.__xss=1</script>"
@@ -141,30 +140,6 @@ def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield app
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"chromium not found at {CHROMIUM} (RAGSHIELD_SKIP_BROWSER=1 skips)")
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield launched
-        launched.close()
-
-
-@pytest.fixture
-def page(browser: Browser, app_url: str) -> Iterator[Page]:
-    context = browser.new_context(viewport=VIEWPORT)
-    opened = context.new_page()
-    opened.set_default_timeout(WAIT_MS)
-    dialogs: list[str] = []
-    opened.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
-    opened.goto(app_url)
-    expect(opened.locator("#demo-result")).to_be_visible()
-    yield opened
-    context.close()
-    assert not dialogs, dialogs
-
-
 def nothing_ran(scenario: Scenario, page: Page, where: str) -> dict:
     page.wait_for_timeout(300)  # an onerror handler fires once the image fails to load
     found = page.evaluate(PROBE)
@@ -176,15 +151,6 @@ def nothing_ran(scenario: Scenario, page: Page, where: str) -> dict:
                    found["handlers"] == found["links"] == found["images"] == 0, found)
     no_traceback(page)
     return found
-
-
-def pick(page: Page, label: str, option: str) -> None:
-    """Choose the option containing `option` in the visible dropdown labelled `label`."""
-    dropdown = page.get_by_label(label, exact=True).filter(visible=True)
-    dropdown.click()
-    dropdown.fill("")
-    dropdown.press_sequentially(option)
-    page.get_by_role("option", name=re.compile(re.escape(option))).first.click()
 
 
 @pytest.mark.scenario(SCENARIO)
