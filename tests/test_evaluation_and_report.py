@@ -113,6 +113,22 @@ def test_report_writes_markdown_html_and_pngs(store, run_id, tmp_path):
     assert set(json.loads(files.metrics.read_text())["judges"]) == {"trivial", "p_true"}
 
 
+def test_report_of_a_run_with_a_judge_unavailable_on_every_sample(store, settings, tmp_path):
+    """nli without a model is unavailable everywhere: the report lists it with n = 0 and
+    draws and sweeps the other judges (its fallback row once failed on an all-NaN curve)."""
+    import_samples(store, DATASET, [sample(i) for i in range(8)])
+    run = start_run(store, RunConfig(dataset=DATASET, judges=["p_true", "nli"],
+                                     rule="p_true", fallback=True))
+    execute_run(store, run, settings, models=RunModels(main=ScriptedLLM(respond=respond)),
+                progress=False)
+    files = write_report(run_tables(store, run), tmp_path / "report", n_resamples=20)
+    md = files.markdown.read_text()
+    assert "| nli | 0 | 0 | 0 | 0 | 0 |" in md and "No-RAG fallback" in md
+    fallback = md[md.index("No-RAG fallback"):]
+    fallback = fallback.split("\n\n#")[0]
+    assert "| p_true |" in fallback and "| nli |" not in fallback
+
+
 def test_stacked_judge_is_fitted_out_of_fold_with_enough_labels():
     import numpy as np
     import pandas as pd

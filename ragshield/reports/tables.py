@@ -57,10 +57,15 @@ def with_ci(metrics: dict[str, Any], name: str) -> str:
 
 
 def judge_series(tables: RunTables) -> dict[str, JudgeSeries]:
+    """Each judge's decided verdicts, for curves and per-judge tables. A judge unavailable
+    on every sample (e.g. nli without a model) has no series: nothing to draw or sweep; the
+    metric tables, made from judge_metrics, still list it with n = 0."""
     position = {sample_id: i for i, sample_id in enumerate(tables.samples["sample_id"])}
     series = {}
     for judge, rows in tables.verdicts.groupby("judge", sort=False):
         rows = rows[rows["keep"].notna()]
+        if rows.empty:
+            continue
         keep = rows["keep"].to_numpy(dtype=bool)
         score = rows["score"].to_numpy(dtype=float)
         scored = bool(len(score)) and not np.isnan(score).all()

@@ -278,14 +278,12 @@ class DashboardCache:
     def _parts(tables: RunTables, resamples: int, series: dict[str, JudgeSeries],
                before: tuple[TruthPart, TruthPart] | None) -> tuple[TruthPart, TruthPart]:
         """The AwF and correctness parts of `tables`: those of the view `before` where they
-        still fit. A judge unavailable on every sample (e.g. nli without a model) has no
-        curve; the metric tables still list it, with n = 0."""
-        curves = {judge: s for judge, s in series.items() if s.rows.size}
+        still fit."""
         awf, correctness = before if before is not None else (None, None)
         if awf is None or not awf.fits(tables):
-            awf = awf_part(tables, curves, resamples)
+            awf = awf_part(tables, series, resamples)
         if correctness is None or not correctness.fits(tables):
-            correctness = correctness_part(tables, curves)
+            correctness = correctness_part(tables, series)
         return awf, correctness
 
     def _series_of(self, tables: RunTables) -> dict[str, JudgeSeries]:
