@@ -23,6 +23,7 @@ from ragshield.store.samples import (
     RepeatedSampleIdError,
     UnknownDatasetError,
     UnknownSampleError,
+    dataset_names,
     has_dataset,
     import_samples,
     iter_samples,
@@ -55,6 +56,7 @@ def test_import_counts_and_reads_back_in_order(store):
         DatasetSummary("nq", 7, 0, 0, 7),
         DatasetSummary("squad2", 2805, 1278, 1527, 0),
     ]
+    assert dataset_names(store) == ["hotpot", "nq", "squad2"]
     first = list_samples(store, "squad2", limit=2)
     assert [(s.id, s.question, s.answerable, s.passages) for s in first] == [
         ("68cf05f67fd29c6f129fe2fb9", "In what country is Normandy located?", True, 1),

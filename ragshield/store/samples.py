@@ -199,6 +199,12 @@ def dataset_id_of(session: Session, name: str) -> int:
     return dataset_id
 
 
+def dataset_names(store: Store) -> list[str]:
+    """Every dataset's name, sorted (no counts: cheap enough for every page load)."""
+    with store.session() as session:
+        return list(session.scalars(select(DatasetRow.name).order_by(DatasetRow.name)))
+
+
 def list_datasets(store: Store) -> list[DatasetSummary]:
     """Every dataset with its sample counts, by name."""
     answerable = SampleRow.answerable

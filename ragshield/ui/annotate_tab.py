@@ -24,7 +24,7 @@ from ragshield.store.labels import (LabelRecord, UnknownAnnotatorError, add_anno
                                     get_guidelines, progress, set_guidelines, skip, undo)
 from ragshield.store.models import LABEL_VALUES
 from ragshield.store.samples import (UnknownDatasetError, UnknownSampleError, count_samples,
-                                     list_datasets)
+                                     dataset_names)
 from ragshield.ui.context import UiContext
 from ragshield.ui.html_render import esc, message_html, table_html
 
@@ -331,10 +331,6 @@ def save_guidelines(context: UiContext, dataset: str, markdown: str) -> tuple[st
     return message_html(f"Guidelines of {dataset} saved."), load_guidelines(context, dataset)[0]
 
 
-def dataset_names(context: UiContext) -> list[str]:
-    return [summary.name for summary in list_datasets(context.store)]
-
-
 # -- wiring -------------------------------------------------------------------------------
 
 def screen_outputs(screen: Screen) -> tuple[Any, Any, Any]:
@@ -365,7 +361,7 @@ def _view(dataset: str, strategy: str, overlap: float | None, blind: bool,
 def build(context: UiContext, page: gr.Blocks) -> None:
     """Components and events of the tab (called inside its gr.Tab of `page`, the app's
     Blocks, whose load event fills the tab)."""
-    names = dataset_names(context)
+    names = dataset_names(context.store)
     default_dataset = DEMO_DATASET if DEMO_DATASET in names or not names else names[0]
     with gr.Column(elem_id=ROOT_ID):
         with gr.Row():
@@ -421,7 +417,7 @@ def build(context: UiContext, page: gr.Blocks) -> None:
 
     def on_load(dataset, strategy, overlap, blind, show_answer, request: gr.Request):
         """With --auth: the login name, fixed, and its first item."""
-        choices = gr.update(choices=dataset_names(context))
+        choices = gr.update(choices=dataset_names(context.store))
         username = getattr(request, "username", None)
         if not username:
             return gr.skip(), choices, gr.skip(), gr.skip(), gr.skip()

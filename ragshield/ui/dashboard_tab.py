@@ -42,7 +42,7 @@ from ragshield.store.database import Store
 from ragshield.store.labels import current_label_table
 from ragshield.store.labels import progress as label_progress
 from ragshield.store.runs import RunSummary, list_runs
-from ragshield.store.samples import list_datasets
+from ragshield.store.samples import dataset_names
 from ragshield.ui.context import UiContext
 from ragshield.ui.html_render import esc, message_html, table_html
 from ragshield.ui.run_cache import dataset_version, remember
@@ -378,10 +378,6 @@ def run_progress_html(store: Store, launcher: RunLauncher) -> str:
                      f'<progress value="{run.done}" max="{max(run.total, 1)}"></progress>'
                      f'{message_html(error, "error") if error else ""}</div>')
     return "".join(parts)
-
-
-def dataset_names(store: Store) -> list[str]:
-    return [dataset.name for dataset in list_datasets(store)]
 
 
 def run_config_from_form(settings: Settings, dataset: str | None, limit: Any, answerer: str,

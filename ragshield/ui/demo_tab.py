@@ -36,7 +36,7 @@ from ragshield.retrieval.demo_corpus import DEMO_CORPUS_NAME, open_corpus
 from ragshield.retrieval.factory import RetrievalMode
 from ragshield.retrieval.noise import inject_noise
 from ragshield.retrieval.passage_finder import PassageFinder
-from ragshield.store.samples import list_datasets, list_samples, load_sample
+from ragshield.store.samples import dataset_names, list_samples, load_sample
 from ragshield.types import Answer, Sample
 from ragshield.ui import demo_render
 from ragshield.ui.context import UiContext
@@ -304,7 +304,7 @@ def build(context: UiContext, page: gr.Blocks) -> None:
             question = gr.Textbox(label="Your question (answered from the corpus)", lines=2,
                                   placeholder="e.g. Who designed the Eiffel Tower?")
             with gr.Row():
-                dataset = gr.Dropdown([d.name for d in list_datasets(context.store)],
+                dataset = gr.Dropdown(dataset_names(context.store),
                                       value=DEMO_DATASET, label="Dataset",
                                       allow_custom_value=True)
                 sample = gr.Dropdown(_initial_samples(context), value=None,
