@@ -85,7 +85,7 @@ def test_csv_with_map_and_limit_then_a_table(cli, tmp_path):
 def test_an_unknown_dataset_is_one_readable_line_and_exit_1(cli):
     result = cli("samples", "nope")
     assert result.returncode == 1
-    assert result.stderr.strip() == "error: no dataset named 'nope' (datasets: demo)"
+    assert result.stderr.strip() == "error: no dataset named 'nope' (datasets: 'demo')"
 
 
 def test_a_bad_file_names_its_line_and_imports_nothing(cli, tmp_path, database_url):

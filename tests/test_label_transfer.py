@@ -75,11 +75,11 @@ def test_export_content(source, tmp_path):
 
 
 @pytest.mark.parametrize("change, fragment", [
-    ({"label": "maybe"}, "row 3: field 'label' must be one of"),
-    ({"sample_id": "s99"}, "row 3: no sample 's99' in dataset 'toy'"),
-    ({"created_at": "yesterday"}, "row 3: field 'created_at' is not an ISO 8601 time"),
-    ({"answer_correct": "perhaps"}, "row 3: field 'answer_correct' must be true, false"),
-    ({"annotator": ""}, "row 3: field 'annotator' is missing"),
+    ({"label": "maybe"}, "line 3: field 'label' must be one of"),
+    ({"sample_id": "s99"}, "line 3: no sample 's99' in dataset 'toy'"),
+    ({"created_at": "yesterday"}, "line 3: field 'created_at' is not an ISO 8601 time"),
+    ({"answer_correct": "perhaps"}, "line 3: field 'answer_correct' must be true, false"),
+    ({"annotator": ""}, "line 3: field 'annotator' is missing"),
 ])
 def test_a_bad_row_is_named_and_nothing_is_kept(source, tmp_path, change, fragment):
     good = tmp_path / "good.jsonl"
@@ -104,6 +104,6 @@ def test_csv_errors_count_the_header_line(source, tmp_path):
     text = "".join(lines).replace(",unanswerable,", ",wrong,", 1)
     path.write_text(text)
     target = fresh(f"sqlite:///{tmp_path / 'c.db'}")
-    with pytest.raises(LabelImportError, match="row 3: field 'label'"):
+    with pytest.raises(LabelImportError, match="line 4: field 'label'"):  # where it starts
         import_labels(target, path)
     target.close()

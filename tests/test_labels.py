@@ -51,8 +51,10 @@ def test_double_submit_is_idempotent(toy):
     b = add_label(toy, "toy", "s1", "ann", "answerable", note="x")
     assert a.stored and not b.stored and a.id == b.id
     c = add_label(toy, "toy", "s1", "bob", "unsure", request_id="req-1")
-    d = add_label(toy, "toy", "s1", "bob", "answerable", request_id="req-1")  # a retried request
-    assert c.stored and not d.stored and d.label == "unsure"
+    d = add_label(toy, "toy", "s1", "bob", "unsure", request_id="req-1")  # a retried request
+    assert c.stored and not d.stored and d.id == c.id
+    with pytest.raises(LabelValueError, match="request id 'req-1' was already used"):
+        add_label(toy, "toy", "s1", "bob", "answerable", request_id="req-1")
     assert len(label_history(toy, "toy", "s1")) == 2
 
 

@@ -200,7 +200,7 @@ def test_an_id_repeated_in_the_input_fails_the_import(store):
 
 def test_unknown_dataset_and_sample(store):
     import_samples(store, "known", [Sample(id="a", question="Who?")])
-    with pytest.raises(UnknownDatasetError, match=r"no dataset named 'nope' \(datasets: known\)"):
+    with pytest.raises(UnknownDatasetError, match=r"no dataset named 'nope' \(datasets: 'known'\)"):
         list_samples(store, "nope")
     with pytest.raises(UnknownDatasetError):
         iter_samples(store, "nope")

@@ -72,9 +72,10 @@ def test_a_request_id_stores_one_label_however_often_it_is_sent(context):
     first, _ = label_sample(context, VIEW, "ann", "s0", "answerable", "", request_id, shown=shown)
     again, screen = label_sample(context, VIEW, "ann", "s0", "answerable", "", request_id,
                                  shown=shown)
-    retried, _ = label_sample(context, VIEW, "ann", "s0", "unsure", "", request_id, shown=shown)
-    assert first.stored and not again.stored and not retried.stored
-    assert retried.label == "answerable" and retried.id == first.id
+    reused, refusal = label_sample(context, VIEW, "ann", "s0", "unsure", "", request_id,
+                                   shown=shown)
+    assert first.stored and not again.stored and again.id == first.id
+    assert reused is None and refusal.kind == "error" and "request id" in refusal.message
     assert labels_of(context, "s0") == [("ann", "answerable")]
     assert "Unchanged" in screen.message
     # Each shown item and action gets its own fresh id.
@@ -238,10 +239,13 @@ def test_label_endpoint_through_gradio_client(served):
                             api_name="/annotate_label")
     assert result["stored"] and result["label"] == "unanswerable" and result["sample_id"] == "s2"
     assert result["annotator"] == "ann" and result["next_sample_id"] == "s0"
-    again = client.predict("toy", "s2", "answerable", "", "req-1", "mallory",
+    again = client.predict("toy", "s2", "unanswerable", "a note", "req-1", "mallory",
                            api_name="/annotate_label")
     assert not again["stored"] and again["label"] == "unanswerable"
     assert again["label_id"] == result["label_id"]
+    with pytest.raises(Exception, match="request id 'req-1' was already used"):
+        client.predict("toy", "s2", "answerable", "", "req-1", "mallory",
+                       api_name="/annotate_label")
     assert labels_of(context, "s2") == [("ann", "unanswerable")]
     with pytest.raises(Exception, match="no sample 's9'"):
         client.predict("toy", "s9", "unsure", "", "req-2", "ann", api_name="/annotate_label")

@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import selectinload
 
-from ragshield.store.annotation_queue import latest_run_id
+from ragshield.store.annotation_queue import run_for_dataset
 from ragshield.store.database import Store
 from ragshield.store.labels import annotator_id_of, annotator_names, current_labels, sample_row_id
 from ragshield.store.models import AnswerRow, Dataset, Sample, VerdictRow
@@ -41,7 +41,7 @@ def annotation_item(store: Store, dataset: str, sample_id: str, annotator: str, 
         sample = session.scalar(select(Sample).where(Sample.id == row_id)
                                 .options(selectinload(Sample.passages)))
         dataset_row = session.get(Dataset, sample.dataset_id)
-        run_id = run_id if run_id is not None else latest_run_id(session, sample.dataset_id)
+        run_id = run_for_dataset(session, sample.dataset_id, run_id)
         answer = session.scalar(select(AnswerRow).where(
             AnswerRow.run_id == run_id, AnswerRow.sample_id == row_id,
             AnswerRow.role == MAIN)) if run_id is not None else None

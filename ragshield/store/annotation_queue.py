@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session, aliased
 from ragshield.store.database import Store
 from ragshield.store.labels import annotator_id_of
 from ragshield.store.models import AnswerRow, Label, Run, Sample, Skip
-from ragshield.store.runs import MAIN
+from ragshield.store.runs import MAIN, UnknownRunError
 from ragshield.store.samples import dataset_id_of
 
 Strategy = Literal["unlabelled", "disagreement", "random"]
@@ -87,6 +87,17 @@ def latest_run_id(session: Session, dataset_id: int) -> int | None:
                           .order_by(Run.id.desc()).limit(1))
 
 
+def run_for_dataset(session: Session, dataset_id: int, run_id: int | None) -> int | None:
+    """`run_id` when that run judged the dataset, the dataset's newest run when None, and
+    an error for a run that does not exist or judged another dataset."""
+    if run_id is None:
+        return latest_run_id(session, dataset_id)
+    if session.scalar(select(Run.dataset_id).where(Run.id == run_id)) != dataset_id:
+        raise UnknownRunError(f"no run {run_id} of this dataset (see `python -m ragshield "
+                              "runs list`)")
+    return run_id
+
+
 def _disagreement(session: Session, eligible, run_id: int | None) -> str | None:
     if run_id is None:
         return None
@@ -111,12 +122,13 @@ def next_sample(store: Store, dataset: str, annotator: str, *, strategy: str = "
     with store.session() as session:
         dataset_id = dataset_id_of(session, dataset)
         person = annotator_id_of(session, annotator)
+        if strategy != "disagreement":
+            run_for_dataset(session, dataset_id, run_id)  # a wrong --run is an error anyway
         eligible = _eligible(dataset_id, person, overlap)
         if strategy == "random":
             return _random(session, dataset_id, person, eligible, seed)
         if strategy == "disagreement":
-            found = _disagreement(session, eligible,
-                                  run_id if run_id is not None else latest_run_id(session, dataset_id))
+            found = _disagreement(session, eligible, run_for_dataset(session, dataset_id, run_id))
             if found is not None:
                 return found
         return _unlabelled(session, eligible, overlap)

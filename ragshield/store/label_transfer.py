@@ -4,22 +4,36 @@ importing such a file back: all or nothing, with errors that name the row.
 A file holds one row per label version, oldest first. `label_id` and `reverts_label_id`
 are the exporting database's ids; an import maps them to its own, so export -> import
 into another database with the same datasets keeps labels, annotators, times and history.
-Importing a file twice adds nothing the second time.
+Importing a file twice adds nothing the second time. Every field is checked for its type
+and shape, and a bad one fails the whole import with its row and field named.
+
+An export is written under a temporary name and renamed at the end, so a full disk leaves
+an earlier export whole. CSV cells that a spreadsheet would run as a formula (`=...`,
+`+...`, `-...`, `@...`) get a leading apostrophe, which the import takes off again.
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator, Literal
+from typing import Any, Callable, Iterator, Literal
 
-from sqlalchemy import select
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 
+from ragshield.names import check_name
 from ragshield.store.database import Store
-from ragshield.store.labels import LabelValueError, check_label_value
+from ragshield.store.labels import (REQUEST_ID_MAX_LENGTH, ROLE_MAX_LENGTH, LabelValueError,
+                                    check_label_value, check_passages_shown)
 from ragshield.store.models import Annotator, Dataset, Label, Sample
+from ragshield.store.samples import dataset_id_of
 
 Format = Literal["csv", "jsonl", "parquet"]
 FORMATS: tuple[str, ...] = ("csv", "jsonl", "parquet")
@@ -28,8 +42,17 @@ COLUMNS = ("label_id", "dataset", "sample_id", "annotator", "annotator_role", "l
            "reverts_label_id", "created_at")
 
 
+# A spreadsheet runs a cell starting with one of these as a formula (OWASP's list); the
+# apostrophe is there so that a value starting with one survives the round trip.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "'")
+
+
 class LabelImportError(ValueError):
     """A row of an import file cannot be used; nothing of the import was kept."""
+
+
+class LabelExportError(ValueError):
+    """The export file cannot be written; nothing was changed."""
 
 
 def _utc(moment: datetime) -> str:
@@ -43,9 +66,9 @@ def export_rows(store: Store, dataset: str | None = None) -> list[dict[str, Any]
              .join(Sample, Sample.id == Label.sample_id)
              .join(Dataset, Dataset.id == Sample.dataset_id)
              .join(Annotator, Annotator.id == Label.annotator_id).order_by(Label.id))
-    if dataset is not None:
-        query = query.where(Dataset.name == dataset)
     with store.session() as session:
+        if dataset is not None:
+            query = query.where(Dataset.id == dataset_id_of(session, dataset))
         return [
             {"label_id": label.id, "dataset": name, "sample_id": sample, "annotator": person,
              "annotator_role": role, "label": label.label, "answer_correct": label.answer_correct,
@@ -57,64 +80,133 @@ def export_rows(store: Store, dataset: str | None = None) -> list[dict[str, Any]
 
 
 def _csv_cell(value: Any) -> str:
+    """A cell a spreadsheet shows as text. Cells starting with = + - @ (or a tab or carriage
+    return) would be run as formulas, so they get a leading apostrophe, which spreadsheets
+    hide; a cell that itself starts with an apostrophe gets one more, so that the import
+    (_csv_value) takes exactly one off and gives back the value as it was."""
     if value is None:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
-    return str(value)
+    text = str(value)
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
+
+
+def _csv_value(cell: str | None) -> str | None:
+    return cell[1:] if cell and cell.startswith("'") else cell
+
+
+def _write_csv(rows: list[dict[str, Any]], path: Path) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as out:
+        writer = csv.writer(out)
+        writer.writerow(COLUMNS)
+        writer.writerows([_csv_cell(row[c]) for c in COLUMNS] for row in rows)
+
+
+def _write_jsonl(rows: list[dict[str, Any]], path: Path) -> None:
+    with open(path, "w", encoding="utf-8") as out:
+        out.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+
+
+def _write_parquet(rows: list[dict[str, Any]], path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = pa.schema([("label_id", pa.int64()), ("dataset", pa.string()),
+                        ("sample_id", pa.string()), ("annotator", pa.string()),
+                        ("annotator_role", pa.string()), ("label", pa.string()),
+                        ("answer_correct", pa.bool_()), ("note", pa.string()),
+                        ("passages_shown", pa.string()), ("retracted", pa.bool_()),
+                        ("request_id", pa.string()), ("reverts_label_id", pa.int64()),
+                        ("created_at", pa.string())])
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), path)
+
+
+WRITERS: dict[str, Callable[[list[dict[str, Any]], Path], None]] = {
+    "csv": _write_csv, "jsonl": _write_jsonl, "parquet": _write_parquet}
 
 
 def export_labels(store: Store, path: Path, format: str, dataset: str | None = None) -> int:
-    """Write the label history to `path`; returns the number of rows."""
-    rows = export_rows(store, dataset)
-    if format == "csv":
-        with open(path, "w", newline="", encoding="utf-8") as out:
-            writer = csv.writer(out)
-            writer.writerow(COLUMNS)
-            writer.writerows([_csv_cell(row[c]) for c in COLUMNS] for row in rows)
-    elif format == "jsonl":
-        with open(path, "w", encoding="utf-8") as out:
-            out.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
-    elif format == "parquet":
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        schema = pa.schema([("label_id", pa.int64()), ("dataset", pa.string()),
-                            ("sample_id", pa.string()), ("annotator", pa.string()),
-                            ("annotator_role", pa.string()), ("label", pa.string()),
-                            ("answer_correct", pa.bool_()), ("note", pa.string()),
-                            ("passages_shown", pa.string()), ("retracted", pa.bool_()),
-                            ("request_id", pa.string()), ("reverts_label_id", pa.int64()),
-                            ("created_at", pa.string())])
-        pq.write_table(pa.Table.from_pylist(rows, schema=schema), path)
-    else:
+    """Write the label history to `path`; returns the number of rows. The file appears
+    whole or not at all: it is written beside `path` under a temporary name and renamed
+    over it at the end, so a full disk or a crash leaves an earlier export as it was."""
+    if format not in WRITERS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
+    target = writable_target(path)
+    rows = export_rows(store, dataset)
+    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.",
+                                         suffix=".partial")
+    os.close(handle)
+    try:
+        WRITERS[format](rows, Path(temporary))
+        os.chmod(temporary, target.stat().st_mode & 0o777 if target.exists() else 0o644)
+        os.replace(temporary, target)
+    except OSError as exc:
+        raise LabelExportError(f"cannot write {path}: {exc.strerror or exc}; "
+                               "an earlier file there is unchanged") from None
+    finally:
+        Path(temporary).unlink(missing_ok=True)
     return len(rows)
+
+
+def writable_target(path: Path) -> Path:
+    """`path` when a file can be written there, else an error that says why."""
+    if path.is_dir():
+        raise LabelExportError(f"{path} is a folder; --out takes a file name")
+    if not path.parent.is_dir():
+        raise LabelExportError(f"cannot write {path}: the folder {path.parent} does not exist")
+    return path
 
 
 # -- import -------------------------------------------------------------------------------
 
-def _read(path: Path, format: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(row number as a person would count it in the file, row)."""
+def _read(path: Path, format: str) -> Iterator[tuple[str, Any]]:
+    """(where the row is, as a person finds it: "line N" of a text file, where a CSV row
+    starts, or "row N" of a Parquet table; the row)."""
     if format == "csv":
-        with open(path, newline="", encoding="utf-8") as handle:
-            for number, row in enumerate(csv.DictReader(handle), start=2):  # line 1: header
-                yield number, row
+        # utf-8-sig: a byte-order mark (Excel writes one) must not stick to the first column.
+        with open(path, newline="", encoding="utf-8-sig") as handle:
+            reader = csv.DictReader(handle)
+            start = 2  # line 1: the header
+            try:
+                for row in reader:
+                    yield f"line {start}", {key: _csv_value(value) for key, value in row.items()
+                                  if isinstance(key, str)}
+                    start = reader.line_num + 1
+            except csv.Error as exc:
+                raise LabelImportError(f"{path}, line {start}: not valid CSV ({exc})") from None
     elif format == "jsonl":
-        with open(path, encoding="utf-8") as handle:
+        with open(path, encoding="utf-8-sig") as handle:
             for number, line in enumerate(handle, start=1):
                 if line.strip():
-                    try:
-                        yield number, json.loads(line)
-                    except json.JSONDecodeError as exc:
-                        raise LabelImportError(f"{path}, line {number}: not valid JSON ({exc.msg})") from None
+                    yield f"line {number}", _json_line(path, number, line)
     elif format == "parquet":
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
-        for number, row in enumerate(pq.read_table(path).to_pylist(), start=1):
-            yield number, row
+        try:
+            table = pq.read_table(path)
+        except pa.ArrowException as exc:
+            raise LabelImportError(f"{path}: not a readable Parquet file ({exc})") from None
+        for number, row in enumerate(table.to_pylist(), start=1):
+            yield f"row {number}", row
     else:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _json_line(path: Path, number: int, line: str) -> Any:
+    try:
+        return json.loads(line, parse_constant=_refuse_constant)
+    except json.JSONDecodeError as exc:
+        raise LabelImportError(f"{path}, line {number}: not valid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise LabelImportError(f"{path}, line {number}: JSON nested too deeply") from None
+    except ValueError as exc:
+        raise LabelImportError(f"{path}, line {number}: {exc}") from None
 
 
 def format_of(path: Path) -> str:
@@ -132,102 +224,164 @@ def _flag(value: Any, field: str) -> bool | None:
         return value
     if isinstance(value, str) and value.lower() in ("true", "false"):
         return value.lower() == "true"
-    raise LabelValueError(f"field {field!r} must be true, false or empty, got {value!r}")
+    raise LabelValueError(f"field {field!r} must be true, false or empty, got {value!r:.80}")
 
 
-def _text(value: Any, field: str, required: bool = False) -> str | None:
+def _text(value: Any, field: str, required: bool = False, max_length: int | None = None) -> str | None:
     if value is None or value == "":
         if required:
             raise LabelValueError(f"field {field!r} is missing")
         return None
-    return str(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)  # an id written as a number
+    if not isinstance(value, str):
+        raise LabelValueError(f"field {field!r} must be text, got {type(value).__name__}")
+    if max_length is not None and len(value) > max_length:
+        raise LabelValueError(f"field {field!r} must be at most {max_length} characters")
+    return value
 
 
 def _int(value: Any, field: str) -> int | None:
     if value is None or value == "":
         return None
-    try:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and re.fullmatch(r"-?[0-9]+", value.strip()):
         return int(value)
-    except (TypeError, ValueError):
-        raise LabelValueError(f"field {field!r} must be an integer, got {value!r}") from None
+    raise LabelValueError(f"field {field!r} must be an integer, got {value!r:.80}")
 
 
-def _parsed(row: dict[str, Any]) -> dict[str, Any]:
+def _passages(value: Any) -> list[Any]:
+    if value is None or value == "":
+        return []
+    if isinstance(value, str):
+        try:
+            value = json.loads(value, parse_constant=_refuse_constant)
+        except (ValueError, RecursionError):
+            raise LabelValueError(f"field 'passages_shown' must be a JSON list, got {value!r:.80}") from None
+    return check_passages_shown(value)
+
+
+def _time(value: Any) -> datetime:
+    text = _text(value, "created_at", required=True) or ""
     try:
-        created = datetime.fromisoformat(_text(row.get("created_at"), "created_at", True) or "")
+        moment = datetime.fromisoformat(text)
     except ValueError:
-        raise LabelValueError(f"field 'created_at' is not an ISO 8601 time: {row.get('created_at')!r}") from None
-    shown = row.get("passages_shown") or "[]"
-    try:
-        passages = json.loads(shown) if isinstance(shown, str) else list(shown)
-    except (json.JSONDecodeError, TypeError):
-        raise LabelValueError(f"field 'passages_shown' must be a JSON list, got {shown!r}") from None
+        raise LabelValueError(f"field 'created_at' is not an ISO 8601 time: {text!r:.80}") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+def _parsed(row: Any) -> dict[str, Any]:
+    if not isinstance(row, dict):
+        raise LabelValueError(f"a row must be an object of fields, got {type(row).__name__}")
+    role = row.get("annotator_role")
     return {
         "label_id": _int(row.get("label_id"), "label_id"),
         "dataset": _text(row.get("dataset"), "dataset", True),
         "sample_id": _text(row.get("sample_id"), "sample_id", True),
-        "annotator": _text(row.get("annotator"), "annotator", True),
-        "annotator_role": _text(row.get("annotator_role"), "annotator_role"),
+        "annotator": check_name(_text(row.get("annotator"), "annotator", True), "annotator"),
+        "annotator_role": check_name(role, "annotator_role", ROLE_MAX_LENGTH) if role else None,
         "label": check_label_value(_text(row.get("label"), "label", True) or ""),
         "answer_correct": _flag(row.get("answer_correct"), "answer_correct"),
         "note": _text(row.get("note"), "note"),
-        "passages_shown": passages,
+        "passages_shown": _passages(row.get("passages_shown")),
         "retracted": bool(_flag(row.get("retracted"), "retracted")),
-        "request_id": _text(row.get("request_id"), "request_id"),
+        "request_id": _text(row.get("request_id"), "request_id", max_length=REQUEST_ID_MAX_LENGTH),
         "reverts_label_id": _int(row.get("reverts_label_id"), "reverts_label_id"),
-        "created_at": created if created.tzinfo else created.replace(tzinfo=timezone.utc),
+        "created_at": _time(row.get("created_at")),
     }
+
+
+@dataclass
+class _Import:
+    """What an import has learnt so far: row ids of samples and annotators, the newest
+    version of each (sample, annotator), and the ids of the file's rows in this database."""
+
+    session: Session
+    samples: dict[tuple[str, str], int] = field(default_factory=dict)
+    annotators: dict[str, int] = field(default_factory=dict)
+    newest: dict[tuple[int, int], int | None] = field(default_factory=dict)
+    new_ids: dict[int, int] = field(default_factory=dict)
+
+    def sample(self, dataset: str, sample_id: str) -> int:
+        key = (dataset, sample_id)
+        if key not in self.samples:
+            found = self.session.scalar(select(Sample.id).join(Dataset).where(
+                Dataset.name == dataset, Sample.external_id == sample_id))
+            if found is None:
+                raise LookupError(f"no sample {sample_id!r} in dataset {dataset!r}")
+            self.samples[key] = found
+        return self.samples[key]
+
+    def annotator(self, name: str, role: str | None) -> int:
+        if name not in self.annotators:
+            found = self.session.scalar(select(Annotator.id).where(Annotator.name == name))
+            if found is None:
+                person = Annotator(name=name, role=role)
+                self.session.add(person)
+                self.session.flush()
+                found = person.id
+            self.annotators[name] = found
+        return self.annotators[name]
+
+    def previous(self, sample: int, person: int) -> int | None:
+        if (sample, person) not in self.newest:
+            self.newest[(sample, person)] = self.session.scalar(
+                select(func.max(Label.id)).where(Label.sample_id == sample,
+                                                 Label.annotator_id == person))
+        return self.newest[(sample, person)]
+
+    def add(self, row: dict[str, Any], sample: int, person: int) -> int:
+        clash = row["request_id"] and self.session.scalar(
+            select(Label.id).where(Label.request_id == row["request_id"]))
+        if clash:
+            raise LabelValueError(f"field 'request_id': {row['request_id']!r} already belongs "
+                                  "to another label")
+        label = Label(
+            sample_id=sample, annotator_id=person, label=row["label"],
+            answer_correct=row["answer_correct"], note=row["note"],
+            passages_shown=row["passages_shown"], retracted=row["retracted"],
+            request_id=row["request_id"],
+            reverts_id=self.new_ids.get(row["reverts_label_id"] or -1),
+            previous_id=self.previous(sample, person), created_at=row["created_at"])
+        self.session.add(label)
+        self.session.flush()
+        self.newest[(sample, person)] = label.id
+        return label.id
 
 
 def import_labels(store: Store, path: Path, format: str | None = None) -> tuple[int, int]:
     """Import a label file in one transaction; returns (added, already there). Annotators
-    are created when new; datasets and samples must exist."""
+    are created when new; datasets and samples must exist. Rows are appended after any
+    labels the database holds, as new versions."""
     format = format or format_of(path)
     added = skipped = 0
-    with store.session() as session:
-        samples: dict[tuple[str, str], int] = {}
-        annotators = dict(session.execute(select(Annotator.name, Annotator.id)).tuples().all())
-        new_ids: dict[int, int] = {}
-        try:
-            for number, raw in _read(path, format):
+    try:
+        with store.session() as session:
+            state = _Import(session)
+            for where, raw in _read(path, format):
                 try:
                     row = _parsed(raw)
-                    key = (row["dataset"], row["sample_id"])
-                    if key not in samples:
-                        found = session.scalar(select(Sample.id).join(Dataset).where(
-                            Dataset.name == key[0], Sample.external_id == key[1]))
-                        if found is None:
-                            raise LookupError(f"no sample {key[1]!r} in dataset {key[0]!r}")
-                        samples[key] = found
-                except (LabelValueError, LookupError) as exc:
-                    raise LabelImportError(f"{path}, row {number}: {exc}") from None
-                if row["annotator"] not in annotators:
-                    person = Annotator(name=row["annotator"], role=row["annotator_role"])
-                    session.add(person)
-                    session.flush()
-                    annotators[row["annotator"]] = person.id
-                label_id = _existing(session, samples[key], annotators[row["annotator"]], row)
-                if label_id is None:
-                    label = Label(
-                        sample_id=samples[key], annotator_id=annotators[row["annotator"]],
-                        label=row["label"], answer_correct=row["answer_correct"],
-                        note=row["note"], passages_shown=row["passages_shown"],
-                        retracted=row["retracted"], request_id=row["request_id"],
-                        reverts_id=new_ids.get(row["reverts_label_id"] or -1),
-                        created_at=row["created_at"])
-                    session.add(label)
-                    session.flush()
-                    label_id, added = label.id, added + 1
-                else:
-                    skipped += 1
+                    sample = state.sample(row["dataset"], row["sample_id"])
+                    person = state.annotator(row["annotator"], row["annotator_role"])
+                    label_id = _existing(session, sample, person, row)
+                    if label_id is None:
+                        label_id, added = state.add(row, sample, person), added + 1
+                    else:
+                        skipped += 1
+                except (ValueError, LookupError) as exc:  # a field's value: name the row
+                    raise LabelImportError(f"{path}, {where}: {exc}") from None
                 if row["label_id"] is not None:
-                    new_ids[row["label_id"]] = label_id
-        except (OSError, UnicodeDecodeError) as exc:
-            raise LabelImportError(f"cannot read {path}: {exc}") from None
+                    state.new_ids[row["label_id"]] = label_id
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LabelImportError(f"cannot read {path}: {exc}") from None
+    except IntegrityError:
+        raise LabelImportError(f"{path}: labels of these samples changed while importing; "
+                               "nothing was imported, run the import again") from None
     return added, skipped
 
 
-def _existing(session, sample: int, annotator: int, row: dict[str, Any]) -> int | None:
+def _existing(session: Session, sample: int, annotator: int, row: dict[str, Any]) -> int | None:
     """The id of an identical version already stored (same person, sample, time, value)."""
     candidates = session.scalars(select(Label).where(
         Label.sample_id == sample, Label.annotator_id == annotator,

@@ -16,6 +16,7 @@ from sqlalchemy import Select, delete, exists, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, aliased
 
+from ragshield.names import check_name, name_list
 from ragshield.store.database import Store
 from ragshield.store.models import LABEL_VALUES, Annotator, Dataset, Label, Sample, Skip, utcnow
 from ragshield.store.samples import UnknownSampleError, dataset_id_of
@@ -27,6 +28,22 @@ class UnknownAnnotatorError(LookupError):
 
 class LabelValueError(ValueError):
     """A label field has a value that is not allowed."""
+
+
+class RequestIdReusedError(LabelValueError):
+    """A request id came back with a different label than the one it was first sent with."""
+
+
+class ConcurrentLabelChangeError(LabelValueError):
+    """Another request changed the same label at the same moment; nothing was done."""
+
+
+# A submission that loses a race for the next version re-reads and decides again; each
+# retry means another request succeeded, so a few suffice even with many people at once.
+RACE_ATTEMPTS = 8
+REQUEST_ID_MAX_LENGTH = 64  # the column's size
+MAX_PASSAGES_SHOWN = 1000
+ROLE_MAX_LENGTH = 100  # the column's size
 
 
 @dataclass(frozen=True)
@@ -68,9 +85,8 @@ def check_label_value(label: str) -> str:
 
 def add_annotator(store: Store, name: str, role: str | None = None) -> int:
     """The annotator's id, creating them when new (a given role replaces the old one)."""
-    name = name.strip()
-    if not name:
-        raise LabelValueError("field 'annotator' must not be empty")
+    name = check_name(name, "annotator")
+    role = check_name(role, "role", ROLE_MAX_LENGTH) if role is not None else None
     try:
         return _add_annotator(store, name, role)
     except IntegrityError:
@@ -98,10 +114,10 @@ def annotator_names(session: Session) -> dict[int, str]:
 def annotator_id_of(session: Session, name: str) -> int:
     annotator_id = session.scalar(select(Annotator.id).where(Annotator.name == name))
     if annotator_id is None:
-        known = session.scalars(select(Annotator.name).order_by(Annotator.name)).all()
+        known = list(session.scalars(select(Annotator.name).order_by(Annotator.name)))
         raise UnknownAnnotatorError(
-            f"no annotator named {name!r} (annotators: {', '.join(known) or 'none yet'}; add "
-            f"one with `python -m ragshield labels annotator {name}`)")
+            f"no annotator named {name!r} (annotators: {name_list(known)}; add one with "
+            "`python -m ragshield labels annotator NAME`)")
     return annotator_id
 
 
@@ -116,9 +132,12 @@ def sample_row_id(session: Session, dataset: str, sample_id: str) -> int:
 # -- labels -------------------------------------------------------------------------------
 
 def _record(label: Label, sample_id: str, annotator: str, stored: bool = True) -> LabelRecord:
+    shown = label.passages_shown
     return LabelRecord(id=label.id, sample_id=sample_id, annotator=annotator, label=label.label,
                        answer_correct=label.answer_correct, note=label.note,
-                       passages_shown=list(label.passages_shown), retracted=label.retracted,
+                       # Rows imported before fields were checked may hold any JSON here.
+                       passages_shown=list(shown) if isinstance(shown, list) else [shown],
+                       retracted=label.retracted,
                        created_at=label.created_at, stored=stored)
 
 
@@ -129,40 +148,80 @@ def _newest(session: Session, sample: int, annotator: int, before: int | None = 
     return session.scalar(query.order_by(Label.id.desc()).limit(1))
 
 
+def check_passages_shown(value: Any) -> list[Any]:
+    """What an annotator was shown, as stored: a list of passage ids (text or numbers) or of
+    passages (objects of text, numbers or null), at most MAX_PASSAGES_SHOWN of them."""
+    if not isinstance(value, list):
+        raise LabelValueError(f"field 'passages_shown' must be a list, got {type(value).__name__}")
+    if len(value) > MAX_PASSAGES_SHOWN:
+        raise LabelValueError(f"field 'passages_shown' holds {len(value)} passages; "
+                              f"at most {MAX_PASSAGES_SHOWN}")
+    for item in value:
+        if isinstance(item, dict):
+            if all(isinstance(k, str) and _is_scalar(v) for k, v in item.items()):
+                continue
+        elif _is_scalar(item) and item is not None:
+            continue
+        raise LabelValueError("field 'passages_shown' must list passage ids or passages "
+                              f"(objects of text, numbers or null), got {item!r:.80}")
+    return value
+
+
+def _is_scalar(value: Any) -> bool:
+    return value is None or (isinstance(value, (str, int, float)) and not isinstance(value, bool))
+
+
+def _same_submission(row: Label, sample: int, person: int, label: str,
+                     answer_correct: bool | None, note: str | None) -> bool:
+    return (row.sample_id, row.annotator_id, row.label, row.answer_correct, row.note) == (
+        sample, person, label, answer_correct, note)
+
+
 def add_label(store: Store, dataset: str, sample_id: str, annotator: str, label: str, *,
               answer_correct: bool | None = None, note: str | None = None,
               passages_shown: list[Any] | None = None, answer_id: int | None = None,
               request_id: str | None = None) -> LabelRecord:
     """Record a label. Submitting what is already the annotator's current label, or a
-    request id seen before, stores nothing and returns the existing row (stored=False)."""
+    request id seen before with the same content, stores nothing and returns the existing
+    row (stored=False); a request id seen with other content is an error.
+
+    Concurrent submissions are settled by the database (see Label): the one that loses the
+    race to add the next version reads the new current label and decides again."""
     check_label_value(label)
     note = note.strip() or None if note else None
-    try:
-        with store.session() as session:
-            sample = sample_row_id(session, dataset, sample_id)
-            person = annotator_id_of(session, annotator)
-            if request_id is not None:
-                seen = session.scalar(select(Label).where(Label.request_id == request_id))
-                if seen is not None:
-                    return _record(seen, sample_id, annotator, stored=False)
-            current = _newest(session, sample, person)
-            if (current is not None and not current.retracted and current.label == label
-                    and current.answer_correct == answer_correct and current.note == note):
-                return _record(current, sample_id, annotator, stored=False)
-            row = Label(sample_id=sample, annotator_id=person, answer_id=answer_id, label=label,
-                        answer_correct=answer_correct, note=note,
-                        passages_shown=list(passages_shown or []), request_id=request_id)
-            session.add(row)
-            session.execute(delete(Skip).where(Skip.sample_id == sample, Skip.annotator_id == person))
-            session.flush()
-            return _record(row, sample_id, annotator)
-    except IntegrityError:
-        if request_id is None:
-            raise
-    with store.session() as session:  # the same request id won a race: return its row
-        seen = session.scalar(select(Label).where(Label.request_id == request_id))
-        assert seen is not None
-        return _record(seen, sample_id, annotator, stored=False)
+    shown = check_passages_shown(list(passages_shown or []))
+    if request_id is not None and not 0 < len(request_id) <= REQUEST_ID_MAX_LENGTH:
+        raise LabelValueError(f"field 'request_id' must be 1 to {REQUEST_ID_MAX_LENGTH} characters")
+    for attempt in range(RACE_ATTEMPTS):
+        try:
+            with store.session() as session:
+                sample = sample_row_id(session, dataset, sample_id)
+                person = annotator_id_of(session, annotator)
+                if request_id is not None:
+                    seen = session.scalar(select(Label).where(Label.request_id == request_id))
+                    if seen is not None:
+                        if not _same_submission(seen, sample, person, label, answer_correct, note):
+                            raise RequestIdReusedError(
+                                f"request id {request_id!r} was already used for another label; "
+                                "nothing was stored (send each new label with a new request id)")
+                        return _record(seen, sample_id, annotator, stored=False)
+                current = _newest(session, sample, person)
+                if (current is not None and not current.retracted
+                        and _same_submission(current, sample, person, label, answer_correct, note)):
+                    return _record(current, sample_id, annotator, stored=False)
+                row = Label(sample_id=sample, annotator_id=person, answer_id=answer_id,
+                            label=label, answer_correct=answer_correct, note=note,
+                            passages_shown=shown, request_id=request_id,
+                            previous_id=current.id if current is not None else None)
+                session.add(row)
+                session.execute(delete(Skip).where(Skip.sample_id == sample,
+                                                   Skip.annotator_id == person))
+                session.flush()
+                return _record(row, sample_id, annotator)
+        except IntegrityError:
+            if attempt == RACE_ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")
 
 
 def label_history(store: Store, dataset: str, sample_id: str) -> list[LabelRecord]:
@@ -196,7 +255,17 @@ def skip(store: Store, dataset: str, sample_id: str, annotator: str) -> None:
 def undo(store: Store, dataset: str, annotator: str) -> str | None:
     """Take back the annotator's newest action in the dataset that is not undone yet: a
     skip is removed; a label change is reverted by a new row. Returns the sample id, or
-    None when there is nothing to undo."""
+    None when there is nothing to undo. An undo that races another change of the same label
+    (a double click) does nothing and says so, rather than taking back a second step."""
+    try:
+        return _undo(store, dataset, annotator)
+    except IntegrityError:
+        raise ConcurrentLabelChangeError(
+            "the label changed at the same moment (another tab or a double click); nothing "
+            "was undone") from None
+
+
+def _undo(store: Store, dataset: str, annotator: str) -> str | None:
     with store.session() as session:
         dataset_id = dataset_id_of(session, dataset)
         person = annotator_id_of(session, annotator)
@@ -224,7 +293,9 @@ def undo(store: Store, dataset: str, annotator: str) -> str | None:
             answer_correct=before.answer_correct if before else None,
             note=before.note if before else None,
             passages_shown=list(before.passages_shown) if before else [],
-            retracted=before.retracted if before else True))
+            retracted=before.retracted if before else True,
+            previous_id=_newest(session, row.sample_id, person).id))
+        session.flush()
         return external
 
 

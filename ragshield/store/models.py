@@ -88,6 +88,12 @@ class Run(Base):
     samples_total: Mapped[int] = mapped_column(Integer, default=0, server_default=sql_text("0"))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     finished_at: Mapped[datetime | None]
+    # The process executing the run (see store/run_owner.py); all null while none does.
+    owner_host: Mapped[str | None] = mapped_column(String(255))
+    owner_pid: Mapped[int | None] = mapped_column(Integer)
+    owner_token: Mapped[str | None] = mapped_column(String(64))
+    owner_since: Mapped[datetime | None]
+    heartbeat_at: Mapped[datetime | None]
 
 
 class RunFailure(Base):
@@ -191,7 +197,12 @@ class Annotator(Base):
 class Label(Base):
     """One answerability judgement by one person. A change adds a row; rows are never updated.
     A person's current label on a sample is their newest row; a `retracted` row (an undo of
-    a first label) means they have none."""
+    a first label) means they have none.
+
+    Each row names the version it follows (`previous_id`; none for the first), and the
+    database allows one successor per version and one first version per (sample, person):
+    two requests that both saw the same current label cannot both add a version after it.
+    The loser of such a race reads the new current label and decides again."""
 
     __tablename__ = "labels"
     __table_args__ = (
@@ -201,6 +212,10 @@ class Label(Base):
         Index("ix_labels_sample_annotator", "sample_id", "annotator_id", "created_at"),
         Index("ix_labels_annotator_sample", "annotator_id", "sample_id"),
         UniqueConstraint("request_id", name="uq_labels_request_id"),
+        Index("uq_labels_previous", "previous_id", unique=True),
+        Index("uq_labels_first_version", "sample_id", "annotator_id", unique=True,
+              sqlite_where=sql_text("previous_id IS NULL"),
+              postgresql_where=sql_text("previous_id IS NULL")),
     )
     id: Mapped[int] = mapped_column(primary_key=True)
     sample_id: Mapped[int] = mapped_column(ForeignKey("samples.id", ondelete="CASCADE"))
@@ -217,6 +232,9 @@ class Label(Base):
     # Set on a row written by an undo: the row whose change it takes back.
     reverts_id: Mapped[int | None] = mapped_column(
         ForeignKey("labels.id", ondelete="SET NULL", name="fk_labels_reverts_id"))
+    # The version this row follows: the person's current row on the sample when it was added.
+    previous_id: Mapped[int | None] = mapped_column(
+        ForeignKey("labels.id", ondelete="CASCADE", name="fk_labels_previous_id"))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 

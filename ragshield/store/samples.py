@@ -10,6 +10,7 @@ from typing import Any, Iterable, Iterator
 from sqlalchemy import case, delete, func, insert, select, update
 from sqlalchemy.orm import Session, selectinload
 
+from ragshield.names import name_list
 from ragshield.store.database import Store
 from ragshield.store.models import Dataset as DatasetRow
 from ragshield.store.models import Passage as PassageRow
@@ -193,9 +194,8 @@ def has_dataset(store: Store, name: str) -> bool:
 def dataset_id_of(session: Session, name: str) -> int:
     dataset_id = session.scalar(select(DatasetRow.id).where(DatasetRow.name == name))
     if dataset_id is None:
-        names = session.scalars(select(DatasetRow.name).order_by(DatasetRow.name)).all()
-        known = ", ".join(names) if names else "none yet"
-        raise UnknownDatasetError(f"no dataset named {name!r} (datasets: {known})")
+        names = list(session.scalars(select(DatasetRow.name).order_by(DatasetRow.name)))
+        raise UnknownDatasetError(f"no dataset named {name!r} (datasets: {name_list(names)})")
     return dataset_id
 
 
