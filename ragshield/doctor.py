@@ -6,7 +6,7 @@ import time
 from typing import Any, Callable
 
 from ragshield.config import Settings
-from ragshield.llm.base import LOGPROBS
+from ragshield.llm.base import LLM, LOGPROBS
 from ragshield.llm.factory import make_llm
 from ragshield.retrieval.embeddings import load_embedder
 from ragshield.store.database import masked, open_store
@@ -15,6 +15,26 @@ DOCTOR_QUESTION = (
     "Context: Paris is the capital of France. Question: What is the capital of France? "
     "Answer in one word."
 )
+
+# Generation speed is timed on a reply long enough to measure, as the difference between a
+# SPEED_TOKENS-token and a 1-token reply to the same prompt: the prompt's reading time (and
+# the first token's) cancels out. A one-word answer divided by its whole call measured the
+# prompt, not generation (0.22 tok/s on a CPU that generates 47).
+SPEED_PROMPT = "Count from 1 to 200, separated by commas."
+SPEED_TOKENS = 32
+
+
+def generation_speed(llm: LLM) -> float | None:
+    """Tokens per second of generation alone, or None when the reply was too short to time.
+    The prompt is read once before the two timed calls, so that both find it in the
+    backend's prompt cache (llama.cpp's KV cache, a server's prefix cache) alike."""
+    messages = [{"role": "user", "content": SPEED_PROMPT}]
+    llm.chat(messages, max_tokens=1)
+    short = llm.chat(messages, max_tokens=1)
+    long = llm.chat(messages, max_tokens=SPEED_TOKENS)
+    tokens = long.completion_tokens - short.completion_tokens
+    seconds = long.seconds - short.seconds
+    return round(tokens / seconds, 2) if tokens > 0 and seconds > 0 else None
 
 
 def _llm_check(settings: Settings, small: bool) -> dict[str, Any]:
@@ -37,7 +57,7 @@ def _llm_check(settings: Settings, small: bool) -> dict[str, Any]:
         "answer_mentions_paris": "paris" in answer.lower(),
         "load_seconds": round(load_s, 3),
         "call_seconds": round(reply.seconds, 3),
-        "tokens_per_s": round(reply.completion_tokens / reply.seconds, 2) if reply.seconds else None,
+        "tokens_per_s": generation_speed(llm),
         "logprobs": bool(reply.tokens),
         "capabilities": sorted(llm.capabilities),
     }

@@ -18,6 +18,7 @@ from ragshield.llm.base import LLM
 from ragshield.types import Answer, CostSummary, Sample, Verdict
 
 DEFAULT_DECISION_RULE = "counterfactual"
+POOLED_RULES = ("majority", "all")
 
 
 @dataclass
@@ -41,11 +42,34 @@ def judging_order(judges: Sequence[Judge]) -> list[Judge]:
                   else 1 if judge.shares_prefix else 2)
 
 
+@dataclass(frozen=True)
+class RuleChoice:
+    rule: str
+    note: str | None = None  # set when the default rule was replaced: tell the user
+
+
+def choose_rule(rule: str | None, judges: Sequence[str],
+                default: str = DEFAULT_DECISION_RULE) -> RuleChoice:
+    """The decision rule for these judges: `rule` when given (ValueError if it names a judge
+    not among them), else `default` when it fits, else majority. A default the user never
+    typed must not stop them from choosing judges without it."""
+    fitting = (*POOLED_RULES, *judges)
+    if rule is not None:
+        if rule not in fitting:
+            raise ValueError(f"rule {rule!r} must be all, majority or one of the chosen "
+                             f"judges ({', '.join(judges)})")
+        return RuleChoice(rule)
+    if default in fitting:
+        return RuleChoice(default)
+    return RuleChoice(POOLED_RULES[0], f"the default rule {default!r} is not among the chosen "
+                                       f"judges; deciding by {POOLED_RULES[0]}")
+
+
 def decide(verdicts: Sequence[Verdict], rule: str = DEFAULT_DECISION_RULE) -> Decision:
     """Apply a decision rule: a judge's name (follow that judge), `all` (keep only if every
     deciding judge keeps) or `majority` (keep if most deciding judges keep)."""
     deciding = [v for v in verdicts if v.keep is not None]
-    if rule in ("all", "majority"):
+    if rule in POOLED_RULES:
         if not deciding:
             return Decision(None, rule, "no judge reached a decision")
         keeps = sum(v.keep for v in deciding)

@@ -3,7 +3,8 @@
 A sample is saved whole (its answers and every verdict) or not at all, so a run killed at
 any point resumes where it stopped: `execute_run` skips the samples already saved and
 retries the failed ones. Judging saved answers with more judges (`rejudge_run`) needs no
-new generation.
+new generation. One process at a time executes a run (store/run_owner.py): a second one
+is refused instead of racing the first to save the same samples.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from ragshield.llm.base import LLM
 from ragshield.run_config import RunConfig, check_config
 from ragshield.store import runs as run_store
 from ragshield.store.database import Store
+from ragshield.store.run_owner import held_run
 from ragshield.store.runs import MAIN, RoleAnswer
 from ragshield.store.samples import count_samples, iter_sample_rows
 from ragshield.types import Sample, Verdict
@@ -134,7 +136,8 @@ def _results(work: Callable[[Sample], tuple], items: Iterable[tuple[int, Sample]
             yield row_id, sample, attempt(sample)
         return
     queue = iter(items)
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    pool = ThreadPoolExecutor(max_workers=workers)
+    try:
         flying: dict[Future, tuple[int, Sample]] = {}
         for row_id, sample in queue:
             flying[pool.submit(attempt, sample)] = (row_id, sample)
@@ -148,43 +151,52 @@ def _results(work: Callable[[Sample], tuple], items: Iterable[tuple[int, Sample]
                 nxt = next(queue, None)
                 if nxt is not None:
                     flying[pool.submit(attempt, nxt[1])] = nxt
+    finally:  # stopped early (Ctrl-C, SIGTERM): drop the queued samples, wait for none
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def execute_run(store: Store, run_id: int, settings: Settings | None = None, *,
                 models: RunModels | None = None, progress: bool = True) -> RunOutcome:
     """Answer and judge every sample of the run not saved yet (first start and resume alike).
-    A failed sample is recorded with its error; Ctrl-C marks the run interrupted."""
+    A failed sample is recorded with its error; Ctrl-C (or SIGTERM turned into it by the
+    CLI) marks the run interrupted. RunHeldError, before any model is opened, when another
+    live process executes the run."""
     run = run_store.get_run(store, run_id)
     config = check_config(RunConfig.from_dict(run.config))
     settings = settings or Settings()
-    models = models or open_models(config, settings, store)
-    saved = run_store.done_sample_ids(store, run_id)
+    with held_run(store, run_id):
+        models = models or open_models(config, settings, store)
+        worker = _SampleWorker(config, settings, models)
+        run_store.set_run_status(store, run_id, "running")
+        try:
+            return _execute(store, run, worker, parallelism(models.main, config.concurrency),
+                            progress)
+        except KeyboardInterrupt:
+            run_store.set_run_status(store, run_id, "interrupted")
+            raise
+
+
+def _execute(store: Store, run: run_store.RunRecord, worker: _SampleWorker, workers: int,
+             progress: bool) -> RunOutcome:
+    saved = run_store.done_sample_ids(store, run.id)
     pending, done = _pending(store, run, saved), len(saved)
-    worker = _SampleWorker(config, settings, models)
-    run_store.set_run_status(store, run_id, "running")
     failed = 0
-    bar = tqdm(total=run.samples_total, initial=done, disable=not progress, file=sys.stderr,
-               desc=f"run {run_id}", unit="sample")
-    try:
-        for row_id, sample, result in _results(worker, pending, parallelism(models.main,
-                                                                            config.concurrency)):
+    with tqdm(total=run.samples_total, initial=done, disable=not progress, file=sys.stderr,
+              desc=f"run {run.id}", unit="sample") as bar:
+        for row_id, sample, result in _results(worker, pending, workers):
             if isinstance(result, BaseException):
                 failed += 1
-                log.warning("run %s: sample %s failed: %s", run_id, sample.id, result)
-                run_store.record_failure(store, run_id, row_id, f"{type(result).__name__}: {result}")
+                log.warning("run %s: sample %s failed: %s", run.id, sample.id, result)
+                run_store.record_failure(store, run.id, row_id,
+                                         f"{type(result).__name__}: {result}")
             else:
-                run_store.save_sample(store, run_id, row_id, *result)
+                run_store.save_sample(store, run.id, row_id, *result)
                 done += 1
             bar.update(1)
             bar.set_postfix(failed=failed)
-    except KeyboardInterrupt:
-        run_store.set_run_status(store, run_id, "interrupted")
-        raise
-    finally:
-        bar.close()
     status = "done" if failed == 0 else "incomplete"
-    run_store.set_run_status(store, run_id, status, finished=True)
-    return RunOutcome(run_id=run_id, status=status, done=done, total=run.samples_total,
+    run_store.set_run_status(store, run.id, status, finished=True)
+    return RunOutcome(run_id=run.id, status=status, done=done, total=run.samples_total,
                       failed=failed)
 
 
@@ -205,16 +217,17 @@ def rejudge_run(store: Store, run_id: int, judges: str, settings: Settings | Non
     names = judge_names(judges)
     settings = settings or Settings()
     chosen = judging_order(make_judges(",".join(names), settings))
-    models = models or open_models(replace(config, switch=False), settings, store)
-    added = failed = 0
-    saved = run_store.iter_main_answers(store, run_id)
-    for item in tqdm(saved, total=run.samples_total, disable=not progress, file=sys.stderr,
-                     desc=f"re-judge run {run_id}"):
-        verdicts = [judge.judge(item.sample, item.answer, models.main)
-                    for judge in chosen if judge.name not in item.judges]
-        good = [v for v in verdicts if not v.error]
-        run_store.add_verdicts(store, item.answer_id, good)
-        added, failed = added + len(good), failed + len(verdicts) - len(good)
-    merged = list(dict.fromkeys([*config.judges, *names]))
-    run_store.set_run_config(store, run_id, {**config.to_dict(), "judges": merged})
+    with held_run(store, run_id):  # a resume at the same time would add the same verdicts
+        models = models or open_models(replace(config, switch=False), settings, store)
+        added = failed = 0
+        saved = run_store.iter_main_answers(store, run_id)
+        for item in tqdm(saved, total=run.samples_total, disable=not progress, file=sys.stderr,
+                         desc=f"re-judge run {run_id}"):
+            verdicts = [judge.judge(item.sample, item.answer, models.main)
+                        for judge in chosen if judge.name not in item.judges]
+            good = [v for v in verdicts if not v.error]
+            run_store.add_verdicts(store, item.answer_id, good)
+            added, failed = added + len(good), failed + len(verdicts) - len(good)
+        merged = list(dict.fromkeys([*config.judges, *names]))
+        run_store.set_run_config(store, run_id, {**config.to_dict(), "judges": merged})
     return RejudgeOutcome(added=added, failed=failed)

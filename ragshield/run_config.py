@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, get_args
 
 from ragshield.config import Settings
-from ragshield.judging import DEFAULT_DECISION_RULE
+from ragshield.judging import choose_rule
 from ragshield.retrieval.factory import RetrievalMode
 
 RETRIEVAL_CHOICES = ("given", *get_args(RetrievalMode))
@@ -20,7 +20,7 @@ class RunConfig:
     limit: int | None = None
     answerer: str = "evidence"
     judges: list[str] = field(default_factory=lambda: ["all"])
-    rule: str = DEFAULT_DECISION_RULE
+    rule: str | None = None  # None: the default rule, or majority where it does not fit
     retrieval: str = "given"  # "given": the dataset's passages; else a retrieval mode
     corpus: str = "demo"
     k: int = 3
@@ -60,7 +60,8 @@ class RunConfig:
 
 def check_config(config: RunConfig) -> RunConfig:
     """Raise ValueError naming the field at fault; return the config with judge names
-    expanded ("all" -> every registered judge) so that the stored config is explicit."""
+    expanded ("all" -> every registered judge) and its rule settled (see choose_rule), so
+    that the stored config is explicit."""
     from ragshield.answerers.registry import make_answerer
     from ragshield.judges.registry import judge_names
 
@@ -85,11 +86,21 @@ def check_config(config: RunConfig) -> RunConfig:
     if config.switch and not config.small_model:
         problems.append("switch compares with a larger model: use it with small_model, whose "
                         "larger partner is the embedded default model")
-    if config.rule not in ("all", "majority", *judges):
-        problems.append(f"rule {config.rule!r} must be all, majority or one of the run's "
-                        f"judges ({', '.join(judges)})")
+    try:
+        rule = choose_rule(config.rule, judges).rule
+    except ValueError as exc:
+        problems.append(str(exc))
     if config.concurrency < 1:
         problems.append(f"concurrency must be at least 1, got {config.concurrency}")
     if problems:
         raise ValueError("run config: " + "; ".join(problems))
-    return RunConfig(**{**config.to_dict(), "judges": judges})
+    return RunConfig(**{**config.to_dict(), "judges": judges, "rule": rule})
+
+
+def with_default_rule(config: RunConfig, default: str) -> tuple[RunConfig, str | None]:
+    """The config with its rule settled against `default` (Settings.decision_rule) by
+    choose_rule, and the note to show when that default did not fit the judges."""
+    from ragshield.judges.registry import judge_names
+
+    choice = choose_rule(config.rule, judge_names(",".join(config.judges)), default)
+    return replace(config, rule=choice.rule), choice.note

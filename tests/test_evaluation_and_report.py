@@ -69,14 +69,15 @@ def test_human_labels_win_only_under_human_truth(store, run_id):
         session.flush()
         # s1: two say answerable with a wrong answer, one says unanswerable -> majority wins;
         # a later label by a0 replaces its first one.
+        first = Label(sample_id=row_id, annotator_id=ann[0].id, label="unanswerable")
         session.add_all([
-            Label(sample_id=row_id, annotator_id=ann[0].id, label="unanswerable"),
+            first,
             Label(sample_id=row_id, annotator_id=ann[1].id, label="answerable", answer_correct=False),
             Label(sample_id=row_id, annotator_id=ann[2].id, label="unanswerable"),
         ])
         session.flush()
         session.add(Label(sample_id=row_id, annotator_id=ann[0].id, label="answerable",
-                          answer_correct=False))
+                          answer_correct=False, previous_id=first.id))
     auto = run_tables(store, run_id, "auto").samples.set_index("sample_id")
     human = run_tables(store, run_id, "human").samples.set_index("sample_id")
     assert (auto.loc["s1", "passages_support"], auto.loc["s1", "answer_correct"]) == (False, True)

@@ -11,6 +11,7 @@ from ragshield.llm.base import LLMError
 from ragshield.pipeline import RunModels, execute_run, rejudge_run, start_run
 from ragshield.run_config import RunConfig
 from ragshield.store.models import AnswerRow, Run, RunFailure, VerdictRow
+from ragshield.store.run_owner import RunHeldError, held_run
 from ragshield.store.runs import failures, list_runs
 from ragshield.store.samples import import_samples
 from ragshield.types import Passage, Sample
@@ -123,6 +124,30 @@ def test_interrupted_run_resumes_without_duplicates(store, dataset, settings):
         per_sample = session.execute(
             select(AnswerRow.sample_id, func.count()).group_by(AnswerRow.sample_id)).all()
     assert len(per_sample) == 6 and all(n == 1 for _, n in per_sample)
+
+
+def test_a_run_held_by_a_live_process_is_refused_before_any_model_is_opened(store, dataset,
+                                                                             settings):
+    run_id = start_run(store, RunConfig(dataset=dataset, judges=["trivial"], rule="trivial"))
+    with held_run(store, run_id):  # this process: alive; models=None would open the real one
+        with pytest.raises(RunHeldError, match=f"run {run_id} is being run by pid"):
+            execute_run(store, run_id, settings, progress=False)
+        with pytest.raises(RunHeldError):
+            rejudge_run(store, run_id, "trivial", settings, progress=False)
+        assert [r.status for r in list_runs(store)] == ["pending"]
+    outcome = execute_run(store, run_id, settings, models=models(healthy), progress=False)
+    assert outcome.status == "done"
+    with store.session() as session:
+        assert session.get(Run, run_id).owner_pid is None  # released at the end
+
+
+def test_without_a_rule_the_default_gives_way_to_majority_when_its_judge_is_absent(store,
+                                                                                   dataset):
+    kept = start_run(store, RunConfig(dataset=dataset, judges=["counterfactual", "trivial"]))
+    replaced = start_run(store, RunConfig(dataset=dataset, judges=["trivial", "p_true"]))
+    with store.session() as session:
+        assert session.get(Run, kept).config["rule"] == "counterfactual"
+        assert session.get(Run, replaced).config["rule"] == "majority"
 
 
 def test_rejudge_adds_judges_without_generating_again(store, dataset, settings):

@@ -35,7 +35,7 @@ def ask(
     from ragshield.answerers.registry import make_answerer
     from ragshield.datasets.demo import ensure_demo_dataset
     from ragshield.judges.registry import make_judges
-    from ragshield.judging import judge_sample, judged_sample_dict
+    from ragshield.judging import choose_rule, judge_sample, judged_sample_dict
     from ragshield.llm.factory import make_llm
     from ragshield.retrieval.passage_finder import PassageFinder
     from ragshield.store.samples import load_sample
@@ -47,6 +47,10 @@ def ask(
     with user_errors():
         chosen_answerer = make_answerer(answerer or settings.answerer)
         chosen_judges = make_judges(judges, settings)
+        choice = choose_rule(rule, [judge.name for judge in chosen_judges],
+                             settings.decision_rule)
+        if choice.note:
+            typer.echo(f"note: {choice.note}", err=True)
         with opened_store(settings) as store:
             if sample is not None:
                 ensure_demo_dataset(store)
@@ -56,8 +60,7 @@ def ask(
                 target = Sample(id="ad-hoc", question=question or "",
                                 passages=finder.find(question or ""))
             llm = make_llm(settings, store=store)
-            result = judge_sample(target, llm, chosen_answerer, chosen_judges,
-                                  rule or settings.decision_rule)
+            result = judge_sample(target, llm, chosen_answerer, chosen_judges, choice.rule)
     payload = judged_sample_dict(result)
     if as_json:
         emit_json(payload)

@@ -99,10 +99,11 @@ def report(
     """Write a run's report: risk, AwF and CRAG tables, PR / risk-coverage / fallback /
     switch figures (and rules vs LLM grader with --llm-grader)."""
     from ragshield.evaluation import run_tables
-    from ragshield.reports.build import write_report
+    from ragshield.reports.build import report_folder, write_report
 
     settings = settings_with(backend, base_url, model, no_llm_cache)
     with user_errors(), opened_store(settings) as store:
+        report_folder(out)
         tables = run_tables(store, run, truth, grader=_grader(llm_grader, settings, store))
         if tables.samples.empty:
             fail(f"run {run} has no saved answers yet")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+import signal
+from contextlib import contextmanager
+from typing import Any, Iterator, Optional
 
 import typer
 
@@ -12,6 +14,37 @@ from ragshield.cli.output import emit_json, print_table
 from ragshield.cli.store import opened_store
 
 runs_app = typer.Typer(no_args_is_help=True, help="Runs: list them.")
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (kill, docker stop, systemd), raised where the run is so that it stops as
+    Ctrl-C does: the sample in flight is abandoned (its transaction never commits) and the
+    run is marked interrupted."""
+
+
+@contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    def stop(_signum: int, _frame: object) -> None:
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _stopped(stop: KeyboardInterrupt, run_id: int, rejudging: bool) -> typer.Exit:
+    """The message and exit status (130 for Ctrl-C, 143 for SIGTERM) of a stopped command."""
+    why, code = ("terminated (SIGTERM)", 143) if isinstance(stop, Terminated) \
+        else ("interrupted", 130)
+    if rejudging:
+        typer.echo(f"\n{why}: the verdicts added so far are saved; re-judge again to add the "
+                   "rest", err=True)
+    else:
+        typer.echo(f"\n{why}: run {run_id} is marked interrupted; resume with "
+                   f"`python -m ragshield run --resume {run_id}`", err=True)
+    return typer.Exit(code=code)
 
 
 def _finish(payload: dict[str, Any], as_json: bool) -> None:
@@ -54,39 +87,43 @@ def run(
     """Answer and judge a dataset's samples and store everything (resumable)."""
     from ragshield.datasets.demo import ensure_demo_dataset
     from ragshield.pipeline import execute_run, rejudge_run, start_run
-    from ragshield.run_config import RunConfig
-    from ragshield.store.runs import failures
+    from ragshield.run_config import RunConfig, with_default_rule
+    from ragshield.store.runs import failures, get_run
 
     if sum(x is not None for x in (dataset, resume, rejudge)) != 1:
         fail("give exactly one of --dataset (a new run), --resume RUN or --rejudge RUN")
     settings = settings_with(backend, base_url, model, no_llm_cache)
-    with user_errors(), opened_store(settings) as store:
+    with user_errors(), opened_store(settings) as store, _sigterm_interrupts():
         if rejudge is not None:
-            outcome = rejudge_run(store, rejudge, judges, settings, progress=progress)
+            try:
+                outcome = rejudge_run(store, rejudge, judges, settings, progress=progress)
+            except KeyboardInterrupt as stop:
+                raise _stopped(stop, rejudge, rejudging=True)
             _finish({"run_id": rejudge, "verdicts_added": outcome.added,
                      "verdicts_failed": outcome.failed}, as_json)
             return
         run_id = resume
         if dataset is not None:
             ensure_demo_dataset(store)
-            config = RunConfig(
+            config, note = with_default_rule(RunConfig(
                 dataset=dataset, limit=limit, answerer=answerer or settings.answerer,
-                judges=[judges], rule=rule or settings.decision_rule, retrieval=retrieval,
+                judges=[judges], rule=rule, retrieval=retrieval,
                 corpus=corpus, k=k, noise=noise, backend=settings.backend, model=model,
                 base_url=base_url, small_model=small_model, fallback=fallback, switch=switch,
                 seed=seed, concurrency=concurrency or settings.concurrency,
-            )
+            ), settings.decision_rule)
+            if note:
+                typer.echo(f"note: {note}", err=True)
             run_id = start_run(store, config, name=name)
         assert run_id is not None
         try:
             outcome = execute_run(store, run_id, settings, progress=progress)
-        except KeyboardInterrupt:
-            typer.echo(f"\ninterrupted: resume with `python -m ragshield run --resume {run_id}`",
-                       err=True)
-            raise typer.Exit(code=130)
+        except KeyboardInterrupt as stop:
+            raise _stopped(stop, run_id, rejudging=False)
         failed = failures(store, run_id)
-    _finish({"run_id": run_id, "status": outcome.status, "done": outcome.done,
-             "total": outcome.total, "failed": outcome.failed,
+        rule_used = get_run(store, run_id).config["rule"]
+    _finish({"run_id": run_id, "status": outcome.status, "rule": rule_used,
+             "done": outcome.done, "total": outcome.total, "failed": outcome.failed,
              "failures": [{"sample_id": i, "error": e} for i, e in failed.items()]},
             as_json)
     if outcome.failed:

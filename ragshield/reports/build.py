@@ -25,9 +25,21 @@ class ReportFiles:
     figures: list[Path]
 
 
+def report_folder(out_dir: Path) -> None:
+    """The report's folder, created if missing; ValueError naming the path when it cannot be
+    (a file of that name, no permission), checked before any metric is computed."""
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise ValueError(f"cannot write the report to {out_dir}: it is a file, not a "
+                         "folder") from None
+    except OSError as exc:
+        raise ValueError(f"cannot write the report to {out_dir}: {exc.strerror}") from None
+
+
 def write_report(tables: RunTables, out_dir: Path, *, n_resamples: int = 1000,
                  seed: int = 0) -> ReportFiles:
-    out_dir.mkdir(parents=True, exist_ok=True)
+    report_folder(out_dir)
     verdicts, stacking_note = with_stacked_judge(tables.verdicts, seed=seed)
     tables = replace(tables, verdicts=verdicts)
     metrics = judge_metrics(tables.verdicts, n_resamples=n_resamples, seed=seed)

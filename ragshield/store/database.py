@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,12 +23,18 @@ class StoreError(RuntimeError):
     """The database cannot be opened or migrated."""
 
 
+# user:password@ in a URL SQLAlchemy cannot parse; greedy up to the last "@": a password
+# may itself hold one.
+_CREDENTIALS = re.compile(r"(://[^:/@]*):.*@")
+
+
 def masked(url: str) -> str:
-    """The URL with its password hidden, safe for messages and logs."""
+    """The URL with its password hidden, safe for messages and logs, even when it does not
+    parse (a message about a bad URL must show which one)."""
     try:
         return make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:
-        return "<unparseable URL>"
+    except (ArgumentError, ValueError):  # ValueError: a port that is not a number
+        return _CREDENTIALS.sub(r"\1:***@", url)
 
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:
@@ -72,8 +79,8 @@ class Store:
 def create_store_engine(url: str) -> Engine:
     try:
         parsed = make_url(url)
-    except ArgumentError as exc:
-        raise StoreError(f"bad database URL {url!r}: {exc}") from exc
+    except (ArgumentError, ValueError) as exc:
+        raise StoreError(f"bad database URL {masked(url)}: {exc}") from exc
     is_sqlite = parsed.get_backend_name() == "sqlite"
     if is_sqlite and parsed.database and parsed.database != ":memory:":
         folder = Path(parsed.database).expanduser().parent

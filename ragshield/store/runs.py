@@ -14,6 +14,7 @@ from ragshield.judging import disagreement
 from ragshield.store.database import Store
 from ragshield.store.models import AnswerRow, Dataset, Run, RunFailure, VerdictRow, utcnow
 from ragshield.store.models import Sample as SampleRow
+from ragshield.store.run_owner import shown_status
 from ragshield.store.samples import dataset_id_of
 from ragshield.types import Answer, LLMCall, Passage, Sample, TokenLogprob, Verdict
 
@@ -79,7 +80,7 @@ def get_run(store: Store, run_id: int) -> RunRecord:
         run, dataset = row
         return RunRecord(id=run.id, dataset=dataset, dataset_id=run.dataset_id,
                          config=dict(run.config), seed=run.seed,
-                         status=run.status, samples_total=run.samples_total)
+                         status=shown_status(run), samples_total=run.samples_total)
 
 
 def set_run_status(store: Store, run_id: int, status: str, *, finished: bool = False) -> None:
@@ -183,7 +184,7 @@ def list_runs(store: Store) -> list[RunSummary]:
              .outerjoin(Dataset, Dataset.id == Run.dataset_id).order_by(Run.id))
     with store.session() as session:
         return [
-            RunSummary(id=run.id, name=run.name, dataset=dataset, status=run.status,
+            RunSummary(id=run.id, name=run.name, dataset=dataset, status=shown_status(run),
                        done=n_done, total=run.samples_total, failures=n_failed,
                        created_at=run.created_at, finished_at=run.finished_at)
             for run, dataset, n_done, n_failed in session.execute(query)

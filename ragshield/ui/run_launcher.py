@@ -11,7 +11,7 @@ from typing import Callable
 
 from ragshield.config import Settings
 from ragshield.pipeline import RunModels, execute_run, start_run
-from ragshield.run_config import RunConfig
+from ragshield.run_config import RunConfig, with_default_rule
 from ragshield.store.database import Store
 from ragshield.store.runs import set_run_status
 
@@ -42,7 +42,8 @@ class RunLauncher:
     def start(self, config: RunConfig, *, name: str | None = None) -> int:
         """Record the run and start executing it; returns its id at once. Raises ValueError
         or LookupError for a bad configuration or dataset, RunBusyError while a run
-        started here is still going."""
+        started here is still going. Without a rule, the rule is chosen as the CLI does."""
+        config, note = with_default_rule(config, self.settings.decision_rule)
         with self._lock:
             busy = self.active()
             if busy:
@@ -52,6 +53,8 @@ class RunLauncher:
             thread = threading.Thread(target=self._execute, args=(run_id, config), daemon=True,
                                       name=f"ragshield-run-{run_id}")
             self._threads[run_id] = thread
+        if note:
+            log.info("run %s: %s", run_id, note)
         thread.start()
         return run_id
 
