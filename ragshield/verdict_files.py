@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ragshield import strict_json
 from ragshield.metrics.summary import VerdictTableError, validate_verdict_table
 
 
@@ -24,9 +25,11 @@ def read_verdicts_file(path: Path) -> pd.DataFrame:
                 if not text.strip():
                     continue
                 try:
-                    rows.append(json.loads(text))
+                    rows.append(strict_json.loads(text))
                 except json.JSONDecodeError as exc:
                     raise VerdictFileError(f"{path}, line {number}: not valid JSON ({exc.msg})") from None
+                except ValueError as exc:
+                    raise VerdictFileError(f"{path}, line {number}: {exc}") from None
                 lines.append(number)
     except (OSError, UnicodeDecodeError) as exc:
         raise VerdictFileError(f"cannot read {path}: {exc}") from None

@@ -135,11 +135,28 @@ def test_missing_file_and_folder(tmp_path):
         load_dataset(tmp_path, "unified")
 
 
-def test_non_finite_numbers_and_huge_integers_are_invalid_json(tmp_path):
-    error = load_error(unified_file(tmp_path / "d.jsonl", '{"id": "a", "x": NaN}'))
-    assert "NaN is not valid JSON" in error.reason
-    error = load_error(unified_file(tmp_path / "e.jsonl", '{"id": ' + "9" * 5000 + "}"))
-    assert error.where == "line 1" and "invalid JSON" in error.reason
+@pytest.mark.parametrize(("value", "reason"), [
+    ("NaN", "NaN is not a finite number"),
+    ("-Infinity", "-Infinity is not a finite number"),
+    ("1e999", "1e999 is not a finite number"),  # json.loads makes it inf
+    ("9" * 5000, "an integer of 5000 digits is too long"),
+])
+def test_non_finite_numbers_and_huge_integers_are_invalid_json(tmp_path, value, reason):
+    line = '{"id": "a", "extra": {"scores": [1, %s]}}' % value
+    error = load_error(unified_file(tmp_path / "d.jsonl", GOOD, line))
+    assert (error.where, error.field, error.reason) == (
+        "line 2", "extra.scores[1]", f"invalid JSON: {reason}")
+
+
+@pytest.mark.parametrize(("depth", "field"), [
+    (100, "extra"),  # parsed, then refused, named by the outermost field
+    (5000, None),  # beyond what the parser itself reaches
+])
+def test_json_nested_deeper_than_any_record_is_refused(tmp_path, depth, field):
+    line = '{"id": "a", "extra": {"deep": %s}}' % ("[" * depth + "]" * depth)
+    error = load_error(unified_file(tmp_path / "d.jsonl", line))
+    assert (error.where, error.field, error.reason) == (
+        "line 1", field, "invalid JSON: nested deeper than 100 levels")
 
 
 def test_corrupt_compressed_file(tmp_path):
@@ -181,6 +198,26 @@ def test_csv_errors(tmp_path):
     assert error.field == "question" and "--map question=COLUMN" in error.reason
     path.write_text("q,q\nWho?,Ada\n")
     assert "repeated column names" in load_error(path, None, mapping={"question": "q"}).reason
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
+def test_csv_errors_name_the_line_where_the_row_starts(tmp_path, newline):
+    """Quoted line breaks make a row span lines; blank lines are skipped but counted."""
+    lines = ["q,a", '"Who', 'wrote it?",Ada', "", '"What', 'now?",x,y']
+    path = tmp_path / "d.csv"
+    path.write_bytes((newline.join(lines) + newline).encode())
+    error = load_error(path, None, mapping={"question": "q"})
+    assert error.where == "line 5" and "header's 2 cells" in error.reason
+    path.write_bytes((newline.join(lines[:4]) + newline).encode() + b'"caf\xe9",x\n')
+    error = load_error(path, None, mapping={"question": "q"})
+    assert (error.where, error.reason) == ("line 5", "not valid UTF-8 (byte 0xe9 at column 5)")
+
+
+def test_csv_fallback_ids_are_the_lines_where_rows_start(tmp_path):
+    path = tmp_path / "d.csv"
+    path.write_text('q,a\n"Who\nwrote it?",Ada\nWhat?,x\n')
+    samples = list(load_dataset(path, None, mapping={"question": "q"}))
+    assert [s.id for s in samples] == ["line-2", "line-4"]
 
 
 @pytest.mark.parametrize(

@@ -108,6 +108,8 @@ def test_reads_every_supported_type_and_turns_html_into_markdown(tmp_path):
                                           {"text": "No id."}])
     (folder / "image.png").write_bytes(b"\x89PNG")
     (folder / ".hidden.txt").write_text("secret")
+    (folder / ".git").mkdir()
+    (folder / ".git" / "notes.txt").write_text("hidden folder")
 
     read = read_documents([folder])
     by_id = {d.id: d for d in read.documents}
@@ -149,6 +151,10 @@ def test_non_utf8_files_are_reported_with_file_and_position(tmp_path):
         ('{"text": "x", "title": ["t"]}', r"bad.jsonl:2: field 'title' must be a string"),
         ('{"text": "x", "id": true}', r"bad.jsonl:2: field 'id' must be a non-empty string"),
         ('{"text": "x", "id": ""}', r"bad.jsonl:2: field 'id' must be a non-empty string"),
+        ('{"text": "x", "n": [1e999]}', r"bad.jsonl:2: field 'n\[0\]': 1e999 is not a finite"),
+        ('{"text": "x", "n": NaN}', r"bad.jsonl:2: field 'n': NaN is not a finite number"),
+        ('{"text": "x", "n": %s}' % ("9" * 5000), r"bad.jsonl:2: field 'n': an integer of 5000"),
+        ('{"text": "x", "n": %s}' % ("[" * 5000 + "]" * 5000), r"bad.jsonl:2: nested deeper"),
     ],
 )
 def test_bad_jsonl_lines_name_file_line_and_field(tmp_path, line, message):

@@ -7,6 +7,7 @@ from typing import Callable, Iterable, Iterator
 
 from ragshield.datasets.column_mapping import ColumnMapping
 from ragshield.datasets.registry import detect_format, get_format, load_dataset
+from ragshield.names import check_name
 from ragshield.store.database import Store
 from ragshield.store.samples import ImportResult, import_samples
 from ragshield.types import Sample
@@ -21,7 +22,9 @@ def import_file(
 ) -> ImportResult:
     """Import a dataset file as dataset `name`; nothing stays when any sample is bad. Into an
     existing dataset, changed samples are updated in place (see `import_samples`), so the same
-    file again changes nothing. `license` defaults to the format's."""
+    file again changes nothing. `license` defaults to the format's. The name is checked first
+    (see ragshield.names) and stripped of surrounding blanks."""
+    name = check_name(name, "dataset name")
     path = Path(path)
     spec = get_format(format or detect_format(path, mapped=mapping is not None))
     samples = load_dataset(path, spec.name, limit=limit, mapping=mapping)

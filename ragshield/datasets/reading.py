@@ -9,13 +9,14 @@ from __future__ import annotations
 import bz2
 import csv
 import gzip
-import io
 import json
+import stat
 import zlib
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator
 
+from ragshield import strict_json
 from ragshield.datasets.errors import DatasetFileError, DatasetFormatError
 
 OPENERS: dict[str, Callable[..., BinaryIO]] = {".bz2": bz2.open, ".gz": gzip.open}
@@ -23,12 +24,17 @@ COMPRESSION_SUFFIXES = tuple(OPENERS)
 
 
 def check_readable(path: Path) -> None:
-    """Fail early, with a message of its own, for a missing, a folder or an empty file."""
-    if not path.exists():
-        raise DatasetFileError(f"{path}: no such file")
-    if path.is_dir():
+    """Fail early, with a message of its own, for a missing, a folder or an empty file (one
+    stat call: the file may vanish between two)."""
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise DatasetFileError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise DatasetFileError(f"{path}: cannot read: {exc.strerror}") from exc
+    if stat.S_ISDIR(info.st_mode):
         raise DatasetFileError(f"{path}: is a folder, not a file")
-    if path.stat().st_size == 0:
+    if info.st_size == 0:
         raise DatasetFormatError(path, "the file is empty")
 
 
@@ -40,25 +46,23 @@ def open_binary(path: Path) -> Iterator[BinaryIO]:
     try:
         with opener(path, "rb") as handle:
             yield handle
-    except PermissionError as exc:
+    except (PermissionError, FileNotFoundError) as exc:  # FileNotFoundError: removed meanwhile
         raise DatasetFileError(f"{path}: cannot read: {exc.strerror}") from exc
     except (OSError, EOFError, zlib.error) as exc:
         raise DatasetFormatError(path, f"cannot read or decompress the file: {exc}") from exc
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-def parse_json(path: Path, text: str, where: str | None) -> Any:
+def parse_json(path: Path, text: str, where: str | None, field: str | None = None) -> Any:
+    """The value of `text` (found at `where`, in `field` when it is a cell of a record)."""
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        return strict_json.loads(text, field)
     except json.JSONDecodeError as exc:
         place = where or f"line {exc.lineno}"
         raise DatasetFormatError(path, f"invalid JSON: {exc.msg} (column {exc.colno})",
-                                 where=place) from exc
-    except (ValueError, RecursionError) as exc:  # huge integers, NaN, absurd nesting
-        raise DatasetFormatError(path, f"invalid JSON: {exc}", where=where) from exc
+                                 where=place, field=field) from exc
+    except strict_json.JsonValueError as exc:  # NaN, 1e999, overlong integers, deep nesting
+        raise DatasetFormatError(path, f"invalid JSON: {exc.reason}", where=where,
+                                 field=exc.field) from exc
 
 
 def decode_utf8(path: Path, data: bytes, first_line: int = 1) -> str:
@@ -105,31 +109,51 @@ def peek_json(path: Path) -> Any:
             raise first_line_error from None
 
 
-def iter_csv_rows(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
-    """(line number, row by column name) for each row of a CSV file with a header line."""
-    with open_binary(path) as handle:
-        text = io.TextIOWrapper(handle, encoding="utf-8-sig", newline="")
-        reader = csv.DictReader(text)
+def _text_lines(path: Path, handle: BinaryIO) -> Iterator[str]:
+    """The lines of a file as text, split where csv splits them (at \\n, \\r\\n or \\r; line
+    ends kept). Each is decoded alone, so bad bytes are reported at their own line rather
+    than wherever a read-ahead buffer had got to."""
+    number = 0
+    for raw in handle:
+        for line in raw.splitlines(keepends=True):
+            number += 1
+            yield decode_utf8(path, line, number)
+
+
+def _csv_rows(path: Path, lines: Iterator[str]) -> Iterator[tuple[int, list[str]]]:
+    """(line where the row starts, its cells) for each CSV row of `lines`: a row with quoted
+    line breaks spans several lines, and its first is where people look."""
+    reader = csv.reader(lines)
+    while True:
+        start = reader.line_num + 1
         try:
-            header = reader.fieldnames
-            if not header:
-                raise DatasetFormatError(path, "no header line", where="line 1")
-            if len(set(header)) != len(header):
-                raise DatasetFormatError(path, f"repeated column names in the header {header}",
-                                         where="line 1")
-            for row in reader:
-                if None in row or None in row.values():
-                    raise DatasetFormatError(
-                        path, f"the row does not have the header's {len(header)} cells",
-                        where=f"line {reader.line_num}",
-                    )
-                yield reader.line_num, row
-        except UnicodeDecodeError as exc:
-            raise DatasetFormatError(path, f"not valid UTF-8 ({exc.reason})",
-                                     where=f"near line {reader.line_num + 1}") from exc
+            cells = next(reader)
+        except StopIteration:
+            return
         except csv.Error as exc:
-            raise DatasetFormatError(path, f"bad CSV: {exc}",
-                                     where=f"line {reader.line_num}") from exc
+            raise DatasetFormatError(path, f"bad CSV: {exc}", where=f"line {start}") from exc
+        yield start, cells
+
+
+def iter_csv_rows(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
+    """(line where the row starts, row by column name) for each row of a CSV file with a
+    header line; blank lines are skipped."""
+    with open_binary(path) as handle:
+        rows = _csv_rows(path, _text_lines(path, handle))
+        header = next(rows, (1, []))[1]
+        if not header:
+            raise DatasetFormatError(path, "no header line", where="line 1")
+        if len(set(header)) != len(header):
+            raise DatasetFormatError(path, f"repeated column names in the header {header}",
+                                     where="line 1")
+        for start, cells in rows:
+            if not cells:
+                continue
+            if len(cells) != len(header):
+                raise DatasetFormatError(
+                    path, f"the row does not have the header's {len(header)} cells",
+                    where=f"line {start}")
+            yield start, dict(zip(header, cells))
 
 
 def content_suffix(path: Path) -> str:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ragshield import strict_json
 from ragshield.retrieval.bm25_index import BM25Index
 from ragshield.retrieval.chunk_table import FILES as CHUNK_TABLE_FILES
 from ragshield.retrieval.chunk_table import ChunkTable, write_chunk_table
@@ -33,12 +34,16 @@ EMBEDDINGS_FILE = "embeddings.npy"
 DENSE_INDEX_FILE = "dense.faiss"
 BM25_FOLDER = "bm25"
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+SHOWN_NAME_LENGTH = 80
 
 
 def corpus_folder(corpora_dir: Path, name: str) -> Path:
+    """The folder of corpus `name`; a name that is not a plain folder name is refused (shown
+    quoted and cut short: it may hold terminal escapes or be thousands of characters long)."""
     if not NAME_PATTERN.fullmatch(name):
+        shown = repr(name[:SHOWN_NAME_LENGTH]) + ("..." if len(name) > SHOWN_NAME_LENGTH else "")
         raise InvalidCorpusName(
-            f"invalid corpus name '{name}': use up to 64 letters, digits, '.', '_' or '-', "
+            f"invalid corpus name {shown}: use up to 64 letters, digits, '.', '_' or '-', "
             "starting with a letter or digit"
         )
     return Path(corpora_dir) / name
@@ -91,8 +96,8 @@ def read_manifest(corpora_dir: Path, name: str) -> CorpusManifest:
     if not path.is_file():
         raise CorpusNotFound(f"no corpus '{name}' in {corpora_dir} (ingest it first)")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
+        data = strict_json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:  # unreadable, not UTF-8, not JSON, absurdly nested
         raise CorpusFormatError(f"{path}: unreadable manifest ({exc})") from exc
     version = data.get("format_version") if isinstance(data, dict) else None
     if version != FORMAT_VERSION:

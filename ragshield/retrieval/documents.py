@@ -4,15 +4,19 @@ Markdown) and .jsonl (one document per line)."""
 from __future__ import annotations
 
 import json
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, NoReturn, Sequence
 
+from ragshield import strict_json
 from ragshield.retrieval.errors import (
     BadJsonlLine,
     CorpusPathNotFound,
     DuplicateDocumentId,
     NotUtf8Error,
+    UnreadableFile,
     UnsupportedFileType,
 )
 from ragshield.retrieval.html_to_markdown import html_to_markdown
@@ -45,8 +49,9 @@ class DocumentsRead:
 def read_documents(paths: Sequence[str | Path]) -> DocumentsRead:
     """Every document under `paths` (files, or folders searched recursively), in a stable order.
 
-    Files named directly must have a supported suffix; inside folders, other files and hidden
-    ones are skipped and listed in the result.
+    Files named directly must have a supported suffix; inside folders, other files are skipped
+    and listed in the result, hidden files and folders are left out. A file or folder that
+    cannot be read (access denied, removed meanwhile) is an error, never left out silently.
     """
     documents: list[Document] = []
     seen: dict[str, str] = {}
@@ -79,21 +84,43 @@ def _files_with_ids(paths: Sequence[str | Path], skipped: list[str]) -> Iterator
                 )
             yield given, given.name
             continue
-        for file in sorted(p for p in given.rglob("*") if p.is_file()):
+        for file in _folder_files(given):
             relative = file.relative_to(given)
-            if any(part.startswith(".") for part in relative.parts):
-                continue
             if file.suffix.lower() not in SUPPORTED_SUFFIXES:
                 skipped.append(str(file))
                 continue
             yield file, relative.as_posix()
 
 
+def _folder_files(folder: Path) -> list[Path]:
+    """The files under `folder` but not in hidden folders, hidden ones left out, sorted. A
+    folder that cannot be listed is an error: its files would be missing without a word."""
+    def fail(exc: OSError) -> NoReturn:
+        raise UnreadableFile(f"{exc.filename}: cannot list the folder ({exc.strerror})") from exc
+
+    files: list[Path] = []
+    for root, folders, names in os.walk(folder, onerror=fail):
+        folders[:] = [name for name in folders if not name.startswith(".")]
+        files.extend(Path(root, name) for name in names if not name.startswith("."))
+    return sorted(files)
+
+
+def _read_bytes(file: Path) -> bytes:
+    """The bytes of a regular file (reading a named pipe would wait forever); a file that
+    vanished or cannot be read is an error naming it, as its documents would be lost."""
+    try:
+        if not stat.S_ISREG(file.stat().st_mode):
+            raise UnreadableFile(f"{file}: cannot read (not a regular file)")
+        return file.read_bytes()
+    except OSError as exc:
+        raise UnreadableFile(f"{file}: cannot read ({exc.strerror})") from exc
+
+
 def _read_file(file: Path, doc_id: str) -> list[Document]:
     suffix = file.suffix.lower()
     if suffix in JSONL_SUFFIXES:
         return list(_read_jsonl(file, doc_id))
-    text = _decode(file.read_bytes(), str(file))
+    text = _decode(_read_bytes(file), str(file))
     if suffix in HTML_SUFFIXES:
         text = html_to_markdown(text)
     return [Document(id=doc_id, text=text, origin=str(file))]
@@ -110,17 +137,19 @@ def _decode(data: bytes, where: str) -> str:
 
 
 def _read_jsonl(file: Path, file_id: str) -> Iterator[Document]:
-    for number, raw in enumerate(file.read_bytes().split(b"\n"), start=1):
+    for number, raw in enumerate(_read_bytes(file).split(b"\n"), start=1):
         where = f"{file}:{number}"
         line = _decode(raw, where).strip()
         if not line:
             continue
         try:
-            record = json.loads(line)
+            record = strict_json.loads(line)
         except json.JSONDecodeError as exc:
             raise BadJsonlLine(
                 f"{where}: not valid JSON ({exc.msg} at column {exc.colno})"
             ) from None
+        except strict_json.JsonValueError as exc:  # NaN, 1e999, huge integers, deep nesting
+            raise BadJsonlLine(f"{where}: {exc}") from None
         yield _document_from_record(record, where, default_id=f"{file_id}:{number}")
 
 

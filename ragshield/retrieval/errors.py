@@ -15,6 +15,11 @@ class UnsupportedFileType(CorpusError):
     """A file given by name has an extension that ingestion cannot read."""
 
 
+class UnreadableFile(CorpusError):
+    """A file or folder to ingest cannot be read: access is denied, it is not a regular file,
+    or it vanished while ingesting."""
+
+
 class NotUtf8Error(CorpusError):
     """A file is not valid UTF-8."""
 

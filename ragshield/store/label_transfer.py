@@ -28,6 +28,7 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from ragshield import strict_json
 from ragshield.names import check_name
 from ragshield.store.database import Store
 from ragshield.store.labels import (REQUEST_ID_MAX_LENGTH, ROLE_MAX_LENGTH, LabelValueError,
@@ -194,18 +195,12 @@ def _read(path: Path, format: str) -> Iterator[tuple[str, Any]]:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
 
 
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a number JSON allows")
-
-
 def _json_line(path: Path, number: int, line: str) -> Any:
     try:
-        return json.loads(line, parse_constant=_refuse_constant)
+        return strict_json.loads(line)
     except json.JSONDecodeError as exc:
         raise LabelImportError(f"{path}, line {number}: not valid JSON ({exc.msg})") from None
-    except RecursionError:
-        raise LabelImportError(f"{path}, line {number}: JSON nested too deeply") from None
-    except ValueError as exc:
+    except ValueError as exc:  # NaN, 1e999, nesting too deep
         raise LabelImportError(f"{path}, line {number}: {exc}") from None
 
 
@@ -256,8 +251,8 @@ def _passages(value: Any) -> list[Any]:
         return []
     if isinstance(value, str):
         try:
-            value = json.loads(value, parse_constant=_refuse_constant)
-        except (ValueError, RecursionError):
+            value = strict_json.loads(value, "passages_shown")
+        except ValueError:
             raise LabelValueError(f"field 'passages_shown' must be a JSON list, got {value!r:.80}") from None
     return check_passages_shown(value)
 

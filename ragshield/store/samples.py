@@ -10,7 +10,7 @@ from typing import Any, Iterable, Iterator
 from sqlalchemy import case, delete, func, insert, select, update
 from sqlalchemy.orm import Session, selectinload
 
-from ragshield.names import name_list
+from ragshield.names import check_name, name_list
 from ragshield.store.database import Store
 from ragshield.store.models import Dataset as DatasetRow
 from ragshield.store.models import Passage as PassageRow
@@ -154,6 +154,7 @@ def import_samples(
     `missing`). Importing the same file again therefore changes nothing. An id repeated
     within `samples` is an error. `samples` is consumed in batches and never held whole.
     """
+    name = check_name(name, "dataset name")
     with store.session() as session:
         dataset = session.scalar(select(DatasetRow).where(DatasetRow.name == name))
         if dataset is None:

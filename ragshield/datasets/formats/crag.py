@@ -12,10 +12,10 @@ the answer is not known, so samples are unlabelled.
 from __future__ import annotations
 
 import ast
-import json
 from pathlib import Path
 from typing import Any, Iterator
 
+from ragshield import strict_json
 from ragshield.datasets.loader_spec import LoaderSpec, LocatedSample
 from ragshield.datasets.reading import iter_json_lines
 from ragshield.datasets.records import Record, unique
@@ -36,8 +36,8 @@ def _alternative_answers(record: Record) -> list[str]:
     value = record.data.get("alternative_answers")
     if isinstance(value, str):
         try:
-            value = json.loads(value)
-        except ValueError:
+            value = strict_json.loads(value)
+        except ValueError:  # not strict JSON: maybe a Python repr, checked below as any value
             try:
                 value = ast.literal_eval(value)
             except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):

@@ -17,9 +17,9 @@ from ragshield.datasets.records import Record
 LIST_FIELDS = ("answers", "passages")
 
 
-def _cell(path: Path, where: str, text: str) -> Any:
+def _cell(path: Path, where: str, column: str, text: str) -> Any:
     stripped = text.strip()
-    return parse_json(path, stripped, where) if stripped.startswith("[") else text
+    return parse_json(path, stripped, where, column) if stripped.startswith("[") else text
 
 
 def read(path: Path, mapping: ColumnMapping | None = None) -> Iterator[LocatedSample]:
@@ -27,7 +27,7 @@ def read(path: Path, mapping: ColumnMapping | None = None) -> Iterator[LocatedSa
     list_columns = {columns[field] for field in LIST_FIELDS}
     for number, row in iter_csv_rows(path):
         where = f"line {number}"
-        values = {key: _cell(path, where, value) if key in list_columns else value
+        values = {key: _cell(path, where, key, value) if key in list_columns else value
                   for key, value in row.items()}
         yield where, mapped_sample(Record(values, path, where), columns, f"line-{number}", explicit)
 

@@ -1,0 +1,85 @@
+"""JSON text from files people give, parsed with what `json.loads` lets through refused.
+
+Python's json accepts NaN and Infinity, turns 1e999 into infinity, and nests as deep as the
+interpreter's stack allows, then raises RecursionError. None of that is data a store, a metric
+or a page can use, and deep values break the recursive code downstream (checks, serialisers,
+renderers), so `loads` refuses them with a ValueError naming the field at fault.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+MAX_DEPTH = 100  # nested arrays and objects; real records nest a handful of levels
+
+
+class JsonValueError(ValueError):
+    """Well-formed JSON holding a value that is refused; `field` is its path ("a.b[2]"),
+    None for the whole value or when the place is unknown."""
+
+    def __init__(self, reason: str, field: str | None = None) -> None:
+        self.reason, self.field = reason, field
+        super().__init__(f"field {field!r}: {reason}" if field else reason)
+
+
+class _Refused:
+    """Stands in for a number the parser met that no caller may receive."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+def _constant(text: str) -> _Refused:
+    return _Refused(f"{text} is not a finite number")
+
+
+def _float(text: str) -> float | _Refused:
+    value = float(text)
+    return value if math.isfinite(value) else _constant(text)
+
+
+def _int(text: str) -> int | _Refused:
+    try:
+        return int(text)
+    except ValueError:  # more digits than int() converts (sys.get_int_max_str_digits)
+        return _Refused(f"an integer of {len(text.lstrip('-'))} digits is too long")
+
+
+def loads(text: str, field: str | None = None) -> Any:
+    """The value of `text`; json.JSONDecodeError for bad syntax, JsonValueError for
+    non-finite numbers, overlong integers and nesting deeper than MAX_DEPTH. `field` names
+    the text itself when it is part of a record (a CSV cell), to prefix the fields in errors."""
+    try:
+        value = json.loads(text, parse_constant=_constant, parse_float=_float, parse_int=_int)
+    except RecursionError:
+        raise JsonValueError(f"nested deeper than {MAX_DEPTH} levels", field) from None
+    _check(value, (field,) if field else ())
+    return value
+
+
+def _field(path: tuple[str | int, ...]) -> str | None:
+    """("a", 2, "b") as "a[2].b"."""
+    text = "".join(f"[{key}]" if isinstance(key, int) else f".{key}" for key in path)
+    return text.removeprefix(".") or None
+
+
+def _check(value: Any, root: tuple[str, ...]) -> None:
+    """Walk the value without recursion (it may be deep) for refused numbers and depth."""
+    if isinstance(value, _Refused):
+        raise JsonValueError(value.reason, _field(root))
+    if not isinstance(value, (dict, list)):
+        return
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(value, root)]
+    while stack:
+        container, path = stack.pop()
+        if len(path) - len(root) >= MAX_DEPTH:
+            outermost = path[: len(root) + 1]  # the whole path would be MAX_DEPTH keys long
+            raise JsonValueError(f"nested deeper than {MAX_DEPTH} levels", _field(outermost))
+        items = container.items() if isinstance(container, dict) else enumerate(container)
+        for key, item in items:
+            if isinstance(item, _Refused):
+                raise JsonValueError(item.reason, _field((*path, key)))
+            if isinstance(item, (dict, list)):
+                stack.append((item, (*path, key)))
