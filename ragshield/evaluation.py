@@ -3,10 +3,10 @@ row per sample x judge), with the ground truth chosen by the caller.
 
 Truth "auto" is automatic only: the answer matcher for correctness and, for "passages
 support an answer", the dataset's flag then a reference found in a passage. Truth "human"
-lets human labels win where a sample has them (METHODS 3: the annotators' majority; ties
+lets human labels win where a sample has them (docs/METHODS.md 3: the annotators' majority; ties
 count as unlabelled) and falls back to the automatic labels elsewhere.
 
-With an LLM grader (METHODS 2) every non-refusal answer is also graded by the model and an
+With an LLM grader (docs/METHODS.md 2) every non-refusal answer is also graded by the model and an
 answer is correct when the rules match OR the grader says accurate; the samples table keeps
 both (`rule_correct`, `llm_correct`; `auto_correct` is their combination) and the tables
 carry the agreement of rules and grader on the main answers. The grader lives here, outside
@@ -20,7 +20,6 @@ caller watching labels arrive (the UI) keeps the records and redoes only the sec
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -29,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from ragshield.grading import LLMGrader, rule_llm_agreement
-from ragshield.judges.dual_generation import DualGenerationJudge, percentile_scores
+from ragshield.judges.registry import run_rescored
 from ragshield.metrics.correctness import is_correct
 from ragshield.metrics.labels import (majority_flag, majority_label, passages_support,
                                       reference_in_passages)
@@ -118,21 +117,14 @@ def _sample_row(answer: dict[str, Any], others: dict[str, dict[str, Any]],
     return row
 
 
-def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and math.isfinite(value)
-
-
-def _dual_generation_percentiles(verdicts: pd.DataFrame) -> pd.DataFrame:
-    """METHODS 4.11: the judge's score is a difference of percentile ranks over the run's
-    samples, which only the run knows; unscored samples keep a null score."""
-    rows = verdicts.index[verdicts["judge"] == DualGenerationJudge.name]
-    verdicts.loc[rows, "score"] = float("nan")
-    means = {i: ((d or {}).get("rag_mean_logprob"), (d or {}).get("norag_mean_logprob"))
-             for i, d in zip(rows, verdicts.loc[rows, "details"])}
-    scored = [i for i, (rag, norag) in means.items() if _finite(rag) and _finite(norag)]
-    if scored:
-        verdicts.loc[scored, "score"] = percentile_scores([means[i][0] for i in scored],
-                                                          [means[i][1] for i in scored])
+def _rescored(verdicts: pd.DataFrame) -> pd.DataFrame:
+    """Scores that only the whole run can give (e.g. ranks over its samples), from the
+    judges that rescore (Judge.rescore_run); unscored verdicts keep a null score."""
+    for name, judge in run_rescored().items():
+        rows = verdicts.index[verdicts["judge"] == name]
+        if len(rows):
+            scores = judge.rescore_run(list(verdicts.loc[rows, "details"]))
+            verdicts.loc[rows, "score"] = [float("nan") if s is None else s for s in scores]
     return verdicts
 
 
@@ -161,11 +153,11 @@ def run_records(store: Store, run_id: int, grader: LLMGrader | None = None) -> R
         positions[sample_row_id] = len(rows)
         rows.append(_sample_row(main, roles, grader))
     samples = pd.DataFrame(rows)
-    verdicts = pd.DataFrame(verdict_records(store, run_id, details_of={DualGenerationJudge.name}),
+    verdicts = pd.DataFrame(verdict_records(store, run_id, details_of=set(run_rescored())),
                             columns=["sample_id", "judge", "keep", "score", "details",
                                      "available", "error"])
     verdicts["sample_id"] = verdicts["sample_id"].map(external)
-    verdicts = _with_truth(_dual_generation_percentiles(verdicts), samples)
+    verdicts = _with_truth(_rescored(verdicts), samples)
     agreement = None
     if grader is not None:
         graded = [row for row in rows if not row["refusal"]]  # refusals are not graded

@@ -1,4 +1,4 @@
-"""The optional LLM grader of answer correctness (METHODS 2, CRAG style) and its agreement
+"""The optional LLM grader of answer correctness (docs/METHODS.md 2, CRAG style) and its agreement
 with the rule matcher.
 
 The grader asks a model whether a prediction means the same as any reference and reads a
@@ -107,7 +107,7 @@ def grader_messages(question: str, prediction: str, references: Sequence[str]) -
 
 
 class LLMGrader:
-    """Grades a prediction against references with an LLM (METHODS 2)."""
+    """Grades a prediction against references with an LLM (docs/METHODS.md 2)."""
 
     def __init__(self, llm: LLM, *, max_tokens: int = GRADER_MAX_TOKENS) -> None:
         self.llm = llm

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 from ragshield.answerers.base import Answerer
 from ragshield.judges.base import Judge
 from ragshield.llm.base import LLM
-from ragshield.types import Answer, CostSummary, Sample, Verdict
+from ragshield.types import Answer, CostSummary, Sample, Verdict, keep_word
 
 DEFAULT_DECISION_RULE = "counterfactual"
 POOLED_RULES = ("majority", "all")
@@ -159,7 +159,7 @@ def decision_word(decision: Decision | None) -> str | None:
     """"keep", "abstain", or None when the rule could not decide."""
     if decision is None or decision.keep is None:
         return None
-    return "keep" if decision.keep else "abstain"
+    return keep_word(decision.keep)
 
 
 def parallelism(llm: LLM, concurrency: int) -> int:

@@ -1,5 +1,5 @@
 """Agreement of the annotators among themselves and of each judge, and of the automatic
-answerability label, with the human majority (METHODS 5.5), read from the store."""
+answerability label, with the human majority (docs/METHODS.md 5.5), read from the store."""
 
 from __future__ import annotations
 

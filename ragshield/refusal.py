@@ -1,5 +1,5 @@
 """Detecting refusals ("I don't know") tolerantly: small models mangle refusal tokens
-(DONT_KNOW, NOT_KNOW, "Dont know.") and phrase them many ways (METHODS 1)."""
+(DONT_KNOW, NOT_KNOW, "Dont know.") and phrase them many ways (docs/METHODS.md 1)."""
 
 from __future__ import annotations
 

@@ -85,7 +85,7 @@ class Passage:
 
 @dataclass
 class Sample:
-    """One question with its passages and what is known about its answer (METHODS 1)."""
+    """One question with its passages and what is known about its answer (docs/METHODS.md 1)."""
 
     id: str
     question: str
@@ -158,9 +158,30 @@ class Answer:
         return [*self.messages, {"role": "assistant", "content": self.raw}]
 
 
+# The one vocabulary every face uses for what a judge (or a decision rule) did with an
+# answer: kept it, withheld it ("abstain"), could not be served by the backend, or failed.
+KEEP, ABSTAIN, UNAVAILABLE, ERROR = "keep", "abstain", "unavailable", "error"
+OUTCOMES = (KEEP, ABSTAIN, UNAVAILABLE, ERROR)
+
+
+def outcome(keep: bool | None, *, available: bool = True, error: str | None = None) -> str:
+    """The outcome word of a verdict's fields: unavailable and error first, then keep or
+    abstain; a verdict without a decision and without an error counts as an error."""
+    if not available:
+        return UNAVAILABLE
+    if error or keep is None:
+        return ERROR
+    return KEEP if keep else ABSTAIN
+
+
+def keep_word(keep: bool | None, undecided: str = "-") -> str:
+    """keep / abstain for a decision, `undecided` when there is none."""
+    return undecided if keep is None else KEEP if keep else ABSTAIN
+
+
 @dataclass
 class Verdict:
-    """A judge's decision on one answer (METHODS 1). keep is None when unavailable or failed."""
+    """A judge's decision on one answer (docs/METHODS.md 1). keep is None when unavailable or failed."""
 
     judge: str
     keep: bool | None
@@ -175,3 +196,7 @@ class Verdict:
     @property
     def cost(self) -> CostSummary:
         return CostSummary.of(self.trace)
+
+    @property
+    def outcome(self) -> str:
+        return outcome(self.keep, available=self.available, error=self.error)

@@ -314,10 +314,11 @@ def test_case_study_shows_the_trace_and_the_counterfactual_scenarios(context, fr
     assert "cf-quality round 1" in html and "cf-usage round 1" in html
     assert "Is the proposed answer to the question true?" in html
     # both scenarios' regenerated answers, same/changed, the fusion prompt and decision
-    assert re.search(r"cf-quality: discard</b>.*Shakespeare.*changed", html, re.S)
+    # (in the one outcome vocabulary: the model's own "discard" shows as abstain)
+    assert re.search(r"cf-quality: abstain</b>.*Shakespeare.*changed", html, re.S)
     assert re.search(r"cf-usage: keep</b>.*Marlowe.*same", html, re.S)
     assert "fusion (direct) on cf-quality" in html and "$$keep$$ or $$discard$$" in html
-    assert "$$discard$$" in html and "Decision: discard" in html
+    assert re.search(r"<b>Decision</b>.*<td>abstain</td>", html, re.S)
     # the No-RAG answer, labels and their history, folds
     assert NORAG_REPLY in html and "No-RAG answer" in html
     assert "<td>ann</td><td>answerable</td><td>yes</td>" in html
@@ -329,7 +330,8 @@ def test_case_study_shows_the_trace_and_the_counterfactual_scenarios(context, fr
 def test_case_study_of_a_refusal_explains_the_counterfactual_shortcut(shared):
     context, frames, toy_run = shared
     html = browse_detail(context, frames, toy_run, "auto", "s3")
-    assert "the base answer is a refusal" in html and "Decision: discard" in html
+    assert "the base answer is a refusal" in html
+    assert re.search(r"<b>Decision</b>.*<td>abstain</td>", html, re.S)
     assert "No human label yet" in html
 
 

@@ -1,1 +1,1 @@
-"""Generation methods (METHODS 4.1): each turns a sample into an Answer."""
+"""Generation methods (docs/METHODS.md 4.1): each turns a sample into an Answer."""

@@ -1,4 +1,4 @@
-"""CRAG prompts (METHODS 4.1, RAG-X on the KDD Cup 2024 CRAG benchmark): the question's
+"""CRAG prompts (docs/METHODS.md 4.1, RAG-X on the KDD Cup 2024 CRAG benchmark): the question's
 query time, an answer in few words, "invalid question" for a false premise and "I don't
 know" when unsure; with or without a chain of thought ("Thought:" then "Final Answer:"), and
 with or without permission to answer from the model's own knowledge."""

@@ -1,4 +1,4 @@
-"""Evidence RAG (METHODS 4.1, RC-RAG's base prompt): a short answer, then the labels of the
+"""Evidence RAG (docs/METHODS.md 4.1, RC-RAG's base prompt): a short answer, then the labels of the
 passages it relied on, or "internal knowledge" when none helped. Counterfactual prompting
 continues this conversation and compares the cited passages."""
 

@@ -1,4 +1,4 @@
-"""InstructRAG (METHODS 4.1): few-shot chain of thought. The model explains how the passages
+"""InstructRAG (docs/METHODS.md 4.1): few-shot chain of thought. The model explains how the passages
 lead to the answer (or that they do not help, and then answers from its own knowledge) and
 gives the final answer after "Response:".
 

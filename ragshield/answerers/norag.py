@@ -1,6 +1,6 @@
-"""No-RAG (METHODS 4.1): the model's own knowledge only, no passages.
+"""No-RAG (docs/METHODS.md 4.1): the model's own knowledge only, no passages.
 
-Used as the fallback answer (METHODS 5.3) and by dual generation (4.11). Its prompt keeps
+Used as the fallback answer (docs/METHODS.md 5.3) and by dual generation (4.11). Its prompt keeps
 the common system text but not the passages, so it does not share the sample's cached
 prefix: `shares_prefix` is False and the pipeline runs it after the judges.
 """

@@ -1,4 +1,4 @@
-"""Reading an answerer's reply: the final answer and the passages it cites (METHODS 4.1).
+"""Reading an answerer's reply: the final answer and the passages it cites (docs/METHODS.md 4.1).
 
 Model output is untrusted, so nothing here raises on any text: what cannot be read is
 reported in `parse_error` (a short reason) and the caller keeps the raw reply.

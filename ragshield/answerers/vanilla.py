@@ -1,4 +1,4 @@
-"""Vanilla RAG (METHODS 4.1): answer from the passages, as concisely as possible."""
+"""Vanilla RAG (docs/METHODS.md 4.1): answer from the passages, as concisely as possible."""
 
 from __future__ import annotations
 

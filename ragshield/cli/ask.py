@@ -11,7 +11,7 @@ from ragshield.cli.llm_options import Backend, BaseUrl, Model, NoLLMCache, setti
 from ragshield.cli.output import emit_json
 from ragshield.cli.store import opened_store
 from ragshield.retrieval.factory import RetrievalMode
-from ragshield.types import Sample
+from ragshield.types import Sample, outcome
 
 
 def ask(
@@ -68,7 +68,6 @@ def ask(
     typer.echo(f"Q: {payload['question']}")
     typer.echo(f"A: {payload['answer']['text']}  (evidence {payload['answer']['evidence']})")
     for verdict in payload["verdicts"]:
-        badge = "unavailable" if not verdict["available"] else (
-            "error" if verdict["error"] else ("keep" if verdict["keep"] else "abstain"))
+        badge = outcome(verdict["keep"], available=verdict["available"], error=verdict["error"])
         typer.echo(f"  {verdict['judge']:<17} {badge:<11} {verdict['rationale'][:100]}")
     typer.echo(f"decision: {payload['decision'] or 'undecided'} ({payload['decision_reason']})")

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 TRUTH_HELP = ("auto: automatic labels only; human: human labels win where a sample has them "
               "(majority of annotators), automatic elsewhere.")
-LLM_GRADER_HELP = ("Also grade answers with the LLM (METHODS 2): correct if the rules match or "
+LLM_GRADER_HELP = ("Also grade answers with the LLM (docs/METHODS.md 2): correct if the rules match or "
                    "the model says accurate; prints the agreement of rules and grader. The "
                    "model is chosen with --backend/--base-url/--model; grades are cached.")
 

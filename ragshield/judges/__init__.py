@@ -1,1 +1,1 @@
-"""Judges (METHODS 4.2-4.12): each decides whether an answer is kept or withheld."""
+"""Judges (docs/METHODS.md 4.2-4.12): each decides whether an answer is kept or withheld."""

@@ -8,7 +8,8 @@ and attaches the full trace of calls. Subclasses implement `decide` only.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import ClassVar
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, Sequence
 
 from ragshield.answerers.context import PromptOptions
 from ragshield.llm.base import CHAT, LLM, LLMError
@@ -16,9 +17,30 @@ from ragshield.llm.traced import TracedLLM
 from ragshield.types import Answer, Sample, Verdict
 
 
+# What a judge costs on top of the base answer, as the faces present it:
+# free: no model call (reads what the answer already carries, or a separate small model);
+# cheap: one call with a short reply (a probability, a yes/no, a number);
+# costly: several calls or a long generation (counterfactual rounds, samples, reasoning).
+Cost = Literal["free", "cheap", "costly"]
+COSTS: tuple[str, ...] = ("free", "cheap", "costly")
+
+
+@dataclass(frozen=True)
+class DetailTable:
+    """A judge's own view of its details for a case study: a titled table of plain values,
+    with optional texts (raw replies, prompts) shown folded below it. Faces render it; the
+    judge decides what matters."""
+
+    title: str
+    columns: list[str]
+    rows: list[list[Any]]
+    texts: list[tuple[str, str]] = field(default_factory=list)  # (caption, text)
+
+
 class Judge(ABC):
     name: ClassVar[str]
     requires: ClassVar[frozenset[str]] = frozenset({CHAT})
+    cost: ClassVar[Cost] = "cheap"
     # False for judges whose calls do not start with the sample's shared prefix (e.g. a
     # no-passage answer): the pipeline runs them last so they do not evict the cached prefix.
     shares_prefix: ClassVar[bool] = True
@@ -49,3 +71,17 @@ class Judge(ABC):
     @abstractmethod
     def decide(self, sample: Sample, answer: Answer, llm: TracedLLM) -> Verdict:
         """The judge's own logic; every model call goes through `llm` (and into the trace)."""
+
+    @classmethod
+    def rescore_run(cls, details: Sequence[dict[str, Any]]) -> list[float | None] | None:
+        """Scores that need the whole run, one per verdict of this judge in the run (given
+        their `details`), or None when the judge's own scores stand. A judge whose score
+        compares a sample with the others (ranks, percentiles) overrides this."""
+        return None
+
+    @classmethod
+    def detail_view(cls, details: dict[str, Any],
+                    trace: Sequence[dict[str, Any]]) -> list[DetailTable] | None:
+        """The judge's own view of a stored verdict's details for a case study, or None to
+        show the details as they are."""
+        return None

@@ -1,4 +1,4 @@
-"""Verbalized calibration (METHODS 4.9): continuing the answer's conversation, ask only for
+"""Verbalized calibration (docs/METHODS.md 4.9): continuing the answer's conversation, ask only for
 the probability (0.0-1.0) that the answer is correct; keep = p >= threshold; score = p.
 
 An unreadable reply discards the answer (keep=False, score None, parse_error set): the model

@@ -1,4 +1,4 @@
-"""CoT few-shot hybrid (METHODS 4.4): an InstructRAG-style rationale whose few-shot examples
+"""CoT few-shot hybrid (docs/METHODS.md 4.4): an InstructRAG-style rationale whose few-shot examples
 show abstaining with __DONT_KNOW__ when the passages are not relevant; the final answer
 follows "Response:"; keep = that answer is not a refusal.
 
@@ -57,6 +57,7 @@ def render_instructions(examples: Sequence[Example]) -> str:
 
 class CoTHybridJudge(OwnAnswerJudge):
     name = "cot_hybrid"
+    cost = "costly"
     max_tokens = 64  # one sentence of rationale plus the Response line
     answer_prefix = ANSWER_PREFIX
 

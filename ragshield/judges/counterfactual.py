@@ -1,4 +1,4 @@
-"""Counterfactual prompting (METHODS 4.7, RC-RAG): challenge the answer and see if it holds.
+"""Counterfactual prompting (docs/METHODS.md 4.7, RC-RAG): challenge the answer and see if it holds.
 
 The base answer is the Evidence RAG answer (its text and cited passage ids). Two scenarios
 each continue the base conversation with one challenge:
@@ -10,7 +10,7 @@ each continue the base conversation with one challenge:
   read them again and answer again.
 
 A scenario keeps the answer when every round's regenerated answer is the same as the base
-answer (matcher of METHODS 2, tau 0.7) and, with `evidence_change`, cf-quality cites the
+answer (matcher of docs/METHODS.md 2, tau 0.7) and, with `evidence_change`, cf-quality cites the
 same passage ids; one change in any round discards. Round 1 is greedy; rounds 2..N ask the
 same challenge again, sampled at a small temperature with seeds 1..N-1, so a wavering model
 shows it. (Rephrased challenges would mix the model's doubt with its reading of new
@@ -37,17 +37,18 @@ ANSWER_TOKENS (fusion: FUSION_TOKENS / PROBABILITY_TOKENS).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
-from ragshield.answerers.context import PromptOptions
-from ragshield.judges.base import Judge
+from ragshield.answerers.context import PromptOptions, evidence_labels
+from ragshield.judges.base import DetailTable, Judge
 from ragshield.judges.follow_up import Reply, ask_answer, ask_value, follow_up
 from ragshield.judges.readers import read_marker, read_probability
 from ragshield.llm.traced import TracedLLM
 from ragshield.metrics.correctness import same_answer
 from ragshield.refusal import is_refusal
-from ragshield.types import Answer, Sample, Verdict
+from ragshield.types import Answer, Sample, Verdict, keep_word
 
 QUALITY, USAGE = "cf-quality", "cf-usage"
 FUSIONS = ("direct", "probability", "safety")
@@ -139,6 +140,7 @@ class Fusion:
 
 class CounterfactualJudge(Judge):
     name = "counterfactual"
+    cost = "costly"
     continues_answer = True
 
     def __init__(
@@ -269,3 +271,50 @@ class CounterfactualJudge(Judge):
         details["winner"] = winner.name
         return Fusion(winner.keep, (f"probability fusion followed {winner.name} ({QUALITY} "
                                     f"p = {p_quality:g}, {USAGE} p = {p_usage:g})"), details)
+
+    @classmethod
+    def detail_view(cls, details: dict[str, Any],
+                    trace: Sequence[dict[str, Any]]) -> list[DetailTable] | None:
+        """The case study of RC-RAG: both scenarios' regenerated answers and evidence per
+        round, the fusion with its prompts and replies, and the decision."""
+        decision = details.get("decision")
+        if not decision:
+            return None
+        base, options = details.get("base") or {}, details.get("options") or {}
+        tables = [DetailTable("Base answer", ["field", "value"], [
+            ["base answer", base.get("answer")],
+            ["base evidence", evidence_labels(base.get("evidence"))],
+            ["options", ", ".join(f"{k} = {v}" for k, v in options.items())]])]
+        for name, scenario in (details.get("scenarios") or {}).items():
+            rounds = scenario.get("rounds") or []
+            tables.append(DetailTable(
+                f"{name}: {_word(scenario.get('judgment'))}",
+                ["round", "regenerated answer", "evidence", "same answer", "same evidence",
+                 "judgment"],
+                [[r.get("round"), r.get("answer"), evidence_labels(r.get("evidence")),
+                  r.get("same_answer"), r.get("same_evidence"),
+                  "changed" if r.get("changed") else "same"] for r in rounds],
+                texts=[(f"round {r.get('round')}: raw reply", str(r.get("raw") or ""))
+                       for r in rounds]))
+        fusion = details.get("fusion")
+        if fusion is not None:
+            purposes = set(fusion.get("calls") or []) | (
+                {fusion["call"]} if fusion.get("call") else set())
+            calls = [call for call in trace if call.get("purpose") in purposes]
+            tables.append(DetailTable(
+                "Fusion", ["field", "value"],
+                [[key, json.dumps(value, ensure_ascii=False) if isinstance(value, (dict, list))
+                  else value] for key, value in fusion.items() if key not in ("calls", "call")],
+                texts=[text for call in calls for text in (
+                    (f"{call.get('purpose')}: question",
+                     str(((call.get("messages") or [{}])[-1]).get("content") or "")),
+                    (f"{call.get('purpose')}: reply", str(call.get("output") or "")))]))
+        tables.append(DetailTable("Decision", ["decision", "reason"],
+                                  [[keep_word(bool(decision.get("keep"))), decision.get("reason")]]))
+        return tables
+
+
+def _word(judgment: Any) -> str:
+    """A scenario's judgment ("keep" / "discard", the model's own words) in the outcome
+    vocabulary of every face."""
+    return keep_word(judgment == "keep") if judgment in ("keep", "discard") else str(judgment)

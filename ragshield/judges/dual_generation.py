@@ -1,4 +1,4 @@
-"""Dual generation (METHODS 4.11, after Wu et al.'s ClashEval): did the passages make the model
+"""Dual generation (docs/METHODS.md 4.11, after Wu et al.'s ClashEval): did the passages make the model
 more confident than its own knowledge does?
 
 The judge generates a_norag with the No-RAG answerer's prompt (system text and question, no
@@ -11,7 +11,7 @@ one side; the whole reply is scored only when no answer could be parsed from it.
 The method's score compares percentile ranks over the run's samples,
 pct(a_rag) - pct(a_norag); one verdict cannot see the run. So each verdict records both
 means (`rag_mean_logprob`, `norag_mean_logprob`) and carries the provisional score
-rag_mean - norag_mean; the run engine replaces it with `percentile_scores` over all samples.
+rag_mean - norag_mean; `rescore_run` replaces it with `percentile_scores` over the run's samples.
 keep = provisional score >= threshold (default 0: the passages made the model at least as
 confident as its own knowledge).
 
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, bisect_right
-from typing import Sequence
+from typing import Any, Sequence
 
 from ragshield.answerers.context import PromptOptions
 from ragshield.answerers.norag import NoRagAnswerer
@@ -45,7 +45,7 @@ def percentile_ranks(values: Sequence[float]) -> list[float]:
 
 
 def percentile_scores(rag: Sequence[float], norag: Sequence[float]) -> list[float]:
-    """pct(a_rag) - pct(a_norag) per sample (METHODS 4.11), each mean log-likelihood ranked
+    """pct(a_rag) - pct(a_norag) per sample (docs/METHODS.md 4.11), each mean log-likelihood ranked
     among the run's values of its own condition. Scores lie in (-1, 1)."""
     if len(rag) != len(norag):
         raise ValueError(
@@ -58,6 +58,7 @@ def percentile_scores(rag: Sequence[float], norag: Sequence[float]) -> list[floa
 
 class DualGenerationJudge(Judge):
     name = "dual_generation"
+    cost = "costly"
     requires = frozenset({CHAT, SCORE})
     shares_prefix = False
 
@@ -97,3 +98,20 @@ class DualGenerationJudge(Judge):
                        f"({'>=' if keep else '<'} threshold {self.threshold:g}; provisional "
                        f"until ranked over the run)"),
         )
+
+    @classmethod
+    def rescore_run(cls, details: Sequence[dict[str, Any]]) -> list[float | None]:
+        """The method's score, pct(a_rag) - pct(a_norag), over the run's verdicts; a
+        verdict without both means (an empty answer) gets none."""
+        means = [((d or {}).get("rag_mean_logprob"), (d or {}).get("norag_mean_logprob"))
+                 for d in details]
+        scored = [i for i, (rag, norag) in enumerate(means) if _finite(rag) and _finite(norag)]
+        ranked = percentile_scores([means[i][0] for i in scored], [means[i][1] for i in scored])
+        scores: list[float | None] = [None] * len(details)
+        for i, score in zip(scored, ranked):
+            scores[i] = score
+        return scores
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

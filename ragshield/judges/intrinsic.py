@@ -1,4 +1,4 @@
-"""Intrinsic abstention (METHODS 4.3): answer with permission to reply __DONT_KNOW__."""
+"""Intrinsic abstention (docs/METHODS.md 4.3): answer with permission to reply __DONT_KNOW__."""
 
 from __future__ import annotations
 

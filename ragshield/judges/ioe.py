@@ -1,6 +1,6 @@
-"""If-or-Else (METHODS 4.8): continuing the answer's conversation, ask the model to keep its
+"""If-or-Else (docs/METHODS.md 4.8): continuing the answer's conversation, ask the model to keep its
 answer if it is very confident and to update it otherwise. An unchanged answer (matcher of
-METHODS 2) is kept. A changed one leads to a second question, continuing the same
+docs/METHODS.md 2) is kept. A changed one leads to a second question, continuing the same
 conversation: which of the two answers is correct, A (the original) or B (the update)?
 The answer is kept only if the model goes back to A.
 

@@ -1,4 +1,4 @@
-"""Post-answering NLI (METHODS 4.6): does some passage entail the answer?
+"""Post-answering NLI (docs/METHODS.md 4.6): does some passage entail the answer?
 
 Hypothesis: `The answer to the question "<q>" is: <a>`. Each passage is a premise on its own;
 a passage that does not fit the model's window together with the hypothesis is split into
@@ -139,6 +139,7 @@ def _premises(passages: list[Passage]) -> list[tuple[int, str]]:
 class ClassifierNLIJudge(NLIJudge):
     name = "nli"
     requires = frozenset()
+    cost = "free"  # no LLM call: its own classifier
 
     def __init__(
         self, model: str = "cross-encoder/nli-deberta-v3-xsmall", *, threshold: float = 0.5,

@@ -1,10 +1,10 @@
 """Unified judges that write their own answer with a prompt allowing abstention, and keep iff
-that answer is not a refusal: intrinsic abstention (METHODS 4.3), the CoT few-shot hybrid
+that answer is not a refusal: intrinsic abstention (docs/METHODS.md 4.3), the CoT few-shot hybrid
 (4.4) and priori judgment (4.10).
 
 The verdict is hard (a fixed precision/recall point), so score is None. The judge's own
 answer is in `details["answer"]`; `details["same_as_base"]` says whether it agrees with the
-answer being judged (matcher of METHODS 2). An empty reply counts as a refusal (discard),
+answer being judged (matcher of docs/METHODS.md 2). An empty reply counts as a refusal (discard),
 flagged as a parse error.
 """
 

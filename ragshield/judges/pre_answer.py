@@ -1,4 +1,4 @@
-"""Pre-answering prediction (METHODS 4.5): do the passages contain the answer? Uses the
+"""Pre-answering prediction (docs/METHODS.md 4.5): do the passages contain the answer? Uses the
 question and passages only, never the answer; score = P(yes)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Priori judgment (METHODS 4.10): before answering, the model may say it cannot answer from
+"""Priori judgment (docs/METHODS.md 4.10): before answering, the model may say it cannot answer from
 the given passages and its own knowledge together; "unknown" -> discard."""
 
 from __future__ import annotations

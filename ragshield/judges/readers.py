@@ -58,7 +58,7 @@ def read_yes_no(text: str) -> bool | None:
 
 def yes_probability(first_token: TokenLogprob) -> float | None:
     """P(yes) / (P(yes) + P(no)) from the next-token distribution of a yes/no question,
-    summing case and leading-space variants found among the top alternatives (METHODS 4.5).
+    summing case and leading-space variants found among the top alternatives (docs/METHODS.md 4.5).
     None when neither appears."""
     candidates = dict(first_token.top)
     candidates.setdefault(first_token.token, first_token.logprob)

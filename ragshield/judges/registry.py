@@ -1,5 +1,6 @@
 """Judges by name, for run configurations, the CLI and the UI. Adding a judge: one module
-and one line in JUDGES."""
+and one line in JUDGES; what the faces need to know about it (its cost, a run-level
+rescoring, its case-study view) the judge class says itself (judges/base.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any, Mapping
 
 from ragshield.config import Settings
 from ragshield.construct import construct
-from ragshield.judges.base import Judge
+from ragshield.judges.base import COSTS, Judge
 from ragshield.judges.calibration import CalibrationJudge
 from ragshield.judges.cot_hybrid import CoTHybridJudge
 from ragshield.judges.counterfactual import CounterfactualJudge
@@ -31,6 +32,26 @@ JUDGES: dict[str, type[Judge]] = {
         DualGenerationJudge, TokenProbJudge, SelfConsistencyJudge, PTrueJudge,
     )
 }
+
+
+def quick_judges(rule: str | None = None) -> list[str]:
+    """The judges worth waiting for in a live demo: every free or cheap one (cheapest
+    first), plus the judge that `rule` names (it decides, whatever it costs)."""
+    order = {cost: rank for rank, cost in enumerate(COSTS)}
+    quick = sorted((name for name, cls in JUDGES.items() if cls.cost != "costly"),
+                   key=lambda name: order[JUDGES[name].cost])
+    return quick + [rule] if rule in JUDGES and rule not in quick else quick
+
+
+def run_rescored() -> dict[str, type[Judge]]:
+    """The judges whose scores the run rescores (Judge.rescore_run overridden), by name."""
+    return {name: cls for name, cls in JUDGES.items()
+            if cls.rescore_run.__func__ is not Judge.rescore_run.__func__}
+
+
+def judge_class(name: str) -> type[Judge] | None:
+    """The registered class of a judge stored under `name`, None for a name no longer known."""
+    return JUDGES.get(name)
 
 
 def judge_names(spec: str) -> list[str]:

@@ -1,7 +1,7 @@
-"""Self-consistency (METHODS 4.12): sample k more answers to the base answer's own prompt
+"""Self-consistency (docs/METHODS.md 4.12): sample k more answers to the base answer's own prompt
 (temperature 0.7, seeds 1..k) and count how many agree with the base (greedy) answer.
 
-score = share of samples matching the base answer (matcher of METHODS 2); keep = score >=
+score = share of samples matching the base answer (matcher of docs/METHODS.md 2); keep = score >=
 threshold. The samples reuse the base prompt word for word, so the backend's cached prefix
 covers all of it and only generation costs; and since only their answers are compared, a
 sample stops where an evidence line would begin (about half of an evidence answer's
@@ -29,6 +29,7 @@ STOP_BEFORE_EVIDENCE = ["\nEvidence"]
 
 class SelfConsistencyJudge(Judge):
     name = "self_consistency"
+    cost = "costly"
     continues_answer = True
 
     def __init__(

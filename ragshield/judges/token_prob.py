@@ -1,4 +1,4 @@
-"""Answer token probability (METHODS 4.12): how sure the model was of the reply it generated.
+"""Answer token probability (docs/METHODS.md 4.12): how sure the model was of the reply it generated.
 
 The log-probs of the base answer's generation call are used when the answer carries them;
 otherwise the reply is re-scored after its prompt with `score()`. The judge declares SCORE
@@ -7,7 +7,7 @@ because it cannot know in advance which case it meets.
 score = exp(mean token log-prob) of the whole reply (`answer.raw`, as generated): the
 geometric-mean token probability, in (0, 1], higher = more trustworthy. The mean and min
 log-probs are in `details`. keep = score >= threshold; the default is a placeholder until a
-threshold is fitted on labelled samples (METHODS 4.12, risk-controlled threshold).
+threshold is fitted on labelled samples (docs/METHODS.md 4.12, risk-controlled threshold).
 An empty reply has nothing to score: it is discarded with a parse error.
 """
 
@@ -32,6 +32,7 @@ def generation_logprobs(answer: Answer) -> list[TokenLogprob] | None:
 
 class TokenProbJudge(Judge):
     name = "token_prob"
+    cost = "free"
     requires = frozenset({SCORE})
 
     def __init__(self, threshold: float = 0.7, options: PromptOptions = PromptOptions()) -> None:

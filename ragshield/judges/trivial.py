@@ -1,4 +1,4 @@
-"""Trivial judge (METHODS 4.2): always keep. The baseline every curve is compared with."""
+"""Trivial judge (docs/METHODS.md 4.2): always keep. The baseline every curve is compared with."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from ragshield.types import Answer, Sample, Verdict
 
 class TrivialJudge(Judge):
     name = "trivial"
+    cost = "free"
     requires = frozenset()
 
     def decide(self, sample: Sample, answer: Answer, llm: TracedLLM) -> Verdict:

@@ -9,6 +9,7 @@ from ragshield.types import Answer, Sample, Verdict
 
 class UnavailableJudge(Judge):
     name = "unavailable"
+    cost = "free"
     requires = frozenset()
 
     def __init__(self, name: str, reason: str) -> None:

@@ -1,7 +1,7 @@
 """Asking the model a yes/no question and reading P(yes) from its next-token distribution.
 
 Shared by the judges that turn a yes/no question into a score: pre-answering prediction
-(METHODS 4.5), the NLI judge's llm engine (4.6) and P(True) (4.12).
+(docs/METHODS.md 4.5), the NLI judge's llm engine (4.6) and P(True) (4.12).
 
 The distribution is read at the reply's first word: leading tokens without a letter or a
 digit (a space, "**", a quote) are skipped. When that distribution holds neither yes nor no,

@@ -1,4 +1,4 @@
-"""Annotation agreement (METHODS 5.5): percent agreement, Cohen's kappa for each pair of
+"""Annotation agreement (docs/METHODS.md 5.5): percent agreement, Cohen's kappa for each pair of
 raters, Fleiss' kappa, nominal Krippendorff's alpha, and the agreement of a judge (or of the
 automatic label) with the human majority.
 
@@ -187,7 +187,7 @@ def agreement_summary(ratings: Ratings) -> dict[str, Any]:
 
 
 def majority_by_item(ratings: Ratings) -> dict[Hashable, str | None]:
-    """Item -> the human majority label of METHODS 3 (ragshield.metrics.labels.
+    """Item -> the human majority label of docs/METHODS.md 3 (ragshield.metrics.labels.
     majority_label: "unsure" votes ignored, a tie is None). Unlike the statistics above this
     knows the answerability labels: an unknown label raises ValueError."""
     frame = _table(ratings)

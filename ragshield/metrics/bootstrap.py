@@ -1,4 +1,4 @@
-"""Percentile bootstrap over samples, vectorised (METHODS 5.2: 1000 resamples, seeded, 95%).
+"""Percentile bootstrap over samples, vectorised (docs/METHODS.md 5.2: 1000 resamples, seeded, 95%).
 
 Every count-based metric (risk, carefulness, alignment, coverage, precision, recall, F1 and
 their QPP variants) is arithmetic on a few per-sample 0/1 indicators summed over the sample.

@@ -1,4 +1,4 @@
-"""Correctness of an answer against references (METHODS 2), also used to decide whether two
+"""Correctness of an answer against references (docs/METHODS.md 2), also used to decide whether two
 answers are "the same" (counterfactual prompting, IoE, self-consistency)."""
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
-"""CRAG scoring (METHODS 5.4): each answer scores +1 correct, 0 missing (a refusal), -1
+"""CRAG scoring (docs/METHODS.md 5.4): each answer scores +1 correct, 0 missing (a refusal), -1
 incorrect (hallucination); accuracy, hallucination and missing are rates over all N answers
 and score = accuracy - hallucination.
 
 False-premise questions carry the reference "invalid question": only a prediction saying
 the question is invalid is correct there. Elsewhere "invalid question" is an ordinary refusal
-(METHODS 1), so it counts as missing."""
+(docs/METHODS.md 1), so it counts as missing."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Curves of a scored judge (METHODS 5.3): risk-coverage and its area (AURC), and the two
+"""Curves of a scored judge (docs/METHODS.md 5.3): risk-coverage and its area (AURC), and the two
 applications that replace the answers a judge discards (keep = score < threshold is
 false): by the No-RAG answer (fallback) or by a larger model's answer (switch)."""
 

@@ -1,4 +1,4 @@
-"""Ground-truth labels (METHODS 3): whether the passages support a reference, the AwF truth,
+"""Ground-truth labels (docs/METHODS.md 3): whether the passages support a reference, the AwF truth,
 and the majority of several annotators' answerability labels."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def passages_support(human_label: str | None, dataset_flag: bool | None,
 
 def reference_in_passages(references: Sequence[str], passage_texts: Iterable[str]) -> bool:
     """A normalised reference occurs in a normalised passage (on word boundaries, as the
-    containment rule of METHODS 2)."""
+    containment rule of docs/METHODS.md 2)."""
     return any(contains_reference(text, references) for text in passage_texts)
 
 

@@ -1,4 +1,4 @@
-"""AwF precision / recall (METHODS 5.2).
+"""AwF precision / recall (docs/METHODS.md 5.2).
 
 Inputs are per-sample bool arrays: `keep` (the judge's keep bit v), `truth` (the AwF truth
 V = answer correct AND passages support a reference) and `support` (F-Answerable: the
@@ -80,7 +80,7 @@ def pr_auc(curve: PRCurve) -> float:
     """Area under precision over recall, step-wise as in average precision: the sum over the
     sweep of (recall_k - recall_{k-1}) * precision_k, starting from recall 0. Recall here tops
     out at sum(V) / sum(support), so the area can stay below 1 even for a perfect ranking. A
-    hard judge's single point gives precision x recall, the METHODS 5.2 value for hard
+    hard judge's single point gives precision x recall, the docs/METHODS.md 5.2 value for hard
     judges. NaN for an empty sweep or an undefined recall."""
     if curve.recall.size == 0:
         return float("nan")

@@ -1,4 +1,4 @@
-"""Division where 0/0 (any x/0) is NaN, silently: every metric of METHODS 5 is a ratio of
+"""Division where 0/0 (any x/0) is NaN, silently: every metric of docs/METHODS.md 5 is a ratio of
 counts, and an empty denominator means "undefined" ("n/a"), not an error."""
 
 from __future__ import annotations

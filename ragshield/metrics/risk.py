@@ -1,5 +1,5 @@
-"""RC-RAG risk metrics (METHODS 5.1). `answerable` is the RC-RAG label J (the RAG answer is
-correct, METHODS 3) and `keep` the judge's keep bit; the four folds are
+"""RC-RAG risk metrics (docs/METHODS.md 5.1). `answerable` is the RC-RAG label J (the RAG answer is
+correct, docs/METHODS.md 3) and `keep` the judge's keep bit; the four folds are
 AK = J & keep, AD = J & ~keep, UK = ~J & keep (the only real risk), UD = ~J & ~keep."""
 
 from __future__ import annotations

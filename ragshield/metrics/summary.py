@@ -8,7 +8,7 @@ V = answer_correct & passages_support with recall over sum(passages_support); QP
 use truth = passages_support.
 
 A judge without any score (a hard judge) has max_f1 = its f1 with max_f1_threshold None,
-pr_auc = precision x recall (METHODS 5.2) and aurc None. For a scored judge the sweeps use
+pr_auc = precision x recall (docs/METHODS.md 5.2) and aurc None. For a scored judge the sweeps use
 keep = score >= threshold and never keep a sample whose score is NaN. Confidence intervals
 (percentile bootstrap over the sample ids, the same resamples for every judge) cover the
 count-based metrics only; see ragshield.metrics.bootstrap for why. Undefined values are None.

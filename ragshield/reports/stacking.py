@@ -1,4 +1,4 @@
-"""The stacked judge of a run (METHODS 4.12) as one more judge in the verdict table: its
+"""The stacked judge of a run (docs/METHODS.md 4.12) as one more judge in the verdict table: its
 score is the out-of-fold probability from a logistic regression over the other judges'
 scores and keep bits, so no sample is scored by a model that saw its label."""
 

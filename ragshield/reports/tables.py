@@ -217,7 +217,7 @@ def threshold_table(tables: RunTables, series: dict[str, JudgeSeries], *, alpha:
 
 
 def grader_table(tables: RunTables) -> Table | None:
-    """Rules vs the LLM grader on the main answers (METHODS 2); None without a grader."""
+    """Rules vs the LLM grader on the main answers (docs/METHODS.md 2); None without a grader."""
     agreement = tables.grader_agreement
     if agreement is None:
         return None

@@ -38,7 +38,7 @@ CSS = """
 .rs-cs-details > summary { cursor: pointer; font-weight: 600; }
 .rs-cs-msg { margin: 0.2em 0; }
 .rs-cs-flag { color: #8a1010; }
-.rs-cs-scenario { margin: 0.5em 0; }
+.rs-cs-detail { margin: 0.5em 0; }
 """
 HEAD = ""
 

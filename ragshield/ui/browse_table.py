@@ -5,7 +5,7 @@ The frame is built once per version of a run's tables (a pivot of the verdicts, 
 for nothing: tens of milliseconds for 10k samples x 10 judges) and kept while the tables
 stay the same objects, so a filter is a few boolean masks over it.
 
-Folds follow METHODS 1 with answerable = the answer is correct under the chosen truth
+Folds follow docs/METHODS.md 1 with answerable = the answer is correct under the chosen truth
 (the RC-RAG label): AK, AD, UK, UD; "-" when the judge gave no decision (unavailable,
 failed, or not run on the sample).
 """
@@ -22,13 +22,14 @@ import pandas as pd
 
 from ragshield.evaluation import RunTables
 from ragshield.metrics.labels import ANSWERABLE, UNANSWERABLE
+from ragshield.types import ABSTAIN, KEEP
 
 DECISION = "decision"  # the run's decision rule, shown beside the judges in the fold filter
 FOLDS = ("AK", "AD", "UK", "UD")
 LABEL_STATES = ("any", "labelled", "unlabelled")
 NONE = "-"
 KEPT, ABSTAINED, UNDECIDED, NOT_RUN = 1, 0, -1, -2  # a judge's keep as a small integer
-KEEP_WORDS = {KEPT: "keep", ABSTAINED: "abstain", UNDECIDED: NONE, NOT_RUN: NONE}
+KEEP_WORDS = {KEPT: KEEP, ABSTAINED: ABSTAIN, UNDECIDED: NONE, NOT_RUN: NONE}
 SHOWN_ROWS = 500
 CELL_CHARS = 300  # question and answer cells are cut here; the detail view shows all
 

@@ -14,8 +14,9 @@ from typing import Any, Sequence
 import pandas as pd
 from sqlalchemy import select
 
-from ragshield.answerers.context import passage_label
-from ragshield.judges.counterfactual import CounterfactualJudge
+from ragshield.answerers.context import evidence_labels, passage_label
+from ragshield.judges.base import DetailTable
+from ragshield.judges.registry import judge_class
 from ragshield.judging import Decision
 from ragshield.store.database import Store
 from ragshield.store.labels import LabelRecord
@@ -24,6 +25,7 @@ from ragshield.store.models import Sample as SampleRow
 from ragshield.store.runs import MAIN, RunRecord, get_run
 from ragshield.store.samples import UnknownSampleError
 from ragshield.ui.browse_table import fold_column
+from ragshield.types import keep_word
 from ragshield.ui.html_render import esc, table_html
 
 ROLE_TITLES = {"norag": "No-RAG answer (no passages)", "larger": "Larger model's answer"}
@@ -88,15 +90,6 @@ def _yes_no(value: Any) -> str:
     return "-" if value is None or pd.isna(value) else "yes" if value else "no"
 
 
-def _keep_word(keep: bool | None) -> str:
-    return "-" if keep is None else "keep" if keep else "abstain"
-
-
-def evidence_labels(evidence: Sequence[Any] | None) -> str:
-    return ", ".join(passage_label(i) if isinstance(i, int) else str(i)
-                     for i in evidence or []) or "-"
-
-
 def messages_html(messages: Sequence[dict[str, Any]]) -> str:
     return "".join(f'<div class="rs-cs-msg"><b>{esc(m.get("role"))}</b>{_pre(m.get("content"))}'
                    f"</div>" for m in messages)
@@ -139,7 +132,7 @@ def _sample_section(case: SampleCase, decision: Decision | None) -> str:
             ["dataset says answerable", _yes_no(sample.get("answerable"))]]
     if decision is not None:
         rows.append([f"decision ({decision.rule})",
-                     f"{_keep_word(decision.keep)}: {decision.reason}"])
+                     f"{keep_word(decision.keep)}: {decision.reason}"])
     meta = sample.get("meta") or {}
     rows += [[key, value] for key, value in meta.items()]
     return _section("Question", _pre(sample["question"]) + table_html(["field", "value"], rows))
@@ -181,7 +174,7 @@ def answer_html(answer: dict[str, Any]) -> str:
 
 
 def _verdict_summary(verdicts: Sequence[dict[str, Any]], folds: dict[str, str]) -> str:
-    rows = [[v["judge"], _keep_word(v["keep"]),
+    rows = [[v["judge"], keep_word(v["keep"]),
              "-" if v["score"] is None else f"{v['score']:.3f}", folds.get(v["judge"], "-"),
              "yes" if v["available"] else "no", v["error"] or "", v["parse_error"] or "",
              v["rationale"] or "", v["calls"],
@@ -193,63 +186,35 @@ def _verdict_summary(verdicts: Sequence[dict[str, Any]], folds: dict[str, str]) 
                        "rationale", "calls", "tokens", "seconds"], rows)
 
 
-def _fusion_calls(details: dict[str, Any],
-                  trace: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The trace's fusion calls: their prompts are the fusion question."""
-    fusion = details.get("fusion") or {}
-    purposes = set(fusion.get("calls") or []) | ({fusion["call"]} if fusion.get("call") else set())
-    return [call for call in trace if call.get("purpose") in purposes]
+def _cell(value: Any) -> Any:
+    return _yes_no(value) if value is None or isinstance(value, bool) else value
 
 
-def counterfactual_html(details: dict[str, Any], trace: Sequence[dict[str, Any]]) -> str:
-    """METHODS 4.7's case study: both scenarios' regenerated answers and evidence, each
-    round's same/changed, the fusion prompt and the decision."""
-    base = details.get("base") or {}
-    options = details.get("options") or {}
-    decision = details.get("decision") or {}
-    parts = [table_html(["field", "value"], [
-        ["base answer", base.get("answer")],
-        ["base evidence", evidence_labels(base.get("evidence"))],
-        ["options", ", ".join(f"{k} = {v}" for k, v in options.items())]])]
-    for name, scenario in (details.get("scenarios") or {}).items():
-        rounds = scenario.get("rounds") or []
-        rows = [[r.get("round"), r.get("answer"), evidence_labels(r.get("evidence")),
-                 _yes_no(r.get("same_answer")), _yes_no(r.get("same_evidence")),
-                 "changed" if r.get("changed") else "same"] for r in rounds]
-        raw = "".join(f"<b>round {esc(r.get('round'))}</b>{_pre(r.get('raw'))}" for r in rounds)
-        parts.append(f'<div class="rs-cs-scenario"><b>{esc(name)}: {esc(scenario.get("judgment"))}'
-                     f"</b>" + table_html(["round", "regenerated answer", "evidence",
-                                           "same answer", "same evidence", "judgment"], rows)
-                     + _details("Raw replies", raw) + "</div>")
-    fusion = details.get("fusion")
-    if fusion is not None:
-        facts = {k: v for k, v in fusion.items() if k not in ("calls", "call")}
-        prompts = "".join(
-            f"<b>{esc(call.get('purpose'))}</b>"
-            + messages_html([(call.get("messages") or [{}])[-1]])
-            + "<b>reply</b>" + _pre(call.get("output"))
-            for call in _fusion_calls(details, trace))
-        rows = [[key, json.dumps(value, ensure_ascii=False)
-                 if isinstance(value, (dict, list)) else value] for key, value in facts.items()]
-        parts.append("<b>Fusion</b>" + table_html(["field", "value"], rows) + prompts)
-    parts.append(f'<p class="rs-cs-decision"><b>Decision: '
-                 f'{esc("keep" if decision.get("keep") else "discard")}</b> '
-                 f'({esc(decision.get("reason"))})</p>')
-    return "".join(parts)
+def detail_html(tables: Sequence[DetailTable]) -> str:
+    """A judge's own view of its details (Judge.detail_view), every value escaped."""
+    return "".join(
+        f'<div class="rs-cs-detail"><b>{esc(table.title)}</b>'
+        + table_html(table.columns, [[_cell(v) for v in row] for row in table.rows])
+        + (_details("Texts", "".join(f"<b>{esc(caption)}</b>{_pre(text)}"
+                                      for caption, text in table.texts))
+           if table.texts else "")
+        + "</div>" for table in tables)
 
 
 def verdict_html(verdict: dict[str, Any]) -> str:
     """One judge's verdict in full: its own view of the details, then every call."""
     details, trace = verdict.get("details") or {}, verdict.get("trace") or []
-    if verdict["judge"] == CounterfactualJudge.name and details.get("decision"):
-        own = counterfactual_html(details, trace)
+    judge = judge_class(verdict["judge"])
+    view = judge.detail_view(details, trace) if judge is not None else None
+    if view:
+        own = detail_html(view)
     else:
         own = "<b>Details</b>" + _json(details) if details else ""
-    summary = (f"{verdict['judge']}: {_keep_word(verdict['keep'])}"
+    summary = (f"{verdict['judge']}: {keep_word(verdict['keep'])}"
                + ("" if verdict["score"] is None else f" (score {verdict['score']:.3f})"))
     body = (f"<p>{esc(verdict.get('rationale') or '')}</p>" + own
             + _details(f"Trace ({len(trace)} calls)", trace_html(trace)))
-    return _details(summary, body, open_=verdict["judge"] == CounterfactualJudge.name)
+    return _details(summary, body, open_=bool(view))
 
 
 def labels_html(history: Sequence[LabelRecord]) -> str:

@@ -38,15 +38,6 @@ CSS = """
 """
 
 
-def verdict_word(verdict: Verdict) -> str:
-    """keep, abstain, unavailable (the backend cannot serve the judge) or error."""
-    if not verdict.available:
-        return "unavailable"
-    if verdict.error or verdict.keep is None:
-        return "error"
-    return "keep" if verdict.keep else "abstain"
-
-
 def badge_html(word: str) -> str:
     return f'<span class="rs-demo-badge rs-demo-badge-{esc(word)}">{esc(word)}</span>'
 
@@ -93,7 +84,7 @@ def verdict_html(verdict: Verdict) -> str:
     score = "" if verdict.score is None else f" · score {fmt(verdict.score)}"
     parse = f" (parse problem: {verdict.parse_error})" if verdict.parse_error else ""
     return (f'<div class="rs-demo-verdict" data-judge="{esc(verdict.judge)}">'
-            f"{badge_html(verdict_word(verdict))}<b>{esc(verdict.judge)}</b>{esc(score)}"
+            f"{badge_html(verdict.outcome)}<b>{esc(verdict.judge)}</b>{esc(score)}"
             f'<div class="rs-demo-reason">{esc(verdict.rationale + parse)}</div>'
             f"{cost_html(verdict.cost)}</div>")
 

@@ -27,8 +27,8 @@ from ragshield.cli.errors import USER_ERRORS
 from ragshield.config import Settings
 from ragshield.datasets.demo import DEMO_DATASET
 from ragshield.judges.base import Judge
-from ragshield.judges.registry import JUDGES, make_judges
-from ragshield.judging import decision_word, judge_sample, judging_order
+from ragshield.judges.registry import JUDGES, make_judges, quick_judges
+from ragshield.judging import DEFAULT_DECISION_RULE, decision_word, judge_sample, judging_order
 from ragshield.llm.base import LLM
 from ragshield.llm.traced import TracedLLM
 from ragshield.retrieval.corpus_store import list_corpora
@@ -55,7 +55,8 @@ ABSTAIN, NORAG, LARGER = FALLBACKS
 LARGER_NOTE = ("larger-model answer: the question is answered and judged by the small "
                "packaged model (SmolLM2-135M); when it does not keep its answer, the default "
                "model answers instead, like a run's switch to a larger model.")
-FAST_JUDGES = ("counterfactual", "cot_hybrid", "token_prob", "intrinsic")
+# Free and cheap judges (each judge states its cost) and the default rule's judge.
+FAST_JUDGES = tuple(quick_judges(DEFAULT_DECISION_RULE))
 POOLED_RULES = ("majority", "all")
 RETRIEVAL_MODES: tuple[str, ...] = get_args(RetrievalMode)
 MAX_NOISE = 5
@@ -321,11 +322,12 @@ def build(context: UiContext, page: gr.Blocks) -> None:
             answerer = gr.Dropdown(list(ANSWERERS), label="Answerer",
                                    value=settings.answerer if settings.answerer in ANSWERERS
                                    else "evidence")
-            judges = gr.CheckboxGroup(list(JUDGES), value=list(FAST_JUDGES), label="Judges")
+            fast = quick_judges(settings.decision_rule)
+            judges = gr.CheckboxGroup(list(JUDGES), value=fast, label="Judges")
             with gr.Row():
                 all_judges = gr.Button("All judges", size="sm")
                 fast_judges = gr.Button("Fast set", size="sm")
-            rules, rule_value = rule_choices(list(FAST_JUDGES), settings.decision_rule)
+            rules, rule_value = rule_choices(fast, settings.decision_rule)
             rule = gr.Dropdown(rules, value=rule_value, label="Decision rule",
                                allow_custom_value=True)
             fallback = gr.Radio(list(FALLBACKS), value=ABSTAIN, label="When it abstains, show",
@@ -365,7 +367,8 @@ def build(context: UiContext, page: gr.Blocks) -> None:
     dataset.change(on_dataset, inputs=dataset, outputs=[sample, result], api_name="demo_samples")
     judges.change(on_judges, inputs=[judges, rule], outputs=rule, api_name="demo_rules")
     all_judges.click(lambda: list(JUDGES), outputs=judges, api_name="demo_all_judges")
-    fast_judges.click(lambda: list(FAST_JUDGES), outputs=judges, api_name="demo_fast_judges")
+    fast_judges.click(lambda: quick_judges(settings.decision_rule), outputs=judges,
+                      api_name="demo_fast_judges")
     # Picking a sample or typing switches the question's source (in the browser only).
     sample.input(None, outputs=source, js=f"() => {json.dumps(STORED)}")
     question.input(None, outputs=source, js=f"() => {json.dumps(TYPED)}")
