@@ -21,14 +21,15 @@ def main() -> None:
     args = parser.parse_args()
 
     from ragshield.config import Settings
+    from ragshield.store.database import StoreError
     from ragshield.ui.app import build_app, launch_options
     from ragshield.ui.auth import AuthFileError, read_auth_file
 
     try:
         auth = read_auth_file(args.auth) if args.auth else None
-    except AuthFileError as error:
-        sys.exit(f"error: {error}")
-    app = build_app(Settings())
+        app = build_app(Settings())
+    except (AuthFileError, StoreError) as error:
+        sys.exit("error: " + " ".join(str(error).split()))  # one line: psycopg's span two
     app.queue(default_concurrency_limit=4)
     app.launch(server_name=args.host, server_port=args.port, auth=auth,
                auth_message="Log in with your annotator name." if auth else None,

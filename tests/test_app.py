@@ -23,7 +23,7 @@ from ragshield.store.runs import list_runs
 from ragshield.ui.demo_tab import FAST_JUDGES
 from tests.ui_fixtures import fill_synthetic_run
 from tests.ui_launch import (CHEAP_JUDGES, HOSTILE_DATASET, HOSTILE_SCRIPT, SYNTHETIC_JUDGES,
-                             SYNTHETIC_SAMPLES, PreparedStore, current_label, launched_app)
+                             SYNTHETIC_SAMPLES, PreparedStore, current_label)
 
 ENDPOINTS = {
     "/demo_ask", "/demo_samples", "/demo_rules", "/demo_all_judges", "/demo_fast_judges",
@@ -232,8 +232,8 @@ def test_demo_ask_refuses_a_bad_form_readably(client: Client) -> None:
     assert ERROR in missing and "no-such-sample" in missing and "Traceback" not in missing
 
 
-@pytest.mark.slow
-def test_demo_ask_judges_a_stored_sample(client: Client, prepared: PreparedStore) -> None:
+def test_demo_ask_judges_a_stored_sample(client: Client, prepared: PreparedStore,
+                                         packaged_models) -> None:
     """The embedded model answers a demo sample (one model call: token_prob reads the
     answer's own log-probs, trivial keeps every answer); both verdicts and the decision show."""
     page = ask(client, sample=prepared.demo_sample_id)
@@ -276,9 +276,12 @@ def test_annotate_queue_skip_label_undo_progress(client: Client,
     assert stored["label"] == "unanswerable" and stored["next_sample_id"] == "hostile-2"
     assert current_label(prepared.database_url, HOSTILE_DATASET, "hostile-1",
                          "bob") == "unanswerable"
-    again = session.predict(HOSTILE_DATASET, "hostile-1", "answerable", "", request_id, "bob",
-                            api_name="/annotate_label")
+    again = session.predict(HOSTILE_DATASET, "hostile-1", "unanswerable", "no author given",
+                            request_id, "bob", api_name="/annotate_label")
     assert again["stored"] is False and again["label"] == "unanswerable"
+    with pytest.raises(Exception, match="already used for another label"):
+        session.predict(HOSTILE_DATASET, "hostile-1", "answerable", "", request_id, "bob",
+                        api_name="/annotate_label")
 
     progress = session.predict(HOSTILE_DATASET, "bob", api_name="/annotate_progress")
     assert "1 of 2 labelled" in progress
@@ -320,11 +323,12 @@ def test_annotate_guidelines_are_saved_and_read_back(client: Client,
 # -- --auth -------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def auth_app(prepared: PreparedStore, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def auth_app(prepared: PreparedStore, tmp_path_factory: pytest.TempPathFactory,
+             launch_app) -> Iterator[str]:
     folder = tmp_path_factory.mktemp("auth-app")
     auth_file = folder / "users.txt"
     auth_file.write_text("alice:secret\n", encoding="utf-8")
-    with launched_app(folder, prepared.database_url, auth_file=auth_file) as url:
+    with launch_app(folder, prepared.database_url, auth_file=auth_file) as url:
         yield url
 
 

@@ -9,11 +9,14 @@ from __future__ import annotations
 from typing import Any
 
 import gradio as gr
+from starlette.middleware import Middleware
 
 from ragshield.config import Settings
 from ragshield.store.database import Store, open_store
 from ragshield.ui import annotate_tab, browse_tab, dashboard_tab, demo_tab
 from ragshield.ui.context import UiContext
+from ragshield.ui.login_gate import LoginGate
+from ragshield.ui.login_throttle import ThrottleLogins
 
 TABS = (demo_tab, annotate_tab, browse_tab, dashboard_tab)
 
@@ -47,8 +50,13 @@ def build_app(settings: Settings, store: Store | None = None) -> gr.Blocks:
 
 
 def launch_options() -> dict[str, Any]:
-    """Page-level options (Gradio 6 takes them in launch()): the stylesheet of every tab
-    and the scripts in the page head (the Annotate hotkeys)."""
+    """Page-level options (Gradio 6 takes them in launch()): the stylesheet of every tab,
+    the scripts in the page head (the Annotate hotkeys), and the middleware that keeps the
+    app behind its logins (login_gate, login_throttle; both idle without logins). Pages
+    are rendered by Python, not by Gradio's Node server, which would stand in front of
+    that middleware and give every client its address."""
     css = BASE_CSS + "".join(tab.CSS for tab in TABS)
     head = "".join(tab.HEAD for tab in TABS)
-    return {"css": css, "head": head}
+    middleware = [Middleware(LoginGate), Middleware(ThrottleLogins)]
+    return {"css": css, "head": head, "ssr_mode": False,
+            "app_kwargs": {"middleware": middleware}}

@@ -1,6 +1,12 @@
 """Annotator logins for `app.py --auth FILE`: one `name:password` per line (blank lines and
 lines starting with # are ignored). Gradio checks the password; the name is then attached
-to every label the annotator writes."""
+to every label the annotator writes.
+
+A line is split at its first colon. The name is what comes before it, stripped of
+surrounding white space (Gradio strips the name typed at login too), so it cannot hold a
+colon. The password is everything after it exactly as written, spaces included at either
+end: only the line ending (LF or CRLF) is removed. A UTF-8 byte order mark at the start of
+the file is ignored."""
 
 from __future__ import annotations
 
@@ -11,19 +17,29 @@ class AuthFileError(ValueError):
     pass
 
 
-def read_auth_file(path: Path) -> list[tuple[str, str]]:
-    """The (name, password) pairs of an auth file; errors name the file and the line."""
+def read_auth_text(path: Path) -> str:
+    """The file's text, its line endings untouched (a password may end in any character)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except FileNotFoundError:
         raise AuthFileError(f"{path}: no such auth file") from None
+    except IsADirectoryError:
+        raise AuthFileError(f"{path}: is a folder, not an auth file") from None
+    except OSError as error:
+        raise AuthFileError(f"{path}: cannot read the auth file ({error.strerror})") from None
+    try:
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         raise AuthFileError(f"{path}: not UTF-8 text ({error.reason})") from None
+
+
+def read_auth_file(path: Path) -> list[tuple[str, str]]:
+    """The (name, password) pairs of an auth file; errors name the file and the line."""
     users: list[tuple[str, str]] = []
     seen: set[str] = set()
-    for number, line in enumerate(text.splitlines(), start=1):
-        line = line.strip()
-        if not line or line.startswith("#"):
+    for number, line in enumerate(read_auth_text(path).split("\n"), start=1):
+        line = line.removesuffix("\r")
+        if not line.strip() or line.strip().startswith("#"):
             continue
         name, colon, password = line.partition(":")
         name = name.strip()
