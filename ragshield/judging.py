@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from ragshield.answerers.base import Answerer
+from ragshield.errors import OptionError
 from ragshield.judges.base import Judge
 from ragshield.llm.base import LLM
 from ragshield.types import Answer, CostSummary, Sample, Verdict, keep_word
@@ -56,7 +57,7 @@ def choose_rule(rule: str | None, judges: Sequence[str],
     fitting = (*POOLED_RULES, *judges)
     if rule is not None:
         if rule not in fitting:
-            raise ValueError(f"rule {rule!r} must be all, majority or one of the chosen "
+            raise OptionError(f"rule {rule!r} must be all, majority or one of the chosen "
                              f"judges ({', '.join(judges)})")
         return RuleChoice(rule)
     if default in fitting:
@@ -81,16 +82,6 @@ def decide(verdicts: Sequence[Verdict], rule: str = DEFAULT_DECISION_RULE) -> De
     if chosen.keep is None:
         return Decision(None, rule, f"judge '{rule}' gave no decision: {chosen.rationale}")
     return Decision(chosen.keep, rule, f"{rule}: {chosen.rationale}")
-
-
-def disagreement(keeps: Sequence[bool | None]) -> float | None:
-    """How split the deciding judges are: 0 when unanimous, 1 when exactly half keep.
-    None with fewer than two deciding judges."""
-    deciding = [keep for keep in keeps if keep is not None]
-    if len(deciding) < 2:
-        return None
-    share = sum(deciding) / len(deciding)
-    return 1 - abs(2 * share - 1)
 
 
 def judge_sample(

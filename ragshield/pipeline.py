@@ -21,11 +21,12 @@ from ragshield.answerers.base import Answerer
 from ragshield.answerers.norag import NoRagAnswerer
 from ragshield.answerers.registry import make_answerer
 from ragshield.config import Settings
+from ragshield.errors import UserError
 from ragshield.judges.base import Judge
 from ragshield.judges.registry import make_judges
 from ragshield.judging import judge_sample, judging_order, parallelism
 from ragshield.llm.base import LLM
-from ragshield.run_config import RunConfig, check_config
+from ragshield.run_config import RunConfig, RunConfigError, check_config
 from ragshield.store import runs as run_store
 from ragshield.store.database import Store
 from ragshield.store.run_owner import held_run
@@ -35,6 +36,10 @@ from ragshield.types import Sample, Verdict
 from ragshield.version import code_version
 
 log = logging.getLogger(__name__)
+
+
+class LiveRunError(UserError, ValueError):
+    """A live run was asked to run: its samples are asked one by one, not executed."""
 
 
 class SampleFailed(RuntimeError):
@@ -65,7 +70,7 @@ def start_run(store: Store, config: RunConfig, *, name: str | None = None) -> in
     config = check_config(config)
     available = count_samples(store, config.dataset)  # also fails on an unknown dataset
     if available == 0:
-        raise ValueError(f"dataset {config.dataset!r} has no samples")
+        raise RunConfigError(f"dataset {config.dataset!r} has no samples")
     total = min(config.limit or available, available)
     return run_store.create_run(store, dataset=config.dataset, config=config.to_dict(),
                                 seed=config.seed, code_version=code_version(),
@@ -162,7 +167,11 @@ def execute_run(store: Store, run_id: int, settings: Settings | None = None, *,
     CLI) marks the run interrupted. RunHeldError, before any model is opened, when another
     live process executes the run."""
     run = run_store.get_run(store, run_id)
-    config = check_config(RunConfig.from_dict(run.config))
+    config = RunConfig.from_dict(run.config)
+    if config.live:
+        raise LiveRunError(f"run {run_id} is a live run: it collects the questions people ask "
+                           "and has nothing to resume (re-judging it works)")
+    config = check_config(config)
     settings = settings or Settings()
     with held_run(store, run_id):
         models = models or open_models(config, settings, store)

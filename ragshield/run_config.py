@@ -6,10 +6,15 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, get_args
 
 from ragshield.config import Settings
+from ragshield.errors import OptionError
 from ragshield.judging import choose_rule
 from ragshield.retrieval.factory import RetrievalMode
 
 RETRIEVAL_CHOICES = ("given", *get_args(RetrievalMode))
+
+
+class RunConfigError(OptionError):
+    """A run configuration that cannot run; the message names the field at fault."""
 
 
 @dataclass
@@ -33,6 +38,7 @@ class RunConfig:
     switch: bool = False  # also store the larger model's answer (switch curve; needs small_model)
     seed: int = 0
     concurrency: int = 1
+    live: bool = False  # collects asked questions (services/live_runs.py); never executed
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -42,9 +48,9 @@ class RunConfig:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise ValueError(f"run config: unknown field(s) {unknown}; known: {sorted(known)}")
+            raise RunConfigError(f"run config: unknown field(s) {unknown}; known: {sorted(known)}")
         if "dataset" not in data:
-            raise ValueError("run config: field 'dataset' is missing")
+            raise RunConfigError("run config: field 'dataset' is missing")
         return cls(**data)
 
     def settings(self, base: Settings | None = None) -> Settings:
@@ -59,9 +65,9 @@ class RunConfig:
 
 
 def check_config(config: RunConfig) -> RunConfig:
-    """Raise ValueError naming the field at fault; return the config with judge names
-    expanded ("all" -> every registered judge) and its rule settled (see choose_rule), so
-    that the stored config is explicit."""
+    """Raise RunConfigError (or OptionError) naming the field at fault; return the config
+    with judge names expanded ("all" -> every registered judge) and its rule settled (see
+    choose_rule), so that the stored config is explicit."""
     from ragshield.answerers.registry import make_answerer
     from ragshield.judges.registry import judge_names
 
@@ -88,12 +94,12 @@ def check_config(config: RunConfig) -> RunConfig:
                         "larger partner is the embedded default model")
     try:
         rule = choose_rule(config.rule, judges).rule
-    except ValueError as exc:
+    except OptionError as exc:
         problems.append(str(exc))
     if config.concurrency < 1:
         problems.append(f"concurrency must be at least 1, got {config.concurrency}")
     if problems:
-        raise ValueError("run config: " + "; ".join(problems))
+        raise RunConfigError("run config: " + "; ".join(problems))
     return RunConfig(**{**config.to_dict(), "judges": judges, "rule": rule})
 
 

@@ -21,7 +21,7 @@ from ragshield.store.samples import UnknownDatasetError, import_samples, iter_sa
 from ragshield.types import Answer, Passage, Sample, Verdict
 from ragshield.ui.context import UiContext
 from ragshield.ui.demo_render import ABSTAIN_MESSAGE
-from ragshield.ui.demo_tab import (ABSTAIN, LARGER, NORAG, STORED, AskRequest, PassageFinders,
+from ragshield.ui.demo_tab import (ABSTAIN, LARGER, NORAG, STORED, DemoForm, PassageFinders,
                                    ask, rule_choices, sample_choices)
 from ragshield.ui.threshold_panel import score_range, scored_judges, threshold_html, threshold_panel
 from tests.fakes import ScriptedLLM, ScriptedReply
@@ -65,9 +65,9 @@ def with_model(context: UiContext, llm: LLM, *, small: bool = False) -> LLM:
     return llm
 
 
-def request(**fields) -> AskRequest:
+def request(**fields) -> DemoForm:
     base = dict(source=STORED, dataset="toy", sample_id="q1", judges=JUDGES, rule="majority")
-    return AskRequest(**{**base, **fields})
+    return DemoForm(**{**base, **fields})
 
 
 def badges(html: str) -> dict[str, str]:
@@ -193,7 +193,7 @@ def test_a_typed_question_is_answered_from_retrieved_passages_plus_noise(context
     context.settings = context.settings.model_copy(update={"corpora_dir": corpora_dir})
     with_model(context, ScriptedLLM(respond=replies()))
     finders = PassageFinders(context.settings)
-    typed = AskRequest(question="Who designed the Eiffel Tower?", corpus="kb", mode="bm25", k=2,
+    typed = DemoForm(question="Who designed the Eiffel Tower?", corpus="kb", mode="bm25", k=2,
                        noise=1, judges=("trivial",), rule="trivial")
     final = list(ask(context, typed, finders))[-1]
     assert "Passages (3)" in final and "top 2 by bm25 from corpus kb" in final
@@ -208,7 +208,7 @@ def test_a_typed_question_is_answered_from_retrieved_passages_plus_noise(context
 @pytest.mark.parametrize(("fields", "message"), [
     ({"source": "type a question", "question": "  "}, "Type a question first"),
     ({"sample_id": None}, "Pick a sample"),
-    ({"rule": "counterfactual"}, "decision rule &#x27;counterfactual&#x27; must be one of"),
+    ({"rule": "counterfactual"}, "rule &#x27;counterfactual&#x27; must be all, majority or one of the chosen judges"),
     ({"judges": ()}, "Choose at least one judge"),
     ({"judges": ("oracle",), "rule": "all"}, "unknown judge"),
     ({"answerer": "oracle"}, "unknown answerer"),
@@ -344,8 +344,52 @@ def test_named_endpoints_stream_and_answer_through_gradio(context):
         assert "Rome &lt;b&gt;norag&lt;/b&gt;" in frames[-1]
         bad_rule = client.predict(STORED, "", "toy", "q1", "demo", "hybrid", 3, 0, "evidence",
                                   ["trivial"], "p_true", ABSTAIN, api_name="/demo_ask")
-        assert "rs-msg-error" in bad_rule and "must be one of the chosen judges" in bad_rule
+        assert "rs-msg-error" in bad_rule and "or one of the chosen judges" in bad_rule
         assert "No stored runs yet" in client.predict(None, None, 0.5,
                                                       api_name="/demo_threshold")
     finally:
         blocks.close()
+
+
+def test_every_ask_is_kept_in_a_live_run_and_shows_up_in_browse_and_the_queue(context,
+                                                                              corpora_dir):
+    from ragshield.pipeline import LiveRunError, execute_run
+    from ragshield.services.live_runs import LIVE_DATASET
+    from ragshield.store.annotation_queue import next_sample
+    from ragshield.store.labels import add_annotator
+    from ragshield.store.runs import get_run, list_runs
+    from ragshield.ui.browse_tab import browse_detail, browse_filter
+    from ragshield.ui.browse_table import BrowseFrames
+
+    context.settings = context.settings.model_copy(update={"corpora_dir": corpora_dir})
+    with_model(context, ScriptedLLM(respond=replies("0.1")))
+    typed = DemoForm(question="Who designed the Eiffel Tower?", corpus="kb", mode="bm25", k=2,
+                     judges=JUDGES, rule="calibration", fallback=NORAG)
+    first = list(ask(context, typed))[-1]
+    again = list(ask(context, typed))[-1]
+    stored = list(ask(context, request(noise=1, corpus="kb")))[-1]
+    runs = {run.name: run for run in list_runs(context.store)}
+    live = [run for name, run in runs.items() if name and name.startswith("live ")]
+    assert "Kept as sample q-" in first and f"dataset {LIVE_DATASET}" in first
+    assert "Already kept today with these settings" in again
+    assert "Kept as sample q1 of dataset toy" in stored
+    assert sorted(run.dataset for run in live) == [LIVE_DATASET, "toy"]
+    typed_run = next(run for run in live if run.dataset == LIVE_DATASET)
+    assert typed_run.total == 1 and get_run(context.store, typed_run.id).status == "live"
+    # Browse lists the typed question, and its case study holds the answer, the verdicts
+    # and the No-RAG fallback that was shown instead.
+    frames = BrowseFrames()
+    _, rows, _ = browse_filter(context, frames, typed_run.id, "auto", None, None, False, "any",
+                               False, None)
+    assert list(rows["question"]) == ["Who designed the Eiffel Tower?"]
+    detail = browse_detail(context, frames, typed_run.id, "auto", rows["sample"].iloc[0])
+    assert "Paris" in detail and "calibration" in detail and "Rome" in detail
+    # The stored sample's live answer kept the passages it was shown: its 2 and 1 of noise.
+    toy_run = next(run for run in live if run.dataset == "toy")
+    toy_detail = browse_detail(context, frames, toy_run.id, "auto", "q1")
+    assert "Passage-2" in toy_detail
+    # The label queue offers the asked question; a live run cannot be "resumed".
+    add_annotator(context.store, "ann")
+    assert next_sample(context.store, LIVE_DATASET, "ann") == rows["sample"].iloc[0]
+    with pytest.raises(LiveRunError, match="live run"):
+        execute_run(context.store, typed_run.id, context.settings)

@@ -8,7 +8,7 @@ from typing import Any, Sequence
 
 from sqlalchemy import insert, select
 
-from ragshield.judging import disagreement
+from ragshield.metrics.judge_disagreement import disagreement
 from ragshield.run_config import RunConfig
 from ragshield.store.database import Store
 from ragshield.store.labels import add_annotator

@@ -11,7 +11,7 @@ from ragshield.cli.llm_options import Backend, BaseUrl, Model, NoLLMCache, setti
 from ragshield.cli.output import emit_json
 from ragshield.cli.store import opened_store
 from ragshield.retrieval.factory import RetrievalMode
-from ragshield.types import Sample, outcome
+from ragshield.types import outcome
 
 
 def ask(
@@ -29,39 +29,34 @@ def ask(
                                        help="Decision rule: a judge name, all or majority."),
     backend: Backend = None, base_url: BaseUrl = None, model: Model = None,
     no_llm_cache: NoLLMCache = False,
+    no_record: bool = typer.Option(False, "--no-record",
+                                   help="Do not keep this ask in the live run."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
-    """Answer a question (or a stored sample), run the judges, print the decision."""
-    from ragshield.answerers.registry import make_answerer
+    """Answer a question (or a stored sample), run the judges, print the decision. The
+    question, answer and verdicts are kept in today's live run (see `runs list`)."""
     from ragshield.datasets.demo import ensure_demo_dataset
-    from ragshield.judges.registry import make_judges
-    from ragshield.judging import choose_rule, judge_sample, judged_sample_dict
-    from ragshield.llm.factory import make_llm
-    from ragshield.retrieval.passage_finder import PassageFinder
-    from ragshield.store.samples import load_sample
+    from ragshield.judging import judged_sample_dict
+    from ragshield.services.asking import AskRequest, OpenedModels, ask as ask_question
 
     if (question is None) == (sample is None):
         typer.echo("error: give exactly one of --question or --sample", err=True)
         raise typer.Exit(code=2)
     settings = settings_with(backend, base_url, model, no_llm_cache)
-    with user_errors():
-        chosen_answerer = make_answerer(answerer or settings.answerer)
-        chosen_judges = make_judges(judges, settings)
-        choice = choose_rule(rule, [judge.name for judge in chosen_judges],
-                             settings.decision_rule)
-        if choice.note:
-            typer.echo(f"note: {choice.note}", err=True)
-        with opened_store(settings) as store:
-            if sample is not None:
-                ensure_demo_dataset(store)
-                target = load_sample(store, dataset, sample)
-            else:
-                finder = PassageFinder(corpus, mode, k, noise=noise, settings=settings)
-                target = Sample(id="ad-hoc", question=question or "",
-                                passages=finder.find(question or ""))
-            llm = make_llm(settings, store=store)
-            result = judge_sample(target, llm, chosen_answerer, chosen_judges, choice.rule)
-    payload = judged_sample_dict(result)
+    request = AskRequest(question=question, sample_id=sample, dataset=dataset, corpus=corpus,
+                         mode=mode, k=k, noise=noise, answerer=answerer or settings.answerer,
+                         judges=(judges,), rule=rule, keep_record=not no_record)
+    with user_errors(), opened_store(settings) as store:
+        if sample is not None:
+            ensure_demo_dataset(store)
+        result = ask_question(store, settings, OpenedModels(settings, store), request)
+    if result.prepared.rule_note:
+        typer.echo(f"note: {result.prepared.rule_note}", err=True)
+    payload = judged_sample_dict(result.judged)
+    if result.record is not None:
+        payload["live_run"] = {"run_id": result.record.run_id, "dataset": result.record.dataset,
+                               "sample_id": result.record.sample_id,
+                               "stored": result.record.stored}
     if as_json:
         emit_json(payload)
         return
@@ -71,3 +66,6 @@ def ask(
         badge = outcome(verdict["keep"], available=verdict["available"], error=verdict["error"])
         typer.echo(f"  {verdict['judge']:<17} {badge:<11} {verdict['rationale'][:100]}")
     typer.echo(f"decision: {payload['decision'] or 'undecided'} ({payload['decision_reason']})")
+    if result.record is not None:
+        typer.echo(f"kept in live run {result.record.run_id} as {result.record.dataset}/"
+                   f"{result.record.sample_id}")

@@ -8,9 +8,11 @@ from datetime import datetime
 from typing import Any, Collection, Iterable, Iterator
 
 from sqlalchemy import Select, case, delete, func, null, select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from ragshield.judging import disagreement
+from ragshield.errors import UserError
+from ragshield.metrics.judge_disagreement import disagreement
 from ragshield.store.database import Store
 from ragshield.store.models import AnswerRow, Dataset, Run, RunFailure, VerdictRow, utcnow
 from ragshield.store.models import Sample as SampleRow
@@ -21,7 +23,7 @@ from ragshield.types import Answer, LLMCall, Passage, Sample, TokenLogprob, Verd
 MAIN = "main"  # the answer the judges judge; other roles: "norag", "larger"
 
 
-class UnknownRunError(LookupError):
+class UnknownRunError(UserError, LookupError):
     """No run has the id asked for."""
 
 
@@ -134,15 +136,39 @@ def save_sample(store: Store, run_id: int, sample_id: int, answers: dict[str, Ro
                 verdicts: Iterable[Verdict]) -> None:
     """Save one sample's answers (by role) and the verdicts on its main answer, and clear
     its failure, all in one transaction: a crash leaves the sample either whole or absent."""
-    verdicts = list(verdicts)
     with store.session() as session:
-        rows = {role: _answer_row(run_id, sample_id, role, item) for role, item in answers.items()}
-        rows[MAIN].disagreement = disagreement([v.keep for v in verdicts])
-        session.add_all(rows.values())
-        session.flush()
-        session.add_all(_verdict_row(rows[MAIN].id, v) for v in verdicts)
+        _save(session, run_id, sample_id, answers, verdicts)
         session.execute(delete(RunFailure).where(RunFailure.run_id == run_id,
                                                  RunFailure.sample_id == sample_id))
+
+
+def _save(session: Session, run_id: int, sample_id: int, answers: dict[str, RoleAnswer],
+          verdicts: Iterable[Verdict]) -> None:
+    verdicts = list(verdicts)
+    rows = {role: _answer_row(run_id, sample_id, role, item) for role, item in answers.items()}
+    rows[MAIN].disagreement = disagreement([v.keep for v in verdicts])
+    session.add_all(rows.values())
+    session.flush()
+    session.add_all(_verdict_row(rows[MAIN].id, v) for v in verdicts)
+
+
+def add_live_sample(store: Store, run_id: int, sample_id: int, answers: dict[str, RoleAnswer],
+                    verdicts: Iterable[Verdict]) -> bool:
+    """Save an asked sample into a live run and count it in the run's total, in one
+    transaction; False (nothing saved) when the run holds the sample already."""
+    try:
+        with store.session() as session:
+            held = session.scalar(select(AnswerRow.id).where(
+                AnswerRow.run_id == run_id, AnswerRow.sample_id == sample_id,
+                AnswerRow.role == MAIN))
+            if held is not None:
+                return False
+            _save(session, run_id, sample_id, answers, verdicts)
+            session.execute(update(Run).where(Run.id == run_id).values(
+                samples_total=Run.samples_total + 1))
+    except IntegrityError:  # the same question saved at the same moment by another ask
+        return False
+    return True
 
 
 def add_verdicts(store: Store, answer_id: int, verdicts: Iterable[Verdict]) -> None:

@@ -10,6 +10,7 @@ from typing import Any, Iterable, Iterator
 from sqlalchemy import case, delete, func, insert, select, update
 from sqlalchemy.orm import Session, selectinload
 
+from ragshield.errors import UserError
 from ragshield.names import check_name, name_list
 from ragshield.store.database import Store
 from ragshield.store.models import Dataset as DatasetRow
@@ -20,15 +21,15 @@ from ragshield.types import Passage, Sample
 BATCH_SIZE = 1000
 
 
-class UnknownDatasetError(LookupError):
+class UnknownDatasetError(UserError, LookupError):
     """No dataset has the name asked for."""
 
 
-class UnknownSampleError(LookupError):
+class UnknownSampleError(UserError, LookupError):
     """The dataset has no sample with the id asked for."""
 
 
-class RepeatedSampleIdError(ValueError):
+class RepeatedSampleIdError(UserError, ValueError):
     """The samples given to one import hold the same id twice (which one would win?)."""
 
 
@@ -190,6 +191,14 @@ def import_samples(
 def has_dataset(store: Store, name: str) -> bool:
     with store.session() as session:
         return session.scalar(select(DatasetRow.id).where(DatasetRow.name == name)) is not None
+
+
+def has_sample(store: Store, name: str, sample_id: str) -> bool:
+    """Whether the dataset exists and holds the sample."""
+    with store.session() as session:
+        return session.scalar(
+            select(SampleRow.id).join(DatasetRow, DatasetRow.id == SampleRow.dataset_id)
+            .where(DatasetRow.name == name, SampleRow.external_id == sample_id)) is not None
 
 
 def dataset_id_of(session: Session, name: str) -> int:

@@ -10,6 +10,8 @@ from typing import Any
 from ragshield.answerers.context import passage_label
 from ragshield.judging import Decision, decision_word
 from ragshield.reports.tables import fmt
+from ragshield.services.asking import Fallback
+from ragshield.services.live_runs import LiveRecord
 from ragshield.types import Answer, CostSummary, Passage, Verdict
 from ragshield.ui.html_render import esc, message_html, table_html
 
@@ -103,20 +105,16 @@ def decision_html(decision: Decision) -> str:
 ABSTAIN_MESSAGE = "I don't know. (The system is not confident enough in its answer to show it.)"
 
 
-@dataclass
-class Fallback:
-    """What the user sees instead of an answer that was not kept: the fixed abstain message
-    (no answer) or another answer to the same question."""
-
-    strategy: str
-    answer: Answer | None = None
-    model: str = ""
-
-
 def fallback_html(fallback: Fallback) -> str:
     if fallback.answer is None:
         return f'<div class="rs-demo-answer">{esc(ABSTAIN_MESSAGE)}</div>'
     return answer_html(fallback.answer, fallback.model)
+
+
+def record_text(record: LiveRecord) -> str:
+    where = f"sample {record.sample_id} of dataset {record.dataset}, live run {record.run_id}"
+    return (f"Kept as {where}: browse it, label it, count it." if record.stored
+            else f"Already kept today with these settings as {where}.")
 
 
 def section(title: str, body: str, css: str) -> str:
@@ -137,6 +135,7 @@ class AskView:
     verdicts: list[Verdict] = field(default_factory=list)
     decision: Decision | None = None
     fallback: Fallback | None = None
+    record: LiveRecord | None = None  # where the ask was kept
     error: str | None = None
 
     def html(self) -> str:
@@ -161,6 +160,8 @@ class AskView:
         if self.fallback is not None:
             parts.append(section(f"Fallback ({self.fallback.strategy})",
                                  fallback_html(self.fallback), "rs-demo-fallback"))
+        if self.record is not None:
+            parts.append(f'<div class="rs-demo-record">{esc(record_text(self.record))}</div>')
         if self.error is not None:
             parts.append(message_html(self.error, "error"))
         return f'<div class="rs-demo">{"".join(parts)}</div>'

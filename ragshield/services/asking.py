@@ -1,0 +1,261 @@
+"""Ask one question, typed or stored, and see whether its answer is kept: passages
+(retrieved, or the sample's own, with optional noise), the base answer, every judge's
+verdict, the decision under a rule, and the fallback shown instead of a withheld answer.
+The Demo tab and `ragshield ask` both call `ask`; each asked question is kept in a live run
+(services/live_runs.py) unless the caller says not to."""
+
+from __future__ import annotations
+
+import threading
+import zlib
+from collections import OrderedDict
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Protocol, get_args
+
+from ragshield.answerers.base import Answerer
+from ragshield.answerers.norag import NoRagAnswerer
+from ragshield.answerers.registry import ANSWERERS, make_answerer
+from ragshield.config import Settings
+from ragshield.datasets.demo import DEMO_DATASET
+from ragshield.errors import UserError
+from ragshield.judges.base import Judge
+from ragshield.judges.registry import make_judges
+from ragshield.judging import JudgedSample, choose_rule, decision_word, judge_sample, judging_order
+from ragshield.llm.base import LLM
+from ragshield.llm.traced import TracedLLM
+from ragshield.retrieval.demo_corpus import DEMO_CORPUS_NAME, open_corpus
+from ragshield.retrieval.factory import RetrievalMode
+from ragshield.retrieval.noise import inject_noise
+from ragshield.retrieval.passage_finder import PassageFinder
+from ragshield.store.database import Store
+from ragshield.store.samples import load_sample
+from ragshield.types import KEEP, Answer, Sample
+
+FALLBACKS = ("abstain message", "No-RAG answer", "larger-model answer")
+ABSTAIN_FALLBACK, NORAG_FALLBACK, LARGER_FALLBACK = FALLBACKS
+RETRIEVAL_MODES: tuple[str, ...] = get_args(RetrievalMode)
+MAX_NOISE = 5
+MAX_QUESTION_CHARS = 2000
+
+
+class AskInputError(UserError, ValueError):
+    """A field of an ask request is missing or does not fit the others."""
+
+
+@dataclass(frozen=True)
+class AskRequest:
+    """One question through the system: typed (`question`, retrieved from `corpus`) or
+    stored (`sample_id` of `dataset`, with its own passages); `noise` random chunks of
+    `corpus` are added either way. `rule` None: the configured rule where it fits the
+    judges, else majority."""
+
+    question: str | None = None
+    sample_id: str | None = None
+    dataset: str = DEMO_DATASET
+    corpus: str = DEMO_CORPUS_NAME
+    mode: str = "hybrid"
+    k: int = 3
+    noise: int = 0
+    answerer: str = "evidence"
+    judges: tuple[str, ...] = ("all",)
+    rule: str | None = None
+    fallback: str = ABSTAIN_FALLBACK
+    keep_record: bool = True  # keep the question, answer and verdicts in a live run
+
+
+def check_request(request: AskRequest) -> None:
+    """AskInputError naming the field at fault (judge names, corpora, datasets and samples
+    are checked where they are looked up)."""
+    if (request.question is None) == (request.sample_id is None):
+        raise AskInputError("give a question or a stored sample, not both and not neither")
+    if request.question is not None and not request.question.strip():
+        raise AskInputError("Type a question first (or pick a stored sample).")
+    if request.question is not None and len(request.question) > MAX_QUESTION_CHARS:
+        raise AskInputError(f"the question is longer than {MAX_QUESTION_CHARS} characters")
+    if request.sample_id is not None and not request.sample_id:
+        raise AskInputError("Pick a sample of the dataset first (or type a question).")
+    if request.mode not in RETRIEVAL_MODES:
+        raise AskInputError(f"unknown retrieval mode {request.mode!r}; one of "
+                            f"{', '.join(RETRIEVAL_MODES)}")
+    if request.k < 1 or not 0 <= request.noise <= MAX_NOISE:
+        raise AskInputError(f"k must be at least 1 and noise between 0 and {MAX_NOISE}")
+    if request.answerer not in ANSWERERS:
+        raise AskInputError(f"unknown answerer {request.answerer!r}; one of "
+                            f"{', '.join(ANSWERERS)}")
+    if not request.judges:
+        raise AskInputError("Choose at least one judge.")
+    if request.fallback not in FALLBACKS:
+        raise AskInputError(f"fallback must be one of {', '.join(FALLBACKS)}")
+
+
+class Models(Protocol):
+    """Where an ask gets its models: the configured one, or the packaged small one."""
+
+    def llm(self, *, small: bool = False) -> LLM: ...
+
+
+class OpenedModels:
+    """Models opened on first use, for a caller that holds no others (the CLI)."""
+
+    def __init__(self, settings: Settings, store: Store) -> None:
+        self.settings, self.store = settings, store
+        self._opened: dict[bool, LLM] = {}
+
+    def llm(self, *, small: bool = False) -> LLM:
+        if small not in self._opened:
+            from ragshield.llm.factory import make_llm
+
+            self._opened[small] = make_llm(self.settings, store=self.store, small=small)
+        return self._opened[small]
+
+
+class PassageFinders:
+    """Retrievers kept between questions: building one loads the corpus and the embedding
+    model (seconds), so the few most recently used settings are kept."""
+
+    def __init__(self, settings: Settings, size: int = 4) -> None:
+        self.settings, self.size = settings, size
+        self._finders: OrderedDict[tuple[str, str, int, int], PassageFinder] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, corpus: str, mode: str, k: int, noise: int) -> PassageFinder:
+        key = (corpus, mode, k, noise)
+        with self._lock:
+            if key in self._finders:
+                self._finders.move_to_end(key)
+                return self._finders[key]
+        finder = PassageFinder(corpus, mode, k, noise=noise,  # type: ignore[arg-type]
+                               settings=self.settings)
+        with self._lock:
+            self._finders[key] = finder
+            while len(self._finders) > self.size:
+                self._finders.popitem(last=False)
+        return finder
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A checked request made concrete: the sample with its passages, where they came from
+    in words, and the answerer, judges (in judging order) and rule that will run."""
+
+    request: AskRequest
+    sample: Sample
+    source: str
+    answerer: Answerer
+    judges: list[Judge]
+    rule: str
+    rule_note: str | None = None
+
+
+def prepare(store: Store, settings: Settings, request: AskRequest,
+            finders: PassageFinders | None = None) -> Prepared:
+    """Everything before the first model call; user errors surface here, at once."""
+    check_request(request)
+    judges = judging_order(make_judges(",".join(request.judges), settings))
+    choice = choose_rule(request.rule, [judge.name for judge in judges], settings.decision_rule)
+    answerer = make_answerer(request.answerer)
+    sample, source = _sample(store, settings, request, finders or PassageFinders(settings))
+    return Prepared(request, sample, source, answerer, judges, choice.rule, choice.note)
+
+
+def _sample(store: Store, settings: Settings, request: AskRequest,
+            finders: PassageFinders) -> tuple[Sample, str]:
+    if request.sample_id is not None:
+        sample = load_sample(store, request.dataset, request.sample_id)
+        source = f"sample {sample.id} of dataset {request.dataset}, with its own passages"
+        if request.noise:
+            corpus = open_corpus(request.corpus, settings)
+            seed = zlib.crc32(sample.question.encode())  # as PassageFinder seeds its noise
+            sample = replace(sample, passages=inject_noise(sample.passages, corpus,
+                                                           request.noise, seed=seed))
+    else:
+        question = (request.question or "").strip()
+        finder = finders.get(request.corpus, request.mode, request.k, request.noise)
+        sample = Sample(id="ad-hoc", question=question, passages=finder.find(question))
+        source = f"top {request.k} by {request.mode} from corpus {request.corpus}"
+    if request.noise:
+        source += f", plus {request.noise} random chunks of corpus {request.corpus}"
+    return sample, source
+
+
+@dataclass(frozen=True)
+class Fallback:
+    """What the user sees instead of an answer that was not kept: the fixed abstain message
+    (no answer) or another answer to the same question."""
+
+    strategy: str
+    answer: Answer | None = None
+    model: str = ""
+
+
+@dataclass
+class AskResult:
+    prepared: Prepared
+    judged: JudgedSample
+    model: str  # the model that answered and judged
+    fallback: Fallback | None = None  # None when the answer was kept
+    record: Any = None  # the live run's record of this ask (services.live_runs.LiveRecord)
+
+
+Post = Callable[[str, Any], None]  # (event, payload): "answer", "verdict", "decision", "fallback"
+
+
+def fallback_for(models: Models, strategy: str, sample: Sample, answerer: Answerer,
+                 main: LLM) -> Fallback:
+    """What replaces an answer that was not kept."""
+    if strategy == NORAG_FALLBACK:
+        return Fallback(strategy, NoRagAnswerer().answer(sample, main), main.name)
+    if strategy == LARGER_FALLBACK:
+        larger = models.llm()
+        return Fallback(strategy, answerer.answer(sample, larger), larger.name)
+    return Fallback(strategy)
+
+
+class _Reporting(Answerer):
+    """Posts the base answer as soon as it exists (judge_sample reports only verdicts)."""
+
+    def __init__(self, inner: Answerer, post: Post, model: str) -> None:
+        super().__init__(inner.options)
+        self.inner, self.post, self.model = inner, post, model
+        self.name = inner.name  # type: ignore[misc]
+
+    def answer(self, sample: Sample, llm: LLM) -> Answer:
+        answer = self.inner.answer(sample, llm)
+        self.post("answer", (answer, self.model))
+        return answer
+
+    def generate(self, sample: Sample, llm: TracedLLM) -> Answer:
+        return self.inner.generate(sample, llm)
+
+
+def answer_and_judge(store: Store, settings: Settings, models: Models, prepared: Prepared,
+                     post: Post | None = None) -> AskResult:
+    """The model work of one ask, each step posted as it happens. With the larger-model
+    fallback, the small packaged model answers and judges and the configured model answers
+    when the small one's answer is withheld (the switch of a run). The caller serialises
+    calls to an in-process model."""
+    post = post or (lambda _kind, _payload: None)
+    request = prepared.request
+    main = models.llm(small=request.fallback == LARGER_FALLBACK)
+    judged = judge_sample(prepared.sample, main, _Reporting(prepared.answerer, post, main.name),
+                          prepared.judges, prepared.rule,
+                          on_verdict=lambda verdict: post("verdict", verdict))
+    post("decision", judged.decision)
+    result = AskResult(prepared, judged, main.name)
+    if decision_word(judged.decision) != KEEP:
+        result.fallback = fallback_for(models, request.fallback, prepared.sample,
+                                       prepared.answerer, main)
+        post("fallback", result.fallback)
+    if request.keep_record:
+        from ragshield.services.live_runs import keep_asked
+
+        result.record = keep_asked(store, settings, result)
+        post("record", result.record)
+    return result
+
+
+def ask(store: Store, settings: Settings, models: Models, request: AskRequest,
+        finders: PassageFinders | None = None, post: Post | None = None) -> AskResult:
+    """`prepare` then `answer_and_judge`: one question, start to end."""
+    return answer_and_judge(store, settings, models, prepare(store, settings, request, finders),
+                            post)

@@ -1,0 +1,107 @@
+"""Every asked question is kept: the Demo's and `ragshield ask`'s questions, answers and
+verdicts go into a "live" run, one per day, dataset and setting, so that they can be
+browsed, labelled and counted like any run's.
+
+A typed question becomes a sample of the dataset `live` (its id a digest of the question);
+a stored sample stays in its own dataset. The answer row keeps the passages the answerer
+was shown (retrieved, or the sample's own plus noise), and a fallback answer is kept under
+the role a run gives it (No-RAG: `norag`, the larger model: `larger`). Asking the same
+question again with the same settings on the same day keeps the first record.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import date
+
+from sqlalchemy import select
+
+from ragshield.config import Settings
+from ragshield.pipeline import code_version
+from ragshield.run_config import RunConfig
+from ragshield.services.asking import LARGER_FALLBACK, NORAG_FALLBACK, AskResult
+from ragshield.store import runs as run_store
+from ragshield.store.database import Store
+from ragshield.store.labels import sample_row_id
+from ragshield.store.models import Run
+from ragshield.store.runs import MAIN, RoleAnswer
+from ragshield.store.samples import has_sample, import_samples
+from ragshield.types import Sample
+
+LIVE_DATASET = "live"
+LIVE_STATUS = "live"
+FALLBACK_ROLES = {NORAG_FALLBACK: "norag", LARGER_FALLBACK: "larger"}
+
+
+@dataclass(frozen=True)
+class LiveRecord:
+    run_id: int
+    dataset: str
+    sample_id: str
+    stored: bool  # False: today's live run already held this question with these settings
+
+
+def live_config(result: AskResult, settings: Settings) -> RunConfig:
+    """The settings that make a live run: the same settings go into the same run."""
+    request = result.prepared.request
+    typed = request.sample_id is None
+    return RunConfig(
+        dataset=LIVE_DATASET if typed else request.dataset, answerer=request.answerer,
+        judges=[judge.name for judge in result.prepared.judges], rule=result.prepared.rule,
+        retrieval=request.mode if typed else "given", corpus=request.corpus,
+        k=request.k if typed else 0, noise=request.noise, backend=settings.backend,
+        model=result.model, fallback=request.fallback == NORAG_FALLBACK,
+        small_model=request.fallback == LARGER_FALLBACK,
+        switch=request.fallback == LARGER_FALLBACK, live=True)
+
+
+def _run_name(config: RunConfig) -> str:
+    digest = hashlib.sha256(json.dumps(config.to_dict(), sort_keys=True).encode()).hexdigest()
+    return f"live {date.today().isoformat()} {digest[:8]}"
+
+
+def _live_run(store: Store, config: RunConfig) -> int:
+    name = _run_name(config)
+    with store.session() as session:
+        found = session.scalar(select(Run.id).where(Run.name == name).order_by(Run.id).limit(1))
+    if found is not None:
+        return found
+    run_id = run_store.create_run(store, dataset=config.dataset, config=config.to_dict(),
+                                  seed=0, code_version=code_version(), samples_total=0,
+                                  name=name)
+    run_store.set_run_status(store, run_id, LIVE_STATUS)
+    return run_id
+
+
+def _sample_row(store: Store, result: AskResult) -> tuple[str, str, int]:
+    """(dataset, sample id, row id) of the asked question; a typed one is added to the live
+    dataset the first time it is asked."""
+    request, sample = result.prepared.request, result.prepared.sample
+    if request.sample_id is not None:
+        dataset, sample_id = request.dataset, request.sample_id
+    else:
+        dataset = LIVE_DATASET
+        sample_id = "q-" + hashlib.sha256(sample.question.encode()).hexdigest()[:16]
+        if not has_sample(store, dataset, sample_id):
+            import_samples(store, dataset, [Sample(id=sample_id, question=sample.question,
+                                                   passages=sample.passages)],
+                           description="Questions asked in the Demo or with `ragshield ask`")
+    with store.session() as session:
+        return dataset, sample_id, sample_row_id(session, dataset, sample_id)
+
+
+def keep_asked(store: Store, settings: Settings, result: AskResult) -> LiveRecord:
+    """Keep one ask in today's live run for its dataset and settings."""
+    dataset, sample_id, row_id = _sample_row(store, result)
+    run_id = _live_run(store, live_config(result, settings))
+    judged, passages = result.judged, result.prepared.sample.passages
+    answers = {MAIN: RoleAnswer(judged.answer, result.model, passages)}
+    fallback = result.fallback
+    if fallback is not None and fallback.answer is not None:
+        answers[FALLBACK_ROLES[fallback.strategy]] = RoleAnswer(
+            fallback.answer, fallback.model,
+            [] if fallback.strategy == NORAG_FALLBACK else passages)
+    stored = run_store.add_live_sample(store, run_id, row_id, answers, judged.verdicts)
+    return LiveRecord(run_id, dataset, sample_id, stored)
