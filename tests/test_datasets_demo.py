@@ -9,12 +9,8 @@ from collections import Counter
 from pathlib import Path
 
 from ragshield.datasets import load_dataset
-from ragshield.datasets.demo import (
-    DEMO_CORPUS,
-    DEMO_DIR,
-    DEMO_SAMPLES,
-    ensure_demo_dataset,
-)
+from ragshield.datasets.demo import DEMO_CORPUS, DEMO_DIR, DEMO_SAMPLES
+from ragshield.services.datasets import ensure_demo_dataset
 from ragshield.store.samples import DatasetSummary, list_datasets
 from tests.conftest import SHARED_DATA
 
@@ -73,7 +69,7 @@ def test_licence_and_attribution_name_the_sources():
     assert "Apache License" in (DEMO_DIR / "LICENSE-Apache-2.0.txt").read_text()
 
 
-def test_the_script_rebuilds_the_same_files(tmp_path):
+def test_the_script_rebuilds_the_same_files(python_processes, tmp_path):
     result = subprocess.run(
         [sys.executable, "scripts/make_demo_set.py", "--data-dir", str(SHARED_DATA),
          "--out", str(tmp_path)],

@@ -11,7 +11,9 @@ from typing import Iterator
 import numpy as np
 import pytest
 
-from ragshield.datasets.demo import DEMO_DATASET, ensure_demo_dataset
+from ragshield.datasets.demo import DEMO_DATASET
+
+from ragshield.services.datasets import ensure_demo_dataset
 from ragshield.llm.base import CHAT, LLM, LOGPROBS, LLMError
 from ragshield.retrieval.encoding import Embedder
 from ragshield.retrieval.ingest import IngestOptions, ingest_corpus

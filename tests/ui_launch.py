@@ -9,7 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from ragshield.datasets.demo import DEMO_DATASET, ensure_demo_dataset
+from ragshield.datasets.demo import DEMO_DATASET
+
+from ragshield.services.datasets import ensure_demo_dataset
 from ragshield.store.database import Store, open_store
 from ragshield.store.labels import label_history
 from ragshield.store.runs import list_runs

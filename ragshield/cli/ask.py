@@ -35,7 +35,7 @@ def ask(
 ) -> None:
     """Answer a question (or a stored sample), run the judges, print the decision. The
     question, answer and verdicts are kept in today's live run (see `runs list`)."""
-    from ragshield.datasets.demo import ensure_demo_dataset
+    from ragshield.services.datasets import ensure_demo_dataset
     from ragshield.judging import judged_sample_dict
     from ragshield.services.asking import AskRequest, OpenedModels, ask as ask_question
 

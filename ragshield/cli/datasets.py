@@ -15,8 +15,8 @@ from ragshield.cli.errors import user_errors
 from ragshield.cli.output import emit_json, print_table
 from ragshield.cli.store import opened_store
 from ragshield.datasets import FORMATS, parse_mapping
-from ragshield.datasets.demo import ensure_demo_dataset
-from ragshield.datasets.importing import import_file
+from ragshield.services.datasets import ensure_demo_dataset
+from ragshield.services.datasets import import_file
 from ragshield.store.dataset_deletion import DatasetInUseError, dataset_usage, delete_dataset
 from ragshield.store.samples import list_datasets, list_samples
 

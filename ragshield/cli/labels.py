@@ -9,7 +9,7 @@ from typing import Optional
 
 import typer
 
-from ragshield.cli.errors import user_errors
+from ragshield.cli.errors import fail, user_errors
 from ragshield.cli.output import emit_json, print_table
 from ragshield.cli.store import opened_store
 
@@ -50,7 +50,7 @@ def add(
     dataset: str = DATASET, as_json: bool = JSON,
 ) -> None:
     """Label a sample (a new version when the annotator labelled it before)."""
-    from ragshield.datasets.demo import ensure_demo_dataset
+    from ragshield.services.datasets import ensure_demo_dataset
     from ragshield.store.labels import add_label
 
     with user_errors(), opened_store() as store:
@@ -87,7 +87,7 @@ def next_(annotator: str = ANNOTATOR, dataset: str = DATASET,
           run: Optional[int] = typer.Option(None, "--run", help="Run for --strategy disagreement."),
           ) -> None:
     """Print the id of the sample to label next (nothing when done)."""
-    from ragshield.datasets.demo import ensure_demo_dataset
+    from ragshield.services.datasets import ensure_demo_dataset
     from ragshield.store.annotation_queue import next_sample
 
     with user_errors(), opened_store() as store:
@@ -156,7 +156,7 @@ def guidelines(dataset: str = DATASET,
             try:
                 text = set_from.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError) as exc:
-                raise ValueError(f"cannot read {set_from}: {exc}") from None
+                fail(f"cannot read {set_from}: {exc}")
             set_guidelines(store, dataset, text)
         typer.echo(get_guidelines(store, dataset) or "(no guidelines yet)")
 
@@ -199,7 +199,7 @@ def import_(path: Path = typer.Argument(...),
             format: Optional[str] = typer.Option(None, "--format", help="Default: from the extension.")
             ) -> None:
     """Import a label file made by `labels export` (all rows or none)."""
-    from ragshield.datasets.demo import ensure_demo_dataset
+    from ragshield.services.datasets import ensure_demo_dataset
     from ragshield.store.label_transfer import import_labels
 
     with user_errors(), opened_store() as store:

@@ -85,7 +85,7 @@ def run(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Answer and judge a dataset's samples and store everything (resumable)."""
-    from ragshield.datasets.demo import ensure_demo_dataset
+    from ragshield.services.datasets import ensure_demo_dataset
     from ragshield.pipeline import execute_run, rejudge_run, start_run
     from ragshield.run_config import RunConfig, with_default_rule
     from ragshield.store.runs import failures, get_run

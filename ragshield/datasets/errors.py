@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ragshield.errors import UserError
 
-class DatasetError(ValueError):
+
+class DatasetError(UserError, ValueError):
     """A dataset cannot be loaded; the message is meant for the person who gave the file."""
 
 

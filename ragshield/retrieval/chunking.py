@@ -10,6 +10,7 @@ from typing import Any, Iterator, Sequence
 from tokenizers import Tokenizer
 
 from ragshield.config import Settings
+from ragshield.errors import OptionError
 from ragshield.retrieval.documents import Document
 from ragshield.retrieval.embeddings import packaged_embedding_path
 
@@ -54,7 +55,7 @@ def load_chunk_tokenizer(settings: Settings) -> Tokenizer:
 
         loaded = AutoTokenizer.from_pretrained(settings.embedding_model)
         if not loaded.is_fast:
-            raise ValueError(f"{settings.embedding_model}: chunking needs a fast tokenizer")
+            raise OptionError(f"{settings.embedding_model}: chunking needs a fast tokenizer")
         tokenizer = loaded.backend_tokenizer
     tokenizer.no_truncation()
     tokenizer.no_padding()
@@ -66,9 +67,9 @@ class TokenChunker:
 
     def __init__(self, tokenizer: Tokenizer, chunk_tokens: int = 200, overlap: int = 0):
         if chunk_tokens < 1:
-            raise ValueError(f"chunk size must be at least 1 token, got {chunk_tokens}")
+            raise OptionError(f"chunk size must be at least 1 token, got {chunk_tokens}")
         if not 0 <= overlap < chunk_tokens:
-            raise ValueError(
+            raise OptionError(
                 f"overlap must be at least 0 and smaller than the chunk size ({chunk_tokens}), "
                 f"got {overlap}"
             )

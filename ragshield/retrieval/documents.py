@@ -19,7 +19,7 @@ from ragshield.retrieval.errors import (
     UnreadableFile,
     UnsupportedFileType,
 )
-from ragshield.retrieval.html_to_markdown import html_to_markdown
+from ragshield.html_to_markdown import html_to_markdown
 
 TEXT_SUFFIXES = frozenset({".txt", ".md", ".markdown"})
 HTML_SUFFIXES = frozenset({".html", ".htm"})

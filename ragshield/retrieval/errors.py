@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from ragshield.errors import UserError
 
-class CorpusError(ValueError):
+
+class CorpusError(UserError, ValueError):
     """Base of every corpus error: the CLI and the UI print its message as it is."""
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from ragshield.config import Settings
+from ragshield.errors import OptionError
 from ragshield.retrieval.corpus import Corpus
 from ragshield.retrieval.dense import DenseRetriever
 from ragshield.retrieval.encoding import Embedder, default_embedder
@@ -42,4 +43,4 @@ def make_retriever(
     if mode in ("hybrid", "rrf"):
         fusion = "share" if mode == "hybrid" else "rrf"
         return HybridRetriever(dense, sparse, fusion=fusion, alpha=alpha)
-    raise ValueError(f"unknown retrieval mode '{mode}'")
+    raise OptionError(f"unknown retrieval mode '{mode}'")

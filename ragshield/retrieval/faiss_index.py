@@ -11,6 +11,8 @@ from typing import Any, Literal
 import faiss
 import numpy as np
 
+from ragshield.errors import OptionError
+
 IndexKind = Literal["flat", "ivf", "hnsw"]
 INDEX_KINDS: tuple[IndexKind, ...] = ("flat", "ivf", "hnsw")
 
@@ -34,14 +36,14 @@ class DenseIndexConfig:
 
     def __post_init__(self) -> None:
         if self.kind not in INDEX_KINDS:
-            raise ValueError(
+            raise OptionError(
                 f"unknown index type '{self.kind}' (choose from {', '.join(INDEX_KINDS)})"
             )
         for name in ("nprobe", "hnsw_m", "ef_construction", "ef_search"):
             if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+                raise OptionError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.nlist is not None and self.nlist < 1:
-            raise ValueError(f"nlist must be at least 1, got {self.nlist}")
+            raise OptionError(f"nlist must be at least 1, got {self.nlist}")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

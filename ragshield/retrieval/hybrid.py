@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import Literal, Sequence
 
+from ragshield.errors import OptionError
 from ragshield.retrieval.dense import DenseRetriever
 from ragshield.retrieval.retriever import CorpusRetriever, Hit
 from ragshield.retrieval.sparse import BM25Retriever
@@ -17,7 +18,7 @@ RRF_DEPTH = 50  # how deep each ranking is read for RRF
 
 def check_alpha(alpha: float) -> None:
     if not 0.0 <= alpha <= 1.0:
-        raise ValueError(f"the dense share alpha must be between 0 and 1, got {alpha}")
+        raise OptionError(f"the dense share alpha must be between 0 and 1, got {alpha}")
 
 
 def merge_by_share(dense: Sequence[Hit], sparse: Sequence[Hit], k: int, alpha: float) -> list[Hit]:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ragshield.config import Settings
+from ragshield.errors import OptionError
 from ragshield.retrieval.bm25_index import BM25Index
 from ragshield.retrieval.chunking import TokenChunker, deduplicate, load_chunk_tokenizer
 from ragshield.retrieval.corpus import Corpus, CorpusManifest
@@ -70,7 +71,7 @@ def _check_chunks_fit(embedder: Embedder, chunk_tokens: int) -> None:
     """An encoder silently truncates longer inputs: the end of each chunk would not be embedded."""
     limit = getattr(embedder.model, "max_seq_length", None)
     if limit and chunk_tokens + SPECIAL_TOKENS > limit:
-        raise ValueError(
+        raise OptionError(
             f"chunks of {chunk_tokens} tokens are longer than {embedder.name} reads "
             f"({limit - SPECIAL_TOKENS} tokens); choose a smaller chunk size"
         )

@@ -7,6 +7,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ragshield.errors import OptionError
 from ragshield.retrieval.corpus import Corpus
 from ragshield.types import Passage
 
@@ -17,12 +18,12 @@ def inject_noise(
     """`passages` followed by `n` distinct random chunks of `corpus` that are not among them,
     marked meta["noise"] = True. The same seed draws the same chunks."""
     if n < 0:
-        raise ValueError(f"the number of noise chunks cannot be negative, got {n}")
+        raise OptionError(f"the number of noise chunks cannot be negative, got {n}")
     taken = {corpus.row_of[p.meta["chunk_id"]] for p in passages
              if p.meta.get("corpus") == corpus.name and p.meta.get("chunk_id") in corpus.row_of}
     available = len(corpus) - len(taken)
     if n > available:
-        raise ValueError(f"cannot add {n} noise chunks: corpus '{corpus.name}' has only "
+        raise OptionError(f"cannot add {n} noise chunks: corpus '{corpus.name}' has only "
                          f"{available} chunks besides the retrieved ones")
     # Drawing n + |taken| distinct rows leaves at least n once the taken ones are removed.
     drawn = np.random.default_rng(seed).choice(len(corpus), size=min(len(corpus), n + len(taken)),

@@ -9,6 +9,7 @@ from typing import Any, Protocol, Sequence
 
 import numpy as np
 
+from ragshield.errors import OptionError
 from ragshield.retrieval.encoding import Embedder
 from ragshield.retrieval.retriever import BatchRetriever, Retriever
 from ragshield.types import Passage
@@ -54,7 +55,7 @@ class CrossEncoderReranker:
         scores = np.asarray(self.model.predict([(query, p.text) for p in passages],
                                                batch_size=self.batch_size, show_progress_bar=False))
         if scores.ndim != 1:
-            raise ValueError(f"{self.name} gives {scores.shape[-1]} scores per pair; a relevance "
+            raise OptionError(f"{self.name} gives {scores.shape[-1]} scores per pair; a relevance "
                              "cross-encoder gives one")
         return reorder(passages, [float(s) for s in scores], self.name)
 
@@ -79,7 +80,7 @@ class RerankingRetriever(BatchRetriever):
 
     def __init__(self, retriever: Retriever, reranker: Reranker, *, top_n: int = 20):
         if top_n < 1:
-            raise ValueError(f"top_n must be at least 1, got {top_n}")
+            raise OptionError(f"top_n must be at least 1, got {top_n}")
         self.retriever, self.reranker, self.top_n = retriever, reranker, top_n
         self.name = f"{retriever.name}+rerank"
 

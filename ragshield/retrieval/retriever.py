@@ -10,6 +10,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Protocol, Sequence, runtime_checkable
 
+from ragshield.errors import OptionError
 from ragshield.retrieval.corpus import Corpus
 from ragshield.types import Passage
 
@@ -57,7 +58,7 @@ class CorpusRetriever(BatchRetriever):
 
     def search_many(self, queries: Sequence[str], k: int) -> list[list[Passage]]:
         if k < 1:
-            raise ValueError(f"k must be at least 1, got {k}")
+            raise OptionError(f"k must be at least 1, got {k}")
         return [[self._passage(hit) for hit in hits] for hits in self.rank_many(queries, k)]
 
     def _passage(self, hit: Hit) -> Passage:

@@ -11,6 +11,7 @@ from typing import Literal, Sequence
 
 import numpy as np
 
+from ragshield.errors import OptionError
 from ragshield.retrieval.dense import check_embedder
 from ragshield.retrieval.encoding import Embedder
 from ragshield.retrieval.hybrid import Fusion, check_alpha, fuse
@@ -30,7 +31,7 @@ class TwoStageRetriever(CorpusRetriever):
         check_embedder(sparse.corpus, embedder)
         check_alpha(alpha)
         if broad_k < 1:
-            raise ValueError(f"the broad stage needs broad_k >= 1, got {broad_k}")
+            raise OptionError(f"the broad stage needs broad_k >= 1, got {broad_k}")
         self.sparse, self.embedder = sparse, embedder
         self.broad_k, self.focus, self.alpha = broad_k, focus, alpha
 

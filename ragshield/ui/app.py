@@ -34,7 +34,7 @@ BASE_CSS = """
 def build_app(settings: Settings, store: Store | None = None) -> gr.Blocks:
     """The app on `settings` (and `store`, opened from settings.database_url if not given).
     The demo dataset is loaded into an empty database first."""
-    from ragshield.datasets.demo import ensure_demo_dataset
+    from ragshield.services.datasets import ensure_demo_dataset
 
     store = store or open_store(settings.database_url)
     ensure_demo_dataset(store)

@@ -23,7 +23,7 @@ from gradio_client import Client
 from gradio_client.exceptions import AuthenticationError
 from sqlalchemy import func, select
 
-from ragshield.datasets.demo import ensure_demo_dataset
+from ragshield.services.datasets import ensure_demo_dataset
 from ragshield.store.database import open_store
 from ragshield.store.models import Annotator, Label, Skip
 from ragshield.store.samples import import_samples
@@ -32,7 +32,6 @@ from tests.reliability.fake_openai import FakeOpenAIServer, Fault, Request
 from tests.reliability.scenario import Scenario
 from tests.reliability.secrets_scan import check_no_secret
 from tests.ui_fixtures import fill_synthetic_run
-from tests.ui_launch import launched_app
 
 KEY = "sk-ragshield-ui-marker-3c81e0"  # RAGSHIELD_OPENAI_API_KEY: the one used
 OTHER_KEY = "sk-openai-ui-marker-94d7aa"  # OPENAI_API_KEY: shadowed, must not appear either
@@ -114,7 +113,7 @@ class App:
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
+def app(tmp_path_factory: pytest.TempPathFactory, launch_app) -> Iterator[App]:
     folder = tmp_path_factory.mktemp("access-app")
     database_url = f"sqlite:///{folder / 'access.db'}"
     store = open_store(database_url)
@@ -130,7 +129,7 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
         env = {"RAGSHIELD_OPENAI_API_KEY": KEY, "OPENAI_API_KEY": OTHER_KEY,
                "RAGSHIELD_BACKEND": "openai", "RAGSHIELD_OPENAI_BASE_URL": server.url,
                "RAGSHIELD_MAX_RETRIES": "1", "RAGSHIELD_RETRY_BACKOFF_S": "0.01"}
-        with launched_app(folder, database_url, auth_file=users, env=env) as url:
+        with launch_app(folder, database_url, auth_file=users, env=env) as url:
             yield App(url, database_url, folder, run_id, server)
 
 

@@ -24,7 +24,7 @@ import pytest
 from gradio_client import Client
 from sqlalchemy import func, select
 
-from ragshield.datasets.demo import ensure_demo_dataset
+from ragshield.services.datasets import ensure_demo_dataset
 from ragshield.store.database import open_store
 from ragshield.store.labels import add_annotator, skip
 from ragshield.store.models import LABEL_VALUES, Annotator, Label, Sample, Skip
@@ -33,7 +33,6 @@ from ragshield.types import Passage
 from ragshield.types import Sample as DatasetSample
 from tests.reliability.scale import sized
 from tests.reliability.scenario import Scenario
-from tests.ui_launch import launched_app
 
 SCENARIO = "Concurrent annotators through the launched app (8 people, overlapping samples)"
 DATASET = "pool"
@@ -242,15 +241,11 @@ def run_annotators(url: str) -> tuple[list[list[Submission]], float]:
 
 
 @pytest.mark.scenario(SCENARIO)
-@pytest.mark.parametrize("database", ["sqlite", pytest.param("postgresql",
-                                                             marks=pytest.mark.postgres)])
 def test_concurrent_annotators_lose_and_duplicate_nothing(
-        database: str, request: pytest.FixtureRequest, tmp_path: Path,
-        scenario: Scenario) -> None:
-    url = (f"sqlite:///{tmp_path / 'annotators.db'}" if database == "sqlite"
-           else request.getfixturevalue("postgres_url"))
+        store_url: str, launch_app, tmp_path: Path, scenario: Scenario) -> None:
+    url, database = store_url, store_url.split(":")[0].split("+")[0]  # sqlite | postgresql
     prepare(url)
-    with launched_app(tmp_path, url) as app_url:
+    with launch_app(tmp_path, url) as app_url:
         ledgers, elapsed = run_annotators(app_url)
     rows = database_rows(url)
     check_ledger(scenario, ledgers, rows)

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from ragshield.datasets.demo import ensure_demo_dataset
+from ragshield.services.datasets import ensure_demo_dataset
 from ragshield.run_config import RunConfig
 from ragshield.store.database import Store, open_store
 from ragshield.store.labels import add_annotator, add_label, sample_row_id, set_guidelines
@@ -24,9 +24,6 @@ from ragshield.store.runs import RoleAnswer, create_run, save_sample, set_run_st
 from ragshield.store.samples import import_samples
 from ragshield.types import Answer, LLMCall, Passage, Sample, Verdict
 from tests.reliability.scenario import Scenario
-from tests.ui_launch import launched_app
-
-pytestmark = pytest.mark.browser
 
 if os.environ.get("RAGSHIELD_SKIP_BROWSER") == "1":
     pytest.skip("RAGSHIELD_SKIP_BROWSER=1", allow_module_level=True)
@@ -132,11 +129,11 @@ def prepare(url: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def app_url(tmp_path_factory: pytest.TempPathFactory, launch_app) -> Iterator[str]:
     folder = tmp_path_factory.mktemp("hostile-browser")
     url = f"sqlite:///{folder / 'hostile.db'}"
     prepare(url)
-    with launched_app(folder, url) as app:
+    with launch_app(folder, url) as app:
         yield app
 
 

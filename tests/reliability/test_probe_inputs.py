@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from ragshield.datasets.importing import import_file
+from ragshield.services.datasets import import_file
 from ragshield.names import InvalidNameError
 from ragshield.retrieval import documents
 from ragshield.retrieval.documents import read_documents
 from ragshield.retrieval.errors import UnreadableFile
-from ragshield.retrieval.html_to_markdown import html_to_markdown
+from ragshield.html_to_markdown import html_to_markdown
 from ragshield.store.database import open_store
 from ragshield.store.samples import dataset_names, load_sample
 from tests.test_cli import ROOT
@@ -32,7 +32,7 @@ DEEP = 5000  # beyond what Python's recursion limit lets recursive code reach
 
 
 @pytest.fixture
-def cli(tmp_path):
+def cli(python_processes, tmp_path):
     """`python -m ragshield ARGS` on a fresh SQLite file and corpora folder."""
     env = {**os.environ, "RAGSHIELD_DATABASE_URL": f"sqlite:///{tmp_path / 'probe.db'}",
            "RAGSHIELD_CORPORA_DIR": str(tmp_path / "corpora")}

@@ -22,7 +22,7 @@ from typing import Callable, Iterator, Sequence
 import pytest
 from sqlalchemy import func, select, update
 
-from ragshield.datasets.demo import ensure_demo_dataset
+from ragshield.services.datasets import ensure_demo_dataset
 from ragshield.doctor import DOCTOR_QUESTION, SPEED_TOKENS, generation_speed
 from ragshield.llm.base import BackendBase
 from ragshield.pipeline import RunModels, execute_run, start_run
@@ -97,7 +97,8 @@ def resume_completes(scenario: Scenario, store: Store, url: str) -> None:
 
 
 @pytest.mark.scenario(SIGNALS)
-def test_sigterm_marks_the_run_interrupted_and_it_resumes(store, store_url, server, scenario):
+def test_sigterm_marks_the_run_interrupted_and_it_resumes(
+        python_processes, store, store_url, server, scenario):
     process = cli(run_args(server), store_url)
     wait_for(lambda: saved(store) >= 2)
     process.send_signal(signal.SIGTERM)
@@ -118,8 +119,8 @@ def test_sigterm_marks_the_run_interrupted_and_it_resumes(store, store_url, serv
 
 
 @pytest.mark.scenario(SIGNALS)
-def test_a_killed_holder_shows_interrupted_and_does_not_block_resume(store, store_url, server,
-                                                                     scenario):
+def test_a_killed_holder_shows_interrupted_and_does_not_block_resume(
+        python_processes, store, store_url, server, scenario):
     process = cli(run_args(server), store_url)
     wait_for(lambda: saved(store) >= 2)
     process.send_signal(signal.SIGKILL)
@@ -134,7 +135,8 @@ def test_a_killed_holder_shows_interrupted_and_does_not_block_resume(store, stor
 
 
 @pytest.mark.scenario(SIGNALS)
-def test_two_resumers_at_once_one_runs_the_other_is_refused(store, store_url, server, scenario):
+def test_two_resumers_at_once_one_runs_the_other_is_refused(
+        python_processes, store, store_url, server, scenario):
     ensure_demo_dataset(store)
     start_run(store, RunConfig(dataset="demo", limit=SAMPLES, judges=JUDGES, rule="p_true",
                                backend="openai", base_url=server.url))
@@ -259,7 +261,7 @@ def rule_env(tmp_path: Path) -> str:
 
 @pytest.mark.scenario(RULE)
 def test_run_without_rule_decides_by_majority_when_the_default_judge_is_not_chosen(
-        tmp_path, server, scenario):
+        python_processes, tmp_path, server, scenario):
     args = ["run", "--dataset", "demo", "--limit", "2", "--judges", "trivial,pre_answer",
             "--backend", "openai", "--base-url", server.url, "--json", "--no-progress"]
     result = cli_run(args, rule_env(tmp_path))
@@ -276,7 +278,7 @@ def test_run_without_rule_decides_by_majority_when_the_default_judge_is_not_chos
 
 
 @pytest.mark.scenario(RULE)
-def test_ask_chooses_the_rule_as_run_does(tmp_path, server, scenario):
+def test_ask_chooses_the_rule_as_run_does(python_processes, tmp_path, server, scenario):
     args = ["ask", "--sample", first_demo_sample_id(), "--judges", "trivial,pre_answer",
             "--backend", "openai", "--base-url", server.url, "--json"]
     result = cli_run(args, rule_env(tmp_path))
@@ -339,7 +341,6 @@ def test_doctor_times_generation_without_the_prompt(scenario, caches):
                    speed == pytest.approx(47, rel=0.01), speed)
 
 
-@pytest.mark.slow
 @pytest.mark.scenario(ERRORS)
 def test_doctor_speed_of_the_embedded_model(embedded_llm, scenario):
     reply = embedded_llm.chat([{"role": "user", "content": DOCTOR_QUESTION}], max_tokens=16)
@@ -354,8 +355,8 @@ def test_doctor_speed_of_the_embedded_model(embedded_llm, scenario):
 
 
 @pytest.mark.scenario(ERRORS)
-def test_report_out_onto_a_file_is_a_one_line_error(store, store_url, settings, tmp_path,
-                                                    scenario):
+def test_report_out_onto_a_file_is_a_one_line_error(
+        python_processes, store, store_url, settings, tmp_path, scenario):
     run_id = toy_run(store)
     execute_run(store, run_id, settings, models=scripted(), progress=False)
     existing = tmp_path / "report.html"
@@ -370,7 +371,7 @@ def test_report_out_onto_a_file_is_a_one_line_error(store, store_url, settings, 
 
 
 @pytest.mark.scenario(ERRORS)
-def test_a_database_url_with_a_bad_port_is_named_in_one_line(scenario):
+def test_a_database_url_with_a_bad_port_is_named_in_one_line(python_processes, scenario):
     url = "postgresql+psycopg://u:hunter2@127.0.0.1:abc/db"
     result = cli_run(["runs", "list"], url)
     lines = result.stderr.strip().splitlines()

@@ -19,7 +19,7 @@ from typing import Iterator
 
 import pytest
 
-from ragshield.datasets.demo import ensure_demo_dataset
+from ragshield.services.datasets import ensure_demo_dataset
 from ragshield.store.database import open_store
 from ragshield.store.samples import count_samples
 from tests.reliability.consistency import check_complete_exactly_once, check_sqlite_file
@@ -97,7 +97,7 @@ def demo_size() -> int:
 
 @pytest.mark.parametrize("seed", range(TIME_SEEDS))
 @pytest.mark.scenario("Run process killed (SIGKILL) at a random moment, then resumed")
-def test_killed_at_a_random_moment(seed, server, tmp_path, scenario):
+def test_killed_at_a_random_moment(python_processes, seed, server, tmp_path, scenario):
     rng = random.Random(seed)
     wait_for = rng.randint(0, SAMPLES - 3)  # saved samples; 0: a moment of the start-up
     delay = rng.uniform(0.0, 3.0) if wait_for == 0 else 0.0
@@ -114,7 +114,8 @@ def test_killed_at_a_random_moment(seed, server, tmp_path, scenario):
 
 
 @pytest.fixture(scope="module")
-def steps(server: FakeOpenAIServer, tmp_path_factory: pytest.TempPathFactory) -> dict[str, int]:
+def steps(python_processes, server: FakeOpenAIServer,
+          tmp_path_factory: pytest.TempPathFactory) -> dict[str, int]:
     """The database steps of an uninterrupted run on a fresh file, and the step that
     creates the run (the steps before it are migrations and the demo import)."""
     folder = tmp_path_factory.mktemp("steps")
@@ -127,7 +128,8 @@ def steps(server: FakeOpenAIServer, tmp_path_factory: pytest.TempPathFactory) ->
 
 @pytest.mark.parametrize("seed", range(STEP_SEEDS))
 @pytest.mark.scenario("Run process killed (SIGKILL) at a random database step, then resumed")
-def test_killed_at_a_random_database_step(seed, server, steps, tmp_path, scenario):
+def test_killed_at_a_random_database_step(
+        python_processes, seed, server, steps, tmp_path, scenario):
     rng = random.Random(seed)
     # Even seeds crash while the file is being set up, odd ones while samples are saved.
     if seed % 2 == 0:

@@ -19,7 +19,7 @@ from ragshield import strict_json
 from ragshield.datasets.loader_spec import LoaderSpec, LocatedSample
 from ragshield.datasets.reading import iter_json_lines
 from ragshield.datasets.records import Record, unique
-from ragshield.retrieval.html_to_markdown import html_to_markdown
+from ragshield.html_to_markdown import html_to_markdown
 from ragshield.types import Passage, Sample
 
 META_FIELDS = ("domain", "question_type", "static_or_dynamic", "query_time")

@@ -1,15 +1,19 @@
-"""A dataset file into the store: load (checked, streamed) and import in one transaction."""
+"""Datasets into the store: a file (loaded, checked and streamed by ragshield.datasets)
+imported in one transaction, and the bundled demo set put into an empty database."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
+from sqlalchemy.exc import IntegrityError
+
 from ragshield.datasets.column_mapping import ColumnMapping
+from ragshield.datasets.demo import DEMO_DATASET, DEMO_LICENSE, DEMO_SAMPLES
 from ragshield.datasets.registry import detect_format, get_format, load_dataset
 from ragshield.names import check_name
 from ragshield.store.database import Store
-from ragshield.store.samples import ImportResult, import_samples
+from ragshield.store.samples import ImportResult, has_dataset, import_samples
 from ragshield.types import Sample
 
 Progress = Callable[[Iterator[Sample]], Iterable[Sample]]  # e.g. tqdm
@@ -33,3 +37,17 @@ def import_file(
         source=f"{path.name} ({spec.name})", license=license or spec.license,
         description=spec.description,
     )
+
+
+def ensure_demo_dataset(store: Store) -> bool:
+    """Import the demo set as dataset `demo` unless the store has one; True when it imported."""
+    if has_dataset(store, DEMO_DATASET):
+        return False
+    try:
+        import_file(store, DEMO_DATASET, DEMO_SAMPLES, format="unified", license=DEMO_LICENSE)
+    except IntegrityError:
+        # Another process (the app, a CLI call) created it at the same moment.
+        if has_dataset(store, DEMO_DATASET):
+            return False
+        raise
+    return True

@@ -1,0 +1,91 @@
+"""Imports flow one way: every module of ragshield imports only modules of its own layer or
+below, per the layer order written once here and in docs/ARCHITECTURE.md. The faces (the CLI,
+the web app, the HTTP API) sit on top and do not import each other. Imports inside functions
+count too: a lazy import is still a dependency."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "ragshield"
+
+# Lowest first. A name is a top-level module or package of ragshield.
+LAYERS: list[tuple[str, set[str]]] = [
+    ("base", {"types", "config", "names", "errors", "strict_json", "version", "construct",
+              "refusal", "html_to_markdown"}),
+    ("metrics", {"metrics"}),
+    ("datasets", {"datasets"}),  # files -> Samples; they do not write to the store
+    ("store", {"store"}),
+    ("llm", {"llm"}),  # the call cache lives in the store
+    ("retrieval", {"retrieval"}),
+    ("answerers and judges", {"answerers", "judges"}),
+    ("engines", {"judging", "grading", "run_config", "pipeline", "evaluation", "reports",
+                 "label_agreement", "doctor", "verdict_files"}),
+    ("services", {"services"}),
+    ("faces", {"cli", "ui", "api", "__main__"}),
+]
+FACES = {"cli", "ui", "api"}
+RANK = {name: rank for rank, (_, names) in enumerate(LAYERS) for name in names}
+
+
+def _part(module: str) -> str:
+    """The top-level part of a ragshield module name ("ragshield.store.labels" -> "store")."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module] if node.module != "ragshield" else [
+                f"ragshield.{alias.name}" for alias in node.names]
+            found += [(node.lineno, name) for name in names if name.startswith("ragshield")]
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names
+                      if alias.name.startswith("ragshield")]
+    return found
+
+
+def _modules() -> list[tuple[Path, str]]:
+    return [(path, _part("ragshield." + ".".join(path.relative_to(PACKAGE).with_suffix("").parts)))
+            for path in sorted(PACKAGE.rglob("*.py"))]
+
+
+def test_every_top_level_module_has_a_layer():
+    unplaced = sorted({part for _, part in _modules() if part != "__init__" and part not in RANK})
+    assert not unplaced, f"add these to a layer in LAYERS and docs/ARCHITECTURE.md: {unplaced}"
+
+
+def test_no_module_imports_a_higher_layer_or_another_face():
+    upward = []
+    for path, part in _modules():
+        if part == "__init__":
+            continue
+        for line, module in _imports(path):
+            target = _part(module)
+            if target == "__init__":
+                continue
+            if RANK.get(target, -1) > RANK[part] or (part in FACES and target in FACES
+                                                      and target != part):
+                upward.append(f"{path.relative_to(PACKAGE.parent)}:{line} ({part}) imports "
+                              f"{module} ({target})")
+    assert not upward, "imports against the layer order:\n" + "\n".join(upward)
+
+
+def test_the_architecture_doc_states_the_same_layers():
+    doc = (PACKAGE.parent / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    for title, names in LAYERS:
+        assert title in doc, f"docs/ARCHITECTURE.md does not name the layer {title!r}"
+        for name in names - {"__main__"}:
+            assert f"`{name}`" in doc, f"docs/ARCHITECTURE.md does not place `{name}`"
+
+
+def test_scripts_do_not_import_the_tests():
+    scripts = PACKAGE.parent / "scripts"
+    offending = [f"{path.name}:{node.lineno}" for path in sorted(scripts.glob("*.py"))
+                 for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                 if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tests")]
+    assert not offending, f"scripts import test code: {offending}"
