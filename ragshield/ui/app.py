@@ -17,6 +17,7 @@ from ragshield.ui import annotate_tab, browse_tab, dashboard_tab, demo_tab
 from ragshield.ui.context import UiContext
 from ragshield.ui.login_gate import LoginGate
 from ragshield.ui.login_throttle import ThrottleLogins
+from ragshield.ui.quiet_queue import QuietBlocks
 
 TABS = (demo_tab, annotate_tab, browse_tab, dashboard_tab)
 
@@ -39,7 +40,7 @@ def build_app(settings: Settings, store: Store | None = None) -> gr.Blocks:
     store = store or open_store(settings.database_url)
     ensure_demo_dataset(store)
     context = UiContext(settings=settings, store=store)
-    with gr.Blocks(title="ragshield") as app:
+    with QuietBlocks(title="ragshield") as app:
         gr.Markdown("# ragshield\nRisk control for retrieval-augmented question answering: "
                     "does the answer deserve to be shown, or should the system say "
                     "\"I don't know\"?")
