@@ -21,14 +21,14 @@ def main() -> None:
     args = parser.parse_args()
 
     from ragshield.config import Settings
-    from ragshield.store.database import StoreError
+    from ragshield.errors import UserError
     from ragshield.ui.app import build_app, launch_options
-    from ragshield.ui.auth import AuthFileError, read_auth_file
+    from ragshield.ui.auth import read_auth_file
 
     try:
         auth = read_auth_file(args.auth) if args.auth else None
         app = build_app(Settings())
-    except (AuthFileError, StoreError) as error:
+    except UserError as error:
         sys.exit("error: " + " ".join(str(error).split()))  # one line: psycopg's span two
     app.queue(default_concurrency_limit=4)
     app.launch(server_name=args.host, server_port=args.port, auth=auth,

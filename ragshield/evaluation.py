@@ -27,6 +27,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from ragshield.errors import OptionError
 from ragshield.grading import LLMGrader, rule_llm_agreement
 from ragshield.judges.registry import run_rescored
 from ragshield.metrics.correctness import is_correct
@@ -75,7 +76,7 @@ class RunTables:
 
 def check_truth(truth: str) -> None:
     if truth not in TRUTHS:
-        raise ValueError(f"truth must be one of {', '.join(TRUTHS)}, got {truth!r}")
+        raise OptionError(f"truth must be one of {', '.join(TRUTHS)}, got {truth!r}")
 
 
 def _grades(answer: dict[str, Any], refs: list[str],

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import unicodedata
 
+from ragshield.errors import UserError
+
 NAME_MAX_LENGTH = 200  # the size of the name columns
 # Embedding and override marks reorder the text around them (a name that shows as "bob"
 # but is not). Other format characters, such as the zero-width non-joiner of Persian
@@ -12,7 +14,7 @@ NAME_MAX_LENGTH = 200  # the size of the name columns
 BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
-class InvalidNameError(ValueError):
+class InvalidNameError(UserError, ValueError):
     """A name is blank, too long or holds control characters."""
 
 

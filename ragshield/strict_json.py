@@ -12,10 +12,12 @@ import json
 import math
 from typing import Any
 
+from ragshield.errors import UserError
+
 MAX_DEPTH = 100  # nested arrays and objects; real records nest a handful of levels
 
 
-class JsonValueError(ValueError):
+class JsonValueError(UserError, ValueError):
     """Well-formed JSON holding a value that is refused; `field` is its path ("a.b[2]"),
     None for the whole value or when the place is unknown."""
 

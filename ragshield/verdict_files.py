@@ -8,10 +8,11 @@ from pathlib import Path
 import pandas as pd
 
 from ragshield import strict_json
+from ragshield.errors import UserError
 from ragshield.metrics.summary import VerdictTableError, validate_verdict_table
 
 
-class VerdictFileError(ValueError):
+class VerdictFileError(UserError, ValueError):
     """A verdict file that cannot be used; the message names the file, line and field."""
 
 

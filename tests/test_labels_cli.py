@@ -7,7 +7,7 @@ import json
 from tests.test_cli import run_cli
 
 
-def test_label_workflow_agreement_and_transfer(tmp_path):
+def test_label_workflow_agreement_and_transfer(python_processes, tmp_path):
     env = {"RAGSHIELD_DATABASE_URL": f"sqlite:///{tmp_path / 'l.db'}"}
     for name in ("ann", "bob"):
         assert run_cli("labels", "annotator", name, env=env).returncode == 0
@@ -38,7 +38,7 @@ def test_label_workflow_agreement_and_transfer(tmp_path):
     assert again == agreement
 
 
-def test_label_errors_are_clear(tmp_path):
+def test_label_errors_are_clear(python_processes, tmp_path):
     env = {"RAGSHIELD_DATABASE_URL": f"sqlite:///{tmp_path / 'e.db'}"}
     unknown = run_cli("labels", "add", "--sample", "x", "--annotator", "nobody", "--label",
                       "answerable", env=env)
@@ -56,6 +56,6 @@ def test_label_errors_are_clear(tmp_path):
                       f"demo,{sample},ann,answerable,2026-01-01T00:00:00+00:00\n"
                       f"demo,{sample},ann,maybe,2026-01-02T00:00:00+00:00\n")
     result = run_cli("labels", "import", str(broken), env=env)
-    assert result.returncode == 1 and "row 3: field 'label'" in result.stderr
+    assert result.returncode == 1 and "line 3: field 'label'" in result.stderr
     history = json.loads(run_cli("labels", "history", "--sample", sample, "--json", env=env).stdout)
     assert history == []  # the good first row was rolled back too

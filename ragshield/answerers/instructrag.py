@@ -13,6 +13,7 @@ from typing import Any, Mapping, Sequence
 
 from ragshield.answerers.context import PromptOptions
 from ragshield.answerers.prompted import PromptedAnswerer
+from ragshield.errors import OptionError
 from ragshield.types import Sample
 
 
@@ -55,7 +56,7 @@ def as_example(value: FewShotExample | Mapping[str, Any]) -> FewShotExample:
             str(value["question"]), str(value["rationale"]), str(value["answer"])
         )
     except (KeyError, TypeError) as exc:
-        raise ValueError(
+        raise OptionError(
             f"a few-shot example needs the keys question, rationale and answer; got {value!r}"
         ) from exc
 

@@ -21,5 +21,5 @@ ANSWERERS: dict[str, type[Answerer]] = {
 
 def make_answerer(name: str, **options: Any) -> Answerer:
     """The answerer registered as `name`, built with `options` (its constructor arguments,
-    e.g. options=PromptOptions(...), cot=True). Unknown names or options raise ValueError."""
+    e.g. options=PromptOptions(...), cot=True). Unknown names or options raise OptionError."""
     return construct("answerer", ANSWERERS, name, options)

@@ -42,7 +42,8 @@ def ask(
     if (question is None) == (sample is None):
         typer.echo("error: give exactly one of --question or --sample", err=True)
         raise typer.Exit(code=2)
-    settings = settings_with(backend, base_url, model, no_llm_cache)
+    with user_errors():
+        settings = settings_with(backend, base_url, model, no_llm_cache)
     request = AskRequest(question=question, sample_id=sample, dataset=dataset, corpus=corpus,
                          mode=mode, k=k, noise=noise, answerer=answerer or settings.answerer,
                          judges=(judges,), rule=rule, keep_record=not no_record)

@@ -1,4 +1,7 @@
-"""Turning the errors a user can cause or fix into a one-line message and exit status 1."""
+"""Turning the errors a user can cause or fix into a one-line message and exit status 1.
+
+Only UserError (ragshield.errors) and database errors are caught: any other exception is a
+bug and propagates with its traceback."""
 
 from __future__ import annotations
 
@@ -9,20 +12,14 @@ import typer
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from ragshield.llm.base import LLMError
-from ragshield.llm.packaged_models import ChecksumError, ModelPackageMissing
-from ragshield.store.database import StoreError
-
-# ValueError covers bad option values, dataset and corpus errors (both subclass it);
-# LookupError covers unknown datasets, samples and corpora.
-USER_ERRORS = (ValueError, LookupError, LLMError, StoreError, ModelPackageMissing, ChecksumError)
+from ragshield.errors import UserError
 
 
 @contextmanager
 def user_errors() -> Iterator[None]:
     try:
         yield
-    except USER_ERRORS as exc:
+    except UserError as exc:
         fail(str(exc))
     except SQLAlchemyError as exc:
         fail(f"database error: {getattr(exc, 'orig', None) or exc}")

@@ -6,8 +6,10 @@ from __future__ import annotations
 from typing import Annotated, Optional
 
 import typer
+from pydantic import ValidationError
 
 from ragshield.config import Settings
+from ragshield.errors import OptionError
 
 Backend = Annotated[Optional[str], typer.Option(
     "--backend", help="embedded | openai | transformers (default: RAGSHIELD_BACKEND or embedded).")]
@@ -21,10 +23,16 @@ NoLLMCache = Annotated[bool, typer.Option(
 
 def settings_with(backend: str | None, base_url: str | None, model: str | None,
                   no_llm_cache: bool) -> Settings:
-    """Settings from the environment, overridden by the flags that were given."""
+    """Settings from the environment, overridden by the flags that were given; OptionError
+    naming the settings at fault (a flag or a RAGSHIELD_* variable)."""
     overrides = {key: value for key, value in
                  {"backend": backend, "openai_base_url": base_url, "model": model}.items()
                  if value is not None}
     if no_llm_cache:
         overrides["llm_cache"] = False
-    return Settings(**overrides)
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, error['loc']))}: {error['msg']}"
+                             for error in exc.errors())
+        raise OptionError(f"settings: {problems}") from None

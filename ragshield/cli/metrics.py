@@ -101,7 +101,8 @@ def report(
     from ragshield.evaluation import run_tables
     from ragshield.reports.build import report_folder, write_report
 
-    settings = settings_with(backend, base_url, model, no_llm_cache)
+    with user_errors():
+        settings = settings_with(backend, base_url, model, no_llm_cache)
     with user_errors(), opened_store(settings) as store:
         report_folder(out)
         tables = run_tables(store, run, truth, grader=_grader(llm_grader, settings, store))

@@ -92,7 +92,8 @@ def run(
 
     if sum(x is not None for x in (dataset, resume, rejudge)) != 1:
         fail("give exactly one of --dataset (a new run), --resume RUN or --rejudge RUN")
-    settings = settings_with(backend, base_url, model, no_llm_cache)
+    with user_errors():
+        settings = settings_with(backend, base_url, model, no_llm_cache)
     with user_errors(), opened_store(settings) as store, _sigterm_interrupts():
         if rejudge is not None:
             try:

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from ragshield.answerers.context import PromptOptions, evidence_labels
+from ragshield.errors import OptionError
 from ragshield.judges.base import DetailTable, Judge
 from ragshield.judges.follow_up import Reply, ask_answer, ask_value, follow_up
 from ragshield.judges.readers import read_marker, read_probability
@@ -149,11 +150,11 @@ class CounterfactualJudge(Judge):
     ) -> None:
         super().__init__(options)
         if not (isinstance(rounds, int) and 1 <= rounds <= MAX_ROUNDS):
-            raise ValueError(f"rounds must be an integer from 1 to {MAX_ROUNDS}; got {rounds!r}")
+            raise OptionError(f"rounds must be an integer from 1 to {MAX_ROUNDS}; got {rounds!r}")
         if fusion not in FUSIONS:
-            raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}; got {fusion!r}")
+            raise OptionError(f"fusion must be one of {', '.join(FUSIONS)}; got {fusion!r}")
         if evidence_change and not ask_ids:
-            raise ValueError("evidence_change compares cited passage ids: it needs ask_ids=True")
+            raise OptionError("evidence_change compares cited passage ids: it needs ask_ids=True")
         self.rounds = rounds
         self.fusion = fusion
         self.evidence_change = evidence_change

@@ -35,6 +35,7 @@ from ragshield.answerers.context import (
     passage_label,
     shared_messages,
 )
+from ragshield.errors import UserError
 from ragshield.judges.base import Judge
 from ragshield.judges.yes_no import REPLY_YES_OR_NO, ask_yes_no
 from ragshield.llm.base import CHAT, LOGPROBS, LLMError
@@ -45,7 +46,7 @@ OVERLAP_WORDS = 20
 MAX_CLASSIFIER_TOKENS = 512
 
 
-class NLIModelError(ValueError):
+class NLIModelError(UserError, ValueError):
     """The NLI model cannot be used (e.g. its config names no entailment label)."""
 
 

@@ -8,6 +8,7 @@ from typing import Any, Mapping
 
 from ragshield.config import Settings
 from ragshield.construct import construct
+from ragshield.errors import OptionError
 from ragshield.judges.base import COSTS, Judge
 from ragshield.judges.calibration import CalibrationJudge
 from ragshield.judges.cot_hybrid import CoTHybridJudge
@@ -61,7 +62,7 @@ def judge_names(spec: str) -> list[str]:
     names = [name.strip().lower() for name in spec.split(",") if name.strip()]
     unknown = [name for name in names if name not in JUDGES]
     if unknown or not names:
-        raise ValueError(f"unknown judge(s) {unknown or spec!r}; valid names: all, {', '.join(JUDGES)}")
+        raise OptionError(f"unknown judge(s) {unknown or spec!r}; valid names: all, {', '.join(JUDGES)}")
     return list(dict.fromkeys(names))
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from ragshield.answerers.base import Answerer
 from ragshield.answerers.context import PromptOptions
 from ragshield.answerers.prompted import REASONING_TOKENS
+from ragshield.errors import OptionError
 from ragshield.judges.base import Judge
 from ragshield.judges.follow_up import ask_answer
 from ragshield.llm.traced import TracedLLM
@@ -38,9 +39,9 @@ class SelfConsistencyJudge(Judge):
     ) -> None:
         super().__init__(options)
         if not (isinstance(k, int) and k >= 1):
-            raise ValueError(f"k must be a positive integer; got {k!r}")
+            raise OptionError(f"k must be a positive integer; got {k!r}")
         if temperature <= 0:
-            raise ValueError(f"temperature must be > 0 for samples to differ; got {temperature!r}")
+            raise OptionError(f"temperature must be > 0 for samples to differ; got {temperature!r}")
         self.k = k
         self.temperature = temperature
         self.threshold = threshold

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol, Sequence, runtime_checkable
 
+from ragshield.errors import UserError
 from ragshield.types import Completion, ContinuationScore, Message
 
 # Capability names a judge can require.
@@ -12,7 +13,7 @@ LOGPROBS = "logprobs"  # next-token log-probs with top alternatives on chat call
 SCORE = "score"  # log-probability of a given continuation after given messages
 
 
-class LLMError(RuntimeError):
+class LLMError(UserError, RuntimeError):
     """A backend could not serve a call (after its retries, if any)."""
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ragshield.config import Settings
+from ragshield.errors import OptionError
 from ragshield.llm.base import LLM
 from ragshield.llm.call_cache import CachedLLM
 from ragshield.llm.packaged_models import QWEN_05B, SMOLLM2_135M, ensure_model
@@ -50,7 +51,7 @@ def make_llm(settings: Settings, *, store: Store | None = None, small: bool = Fa
         from ragshield.llm.transformers_backend import TransformersLLM
 
         if not settings.model:
-            raise ValueError("the transformers backend needs a model: set RAGSHIELD_MODEL")
+            raise OptionError("the transformers backend needs a model: set RAGSHIELD_MODEL")
         inner = TransformersLLM(settings.model)
     if store is not None and settings.llm_cache:
         return CachedLLM(inner, store)

@@ -18,14 +18,16 @@ from pathlib import Path
 
 from filelock import FileLock
 
+from ragshield.errors import UserError
+
 CHUNK = 8 * 1024 * 1024
 
 
-class ModelPackageMissing(RuntimeError):
+class ModelPackageMissing(UserError, RuntimeError):
     """A package that carries model bytes is not installed."""
 
 
-class ChecksumError(RuntimeError):
+class ChecksumError(UserError, RuntimeError):
     """An assembled model file does not have the expected sha256, even after a rebuild."""
 
 

@@ -16,10 +16,12 @@ from sklearn.model_selection import StratifiedKFold, cross_val_predict
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
 
+from ragshield.errors import UserError
+
 MIN_LABELS_PER_CLASS = 20
 
 
-class NotEnoughLabels(ValueError):
+class NotEnoughLabels(UserError, ValueError):
     """Fewer than MIN_LABELS_PER_CLASS labelled samples in a class."""
 
 

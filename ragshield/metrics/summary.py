@@ -22,6 +22,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 import pandas as pd
 
+from ragshield.errors import UserError
 from ragshield.metrics.bootstrap import N_RESAMPLES, percentile_interval, resampled_counts
 from ragshield.metrics.curves import aurc, risk_coverage_curve
 from ragshield.metrics.precision_recall import max_f1, pr_auc, pr_curve, pr_from_counts
@@ -37,7 +38,7 @@ OUTPUT_METRICS = ("risk", "carefulness", "alignment", "coverage", "precision", "
                   "qpp_f1", "aurc")
 
 
-class VerdictTableError(ValueError):
+class VerdictTableError(UserError, ValueError):
     """A malformed verdict table; `line` is the 1-based row (None for the whole table)."""
 
     def __init__(self, message: str, line: int | None = None, field: str | None = None):

@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ragshield.errors import UserError
 from ragshield.evaluation import RunTables
 from ragshield.metrics.summary import judge_metrics
 from ragshield.reports import figures
@@ -15,6 +16,10 @@ from ragshield.reports.stacking import with_stacked_judge
 from ragshield.reports.tables import (crag_tables, fallback_table, grader_table, judge_series,
                                       overview_table, quality_table, risk_table, switch_table,
                                       threshold_table)
+
+
+class ReportError(UserError, ValueError):
+    """The report cannot be written where asked."""
 
 
 @dataclass(frozen=True)
@@ -26,15 +31,15 @@ class ReportFiles:
 
 
 def report_folder(out_dir: Path) -> None:
-    """The report's folder, created if missing; ValueError naming the path when it cannot be
+    """The report's folder, created if missing; ReportError naming the path when it cannot be
     (a file of that name, no permission), checked before any metric is computed."""
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except FileExistsError:
-        raise ValueError(f"cannot write the report to {out_dir}: it is a file, not a "
+        raise ReportError(f"cannot write the report to {out_dir}: it is a file, not a "
                          "folder") from None
     except OSError as exc:
-        raise ValueError(f"cannot write the report to {out_dir}: {exc.strerror}") from None
+        raise ReportError(f"cannot write the report to {out_dir}: {exc.strerror}") from None
 
 
 def write_report(tables: RunTables, out_dir: Path, *, n_resamples: int = 1000,

@@ -16,6 +16,7 @@ from typing import Literal
 from sqlalchemy import ColumnElement, and_, exists, func, not_, select
 from sqlalchemy.orm import Session, aliased
 
+from ragshield.errors import OptionError
 from ragshield.store.database import Store
 from ragshield.store.labels import annotator_id_of
 from ragshield.store.models import AnswerRow, Label, Run, Sample, Skip
@@ -116,9 +117,9 @@ def next_sample(store: Store, dataset: str, annotator: str, *, strategy: str = "
     `disagreement` uses `run_id` (default: the dataset's newest run) and falls back to
     `unlabelled` once no judged sample is left."""
     if strategy not in STRATEGIES:
-        raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
+        raise OptionError(f"strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
     if overlap < 1:
-        raise ValueError(f"overlap must be at least 1, got {overlap}")
+        raise OptionError(f"overlap must be at least 1, got {overlap}")
     with store.session() as session:
         dataset_id = dataset_id_of(session, dataset)
         person = annotator_id_of(session, annotator)

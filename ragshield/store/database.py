@@ -16,10 +16,12 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
+from ragshield.errors import UserError
+
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 
 
-class StoreError(RuntimeError):
+class StoreError(UserError, RuntimeError):
     """The database cannot be opened or migrated."""
 
 

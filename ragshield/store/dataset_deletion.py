@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
+from ragshield.errors import UserError
 from ragshield.store.database import Store
 from ragshield.store.models import Dataset, Label, Passage, Run, Sample
 from ragshield.store.samples import dataset_id_of
@@ -43,7 +44,7 @@ class DatasetUsage:
         return " and ".join(parts)
 
 
-class DatasetInUseError(ValueError):
+class DatasetInUseError(UserError, ValueError):
     """Runs or labels refer to the dataset and the deletion was not forced."""
 
     def __init__(self, usage: DatasetUsage) -> None:

@@ -29,12 +29,13 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from ragshield import strict_json
+from ragshield.errors import OptionError, UserError
 from ragshield.names import check_name
 from ragshield.store.database import Store
 from ragshield.store.labels import (REQUEST_ID_MAX_LENGTH, ROLE_MAX_LENGTH, LabelValueError,
                                     check_label_value, check_passages_shown)
 from ragshield.store.models import Annotator, Dataset, Label, Sample
-from ragshield.store.samples import dataset_id_of
+from ragshield.store.samples import UnknownSampleError, dataset_id_of
 
 Format = Literal["csv", "jsonl", "parquet"]
 FORMATS: tuple[str, ...] = ("csv", "jsonl", "parquet")
@@ -48,11 +49,11 @@ COLUMNS = ("label_id", "dataset", "sample_id", "annotator", "annotator_role", "l
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "'")
 
 
-class LabelImportError(ValueError):
+class LabelImportError(UserError, ValueError):
     """A row of an import file cannot be used; nothing of the import was kept."""
 
 
-class LabelExportError(ValueError):
+class LabelExportError(UserError, ValueError):
     """The export file cannot be written; nothing was changed."""
 
 
@@ -132,7 +133,7 @@ def export_labels(store: Store, path: Path, format: str, dataset: str | None = N
     whole or not at all: it is written beside `path` under a temporary name and renamed
     over it at the end, so a full disk or a crash leaves an earlier export as it was."""
     if format not in WRITERS:
-        raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
+        raise LabelExportError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
     target = writable_target(path)
     rows = export_rows(store, dataset)
     handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.",
@@ -192,7 +193,7 @@ def _read(path: Path, format: str) -> Iterator[tuple[str, Any]]:
         for number, row in enumerate(table.to_pylist(), start=1):
             yield f"row {number}", row
     else:
-        raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
+        raise LabelImportError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
 
 
 def _json_line(path: Path, number: int, line: str) -> Any:
@@ -207,7 +208,7 @@ def _json_line(path: Path, number: int, line: str) -> Any:
 def format_of(path: Path) -> str:
     suffix = path.suffix.lower().lstrip(".")
     if suffix not in FORMATS:
-        raise ValueError(f"{path}: cannot tell the format from the extension; use one of "
+        raise OptionError(f"{path}: cannot tell the format from the extension; use one of "
                          f"{', '.join('.' + f for f in FORMATS)} or give --format")
     return suffix
 
@@ -304,7 +305,7 @@ class _Import:
             found = self.session.scalar(select(Sample.id).join(Dataset).where(
                 Dataset.name == dataset, Sample.external_id == sample_id))
             if found is None:
-                raise LookupError(f"no sample {sample_id!r} in dataset {dataset!r}")
+                raise UnknownSampleError(f"no sample {sample_id!r} in dataset {dataset!r}")
             self.samples[key] = found
         return self.samples[key]
 

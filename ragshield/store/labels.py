@@ -16,17 +16,18 @@ from sqlalchemy import Select, delete, exists, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, aliased
 
+from ragshield.errors import UserError
 from ragshield.names import check_name, name_list
 from ragshield.store.database import Store
 from ragshield.store.models import LABEL_VALUES, Annotator, Dataset, Label, Sample, Skip, utcnow
 from ragshield.store.samples import UnknownSampleError, dataset_id_of
 
 
-class UnknownAnnotatorError(LookupError):
+class UnknownAnnotatorError(UserError, LookupError):
     """No annotator has the name asked for."""
 
 
-class LabelValueError(ValueError):
+class LabelValueError(UserError, ValueError):
     """A label field has a value that is not allowed."""
 
 

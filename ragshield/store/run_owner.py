@@ -26,6 +26,7 @@ import psutil
 from sqlalchemy import ColumnElement, update
 from sqlalchemy.exc import SQLAlchemyError
 
+from ragshield.errors import UserError
 from ragshield.store.database import Store
 from ragshield.store.models import Run, utcnow
 
@@ -35,7 +36,7 @@ HEARTBEAT_EVERY = timedelta(seconds=30)
 STALE_AFTER = timedelta(minutes=5)
 
 
-class RunHeldError(ValueError):
+class RunHeldError(UserError, ValueError):
     """Another live process executes the run."""
 
 
@@ -134,7 +135,9 @@ def claim_run(store: Store, run_id: int, me: Owner) -> None:
     with store.session() as session:
         run = session.get(Run, run_id)
         if run is None:
-            raise LookupError(f"no run with id {run_id}")
+            from ragshield.store.runs import UnknownRunError  # runs imports this module
+
+            raise UnknownRunError(f"no run with id {run_id}")
         holder = holder_of(run)
     now = utcnow()
     if holder is not None and holder.alive(now):

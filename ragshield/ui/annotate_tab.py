@@ -18,21 +18,17 @@ from typing import Any
 import gradio as gr
 
 from ragshield.datasets.demo import DEMO_DATASET
+from ragshield.errors import UserError
 from ragshield.store.annotation_item import AnnotationItem, annotation_item
 from ragshield.store.annotation_queue import STRATEGIES, next_sample
-from ragshield.store.labels import (LabelRecord, UnknownAnnotatorError, add_annotator, add_label,
-                                    get_guidelines, progress, set_guidelines, skip, undo)
+from ragshield.store.labels import (LabelRecord, add_annotator, add_label, get_guidelines,
+                                    progress, set_guidelines, skip, undo)
 from ragshield.store.models import LABEL_VALUES
-from ragshield.store.samples import (UnknownDatasetError, UnknownSampleError, count_samples,
-                                     dataset_names)
+from ragshield.store.samples import count_samples, dataset_names
 from ragshield.ui.context import UiContext
 from ragshield.ui.html_render import esc, message_html, table_html
 
 TITLE = "Annotate"
-
-# What the library and this tab refuse with a readable message (next_sample raises plain
-# ValueError for a bad strategy or overlap; LabelValueError is a ValueError too).
-USER_ERRORS = (UnknownDatasetError, UnknownSampleError, UnknownAnnotatorError, ValueError)
 
 # Stable element ids: the hotkey script and the browser tests find the tab by them.
 ROOT_ID, NOTE_ID = "annotate-root", "annotate-note"
@@ -121,7 +117,7 @@ CSS = """
 """
 
 
-class AnnotatorMissingError(ValueError):
+class AnnotatorMissingError(UserError, ValueError):
     """Nobody is named: a label must record who gave it."""
 
 
@@ -250,7 +246,7 @@ def next_item(context: UiContext, view: QueueView, typed_name: str | None, reque
         return show_sample(context, view, name, sample_id, message)
     except AnnotatorMissingError as error:
         return Screen(_joined(message, str(error)), "warning")
-    except USER_ERRORS as error:
+    except UserError as error:
         return Screen(_joined(message, str(error)), "error")
 
 
@@ -267,7 +263,7 @@ def label_sample(context: UiContext, view: QueueView, typed_name: str | None, sa
                            request_id=request_id or None,
                            passages_shown=on_screen.passages if on_screen else None,
                            answer_id=on_screen.answer_id if on_screen else None)
-    except USER_ERRORS as error:
+    except UserError as error:
         return None, Screen(f"No label written: {error}", "error")
     message = (f"Stored: {sample_id} is {record.label} for {name}." if record.stored else
                f"Unchanged: {sample_id} was already {record.label} for {name}.")
@@ -279,7 +275,7 @@ def skip_sample(context: UiContext, view: QueueView, typed_name: str | None, sam
     try:
         name = _registered(context, typed_name, request)
         skip(context.store, view.dataset, sample_id, name)
-    except USER_ERRORS as error:
+    except UserError as error:
         return Screen(f"Not skipped: {error}", "error")
     return next_item(context, view, name, message=f"Skipped {sample_id}.")
 
@@ -294,7 +290,7 @@ def undo_last(context: UiContext, view: QueueView, typed_name: str | None,
         if sample_id is None:
             return Screen(f"Nothing to undo for {name} in {view.dataset}.", "warning")
         return show_sample(context, view, name, sample_id, f"Undone on {sample_id}.")
-    except USER_ERRORS as error:
+    except UserError as error:
         return Screen(f"Nothing undone: {error}", "error")
 
 
@@ -307,7 +303,7 @@ def progress_html(context: UiContext, dataset: str, typed_name: str | None,
         name = annotator_of(typed_name, request)
     except AnnotatorMissingError:
         return f'<div class="annotate-progress-text">{total} samples in {esc(dataset)}.</div>'
-    except UnknownDatasetError as error:
+    except UserError as error:
         return message_html(str(error), "error")
     mine = next((row for row in rows if row.annotator == name), None)
     return progress_bar_html(mine.labelled if mine else 0, mine.skipped if mine else 0, total)
@@ -317,7 +313,7 @@ def load_guidelines(context: UiContext, dataset: str) -> tuple[str, str]:
     """(Markdown to show, text for the editor) of the dataset's guidelines."""
     try:
         text = get_guidelines(context.store, dataset) or ""
-    except UnknownDatasetError as error:
+    except UserError as error:
         return f"*{error}*", ""
     return text or "*No guidelines for this dataset yet: write them below.*", text
 
@@ -326,7 +322,7 @@ def save_guidelines(context: UiContext, dataset: str, markdown: str) -> tuple[st
     """Store the guidelines; (message HTML, Markdown to show)."""
     try:
         set_guidelines(context.store, dataset, markdown)
-    except UnknownDatasetError as error:
+    except UserError as error:
         return message_html(f"Not saved: {error}", "error"), f"*{error}*"
     return message_html(f"Guidelines of {dataset} saved."), load_guidelines(context, dataset)[0]
 
@@ -356,6 +352,12 @@ def label_result(record: LabelRecord | None, screen: Screen) -> dict[str, Any]:
 def _view(dataset: str, strategy: str, overlap: float | None, blind: bool,
           show_answer: bool) -> QueueView:
     return QueueView(dataset, strategy, int(overlap or 1), bool(blind), bool(show_answer))
+
+
+# Label, skip, undo, next item and progress touch only the store (milliseconds): they share
+# one concurrency group of their own, wide enough for a team labelling at once, so they
+# never wait behind each other in a small group, nor behind a Demo question or a run.
+LABEL_EVENTS: dict[str, Any] = {"concurrency_id": "annotate", "concurrency_limit": 32}
 
 
 def build(context: UiContext, page: gr.Blocks) -> None:
@@ -479,20 +481,22 @@ def build(context: UiContext, page: gr.Blocks) -> None:
                            api_visibility="private")
     gr.on([next_button.click, name_box.submit, name_box.blur, dataset_box.input,
            strategy_box.input, overlap_box.input, blind_box.input, answer_box.input],
-          on_next, [*controls, name_box], screen, api_name="annotate_next")
+          on_next, [*controls, name_box], screen, api_name="annotate_next", **LABEL_EVENTS)
     gr.on([name_box.submit, name_box.blur], lambda name: name, name_box, remembered_name,
           api_name="annotate_remember_name", api_visibility="private")
     for label, button in label_buttons.items():
         button.click(on_label(label), [*controls, name_box, note_box, shown_state],
-                     action_outputs, api_name=f"annotate_{label}", api_visibility="private")
+                     action_outputs, api_name=f"annotate_{label}", api_visibility="private",
+                     **LABEL_EVENTS)
     skip_button.click(on_skip, [*controls, name_box, shown_state], action_outputs,
-                      api_name="annotate_skip")
-    undo_button.click(on_undo, [*controls, name_box], action_outputs, api_name="annotate_undo")
-    gr.api(annotate_label, api_name="annotate_label")
+                      api_name="annotate_skip", **LABEL_EVENTS)
+    undo_button.click(on_undo, [*controls, name_box], action_outputs, api_name="annotate_undo",
+                      **LABEL_EVENTS)
+    gr.api(annotate_label, api_name="annotate_label", **LABEL_EVENTS)
     # The progress follows the item (a label, skip or undo changes it) in its own event, so
     # that its counts never delay the next item.
     gr.on([item_view.change, name_box.blur], on_progress, [dataset_box, name_box],
-          progress_view, api_name="annotate_progress")
+          progress_view, api_name="annotate_progress", **LABEL_EVENTS)
     gr.on([page.load, dataset_box.change], partial(load_guidelines, context), dataset_box,
           [guidelines_view, guidelines_editor], api_name="annotate_guidelines")
     guidelines_save.click(partial(save_guidelines, context), [dataset_box, guidelines_editor],

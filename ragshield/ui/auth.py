@@ -12,8 +12,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ragshield.errors import UserError
 
-class AuthFileError(ValueError):
+
+class AuthFileError(UserError, ValueError):
     pass
 
 

@@ -13,11 +13,11 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
+from ragshield.errors import OptionError, UserError
 from ragshield.evaluation import TRUTHS, RunTables
 from ragshield.judging import decide
 from ragshield.store.labels import label_history
-from ragshield.store.runs import RunSummary, UnknownRunError, list_runs
-from ragshield.store.samples import UnknownSampleError
+from ragshield.store.runs import RunSummary, list_runs
 from ragshield.types import Verdict
 from ragshield.ui.browse_table import (DECISION, FOLDS, LABEL_STATES, BrowseFilters,
                                        BrowseFrame, BrowseFrames, filter_rows, shown_table)
@@ -82,7 +82,7 @@ def browse_runs(context: UiContext, dataset: str | None,
 def _run_id(run: int | str | None) -> int:
     text = str(run if run is not None else "").strip()
     if not text.isdigit():
-        raise ValueError(f"a run id is a whole number, got {text!r}")
+        raise OptionError(f"a run id is a whole number, got {text!r}")
     return int(text)
 
 
@@ -90,7 +90,7 @@ def _frame(context: UiContext, frames: BrowseFrames, run_id: int,
            truth: str) -> tuple[RunTables, BrowseFrame]:
     """The run's tables under `truth` and its wide frame (built once per tables version)."""
     if truth not in TRUTHS:
-        raise ValueError(f"truth must be one of {', '.join(TRUTHS)}, got {truth!r}")
+        raise OptionError(f"truth must be one of {', '.join(TRUTHS)}, got {truth!r}")
     tables = context.tables.get(run_id, truth)
     return tables, frames.get(tables, lambda: context.tables.get(run_id, "auto"))
 
@@ -118,7 +118,7 @@ def browse_filter(context: UiContext, frames: BrowseFrames, run: int | str | Non
                                 disagree=bool(disagree), label_state=label_state or "any",
                                 human_differs=bool(human_differs), search=search or "")
         rows = filter_rows(frame, filters)
-    except (UnknownRunError, ValueError) as error:  # FilterError is a ValueError
+    except UserError as error:
         return message_html(str(error), "error"), EMPTY_TABLE, gr.update()
     table = shown_table(frame, rows, judge)
     summary = (f"Run {frame.run_id}, truth {truth}, rule {frame.rule or '-'}: showing "
@@ -144,7 +144,7 @@ def browse_detail(context: UiContext, frames: BrowseFrames, run: int | str | Non
         tables, frame = _frame(context, frames, run_id, truth)
         history = label_history(context.store, case.run.dataset, sample_id) \
             if case.run.dataset else []
-    except (UnknownRunError, UnknownSampleError, ValueError) as error:
+    except UserError as error:
         return message_html(str(error), "error")
     frame_rows = frame.rows[frame.rows["sample_id"] == sample_id]
     sample_rows = tables.samples[tables.samples["sample_id"].astype(str) == sample_id]

@@ -20,6 +20,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from ragshield.errors import UserError
 from ragshield.evaluation import RunTables
 from ragshield.metrics.labels import ANSWERABLE, UNANSWERABLE
 from ragshield.types import ABSTAIN, KEEP
@@ -164,7 +165,7 @@ class BrowseFrames:
         return frame
 
 
-class FilterError(ValueError):
+class FilterError(UserError, ValueError):
     """A filter value that is not one of the choices."""
 
 

@@ -27,6 +27,7 @@ import pandas as pd
 
 from ragshield.answerers.registry import ANSWERERS
 from ragshield.config import Settings
+from ragshield.errors import OptionError, UserError
 from ragshield.evaluation import TRUTHS, RunRecords, RunTables
 from ragshield.judges.registry import JUDGES
 from ragshield.label_agreement import automatic_labels
@@ -201,7 +202,7 @@ def agreement_html(store: Store, tables: RunTables, automatic: Mapping[int, bool
                    series: dict[str, JudgeSeries]) -> str:
     """Annotators among themselves (on the run's dataset), and the automatic label (of
     each sample of the dataset: `automatic`) and each of the run's judges (`series`) against
-    the human majority (METHODS 5.5); what ragshield.label_agreement.label_agreement gives,
+    the human majority (docs/METHODS.md 5.5); what ragshield.label_agreement.label_agreement gives,
     less the judges of the dataset's newest run, with the automatic labels read before."""
     ratings = current_label_table(store, tables.config.get("dataset"))
     result = agreement_summary(ratings)
@@ -322,10 +323,10 @@ def _whole_number(value: Any, what: str, *, minimum: int, maximum: int | None = 
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise ValueError(f"{what}: give a whole number, got {value!r}") from None
+        raise OptionError(f"{what}: give a whole number, got {value!r}") from None
     if not number.is_integer() or number < minimum or (maximum is not None and number > maximum):
         bounds = f"from {minimum} to {maximum}" if maximum is not None else f"at least {minimum}"
-        raise ValueError(f"{what}: give a whole number {bounds}, got {value!r}")
+        raise OptionError(f"{what}: give a whole number {bounds}, got {value!r}")
     return int(number)
 
 
@@ -343,7 +344,7 @@ def annotation_progress_html(store: Store, dataset: str) -> str:
 
 def refresh_dashboard(context: UiContext, cache: DashboardCache, run_id: Any, truth: str,
                       resamples: Any) -> Refresh:
-    """Everything the dashboard shows of a run; library errors become a message."""
+    """Everything the dashboard shows of a run; a UserError becomes a message."""
     if run_id in (None, ""):
         return Refresh(message_html("No run yet: start one below, or with "
                                     "\"python -m ragshield run\"."), "", "", "", None)
@@ -351,11 +352,11 @@ def refresh_dashboard(context: UiContext, cache: DashboardCache, run_id: Any, tr
         run = _whole_number(run_id, "run", minimum=1)
         count = _whole_number(resamples, "bootstrap resamples", minimum=0, maximum=MAX_RESAMPLES)
         if truth not in TRUTHS:
-            raise ValueError(f"truth must be one of {', '.join(TRUTHS)}, got {truth!r}")
+            raise OptionError(f"truth must be one of {', '.join(TRUTHS)}, got {truth!r}")
         tables = context.tables.get(run, truth)
         view = cache.view(context.store, tables, count)
         progress = annotation_progress_html(context.store, tables.config["dataset"])
-    except (ValueError, LookupError) as error:
+    except UserError as error:
         return Refresh(message_html(str(error), "error"), "", "", "", None)
     return Refresh(view.tables_html, view.figures_html, progress, view.agreement_html, view.serial)
 
@@ -386,9 +387,9 @@ def run_config_from_form(settings: Settings, dataset: str | None, limit: Any, an
     """The RunConfig of the start form, with the app's backend and concurrency as the CLI
     does; the rest is checked by start_run."""
     if not dataset:
-        raise ValueError("choose a dataset")
+        raise OptionError("choose a dataset")
     if not judges:
-        raise ValueError("choose at least one judge")
+        raise OptionError("choose at least one judge")
     return RunConfig(
         dataset=dataset,
         limit=None if limit in (None, "") else _whole_number(limit, "limit", minimum=1),
@@ -405,7 +406,7 @@ def start_run_from_form(context: UiContext, launcher: RunLauncher, dataset: str 
         config = run_config_from_form(context.settings, dataset, limit, answerer, judges, rule,
                                       retrieval, fallback)
         run_id = launcher.start(config)
-    except (ValueError, LookupError) as error:
+    except UserError as error:
         return message_html(str(error), "error"), None
     return message_html(f"Run {run_id} started on {dataset}: its progress shows below and the "
                         "dashboard follows it."), run_id

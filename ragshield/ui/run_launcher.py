@@ -10,6 +10,7 @@ import threading
 from typing import Callable
 
 from ragshield.config import Settings
+from ragshield.errors import UserError
 from ragshield.pipeline import RunModels, execute_run, start_run
 from ragshield.run_config import RunConfig, with_default_rule
 from ragshield.store.database import Store
@@ -20,7 +21,7 @@ log = logging.getLogger(__name__)
 ModelOpener = Callable[[RunConfig], RunModels]
 
 
-class RunBusyError(ValueError):
+class RunBusyError(UserError, ValueError):
     """A run started from the UI is still going (a second would compete for the model and
     the CPU)."""
 
@@ -40,9 +41,9 @@ class RunLauncher:
         self._lock = threading.Lock()
 
     def start(self, config: RunConfig, *, name: str | None = None) -> int:
-        """Record the run and start executing it; returns its id at once. Raises ValueError
-        or LookupError for a bad configuration or dataset, RunBusyError while a run
-        started here is still going. Without a rule, the rule is chosen as the CLI does."""
+        """Record the run and start executing it; returns its id at once. Raises a UserError
+        for a bad configuration or dataset, RunBusyError (one too) while a run started
+        here is still going. Without a rule, the rule is chosen as the CLI does."""
         config, note = with_default_rule(config, self.settings.decision_rule)
         with self._lock:
             busy = self.active()

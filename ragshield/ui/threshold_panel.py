@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import gradio as gr
 import pandas as pd
 
-from ragshield.cli.errors import USER_ERRORS
+from ragshield.errors import UserError
 from ragshield.metrics.risk import risk_metrics
 from ragshield.store.runs import list_runs
 from ragshield.ui.context import UiContext
@@ -19,7 +19,7 @@ NO_RUNS = ("No stored runs yet: start one with `python -m ragshield run --datase
            "refresh.")
 
 
-class ThresholdInputError(ValueError):
+class ThresholdInputError(UserError, ValueError):
     """The chosen run or judge has no scores to threshold."""
 
 
@@ -71,7 +71,7 @@ def threshold_html(context: UiContext, run_id: int | None, judge: str | None,
         return message_html(NO_RUNS)
     try:
         rows = _judge_rows(context, run_id, judge)
-    except USER_ERRORS as exc:
+    except UserError as exc:
         return message_html(str(exc), "error")
     answerable = rows["answer_correct"].to_numpy(dtype=bool)
     scores = rows["score"].to_numpy(dtype=float)
@@ -108,7 +108,7 @@ def threshold_panel(context: UiContext, run_id: int | None = None,
         panel.judges = scored_judges(context, panel.run_id)
         panel.judge = judge if judge in panel.judges else next(iter(panel.judges), None)
         panel.scores = score_range(context, panel.run_id, panel.judge)
-    except USER_ERRORS as exc:
+    except UserError as exc:
         panel.html = message_html(str(exc), "error")
         return panel
     panel.threshold = panel.scores.middle
