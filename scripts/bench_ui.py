@@ -38,8 +38,8 @@ from ragshield.store.database import open_store  # noqa: E402
 from ragshield.store.labels import add_annotator, add_label  # noqa: E402
 from ragshield.store.runs import get_run  # noqa: E402
 from ragshield.store.samples import list_samples  # noqa: E402
-from tests.ui_fixtures import fill_synthetic_run  # noqa: E402
-from tests.ui_launch import launched_app  # noqa: E402
+from synthetic_run import fill_synthetic_run  # noqa: E402
+from bench_app import launched_app  # noqa: E402
 
 TARGETS_MS = {"browse filter": 300.0, "dashboard refresh": 1000.0,
               "dashboard refresh, after a new label, auto truth": 1000.0,
@@ -82,7 +82,7 @@ def main() -> None:
     load = os.getloadavg()[0]
 
     rows: list[tuple[str, float, float, str]] = []
-    with launched_app(folder, url) as app_url:
+    with launched_app(url, folder / "app.log") as (app_url, _process):
         client = Client(app_url, verbose=False)
 
         def browse(search: str, folds: list[str]) -> Any:

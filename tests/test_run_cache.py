@@ -23,7 +23,7 @@ from ragshield.ui.browse_tab import browse_filter
 from ragshield.ui.context import UiContext
 from ragshield.ui.dashboard_tab import DashboardCache, refresh_dashboard
 from ragshield.ui.run_cache import RunTablesCache, dataset_version
-from tests.ui_fixtures import fill_synthetic_run
+from scripts.synthetic_run import fill_synthetic_run
 
 SAMPLES = 30  # every 10th is labelled by the fixture's annotator
 JUDGES = ["j1", "j2"]

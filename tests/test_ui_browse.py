@@ -29,7 +29,7 @@ from ragshield.ui.browse_table import (DECISION, BrowseFilters, BrowseFrames, bu
 from ragshield.ui.context import UiContext
 from tests.conftest import free_port
 from tests.fakes import ScriptedLLM, ScriptedReply
-from tests.ui_fixtures import fill_synthetic_run
+from scripts.synthetic_run import fill_synthetic_run
 
 XSS_QUESTION = "<script>alert(1)</script> What colour is the sky?"
 XSS_PASSAGE = "<img src=x onerror=alert(2)> The sky is blue."

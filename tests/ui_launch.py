@@ -18,7 +18,7 @@ from ragshield.store.runs import list_runs
 from ragshield.store.samples import import_samples, list_samples, load_sample
 from ragshield.types import Passage, Sample
 from tests.conftest import free_port, running_server
-from tests.ui_fixtures import fill_synthetic_run
+from scripts.synthetic_run import fill_synthetic_run
 
 ROOT = Path(__file__).resolve().parents[1]
 

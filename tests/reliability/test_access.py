@@ -31,7 +31,7 @@ from ragshield.types import Passage, Sample
 from tests.reliability.fake_openai import FakeOpenAIServer, Fault, Request
 from tests.reliability.scenario import Scenario
 from tests.reliability.secrets_scan import check_no_secret
-from tests.ui_fixtures import fill_synthetic_run
+from scripts.synthetic_run import fill_synthetic_run
 
 KEY = "sk-ragshield-ui-marker-3c81e0"  # RAGSHIELD_OPENAI_API_KEY: the one used
 OTHER_KEY = "sk-openai-ui-marker-94d7aa"  # OPENAI_API_KEY: shadowed, must not appear either
