@@ -8,7 +8,7 @@ STAMP := $(VENV)/.ragshield-installed
 # runs on any x86-64-v3 machine.
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 
-.PHONY: setup app test bench
+.PHONY: setup app test test-fast bench
 
 setup: $(STAMP)
 
@@ -29,6 +29,13 @@ test: setup
 	bash scripts/start_services.sh
 	bash scripts/install_browser.sh
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The fast lane: every test that loads no model, starts no server process or Python process
+# of its own, opens no browser and needs no PostgreSQL. The fixtures that do those put the
+# markers on their tests (tests/conftest.py); two workers, each test file on one of them.
+FAST_MARKERS := not (model or server or browser or slow or postgres)
+test-fast: setup
+	$(PY) -m pytest -m "$(FAST_MARKERS)" -n 2 --dist loadfile $(PYTEST_ARGS)
 
 bench: setup
 	$(PY) scripts/bench_llm.py

@@ -31,7 +31,7 @@ RERUN = """\
 ```bash
 make setup && bash scripts/start_services.sh         # the venv, the models, PostgreSQL
 .venv/bin/python -m pytest tests/reliability          # the short suite, as CI runs it
-.venv/bin/python -m pytest tests/reliability -m "not slow"       # without the real models
+.venv/bin/python -m pytest tests/reliability -m "not model"      # without the real models
 .venv/bin/python -m pytest tests/reliability -k process_crash    # one scenario's tests
 .venv/bin/python scripts/reliability.py               # the short suite, then this file
 .venv/bin/python scripts/reliability.py --long --repeat 3        # the long version, 3 times

@@ -1,17 +1,30 @@
 """Shared fixtures: settings in a temp folder, real SQLite and PostgreSQL stores, the embedded
-models, and free ports for servers that tests start."""
+models, and free ports for servers that tests start.
+
+Test lanes: a fixture that loads a model, starts a server process, drives the browser, needs
+PostgreSQL or starts Python processes is decorated with `@lane(...)`, and every test that uses
+it (directly or through other fixtures) gets those markers at collection
+(`pytest_collection_modifyitems` below), so no test is marked by hand. `make test-fast` leaves
+out `model`, `server`, `browser`, `slow` and `postgres`. A test that loads a model, starts a
+server or starts Python processes gets them from such a fixture, never inline: `qwen_path`,
+`small_model_path`, `embedded_llm`, `embedder`, `recording_embedder`, `packaged_models`
+(model); `launch_app`, `app_url`, `run_server` (server); `browser`, `page` (browser);
+`postgres_admin`, `postgres_url`, `store_url`'s postgresql case (postgres);
+`python_processes` (slow).
+"""
 
 from __future__ import annotations
 
 import os
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
 import uuid
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator, TypeVar
 
 import pytest
 from sqlalchemy import Engine, create_engine, text
@@ -34,6 +47,48 @@ POSTGRES_ADMIN_URL = os.environ.get(
 )
 
 
+LANE_MARKERS = ("model", "server", "browser", "postgres", "slow")
+_LANES_ATTRIBUTE = "ragshield_lanes"
+F = TypeVar("F", bound=Callable)
+
+
+def lane(*markers: str) -> Callable[[F], F]:
+    """Put under `@pytest.fixture`: every test that uses the fixture, directly or through
+    other fixtures, is marked with `markers` (each one of LANE_MARKERS)."""
+    unknown = set(markers) - set(LANE_MARKERS)
+    if unknown:
+        raise ValueError(f"unknown lane markers {sorted(unknown)}; known: {LANE_MARKERS}")
+
+    def decorate(function: F) -> F:
+        setattr(function, _LANES_ATTRIBUTE, (*getattr(function, _LANES_ATTRIBUTE, ()), *markers))
+        return function
+
+    return decorate
+
+
+def lane_markers(item: pytest.Item) -> set[str]:
+    """The markers of the fixtures `item` uses (the transitive closure, `item.fixturenames`).
+    Of a fixture overridden in a module or conftest, the definition that applies counts (and
+    the one it overrides, when it requests it by its own name)."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return set()
+    found: set[str] = set()
+    for name in item.fixturenames:
+        for fixturedef in reversed(info.name2fixturedefs.get(name, ())):
+            found.update(getattr(fixturedef.func, _LANES_ATTRIBUTE, ()))
+            if name not in fixturedef.argnames:
+                break
+    return found
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for marker in sorted(lane_markers(item)):
+            item.add_marker(marker)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -52,6 +107,7 @@ def settings(tmp_path: Path, model_cache_dir: Path) -> Settings:
 
 
 @pytest.fixture(scope="session")
+@lane("postgres")
 def postgres_admin() -> Iterator[Engine]:
     """An AUTOCOMMIT connection to the local PostgreSQL server, for creating test databases."""
     if os.environ.get("RAGSHIELD_SKIP_POSTGRES") == "1":
@@ -90,17 +146,59 @@ def store(store_url: str) -> Iterator[Store]:
 
 
 @pytest.fixture(scope="session")
+@lane("model")
 def qwen_path(model_cache_dir: Path) -> Path:
+    """The packaged Qwen GGUF, assembled in the cache."""
     from ragshield.llm.packaged_models import QWEN_05B, ensure_model
 
     return ensure_model(QWEN_05B, model_cache_dir)
 
 
 @pytest.fixture(scope="session")
+@lane("model")
+def small_model_path(model_cache_dir: Path) -> Path:
+    """The packaged SmolLM2 GGUF, assembled in the cache."""
+    from ragshield.llm.packaged_models import SMOLLM2_135M, ensure_model
+
+    return ensure_model(SMOLLM2_135M, model_cache_dir)
+
+
+@pytest.fixture(scope="session")
+@lane("model")
 def embedded_llm(qwen_path: Path):
     from ragshield.llm.llama_cpp_backend import LlamaCppLLM
 
     return LlamaCppLLM(qwen_path, n_ctx=4096, n_threads=2)
+
+
+@pytest.fixture(scope="session")
+@lane("model")
+def embedder():
+    """The packaged MiniLM sentence embedder, loaded once per run."""
+    from ragshield.retrieval.encoding import default_embedder
+
+    return default_embedder(Settings())
+
+
+@pytest.fixture
+def recording_embedder(embedder):
+    """(an embedder on the real MiniLM, the RecordingEncoder that keeps what it embedded)."""
+    from ragshield.retrieval.encoding import Embedder
+    from tests.retrieval_fixtures import RecordingEncoder
+
+    recorder = RecordingEncoder(embedder.model)
+    return Embedder(embedder.name, recorder), recorder
+
+
+@pytest.fixture(scope="session")
+@lane("model")
+def packaged_models(qwen_path: Path, small_model_path: Path) -> dict[str, Path]:
+    """Every packaged model, ready, for tests whose subprocesses (the CLI, app.py) load them:
+    the two GGUF files assembled in the cache, and the MiniLM folder."""
+    from ragshield.retrieval.embeddings import packaged_embedding_path
+
+    return {"qwen": qwen_path, "smollm2": small_model_path,
+            "embeddings": packaged_embedding_path()}
 
 
 @contextmanager
@@ -137,7 +235,35 @@ def running_server(
                 process.wait()
 
 
+@pytest.fixture(scope="session")
+@lane("slow")
+def python_processes() -> str:
+    """Asked for by every test that starts Python interpreters of its own: `python -m
+    ragshield` as a user runs it, a script, multiprocessing workers. Each start costs about
+    2 s of imports on a 2-core machine, so these tests are `slow` (`make test-fast` leaves them
+    out). Returns the interpreter to start."""
+    return sys.executable
+
+
+@pytest.fixture(scope="session")
+@lane("server")
+def run_server() -> Callable[..., AbstractContextManager[subprocess.Popen]]:
+    """`running_server`, for fixtures that start a server process of their own."""
+    return running_server
+
+
+@pytest.fixture(scope="session")
+@lane("server")
+def launch_app() -> Callable[..., AbstractContextManager[str]]:
+    """`tests.ui_launch.launched_app` (`python app.py` on a free port), for fixtures and
+    tests that launch the app themselves (their own database, --auth or environment)."""
+    from tests.ui_launch import launched_app
+
+    return launched_app
+
+
 @pytest.fixture(scope="module")
+@lane("browser")
 def browser() -> Iterator["Browser"]:
     """Debian's chromium through Playwright, one per test module."""
     from playwright.sync_api import sync_playwright
@@ -183,9 +309,8 @@ def prepared(tmp_path_factory: pytest.TempPathFactory) -> "PreparedStore":
 
 
 @pytest.fixture(scope="module")
-def app_url(prepared: "PreparedStore", tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def app_url(prepared: "PreparedStore", tmp_path_factory: pytest.TempPathFactory,
+            launch_app) -> Iterator[str]:
     """`python app.py` on the `prepared` database, one per test module."""
-    from tests.ui_launch import launched_app
-
-    with launched_app(tmp_path_factory.mktemp("app"), prepared.database_url) as url:
+    with launch_app(tmp_path_factory.mktemp("app"), prepared.database_url) as url:
         yield url

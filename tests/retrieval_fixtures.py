@@ -1,18 +1,14 @@
-"""Shared pieces of the retrieval tests: a small real corpus, the real embedding model (loaded
-once per run), an embedder that records what it was asked to embed and a scripted LLM."""
+"""Shared pieces of the retrieval tests: a small real corpus and an encoder that records what
+it was asked to embed. The real embedding model is the `embedder` fixture (tests/conftest.py),
+with `recording_embedder` around it; the scripted LLM is tests/fakes.py's ScriptedLLM."""
 
 from __future__ import annotations
 
 import json
-from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
-
-from ragshield.config import Settings
-from ragshield.retrieval.encoding import Embedder, default_embedder
-from ragshield.types import Completion, Message
 
 DOCUMENTS = [
     {"id": "eiffel", "title": "Eiffel Tower", "source": "wiki",
@@ -53,11 +49,6 @@ def write_jsonl(path: Path, records: Sequence[dict[str, Any]]) -> Path:
     return path
 
 
-@lru_cache(maxsize=1)
-def real_embedder() -> Embedder:
-    return default_embedder(Settings())
-
-
 class RecordingEncoder:
     """Wraps a sentence encoder and keeps every batch of texts it was given."""
 
@@ -73,29 +64,3 @@ class RecordingEncoder:
     @property
     def texts(self) -> list[str]:
         return [text for batch in self.batches for text in batch]
-
-
-def recording_embedder() -> tuple[Embedder, RecordingEncoder]:
-    real = real_embedder()
-    recorder = RecordingEncoder(real.model)
-    return Embedder(real.name, recorder), recorder
-
-
-class ScriptedLLM:
-    """An LLM whose reply to each call is decided by `reply(messages)`; it keeps every call."""
-
-    backend, model = "scripted", "fake"
-    capabilities = frozenset({"chat"})
-
-    def __init__(self, reply: Callable[[Sequence[Message]], str]):
-        self.reply = reply
-        self.calls: list[list[Message]] = []
-
-    @property
-    def name(self) -> str:
-        return f"{self.backend}:{self.model}"
-
-    def chat(self, messages: Sequence[Message], **options: Any) -> Completion:
-        self.calls.append(list(messages))
-        return Completion(text=self.reply(messages), backend=self.backend, model=self.model,
-                          prompt_tokens=0, completion_tokens=0, seconds=0.0)

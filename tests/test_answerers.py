@@ -428,7 +428,6 @@ SMOKE_SAMPLE = Sample(
 )
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("name, options", [
     ("vanilla", {}), ("evidence", {}), ("instructrag", {}), ("crag", {}),
     ("crag", {"cot": True, "own_knowledge": True}), ("norag", {}),

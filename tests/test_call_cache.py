@@ -86,7 +86,8 @@ def test_concurrent_identical_calls_store_one_row(store):
         assert session.scalar(select(func.count()).select_from(LLMCallRow)) == 1
 
 
-def test_flag_turns_the_cache_off(settings, store):
+def test_flag_turns_the_cache_off(settings, store, qwen_path):
+    # make_llm builds the configured backend: the embedded Qwen, loaded for real.
     cached = make_llm(settings, store=store)
     assert isinstance(cached, CachedLLM)
     plain = make_llm(Settings(**{**settings.model_dump(), "llm_cache": False}), store=store)

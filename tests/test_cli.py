@@ -1,4 +1,5 @@
-"""`python -m ragshield` as a user runs it: real subprocesses, real models, real database."""
+"""`python -m ragshield` as a user runs it: real subprocesses, real models, real database.
+A test whose command loads a model asks for `packaged_models` (which marks it `model`)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300)
     )
 
 
-def test_doctor_reports_every_part_ok(tmp_path):
+def test_doctor_reports_every_part_ok(python_processes, tmp_path, packaged_models):
     result = run_cli("doctor", "--json", env={"RAGSHIELD_DATABASE_URL": f"sqlite:///{tmp_path}/d.db"})
     assert result.returncode == 0, result.stdout + result.stderr
     report = json.loads(result.stdout)
@@ -35,7 +36,8 @@ def test_doctor_reports_every_part_ok(tmp_path):
     assert report["database"]["revision"]
 
 
-def test_doctor_fails_with_reasons_and_still_reports_the_rest(tmp_path):
+def test_doctor_fails_with_reasons_and_still_reports_the_rest(
+        python_processes, tmp_path, packaged_models):
     result = run_cli(
         "doctor", "--json",
         env={"RAGSHIELD_DATABASE_URL": "postgresql+psycopg://u:hunter2@127.0.0.1:1/x",
@@ -49,7 +51,8 @@ def test_doctor_fails_with_reasons_and_still_reports_the_rest(tmp_path):
     assert report["small_llm"]["ok"] and report["embeddings"]["ok"]
 
 
-def test_doctor_against_an_unreachable_endpoint_ends_quickly(tmp_path):
+def test_doctor_against_an_unreachable_endpoint_ends_quickly(
+        python_processes, tmp_path, packaged_models):
     result = run_cli(
         "doctor", "--json",
         env={"RAGSHIELD_BACKEND": "openai",
@@ -63,14 +66,14 @@ def test_doctor_against_an_unreachable_endpoint_ends_quickly(tmp_path):
     assert "after 3 attempts" in report["llm"]["error"]
 
 
-def test_models_prepare_reports_verified_paths():
+def test_models_prepare_reports_verified_paths(python_processes, packaged_models):
     result = run_cli("models", "prepare", "--json")
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert all(item["ok"] and Path(item["path"]).is_file() for item in report.values())
 
 
-def test_unknown_command_is_a_usage_error():
+def test_unknown_command_is_a_usage_error(python_processes):
     result = run_cli("frobnicate")
     assert result.returncode == 2 and "frobnicate" in result.stderr
 
@@ -79,7 +82,8 @@ def first_demo_sample_id() -> str:
     return json.loads((ROOT / "assets" / "demo" / "samples.jsonl").open().readline())["id"]
 
 
-def test_ask_judges_a_demo_sample_and_prints_the_documented_json(tmp_path):
+def test_ask_judges_a_demo_sample_and_prints_the_documented_json(
+        python_processes, tmp_path, packaged_models):
     result = run_cli(
         "ask", "--sample", first_demo_sample_id(), "--judges", "trivial,p_true",
         "--rule", "trivial", "--json",
@@ -97,7 +101,7 @@ def test_ask_judges_a_demo_sample_and_prints_the_documented_json(tmp_path):
     assert payload["decision"] == "keep"
 
 
-def test_ask_rejects_bad_options_with_a_message(tmp_path):
+def test_ask_rejects_bad_options_with_a_message(python_processes, tmp_path):
     env = {"RAGSHIELD_DATABASE_URL": f"sqlite:///{tmp_path}/a.db"}
     both = run_cli("ask", "--question", "q", "--sample", "s", env=env)
     assert both.returncode == 2 and "exactly one" in both.stderr

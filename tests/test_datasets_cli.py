@@ -27,7 +27,7 @@ def database_url(tmp_path) -> str:
 
 
 @pytest.fixture
-def cli(database_url):
+def cli(python_processes, database_url):
     def run(*args: str, url: str = database_url, input: str | None = None
             ) -> subprocess.CompletedProcess:
         return subprocess.run(

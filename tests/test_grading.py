@@ -252,7 +252,6 @@ def test_metrics_cli_with_the_grader(store, store_url, run_id, monkeypatch, tmp_
 # -- the real embedded model ---------------------------------------------------------------
 
 
-@pytest.mark.slow
 def test_the_embedded_model_grades_obvious_pairs(embedded_llm):
     grader = LLMGrader(embedded_llm)
     results = [grader.grade("What is the capital of France?", "Paris", ["Paris"]),

@@ -15,8 +15,6 @@ from ragshield.judges.ioe import IfOrElseJudge
 from ragshield.judges.self_consistency import SelfConsistencyJudge
 from ragshield.types import Answer, Passage, Sample, Verdict
 
-pytestmark = pytest.mark.slow
-
 SAMPLES = [
     Sample(id="france", question="What is the capital of France?",
            passages=[Passage("Paris is the capital and largest city of France."),

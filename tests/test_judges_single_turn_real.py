@@ -21,8 +21,6 @@ from ragshield.judges.token_prob import TokenProbJudge
 from ragshield.types import Answer, Passage, Sample
 from tests.fakes import ScriptedLLM
 
-pytestmark = pytest.mark.slow
-
 SAMPLE = Sample(
     id="paris",
     question="What is the capital of France?",

@@ -134,7 +134,6 @@ def short_demo_samples() -> list[Sample]:
     return [answerable, unanswerable]
 
 
-@pytest.mark.slow
 def test_every_judge_on_real_demo_samples(embedded_llm):
     judges = make_judges("all", Settings())
     for sample in short_demo_samples():

@@ -129,10 +129,8 @@ def test_missing_model_file_is_a_clear_error(tmp_path):
         LlamaCppLLM(tmp_path / "absent.gguf")
 
 
-def test_small_model_loads_and_answers(model_cache_dir):
-    from ragshield.llm.packaged_models import SMOLLM2_135M, ensure_model
-
-    small = LlamaCppLLM(ensure_model(SMOLLM2_135M, model_cache_dir))
+def test_small_model_loads_and_answers(small_model_path):
+    small = LlamaCppLLM(small_model_path)
     reply = small.chat([{"role": "user", "content": "What is the capital of France?"}], max_tokens=12)
     assert reply.text.strip() and reply.completion_tokens > 0
     assert small.model != "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"

@@ -23,7 +23,7 @@ def write(path, rows, extra_lines=()):
     return path
 
 
-def test_metrics_from_a_verdict_file(tmp_path):
+def test_metrics_from_a_verdict_file(python_processes, tmp_path):
     result = run_cli("metrics", "--verdicts", str(write(tmp_path / "v.jsonl", GOOD)), "--json",
                      "--resamples", "100")
     assert result.returncode == 0, result.stderr
@@ -38,7 +38,7 @@ def test_metrics_from_a_verdict_file(tmp_path):
     assert (m["precision"], m["recall"]) == (0.5, 0.5)
 
 
-def test_no_answerable_questions_gives_null_not_an_error(tmp_path):
+def test_no_answerable_questions_gives_null_not_an_error(python_processes, tmp_path):
     rows = [{**r, "passages_support": False, "answer_correct": False} for r in GOOD]
     m = json.loads(run_cli("metrics", "--verdicts", str(write(tmp_path / "v.jsonl", rows)),
                            "--json", "--resamples", "0").stdout)["j"]
@@ -62,7 +62,7 @@ def test_bad_verdict_lines_are_named(tmp_path, bad_line, fragment):
     assert str(path) in str(error.value) and fragment in str(error.value)
 
 
-def test_cli_reports_a_bad_file_and_exits_1(tmp_path):
+def test_cli_reports_a_bad_file_and_exits_1(python_processes, tmp_path):
     path = write(tmp_path / "bad.jsonl", [{k: v for k, v in GOOD[0].items() if k != "judge"}])
     result = run_cli("metrics", "--verdicts", str(path), "--json")
     assert result.returncode == 1
@@ -71,6 +71,6 @@ def test_cli_reports_a_bad_file_and_exits_1(tmp_path):
     assert missing.returncode == 1 and "cannot read" in missing.stderr
 
 
-def test_run_metrics_of_an_unknown_run_fail_clearly(tmp_path):
+def test_run_metrics_of_an_unknown_run_fail_clearly(python_processes, tmp_path):
     result = run_cli("metrics", "7", env={"RAGSHIELD_DATABASE_URL": f"sqlite:///{tmp_path}/m.db"})
     assert result.returncode == 1 and "no run with id 7" in result.stderr

@@ -15,7 +15,7 @@ import pytest
 
 from ragshield.llm.base import CHAT, LOGPROBS, CapabilityError, LLMError
 from ragshield.llm.openai_backend import OpenAICompatibleLLM
-from tests.conftest import free_port, running_server
+from tests.conftest import free_port
 from tests.run_helpers import llama_server_command
 
 QUESTION = [
@@ -25,12 +25,13 @@ QUESTION = [
 
 
 @pytest.fixture(scope="module")
-def llama_server(qwen_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def llama_server(qwen_path: Path, run_server,
+                 tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """`python -m llama_cpp.server` with the embedded model on a free local port."""
     port = free_port()
     base_url = f"http://127.0.0.1:{port}/v1"
     log = tmp_path_factory.mktemp("llama_server") / "server.log"
-    with running_server(llama_server_command(qwen_path, port), f"{base_url}/models", log):
+    with run_server(llama_server_command(qwen_path, port), f"{base_url}/models", log):
         yield base_url
 
 

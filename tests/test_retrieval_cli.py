@@ -22,7 +22,7 @@ def run_cli(*args: str, corpora: Path) -> subprocess.CompletedProcess:
     )
 
 
-def test_ingest_list_and_search(tmp_path):
+def test_ingest_list_and_search(packaged_models, python_processes, tmp_path):
     corpora = tmp_path / "corpora"
     source = write_jsonl(tmp_path / "docs.jsonl", DOCUMENTS)
     ingested = run_cli("corpus", "ingest", "kb", str(source), "--chunk-tokens", "64",
@@ -49,7 +49,7 @@ def test_ingest_list_and_search(tmp_path):
     assert found[0]["text"] == DOCUMENTS[2]["text"] and found[0]["score"] > 0
 
 
-def test_bad_input_ends_with_a_message_and_status_1(tmp_path):
+def test_bad_input_ends_with_a_message_and_status_1(python_processes, tmp_path):
     corpora = tmp_path / "corpora"
     missing = run_cli("corpus", "ingest", "kb", str(tmp_path / "nowhere"), corpora=corpora)
     assert missing.returncode == 1 and "nowhere: no such file or folder" in missing.stderr

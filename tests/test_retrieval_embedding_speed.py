@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from ragshield.config import Settings
-from ragshield.retrieval.encoding import default_embedder, token_budget_batches
+from ragshield.retrieval import encoding
+from ragshield.retrieval.encoding import token_budget_batches
 from tests.conftest import SHARED_DATA
 
 
@@ -37,9 +38,11 @@ def test_batches_hold_every_text_once_longest_first_within_the_budget():
 
 
 @pytest.mark.parametrize("batch_tokens", [300, 2048])
-def test_the_fast_path_gives_the_exact_vectors_in_order(batch_tokens, monkeypatch):
+def test_the_fast_path_gives_the_exact_vectors_in_order(batch_tokens, monkeypatch, embedder):
     monkeypatch.setenv("RAGSHIELD_EMBEDDING_BATCH_TOKENS", str(batch_tokens))
-    embedder = default_embedder(Settings())
+    # The model the `embedder` fixture loaded once, under the settings read from the variable.
+    monkeypatch.setattr(encoding, "load_embedder", lambda settings: embedder.model)
+    embedder = encoding.default_embedder(Settings())
     assert embedder.batch_tokens == batch_tokens
     texts = real_texts()
     exact = embedder.model.encode(texts, batch_size=len(texts), convert_to_numpy=True,

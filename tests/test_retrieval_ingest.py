@@ -31,7 +31,7 @@ from ragshield.retrieval.errors import (
 from ragshield.retrieval.factory import make_retriever
 from ragshield.retrieval.faiss_index import DenseIndexConfig
 from ragshield.retrieval.ingest import IngestOptions, build_corpus, ingest_corpus
-from tests.retrieval_fixtures import DOCUMENTS, real_embedder, recording_embedder, write_jsonl
+from tests.retrieval_fixtures import DOCUMENTS, write_jsonl
 
 TEXT = (
     "Café au lait — naïve façade at 東京 station. The Eiffel Tower (1889) is 330 m tall!\n\n"
@@ -173,32 +173,33 @@ def test_duplicate_document_ids_are_reported(tmp_path):
 # --- building, persisting and reloading -------------------------------------------------
 
 
-def test_empty_inputs_are_an_empty_corpus_error(tmp_path, settings):
+def test_empty_inputs_are_an_empty_corpus_error(tmp_path, settings, embedder):
     (tmp_path / "empty").mkdir()
     with pytest.raises(EmptyCorpus, match="0 file"):
-        build_corpus("c", [tmp_path / "empty"], settings, embedder=real_embedder())
+        build_corpus("c", [tmp_path / "empty"], settings, embedder=embedder)
     (tmp_path / "blank.txt").write_text("  \n\n ")
     (tmp_path / "skip.pdf").write_bytes(b"%PDF")
     message = r"1 file\(s\) read, 1 document\(s\), no text.*1 file\(s\) of other types"
     with pytest.raises(EmptyCorpus, match=message):
-        build_corpus("c", [tmp_path], settings, embedder=real_embedder())
+        build_corpus("c", [tmp_path], settings, embedder=embedder)
 
 
-def test_bad_names_sizes_and_index_types_are_refused(tmp_path, settings):
+def test_bad_names_sizes_and_index_types_are_refused(tmp_path, settings, embedder):
     source = write_jsonl(tmp_path / "c.jsonl", DOCUMENTS[:2])
     for name in ("../escape", "", "a b", ".hidden"):
         with pytest.raises(InvalidCorpusName):
-            build_corpus(name, [source], settings, embedder=real_embedder())
+            build_corpus(name, [source], settings, embedder=embedder)
     with pytest.raises(ValueError, match="longer than .* reads"):
         build_corpus("c", [source], settings, IngestOptions(chunk_tokens=400),
-                     embedder=real_embedder())
+                     embedder=embedder)
     with pytest.raises(ValueError, match="unknown index type"):
         DenseIndexConfig(kind="lsh")  # type: ignore[arg-type]
 
 
-def test_ingest_persist_reload_gives_identical_results_without_embedding_chunks(tmp_path, settings):
+def test_ingest_persist_reload_gives_identical_results_without_embedding_chunks(
+        tmp_path, settings, recording_embedder):
     source = write_jsonl(tmp_path / "c.jsonl", DOCUMENTS + [dict(DOCUMENTS[0], id="eiffel-copy")])
-    embedder, recorder = recording_embedder()
+    embedder, recorder = recording_embedder
     built = ingest_corpus("kb", [source], settings, IngestOptions(description="test docs"),
                           embedder=embedder)
     assert recorder.texts == [c.text for c in built.chunks]  # chunks embedded once, at ingest
@@ -224,13 +225,13 @@ def test_ingest_persist_reload_gives_identical_results_without_embedding_chunks(
     assert chunk.meta == {"source": "wiki"} and chunk.title == "Eiffel Tower"
 
 
-def test_existing_missing_and_broken_corpora(tmp_path, settings):
+def test_existing_missing_and_broken_corpora(tmp_path, settings, embedder):
     source = write_jsonl(tmp_path / "c.jsonl", DOCUMENTS[:3])
-    ingest_corpus("kb", [source], settings, embedder=real_embedder())
+    ingest_corpus("kb", [source], settings, embedder=embedder)
     with pytest.raises(CorpusExists, match="'kb' already exists"):
-        ingest_corpus("kb", [source], settings, embedder=real_embedder())
+        ingest_corpus("kb", [source], settings, embedder=embedder)
     replaced = ingest_corpus("kb", [source], settings, IngestOptions(chunk_tokens=8),
-                             embedder=real_embedder(), replace=True)
+                             embedder=embedder, replace=True)
     assert load_corpus(settings.corpora_dir, "kb").manifest == replaced.manifest
     assert [m.name for m in list_corpora(settings.corpora_dir)] == ["kb"]
     with pytest.raises(CorpusNotFound, match="no corpus 'other'"):
@@ -250,22 +251,22 @@ def test_existing_missing_and_broken_corpora(tmp_path, settings):
         load_corpus(settings.corpora_dir, "kb")
 
 
-def test_queries_must_use_the_model_the_corpus_was_embedded_with(tmp_path, settings):
+def test_queries_must_use_the_model_the_corpus_was_embedded_with(tmp_path, settings, embedder):
     corpus = build_corpus("kb", [write_jsonl(tmp_path / "c.jsonl", DOCUMENTS[:3])], settings,
-                          embedder=real_embedder())
-    other = Embedder("some-other-model", real_embedder().model)
+                          embedder=embedder)
+    other = Embedder("some-other-model", embedder.model)
     with pytest.raises(EmbeddingModelMismatch, match="embedded with all-MiniLM"):
         DenseRetriever(corpus, other)
 
 
-def test_demo_corpus_is_ingested_on_first_use(tmp_path, settings, monkeypatch):
+def test_demo_corpus_is_ingested_on_first_use(tmp_path, settings, monkeypatch, embedder):
     monkeypatch.setattr(demo_corpus, "DEMO_CORPUS_FILE", tmp_path / "absent.jsonl")
     with pytest.raises(CorpusNotFound, match="absent.jsonl is missing"):
         demo_corpus.open_corpus("demo", settings)
     demo_file = write_jsonl(tmp_path / "corpus.jsonl",
                             [dict(d, source="demo-source") for d in DOCUMENTS[:4]])
     monkeypatch.setattr(demo_corpus, "DEMO_CORPUS_FILE", demo_file)
-    first = demo_corpus.open_corpus("demo", settings, embedder=real_embedder())
+    first = demo_corpus.open_corpus("demo", settings, embedder=embedder)
     assert first.manifest.inputs == [str(demo_file)] and len(first) == 4
     assert (settings.corpora_dir / "demo" / MANIFEST_FILE).is_file()
     demo_file.unlink()  # the second open loads what was saved

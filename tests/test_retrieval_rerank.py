@@ -15,16 +15,17 @@ from ragshield.retrieval.llm_rerank import LLMReranker, parse_rating
 from ragshield.retrieval.rerank import CrossEncoderReranker, EmbeddingReranker, RerankingRetriever
 from ragshield.retrieval.sparse import BM25Retriever
 from ragshield.types import Passage
-from tests.retrieval_fixtures import DOCUMENTS, ScriptedLLM, real_embedder, write_jsonl
+from tests.fakes import ScriptedLLM
+from tests.retrieval_fixtures import DOCUMENTS, write_jsonl
 
 PASSAGES = [Passage(text=d["text"], doc_id=d["id"], score=float(-i), meta={"chunk_id": d["id"]})
             for i, d in enumerate(DOCUMENTS[:5])]
 
 
-def test_embedding_reranker_orders_by_cosine_similarity():
+def test_embedding_reranker_orders_by_cosine_similarity(embedder):
     query = "who invented a programming language?"
-    reranked = EmbeddingReranker(real_embedder()).rerank(query, PASSAGES)
-    vectors = real_embedder().encode([query, *(p.text for p in PASSAGES)])
+    reranked = EmbeddingReranker(embedder).rerank(query, PASSAGES)
+    vectors = embedder.encode([query, *(p.text for p in PASSAGES)])
     expected = np.argsort(-(vectors[1:] @ vectors[0]), kind="stable")
     assert [p.doc_id for p in reranked] == [PASSAGES[i].doc_id for i in expected]
     assert reranked[0].doc_id == "python"
@@ -48,7 +49,7 @@ def test_llm_ratings_are_parsed_tolerantly(reply, rating):
 def test_llm_reranker_sorts_rated_passages_and_leaves_unparsed_ones_in_place():
     replies = {"eiffel": "3", "everest": "Rating: 9/10", "photosynthesis": "no idea",
                "python": "**7**", "zx81": "0-10 scale: 10"}
-    llm = ScriptedLLM(lambda messages: next(r for doc_id, r in replies.items()
+    llm = ScriptedLLM(respond=lambda messages: next(r for doc_id, r in replies.items()
                                             if _text_of(doc_id) in messages[-1]["content"]))
     reranked = LLMReranker(llm).rerank("Which mountain is highest?", PASSAGES)
     assert [p.doc_id for p in reranked] == ["zx81", "everest", "photosynthesis", "python", "eiffel"]
@@ -56,8 +57,8 @@ def test_llm_reranker_sorts_rated_passages_and_leaves_unparsed_ones_in_place():
     assert kept.meta["rerank_unparsed"] is True and kept.meta["rerank_score"] is None
     assert kept.meta["rerank_raw"] == "no idea"
     assert [p.meta["rerank_score"] for p in reranked if p is not kept] == [10, 9, 7, 3]
-    assert len(llm.calls) == 5
-    prompt = llm.calls[0][-1]["content"]
+    assert len(llm.seen) == 5
+    prompt = llm.seen[0][-1]["content"]
     assert prompt.startswith("Question: Which mountain is highest?")
     assert "0 (unrelated) to 10" in prompt
 
@@ -66,15 +67,16 @@ def _text_of(doc_id: str) -> str:
     return next(d["text"] for d in DOCUMENTS if d["id"] == doc_id)
 
 
-def test_reranking_retriever_reranks_top_n_and_keeps_k(tmp_path):
+def test_reranking_retriever_reranks_top_n_and_keeps_k(tmp_path, embedder):
     corpus = build_corpus("kb", [write_jsonl(tmp_path / "c.jsonl", DOCUMENTS)],
-                          Settings(corpora_dir=tmp_path / "corpora"), embedder=real_embedder())
+                          Settings(corpora_dir=tmp_path / "corpora"), embedder=embedder)
     query = "coffee tea drink plant tropical regions"
     candidates = BM25Retriever(corpus).search(query, 4)
-    llm = ScriptedLLM(lambda messages: "9" if "hot water" in messages[-1]["content"] else "1")
+    llm = ScriptedLLM(
+        respond=lambda messages: "9" if "hot water" in messages[-1]["content"] else "1")
     retriever = RerankingRetriever(BM25Retriever(corpus), LLMReranker(llm), top_n=4)
     best = retriever.search(query, 2)
-    assert len(llm.calls) == len(candidates) and len(best) == 2
+    assert len(llm.seen) == len(candidates) and len(best) == 2
     assert best[0].doc_id == "tea" and best[0].meta["retriever"] == "bm25"
     assert retriever.name == "bm25+rerank"
 

@@ -8,6 +8,7 @@ import pytest
 from ragshield.config import Settings
 from ragshield.retrieval.corpus import Corpus
 from ragshield.retrieval.dense import DenseRetriever
+from ragshield.retrieval.encoding import Embedder
 from ragshield.retrieval.faiss_index import DenseIndexConfig
 from ragshield.retrieval.hybrid import HybridRetriever, merge_by_share, reciprocal_rank_fusion
 from ragshield.retrieval.ingest import IngestOptions, build_corpus
@@ -15,22 +16,23 @@ from ragshield.retrieval.noise import inject_noise
 from ragshield.retrieval.retriever import Hit
 from ragshield.retrieval.sparse import BM25Retriever
 from ragshield.retrieval.two_stage import TwoStageRetriever
-from tests.retrieval_fixtures import DOCUMENTS, real_embedder, recording_embedder, write_jsonl
+from tests.retrieval_fixtures import DOCUMENTS, write_jsonl
 
 PARAPHRASE = "Which vegetation process converts solar energy into sugar?"  # -> photosynthesis
 
 
-def build(tmp_path_factory, index: DenseIndexConfig, chunk_tokens: int = 200) -> Corpus:
+def build(tmp_path_factory, embedder: Embedder, index: DenseIndexConfig,
+          chunk_tokens: int = 200) -> Corpus:
     folder = tmp_path_factory.mktemp("corpus")
     return build_corpus("kb", [write_jsonl(folder / "c.jsonl", DOCUMENTS)],
                         Settings(corpora_dir=folder / "corpora"),
                         IngestOptions(chunk_tokens=chunk_tokens, index=index),
-                        embedder=real_embedder())
+                        embedder=embedder)
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory) -> Corpus:
-    return build(tmp_path_factory, DenseIndexConfig())
+def corpus(tmp_path_factory, embedder) -> Corpus:
+    return build(tmp_path_factory, embedder, DenseIndexConfig())
 
 
 def ids(passages) -> list[str]:
@@ -52,17 +54,17 @@ def test_bm25_stems_and_returns_only_matching_chunks(corpus):
     assert BM25Retriever(corpus).search("the of and", 5) == []  # stop words only
 
 
-def test_dense_finds_a_paraphrase_that_bm25_misses(corpus):
-    dense = DenseRetriever(corpus, real_embedder()).search(PARAPHRASE, 3)
+def test_dense_finds_a_paraphrase_that_bm25_misses(corpus, embedder):
+    dense = DenseRetriever(corpus, embedder).search(PARAPHRASE, 3)
     assert dense[0].doc_id == "photosynthesis"
     assert dense[0].score > dense[1].score and -1 <= dense[-1].score <= 1
     assert "photosynthesis#0" not in ids(BM25Retriever(corpus).search(PARAPHRASE, 3))
 
 
-def test_queries_are_embedded_in_one_batch(corpus):
-    embedder, recorder = recording_embedder()
+def test_queries_are_embedded_in_one_batch(corpus, recording_embedder):
+    recording, recorder = recording_embedder
     queries = [PARAPHRASE, "first people on the moon", "highest peak"]
-    results = DenseRetriever(corpus, embedder).search_many(queries, 2)
+    results = DenseRetriever(corpus, recording).search_many(queries, 2)
     assert recorder.batches == [queries]
     assert [r[0].doc_id for r in results] == ["photosynthesis", "apollo", "everest"]
 
@@ -103,8 +105,7 @@ def test_reciprocal_rank_fusion_by_hand():
     assert [h.row for h in tie] == [7, 8]  # equal scores: the first ranking wins
 
 
-def test_hybrid_retrievers_merge_real_rankings(corpus):
-    embedder = real_embedder()
+def test_hybrid_retrievers_merge_real_rankings(corpus, embedder):
     dense, sparse = DenseRetriever(corpus, embedder), BM25Retriever(corpus)
     query = "coffee and tea plants grown in tropical regions"
     d, s = dense.rank_many([query], 4)[0], sparse.rank_many([query], 4)[0]
@@ -120,44 +121,45 @@ def test_hybrid_retrievers_merge_real_rankings(corpus):
 
 
 @pytest.mark.parametrize("focus", ["dense", "hybrid", "rrf"])
-def test_two_stage_returns_a_subset_of_the_broad_stage(corpus, focus):
-    embedder, recorder = recording_embedder()
+def test_two_stage_returns_a_subset_of_the_broad_stage(corpus, focus, embedder,
+                                                       recording_embedder):
+    recording, recorder = recording_embedder
     query = "which drink is brewed from plants grown in tropical regions"
     broad = BM25Retriever(corpus).search(query, 3)
-    retriever = TwoStageRetriever(BM25Retriever(corpus), embedder, broad_k=3, focus=focus)
+    retriever = TwoStageRetriever(BM25Retriever(corpus), recording, broad_k=3, focus=focus)
     focused = retriever.search(query, 2)
     assert len(focused) == 2 and set(ids(focused)) <= set(ids(broad))
     assert recorder.batches == [[query]]  # candidates come from the stored embeddings
     if focus == "dense":
-        full = DenseRetriever(corpus, real_embedder()).search(query, len(corpus))
+        full = DenseRetriever(corpus, embedder).search(query, len(corpus))
         assert ids(focused) == [i for i in ids(full) if i in ids(broad)][:2]
     assert retriever.search("the of and", 2) == []  # no BM25 candidates, nothing to focus on
 
 
-def test_ivf_and_hnsw_agree_with_flat_on_a_small_corpus(tmp_path_factory, corpus):
+def test_ivf_and_hnsw_agree_with_flat_on_a_small_corpus(tmp_path_factory, corpus, embedder):
     queries = [PARAPHRASE, "first people on the moon", "a hot drink", "lava and ash",
                "who made a programming language", "mountain between Nepal and China"]
-    flat = DenseRetriever(corpus, real_embedder()).search_many(queries, 5)
+    flat = DenseRetriever(corpus, embedder).search_many(queries, 5)
     for config in (DenseIndexConfig(kind="ivf"), DenseIndexConfig(kind="hnsw", hnsw_m=8)):
-        approximate = build(tmp_path_factory, config)
-        found = DenseRetriever(approximate, real_embedder()).search_many(queries, 5)
+        approximate = build(tmp_path_factory, embedder, config)
+        found = DenseRetriever(approximate, embedder).search_many(queries, 5)
         assert [ids(r) for r in found] == [ids(r) for r in flat], config.kind
         flat_scores = [p.score for r in flat for p in r]
         assert [p.score for r in found for p in r] == pytest.approx(flat_scores, abs=1e-5)
     assert approximate.manifest.index.kind == "hnsw"
 
 
-def test_ivf_probes_only_nprobe_lists(tmp_path_factory):
+def test_ivf_probes_only_nprobe_lists(tmp_path_factory, embedder):
     config = DenseIndexConfig(kind="ivf", nlist=5, nprobe=5)
-    corpus = build(tmp_path_factory, config, chunk_tokens=8)
+    corpus = build(tmp_path_factory, embedder, config, chunk_tokens=8)
     assert corpus.manifest.index.nlist == 5
-    everything = DenseRetriever(corpus, real_embedder()).search("drinks", len(corpus))
-    one_list = DenseRetriever(corpus, real_embedder(), nprobe=1).search("drinks", len(corpus))
+    everything = DenseRetriever(corpus, embedder).search("drinks", len(corpus))
+    one_list = DenseRetriever(corpus, embedder, nprobe=1).search("drinks", len(corpus))
     assert len(everything) == len(corpus) > len(one_list) > 0
 
 
-def test_noise_chunks_are_counted_seeded_marked_and_distinct(corpus):
-    retrieved = DenseRetriever(corpus, real_embedder()).search("a hot drink", 3)
+def test_noise_chunks_are_counted_seeded_marked_and_distinct(corpus, embedder):
+    retrieved = DenseRetriever(corpus, embedder).search("a hot drink", 3)
     noisy = inject_noise(retrieved, corpus, 4, seed=7)
     assert noisy[:3] == retrieved and len(noisy) == 7
     noise = noisy[3:]

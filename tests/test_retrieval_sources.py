@@ -10,7 +10,8 @@ from ragshield.retrieval.fallback import FallbackRetrieval
 from ragshield.retrieval.ingest import IngestOptions, build_corpus
 from ragshield.retrieval.sources import KnowledgeSource, SourceRouter, parse_route
 from ragshield.retrieval.sparse import BM25Retriever
-from tests.retrieval_fixtures import DOCUMENTS, ScriptedLLM, real_embedder, write_jsonl
+from tests.fakes import ScriptedLLM
+from tests.retrieval_fixtures import DOCUMENTS, write_jsonl
 
 
 class CountingRetriever:
@@ -26,14 +27,14 @@ class CountingRetriever:
 
 
 @pytest.fixture(scope="module")
-def sources(tmp_path_factory) -> tuple[KnowledgeSource, KnowledgeSource]:
+def sources(tmp_path_factory, embedder) -> tuple[KnowledgeSource, KnowledgeSource]:
     folder = tmp_path_factory.mktemp("sources")
     settings = Settings(corpora_dir=folder / "corpora")
     science = build_corpus("science", [write_jsonl(folder / "s.jsonl", DOCUMENTS[:5])], settings,
                            IngestOptions(description="landmarks, geography, biology and computing"),
-                           embedder=real_embedder())
+                           embedder=embedder)
     everyday = build_corpus("everyday", [write_jsonl(folder / "e.jsonl", DOCUMENTS[5:])], settings,
-                            embedder=real_embedder())
+                            embedder=embedder)
     return (KnowledgeSource.of_corpus(science, CountingRetriever(BM25Retriever(science))),
             KnowledgeSource("everyday", "food, drinks, the human body and space travel",
                             CountingRetriever(BM25Retriever(everyday))))
@@ -55,22 +56,22 @@ def test_router_replies_are_parsed_tolerantly(reply, choice):
     [("a", "a", ["science"]), ("b", "b", ["everyday"]), ("Both.", "both", ["science", "everyday"])],
 )
 def test_router_searches_the_chosen_sources(sources, reply, choice, searched):
-    llm = ScriptedLLM(lambda messages: reply)
+    llm = ScriptedLLM(respond=lambda messages: reply)
     route, passages = SourceRouter(llm, *sources).retrieve("Who wrote Python and what is tea?", 2)
     assert route.choice == choice and not route.fell_back and route.reply == reply
     assert [s.name for s in route.sources] == searched
     assert passages and {p.meta["knowledge_source"] for p in passages} == set(searched)
-    prompt = llm.calls[0][-1]["content"]
+    prompt = llm.seen[0][-1]["content"]
     assert "(a) science: landmarks" in prompt and "(b) everyday: food" in prompt
 
 
 def test_router_falls_back_to_both_on_garbage_and_records_it(sources):
-    route = SourceRouter(ScriptedLLM(lambda messages: "I like turtles"), *sources).route("Why?")
+    llm = ScriptedLLM(respond=lambda messages: "I like turtles")
+    route = SourceRouter(llm, *sources).route("Why?")
     assert route.choice == "both" and route.fell_back and route.reply == "I like turtles"
     assert [s.name for s in route.sources] == ["science", "everyday"]
 
 
-@pytest.mark.slow
 def test_router_with_the_embedded_model_returns_a_valid_choice(sources, embedded_llm):
     route = SourceRouter(embedded_llm, *sources).route("How many times a day does the heart beat?")
     assert route.choice in {"a", "b", "both"} and route.reply.strip()

@@ -14,13 +14,11 @@ import pytest
 from tests.run_helpers import kill_when, saved_answers
 from tests.test_cli import ROOT, run_cli
 
-pytestmark = pytest.mark.slow
-
 JUDGES = "trivial,p_true,token_prob"
 
 
 @pytest.fixture(scope="module")
-def e2e(tmp_path_factory):
+def e2e(python_processes, tmp_path_factory, packaged_models):
     """One real run of 10 demo samples shared by the tests of this module."""
     folder = tmp_path_factory.mktemp("e2e")
     env = {"RAGSHIELD_DATABASE_URL": f"sqlite:///{folder / 'e2e.db'}"}
@@ -88,7 +86,8 @@ def test_report_files(e2e):
         assert (out / name).read_bytes()[:4] == b"\x89PNG"
 
 
-def test_killed_run_resumes_without_losing_or_duplicating(tmp_path):
+def test_killed_run_resumes_without_losing_or_duplicating(
+        python_processes, tmp_path, packaged_models):
     db = tmp_path / "kill.db"
     env = {**os.environ, "RAGSHIELD_DATABASE_URL": f"sqlite:///{db}"}
     process = subprocess.Popen(
@@ -109,7 +108,8 @@ def test_killed_run_resumes_without_losing_or_duplicating(tmp_path):
         assert connection.execute("SELECT COUNT(*) FROM verdicts").fetchone() == (3,)
 
 
-def test_small_model_run_with_switch_answers_reports_the_switch_curve(tmp_path):
+def test_small_model_run_with_switch_answers_reports_the_switch_curve(
+        python_processes, tmp_path, packaged_models):
     env = {"RAGSHIELD_DATABASE_URL": f"sqlite:///{tmp_path / 'switch.db'}"}
     result = run_cli("run", "--dataset", "demo", "--limit", "3", "--small-model", "--switch",
                      "--judges", "token_prob", "--rule", "token_prob", "--json", env=env)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import threading
 import time
@@ -286,21 +285,10 @@ def test_bad_config_is_an_llm_error(tiny_dir: Path, tmp_path: Path) -> None:
 # -- the embedded Qwen GGUF, dequantized by transformers ------------------------------------
 
 
-@pytest.mark.slow
-def test_embedded_gguf_through_transformers() -> None:
+def test_embedded_gguf_through_transformers(qwen_path: Path) -> None:
     pytest.importorskip("gguf", reason="the gguf package is needed to read GGUF files")
     pytest.importorskip("accelerate", reason="transformers needs accelerate to load GGUF files")
-    from ragshield.llm.packaged_models import QWEN_05B, ModelPackageMissing, ensure_model
-
-    cache = os.environ.get("RAGSHIELD_CACHE_DIR")
-    if cache is None:
-        from ragshield.config import Settings
-
-        cache = str(Settings().cache_dir)
-    try:
-        path = ensure_model(QWEN_05B, Path(cache))
-    except ModelPackageMissing as exc:
-        pytest.skip(str(exc))
+    path = qwen_path
     started = time.perf_counter()
     llm = TransformersLLM(str(path.parent), gguf_file=path.name)
     loaded = time.perf_counter()

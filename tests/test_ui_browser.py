@@ -16,8 +16,6 @@ from ragshield.judges.registry import JUDGES
 from tests.ui_launch import (CHEAP_JUDGES, HOSTILE_DATASET, HOSTILE_IMG, HOSTILE_SCRIPT, ROOT,
                              SYNTHETIC_JUDGES, SYNTHETIC_SAMPLES, PreparedStore, current_label)
 
-pytestmark = pytest.mark.browser
-
 if os.environ.get("RAGSHIELD_SKIP_BROWSER") == "1":
     pytest.skip("RAGSHIELD_SKIP_BROWSER=1", allow_module_level=True)
 
@@ -60,8 +58,8 @@ def test_each_tab_renders(page: Page) -> None:
 
 # -- Demo -----------------------------------------------------------------------------------
 
-@pytest.mark.slow
-def test_demo_stored_question_gets_verdict_badges(page: Page, prepared: PreparedStore) -> None:
+def test_demo_stored_question_gets_verdict_badges(page: Page, prepared: PreparedStore,
+                                                  packaged_models) -> None:
     page.get_by_label("stored sample", exact=True).check()
     pick(page, "Stored sample (uses its own passages)", prepared.demo_sample_id)
     for judge in JUDGES:

@@ -354,10 +354,10 @@ def _view(dataset: str, strategy: str, overlap: float | None, blind: bool,
     return QueueView(dataset, strategy, int(overlap or 1), bool(blind), bool(show_answer))
 
 
-# Label, skip, undo, next item and progress touch only the store (milliseconds): they share
-# one concurrency group of their own, wide enough for a team labelling at once, so they
-# never wait behind each other in a small group, nor behind a Demo question or a run.
-LABEL_EVENTS: dict[str, Any] = {"concurrency_id": "annotate", "concurrency_limit": 32}
+# Label, skip, undo, next item and progress touch only the store (milliseconds): they bypass
+# Gradio's queue, where a Demo question or a run started from the Dashboard holds a worker
+# for minutes, and run at once in the server's thread pool.
+LABEL_EVENTS: dict[str, Any] = {"queue": False}
 
 
 def build(context: UiContext, page: gr.Blocks) -> None:

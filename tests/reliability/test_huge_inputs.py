@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tracemalloc
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -27,6 +28,7 @@ from ragshield.store.samples import import_samples
 from ragshield.types import Passage, Sample
 from tests.fakes import ScriptedLLM, ScriptedReply
 from tests.reliability.scale import sized
+from tests.conftest import lane
 from tests.test_cli import ROOT
 
 MB = 5_000_000
@@ -52,7 +54,6 @@ def reply(_messages: object) -> ScriptedReply:
     return ScriptedReply("Answer: Lyon\nEvidence: ## Passage-1 ##", top={"Yes": -0.2, "No": -1.7})
 
 
-@pytest.mark.slow
 @pytest.mark.scenario("Huge inputs: a 5 MB passage and a 100k-line dataset file")
 def test_a_5mb_passage_fits_the_window_with_the_question_whole(embedded_llm, scenario):
     judges = make_judges(HUGE_JUDGES, Settings())
@@ -118,15 +119,22 @@ def import_peak_mb(path: Path, db: Path) -> tuple[float, dict]:
     return peak / 1024, json.loads(result.stdout)
 
 
-@pytest.mark.slow
+@pytest.fixture
+@lane("slow")
+def measured_import() -> Callable[[Path, Path], tuple[float, dict]]:
+    """`import_peak_mb`: an import process measured on a file of 100k lines or more (a
+    minute of work and hundreds of MB written)."""
+    return import_peak_mb
+
+
 @pytest.mark.scenario("Huge inputs: a 5 MB passage and a 100k-line dataset file")
-def test_a_100k_line_file_is_imported_with_bounded_memory(tmp_path, scenario):
+def test_a_100k_line_file_is_imported_with_bounded_memory(tmp_path, scenario, measured_import):
     lines = sized(100_000, 1_000_000)
     small, big = tmp_path / "small.jsonl", tmp_path / "big.jsonl"
     write_dataset(small, 1_000)
     write_dataset(big, lines)
-    baseline, _ = import_peak_mb(small, tmp_path / "small.db")
-    peak, result = import_peak_mb(big, tmp_path / "big.db")
+    baseline, _ = measured_import(small, tmp_path / "small.db")
+    peak, result = measured_import(big, tmp_path / "big.db")
     # What streaming saves: the file's first 100k samples held as objects at once.
     tracemalloc.start()
     held = list(load_dataset(big, limit=100_000))

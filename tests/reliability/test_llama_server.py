@@ -16,14 +16,12 @@ from pathlib import Path
 import pytest
 
 from ragshield.store.database import open_store
-from tests.conftest import free_port, running_server
+from tests.conftest import free_port
 from tests.reliability.consistency import check_complete_exactly_once, check_sqlite_file
 from tests.reliability.scale import sized
 from tests.reliability.secrets_scan import check_no_secret
 from tests.run_helpers import kill_when, llama_server_command, saved_answers
 from tests.test_cli import ROOT
-
-pytestmark = pytest.mark.slow
 
 JUDGES = ["trivial", "p_true"]
 KEY = "sk-llama-run-marker-0c41e7"
@@ -49,7 +47,8 @@ def _cli(logs: Path, name: str, args: list[str], env: dict[str, str]) -> subproc
 
 
 @pytest.fixture(scope="module")
-def killed_run(qwen_path: Path, tmp_path_factory: pytest.TempPathFactory) -> KilledRun:
+def killed_run(qwen_path: Path, run_server, packaged_models,
+               tmp_path_factory: pytest.TempPathFactory) -> KilledRun:
     folder = tmp_path_factory.mktemp("llama_kill")
     logs = folder / "logs"
     logs.mkdir()
@@ -58,7 +57,7 @@ def killed_run(qwen_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Kil
     env = {"RAGSHIELD_DATABASE_URL": f"sqlite:///{db}", "RAGSHIELD_OPENAI_API_KEY": KEY,
            "RAGSHIELD_MAX_RETRIES": "1", "RAGSHIELD_RETRY_BACKOFF_S": "0.2"}
     command = llama_server_command(qwen_path, port)
-    with running_server(command, f"{base_url}/models", folder / "server-1.log") as server:
+    with run_server(command, f"{base_url}/models", folder / "server-1.log") as server:
         run = _cli(logs, "run", ["run", "--dataset", "demo", "--limit", str(samples),
                                  "--answerer", "vanilla",
                                  "--judges", ",".join(JUDGES), "--rule", "p_true",
@@ -69,7 +68,7 @@ def killed_run(qwen_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Kil
         saved = len(saved_answers(db))
         first_exit = run.wait(timeout=300)
         seconds_to_fail = time.monotonic() - killed_at
-    with running_server(command, f"{base_url}/models", folder / "server-2.log"):
+    with run_server(command, f"{base_url}/models", folder / "server-2.log"):
         resumed = subprocess.run([sys.executable, "-m", "ragshield", "run", "--resume", "1",
                                   "--json", "--no-progress"], cwd=ROOT,
                                  env={**os.environ, **env}, capture_output=True, text=True,

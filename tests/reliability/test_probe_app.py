@@ -251,7 +251,8 @@ def check_one_line_error(scenario: Scenario, what: str, result: subprocess.Compl
 
 
 @pytest.mark.scenario("app.py refuses a bad setup in one line")
-def test_app_py_refuses_a_bad_setup_in_one_line(tmp_path: Path, scenario: Scenario) -> None:
+def test_app_py_refuses_a_bad_setup_in_one_line(
+        python_processes, tmp_path: Path, scenario: Scenario) -> None:
     check_one_line_error(scenario, "--auth naming a folder: one line naming the path",
                          run_app("--auth", str(tmp_path)), str(tmp_path))
     for url in ("postgresql+psycopg://x:hunter2@127.0.0.1:1/x",

@@ -70,7 +70,8 @@ def _rows(store) -> list[Label]:
         return list(session.scalars(select(Label).order_by(Label.id)))
 
 
-def test_the_same_label_sent_at_once_by_eight_processes_is_stored_once(toy, store_url, scenario):
+def test_the_same_label_sent_at_once_by_eight_processes_is_stored_once(
+        python_processes, toy, store_url, scenario):
     _race(store_url, [["answerable"] * len(SAMPLES)] * PROCESSES)
     rows = _rows(toy)
     per_sample = {sample: sum(r.sample_id == sample for r in rows) for sample in {r.sample_id for r in rows}}
@@ -81,7 +82,8 @@ def test_the_same_label_sent_at_once_by_eight_processes_is_stored_once(toy, stor
                    set(per_sample.values()) == {1}, per_sample)
 
 
-def test_different_labels_sent_at_once_form_one_history_per_sample(toy, store_url, scenario):
+def test_different_labels_sent_at_once_form_one_history_per_sample(
+        python_processes, toy, store_url, scenario):
     labels = ["answerable", "unanswerable", "unsure"]
     _race(store_url, [[labels[(p + i) % 3] for i in range(len(SAMPLES))] for p in range(PROCESSES)])
     rows = _rows(toy)
@@ -129,7 +131,8 @@ def test_a_request_id_reused_for_another_label_is_an_error(toy, scenario):
                    not retry.stored and retry.label == "answerable")
 
 
-def test_a_reused_request_id_through_the_cli_exits_1_and_says_so(tmp_path, scenario):
+def test_a_reused_request_id_through_the_cli_exits_1_and_says_so(
+        python_processes, tmp_path, scenario):
     env = {"RAGSHIELD_DATABASE_URL": f"sqlite:///{tmp_path / 'l.db'}"}
     for name in ("alice", "bob"):
         assert run_cli("labels", "annotator", name, env=env).returncode == 0
@@ -304,7 +307,8 @@ def test_names_no_one_should_give_are_refused(toy, scenario):
                    "\x1b" not in str(error.value) and "\\x1b" in str(error.value), error.value)
 
 
-def test_exports_to_a_folder_or_a_missing_folder_are_one_line_errors(tmp_path, scenario):
+def test_exports_to_a_folder_or_a_missing_folder_are_one_line_errors(
+        python_processes, tmp_path, scenario):
     env = {"RAGSHIELD_DATABASE_URL": f"sqlite:///{tmp_path / 'l.db'}"}
     for out, what in ((tmp_path, "a folder"), (tmp_path / "missing" / "x.csv", "a missing folder")):
         result = run_cli("labels", "export", "--format", "csv", "--out", str(out), env=env)
@@ -333,8 +337,8 @@ def _limited_export(database_url: str, out: Path, limit: int) -> subprocess.Comp
         capture_output=True, text=True, timeout=120, preexec_fn=limit_file_size)
 
 
-@pytest.mark.postgres
-def test_an_export_onto_a_full_disk_keeps_the_earlier_file(postgres_url, tmp_path, scenario):
+def test_an_export_onto_a_full_disk_keeps_the_earlier_file(
+        python_processes, postgres_url, tmp_path, scenario):
     # PostgreSQL, so that the export process writes no file but the export itself.
     store = open_store(postgres_url)
     import_samples(store, "toy", SAMPLES)

@@ -47,7 +47,7 @@ def cli(logs: Path, name: str, *args: str) -> Result:
 
 
 @pytest.mark.scenario("Secrets never stored, logged or exported")
-def test_the_api_key_appears_nowhere(tmp_path, monkeypatch, scenario):
+def test_the_api_key_appears_nowhere(python_processes, tmp_path, monkeypatch, scenario):
     logs, exports = tmp_path / "logs", tmp_path / "exports"
     logs.mkdir()
     exports.mkdir()

@@ -221,7 +221,7 @@ def test_garbage_replies_flag_their_sample_and_the_run_goes_on(store, settings, 
 
 
 @pytest.mark.scenario("Model server returns garbage or truncated JSON")
-def test_the_cli_lists_garbage_failures_and_exits_1(tmp_path, scenario):
+def test_the_cli_lists_garbage_failures_and_exits_1(python_processes, tmp_path, scenario):
     url = f"sqlite:///{tmp_path / 'cli.db'}"
     store = open_store(url)
     import_samples(store, DATASET, toy_samples(4))
