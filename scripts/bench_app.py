@@ -1,6 +1,7 @@
-"""The web app launched for a benchmark: `python app.py` on a free port of 127.0.0.1 with
-the given database, its output in a log file, stopped afterwards. (Scripts do not import
-the tests; tests/ui_launch.py does the same for the test suite.)"""
+"""Servers started for a benchmark or a test: any server process, waited for until it
+answers and stopped afterwards, and the web app (`python app.py` on a free port of
+127.0.0.1 with the given database). The test suite takes `free_port` and `running_server`
+from here (tests/conftest.py); scripts do not import the tests."""
 
 from __future__ import annotations
 
@@ -24,29 +25,30 @@ def free_port() -> int:
 
 
 @contextmanager
-def launched_app(database_url: str, log_path: Path, *, env: dict[str, str] | None = None,
-                 timeout_s: float = 180) -> Iterator[tuple[str, subprocess.Popen]]:
-    """Start app.py on `database_url`; yield its URL and process once it answers."""
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/"
-    args = [sys.executable, "app.py", "--host", "127.0.0.1", "--port", str(port)]
-    with open(log_path, "wb") as log:  # a file, not a pipe: a full pipe would block the app
-        process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
-                                   env={**os.environ, "RAGSHIELD_DATABASE_URL": database_url,
-                                        **(env or {})})
+def running_server(
+    args: list[str], ready_url: str, log_path: Path, *, env: dict[str, str] | None = None,
+    cwd: Path | None = None, timeout_s: float = 180,
+) -> Iterator[subprocess.Popen]:
+    """Start a server process, wait until `ready_url` answers, stop it afterwards.
+
+    Its output goes to a file, not a pipe: a chatty server would block on a full pipe.
+    """
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, cwd=cwd,
+                                   env={**os.environ, **(env or {})})
         try:
             deadline = time.monotonic() + timeout_s
             while True:
                 try:
-                    urllib.request.urlopen(url, timeout=2)
+                    urllib.request.urlopen(ready_url, timeout=2)
                     break
                 except OSError:
                     if process.poll() is not None:
-                        raise RuntimeError(f"app.py exited: {log_path.read_text()[-3000:]}")
+                        raise RuntimeError(f"{args[:3]} exited: {log_path.read_text()[-3000:]}")
                     if time.monotonic() > deadline:
-                        raise RuntimeError(f"app.py did not answer within {timeout_s} s")
+                        raise RuntimeError(f"{args[:3]} did not answer within {timeout_s} s")
                     time.sleep(0.3)
-            yield url, process
+            yield process
         finally:
             process.terminate()
             try:
@@ -54,3 +56,15 @@ def launched_app(database_url: str, log_path: Path, *, env: dict[str, str] | Non
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+@contextmanager
+def launched_app(database_url: str, log_path: Path, *, env: dict[str, str] | None = None,
+                 timeout_s: float = 180) -> Iterator[tuple[str, subprocess.Popen]]:
+    """Start app.py on `database_url`; yield its URL and process once it answers."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    args = [sys.executable, "app.py", "--host", "127.0.0.1", "--port", str(port)]
+    with running_server(args, url, log_path, cwd=ROOT, timeout_s=timeout_s,
+                        env={"RAGSHIELD_DATABASE_URL": database_url, **(env or {})}) as process:
+        yield url, process

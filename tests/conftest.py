@@ -16,13 +16,10 @@ server or starts Python processes gets them from such a fixture, never inline: `
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 import uuid
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, TypeVar
 
@@ -31,6 +28,7 @@ from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 
 from ragshield.config import Settings
+from scripts.bench_app import free_port, running_server  # noqa: F401 (the tests' own, too)
 from ragshield.store.database import Store, open_store
 
 if TYPE_CHECKING:
@@ -87,12 +85,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         for marker in sorted(lane_markers(item)):
             item.add_marker(marker)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="session")
@@ -199,40 +191,6 @@ def packaged_models(qwen_path: Path, small_model_path: Path) -> dict[str, Path]:
 
     return {"qwen": qwen_path, "smollm2": small_model_path,
             "embeddings": packaged_embedding_path()}
-
-
-@contextmanager
-def running_server(
-    args: list[str], ready_url: str, log_path: Path, *, env: dict[str, str] | None = None,
-    cwd: Path | None = None, timeout_s: float = 180,
-) -> Iterator[subprocess.Popen]:
-    """Start a server process, wait until `ready_url` answers, stop it afterwards.
-
-    Its output goes to a file, not a pipe: a chatty server would block on a full pipe.
-    """
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, cwd=cwd,
-                                   env={**os.environ, **(env or {})})
-        try:
-            deadline = time.monotonic() + timeout_s
-            while True:
-                try:
-                    urllib.request.urlopen(ready_url, timeout=2)
-                    break
-                except OSError:
-                    if process.poll() is not None:
-                        raise RuntimeError(f"{args[:3]} exited: {log_path.read_text()[-3000:]}")
-                    if time.monotonic() > deadline:
-                        raise RuntimeError(f"{args[:3]} did not answer within {timeout_s} s")
-                    time.sleep(0.3)
-            yield process
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
 
 
 @pytest.fixture(scope="session")
