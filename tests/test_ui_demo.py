@@ -63,7 +63,7 @@ def context(settings, tmp_path) -> Iterator[UiContext]:
 
 def with_model(context: UiContext, llm: LLM, *, small: bool = False) -> LLM:
     """Put `llm` where context.llm(small=...) finds it (instead of opening a model)."""
-    context._models[small] = llm
+    context.models._opened[small] = llm
     return llm
 
 

@@ -95,18 +95,21 @@ class Models(Protocol):
 
 
 class OpenedModels:
-    """Models opened on first use, for a caller that holds no others (the CLI)."""
+    """The configured model and the packaged small one, each opened on first use (loading
+    takes a second and 1 GB) and wrapped in the store's call cache; safe across threads."""
 
     def __init__(self, settings: Settings, store: Store) -> None:
         self.settings, self.store = settings, store
         self._opened: dict[bool, LLM] = {}
+        self._opening = threading.Lock()
 
     def llm(self, *, small: bool = False) -> LLM:
-        if small not in self._opened:
-            from ragshield.llm.factory import make_llm
+        with self._opening:
+            if small not in self._opened:
+                from ragshield.llm.factory import make_llm
 
-            self._opened[small] = make_llm(self.settings, store=self.store, small=small)
-        return self._opened[small]
+                self._opened[small] = make_llm(self.settings, store=self.store, small=small)
+            return self._opened[small]
 
 
 class PassageFinders:
