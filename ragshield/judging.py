@@ -12,6 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
+import numpy as np
+
 from ragshield.answerers.base import Answerer
 from ragshield.errors import OptionError
 from ragshield.judges.base import Judge
@@ -20,6 +22,8 @@ from ragshield.types import Answer, CostSummary, Sample, Verdict, keep_word
 
 DEFAULT_DECISION_RULE = "counterfactual"
 POOLED_RULES = ("majority", "all")
+# A judge's keep on one sample as a small integer, for deciding many samples at once.
+KEPT, ABSTAINED, UNDECIDED, NOT_RUN = 1, 0, -1, -2
 
 
 @dataclass
@@ -82,6 +86,26 @@ def decide(verdicts: Sequence[Verdict], rule: str = DEFAULT_DECISION_RULE) -> De
     if chosen.keep is None:
         return Decision(None, rule, f"judge '{rule}' gave no decision: {chosen.rationale}")
     return Decision(chosen.keep, rule, f"{rule}: {chosen.rationale}")
+
+
+def keep_counts(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of a sample x judge matrix of keep codes: (how many judges keep, how many
+    reached a decision)."""
+    return (codes == KEPT).sum(axis=1), np.isin(codes, (KEPT, ABSTAINED)).sum(axis=1)
+
+
+def decision_codes(codes: np.ndarray, judges: Sequence[str], rule: str) -> np.ndarray:
+    """`decide` on many samples at once. `codes` is a sample x judge matrix of KEPT,
+    ABSTAINED, UNDECIDED or NOT_RUN whose columns are `judges`; the result is KEPT,
+    ABSTAINED or UNDECIDED (the rule cannot decide) per sample."""
+    if rule not in POOLED_RULES:
+        if rule not in judges:
+            return np.full(len(codes), UNDECIDED)
+        column = codes[:, list(judges).index(rule)]
+        return np.where(column == NOT_RUN, UNDECIDED, column)
+    keeps, deciding = keep_counts(codes)
+    keep = keeps == deciding if rule == "all" else keeps * 2 > deciding
+    return np.where(deciding == 0, UNDECIDED, np.where(keep, KEPT, ABSTAINED))
 
 
 def judge_sample(

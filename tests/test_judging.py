@@ -7,6 +7,7 @@ import json
 import threading
 import time
 
+import numpy as np
 import pytest
 
 from ragshield.answerers.registry import make_answerer
@@ -14,7 +15,8 @@ from ragshield.config import Settings
 from ragshield.datasets import load_dataset
 from ragshield.datasets.demo import DEMO_SAMPLES
 from ragshield.judges.registry import JUDGES, judge_names, make_judges
-from ragshield.judging import decide, judge_sample, judge_samples, judged_sample_dict, judging_order
+from ragshield.judging import (ABSTAINED, KEPT, NOT_RUN, UNDECIDED, decide, decision_codes,
+                               judge_sample, judge_samples, judged_sample_dict, judging_order)
 from ragshield.types import Passage, Sample, Verdict
 from tests.fakes import ScriptedLLM, ScriptedReply
 
@@ -44,6 +46,20 @@ def v(judge: str, keep: bool | None) -> Verdict:
 )
 def test_decision_rules(rule, verdicts, expected):
     assert decide(verdicts, rule).keep is expected
+
+
+@pytest.mark.parametrize("rule", ["all", "majority", "b", "absent"])
+def test_vectorised_decision_agrees_with_decide(rule):
+    """decision_codes on random verdict sets (each judge keeps, abstains, cannot decide or
+    did not run) gives what decide gives on each set."""
+    judges = ["a", "b", "c", "d"]
+    keeps = {KEPT: True, ABSTAINED: False, UNDECIDED: None}
+    codes = np.random.default_rng(14).choice([KEPT, ABSTAINED, UNDECIDED, NOT_RUN],
+                                             size=(1000, len(judges)))
+    for row, got in zip(codes, decision_codes(codes, judges, rule)):
+        keep = decide([v(judge, keeps[code]) for judge, code in zip(judges, row)
+                       if code != NOT_RUN], rule).keep
+        assert got == (UNDECIDED if keep is None else KEPT if keep else ABSTAINED), list(row)
 
 
 def test_judges_run_in_cache_friendly_order():

@@ -17,12 +17,14 @@ from ragshield.store.models import AnswerRow
 from ragshield.store.runs import add_verdicts, get_run
 from ragshield.store.samples import import_samples, load_sample
 from ragshield.types import Passage, Verdict
-from ragshield.ui import dashboard_tab
-from ragshield.ui.browse_table import DECISION, BrowseFrames
+from ragshield.services import run_views
 from ragshield.ui.browse_tab import browse_filter
 from ragshield.ui.context import UiContext
-from ragshield.ui.dashboard_tab import DashboardCache, refresh_dashboard
-from ragshield.ui.run_cache import RunTablesCache, dataset_version
+from ragshield.services.run_views import DashboardCache
+from ragshield.ui.dashboard_tab import refresh_dashboard
+from ragshield.services.browse import DECISION, BrowseFrames
+from ragshield.services.run_tables import RunTablesCache
+from ragshield.store.versions import dataset_version
 from scripts.synthetic_run import fill_synthetic_run
 
 SAMPLES = 30  # every 10th is labelled by the fixture's annotator
@@ -106,10 +108,10 @@ def context(store, settings) -> UiContext:
 def drawn(monkeypatch) -> list[str]:
     """The names of the figures drawn and "metrics" for each judge_metrics call."""
     calls: list[str] = []
-    figure, metrics = dashboard_tab._figure_html, dashboard_tab.judge_metrics
-    monkeypatch.setattr(dashboard_tab, "_figure_html",
+    figure, metrics = run_views._figure, run_views.judge_metrics
+    monkeypatch.setattr(run_views, "_figure",
                         lambda name, *args: calls.append(name) or figure(name, *args))
-    monkeypatch.setattr(dashboard_tab, "judge_metrics",
+    monkeypatch.setattr(run_views, "judge_metrics",
                         lambda *args, **kw: calls.append("metrics") or metrics(*args, **kw))
     return calls
 

@@ -22,10 +22,12 @@ from ragshield.store.database import Store, open_store
 from ragshield.store.runs import iter_main_answers
 from ragshield.store.samples import import_samples
 from ragshield.types import Passage, Sample, Verdict
-from ragshield.ui.browse_tab import (ALL_DATASETS, TITLE, browse_detail, browse_filter,
-                                     browse_runs, browse_select, build)
-from ragshield.ui.browse_table import (DECISION, BrowseFilters, BrowseFrames, build_frame,
+from ragshield.services.browse import (DECISION, BrowseFilters, BrowseFrames, build_frame,
                                        filter_rows, fold_column, keep_column, shown_table)
+from ragshield.services.case_studies import case_study
+from ragshield.services.run_choices import ALL_DATASETS
+from ragshield.ui.browse_tab import (TITLE, browse_detail, browse_filter, browse_runs,
+                                     browse_select, build)
 from ragshield.ui.context import UiContext
 from tests.conftest import free_port
 from tests.fakes import ScriptedLLM, ScriptedReply
@@ -148,7 +150,7 @@ def test_run_picker_lists_runs_newest_first_and_narrows_by_dataset(context, toy_
     assert [run_id for _, run_id in runs["choices"]] == [other, toy_run]
     assert runs["value"] == other
     label = runs["choices"][1][0]
-    assert f"#{toy_run}" in label and "toy" in label and "done" in label and "4/4" in label
+    assert label == f"#{toy_run} · toy · done"
     _, runs = browse_runs(context, "toy", other)
     assert [run_id for _, run_id in runs["choices"]] == [toy_run] and runs["value"] == toy_run
     datasets, runs = browse_runs(context, "no such dataset", str(toy_run))
@@ -325,6 +327,19 @@ def test_case_study_shows_the_trace_and_the_counterfactual_scenarios(context, fr
     assert "<td>counterfactual</td><td>abstain</td><td>0.500</td><td>UD</td>" in html
     assert "<td>p_true</td><td>keep</td>" in html and "<td>UK</td>" in html
     assert "decision (counterfactual)" in html
+
+
+def test_case_study_gathers_the_decision_folds_labels_and_rows(context, frames, toy_run,
+                                                                store):
+    label_toy(store)
+    study = case_study(store, context.tables, frames, toy_run, "human", "s1")
+    assert study.case.sample["external_id"] == "s1"
+    assert {v["judge"] for v in study.case.verdicts} == {"trivial", "p_true", "counterfactual"}
+    assert (study.decision.rule, study.decision.keep) == ("counterfactual", False)
+    # Under human truth s1's answer is correct (the annotator said so).
+    assert study.folds == {"trivial": "AK", "p_true": "AK", "counterfactual": "AD"}
+    assert [(r.annotator, r.label) for r in study.history] == [("ann", "answerable")]
+    assert study.sample_row["human_label"] == "answerable" and study.frame_row["human_differs"]
 
 
 def test_case_study_of_a_refusal_explains_the_counterfactual_shortcut(shared):

@@ -14,14 +14,13 @@ import gradio as gr
 import pandas as pd
 
 from ragshield.errors import OptionError, UserError
-from ragshield.evaluation import TRUTHS, RunTables
-from ragshield.judging import decide
-from ragshield.store.labels import label_history
-from ragshield.store.runs import RunSummary, list_runs
-from ragshield.types import Verdict
-from ragshield.ui.browse_table import (DECISION, FOLDS, LABEL_STATES, BrowseFilters,
-                                       BrowseFrame, BrowseFrames, filter_rows, shown_table)
-from ragshield.ui.case_study import case_study_html, sample_case
+from ragshield.services.browse import (DECISION, FOLDS, LABEL_STATES, BrowseFilters,
+                                       BrowseFrames, browse_samples)
+from ragshield.services.case_studies import case_study
+from ragshield.services.run_choices import (ALL_DATASETS, datasets_with_runs, pick_run,
+                                            run_choices)
+from ragshield.services.run_tables import TRUTHS
+from ragshield.ui.case_study import case_study_html
 from ragshield.ui.context import UiContext
 from ragshield.ui.html_render import message_html
 
@@ -42,41 +41,22 @@ CSS = """
 """
 HEAD = ""
 
-ALL_DATASETS = "all datasets"
 NO_RUN = "No run to browse yet: start one with `python -m ragshield run`."
 PICK_SAMPLE = "Pick a row in the table or type a sample id to see its case study."
-RunChoice = tuple[str, int]
 
 
 # -- runs --------------------------------------------------------------------------------
 
-def run_label(run: RunSummary) -> str:
-    return (f"#{run.id} {run.dataset or '(dataset deleted)'} · {run.status} · "
-            f"{run.done}/{run.total}" + (f" · {run.name}" if run.name else ""))
-
-
-def run_choices(context: UiContext, dataset: str | None) -> tuple[str, list[str], list[RunChoice]]:
-    """(the dataset filter in effect, datasets that have runs, the runs of that dataset,
-    newest first). A dataset without runs (or none) means all datasets."""
-    runs = sorted(list_runs(context.store), key=lambda run: run.id, reverse=True)
-    datasets = sorted({run.dataset for run in runs if run.dataset})
-    if dataset not in datasets:
-        dataset = ALL_DATASETS
-    shown = [run for run in runs if dataset == ALL_DATASETS or run.dataset == dataset]
-    return dataset, datasets, [(run_label(run), run.id) for run in shown]
-
-
 def browse_runs(context: UiContext, dataset: str | None,
                 current: int | str | None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Updates of the dataset and run pickers; the run stays selected while it is listed,
-    else the newest run of the dataset is picked."""
-    dataset, datasets, runs = run_choices(context, dataset)
-    ids = [run_id for _, run_id in runs]
-    current_text = str(current if current is not None else "").strip()
-    chosen = int(current_text) if current_text.isdigit() else None
-    value = chosen if chosen in ids else (ids[0] if ids else None)
+    """Updates of the dataset and run pickers. A dataset without runs (or none) means all
+    datasets; the run stays selected while it is listed, else the newest run is picked."""
+    datasets = datasets_with_runs(context.store)
+    if dataset not in datasets:
+        dataset = ALL_DATASETS
+    runs = run_choices(context.store, dataset)
     return (gr.update(choices=[ALL_DATASETS, *datasets], value=dataset),
-            gr.update(choices=runs, value=value))
+            gr.update(choices=runs, value=pick_run(runs, current)))
 
 
 def _run_id(run: int | str | None) -> int:
@@ -84,15 +64,6 @@ def _run_id(run: int | str | None) -> int:
     if not text.isdigit():
         raise OptionError(f"a run id is a whole number, got {text!r}")
     return int(text)
-
-
-def _frame(context: UiContext, frames: BrowseFrames, run_id: int,
-           truth: str) -> tuple[RunTables, BrowseFrame]:
-    """The run's tables under `truth` and its wide frame (built once per tables version)."""
-    if truth not in TRUTHS:
-        raise OptionError(f"truth must be one of {', '.join(TRUTHS)}, got {truth!r}")
-    tables = context.tables.get(run_id, truth)
-    return tables, frames.get(tables, lambda: context.tables.get(run_id, "auto"))
 
 
 # -- the filtered table ------------------------------------------------------------------
@@ -108,24 +79,20 @@ def browse_filter(context: UiContext, frames: BrowseFrames, run: int | str | Non
     if run is None or str(run).strip() == "":
         return message_html(NO_RUN), EMPTY_TABLE, gr.update()
     try:
-        _, frame = _frame(context, frames, _run_id(run), truth)
-        note = ""
-        judge = fold_judge or DECISION
-        if judge not in (DECISION, *frame.judges):
-            note = f" (fold filter was on {judge}, which this run lacks: now on {DECISION})"
-            judge = DECISION
-        filters = BrowseFilters(fold_judge=judge, folds=tuple(folds or ()),
+        filters = BrowseFilters(fold_judge=fold_judge or DECISION, folds=tuple(folds or ()),
                                 disagree=bool(disagree), label_state=label_state or "any",
                                 human_differs=bool(human_differs), search=search or "")
-        rows = filter_rows(frame, filters)
+        shown = browse_samples(context.tables, frames, _run_id(run), truth, filters)
     except UserError as error:
         return message_html(str(error), "error"), EMPTY_TABLE, gr.update()
-    table = shown_table(frame, rows, judge)
+    frame = shown.frame
+    note = "" if shown.dropped_judge is None else (
+        f" (fold filter was on {shown.dropped_judge}, which this run lacks: now on {DECISION})")
     summary = (f"Run {frame.run_id}, truth {truth}, rule {frame.rule or '-'}: showing "
-               f"{len(table)} of {len(rows)} matching samples ({len(frame.rows)} in the run)"
-               f"{note}.")
-    return (message_html(summary), table,
-            gr.update(choices=[DECISION, *frame.judges], value=judge))
+               f"{len(shown.table)} of {shown.matching} matching samples ({len(frame.rows)} "
+               f"in the run){note}.")
+    return (message_html(summary), shown.table,
+            gr.update(choices=[DECISION, *frame.judges], value=shown.fold_judge))
 
 
 # -- the case study ----------------------------------------------------------------------
@@ -139,20 +106,11 @@ def browse_detail(context: UiContext, frames: BrowseFrames, run: int | str | Non
     if run is None or str(run).strip() == "":
         return message_html(NO_RUN)
     try:
-        run_id = _run_id(run)
-        case = sample_case(context.store, run_id, sample_id)
-        tables, frame = _frame(context, frames, run_id, truth)
-        history = label_history(context.store, case.run.dataset, sample_id) \
-            if case.run.dataset else []
+        study = case_study(context.store, context.tables, frames, _run_id(run), truth,
+                           sample_id)
     except UserError as error:
         return message_html(str(error), "error")
-    frame_rows = frame.rows[frame.rows["sample_id"] == sample_id]
-    sample_rows = tables.samples[tables.samples["sample_id"].astype(str) == sample_id]
-    decision = decide([Verdict(judge=v["judge"], keep=v["keep"], rationale=v["rationale"] or "")
-                       for v in case.verdicts], frame.rule) if frame.rule else None
-    return case_study_html(case, decision=decision, history=history, truth=truth,
-                           frame_row=frame_rows.iloc[0] if len(frame_rows) else None,
-                           sample_row=sample_rows.iloc[0] if len(sample_rows) else None)
+    return case_study_html(study)
 
 
 def browse_select(context: UiContext, frames: BrowseFrames, run: int | str | None,

@@ -1,68 +1,25 @@
-"""One sample of a run as a case study: everything the answerer and the judges saw and said.
-
-`sample_case` reads it from the store (the sample, its answers by role, the verdicts on the
-main answer with their traces); `case_study_html` renders it. Every piece of dataset and
+"""One sample of a run as a case study: everything the answerer and the judges saw and said,
+rendered as HTML from ragshield.services.case_studies.CaseStudy. Every piece of dataset and
 model text goes through `esc`.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any, Sequence
 
 import pandas as pd
-from sqlalchemy import select
 
 from ragshield.answerers.context import evidence_labels, passage_label
 from ragshield.judges.base import DetailTable
 from ragshield.judges.registry import judge_class
-from ragshield.judging import Decision
-from ragshield.store.database import Store
+from ragshield.services.case_studies import CaseStudy
 from ragshield.store.labels import LabelRecord
-from ragshield.store.models import AnswerRow, VerdictRow
-from ragshield.store.models import Sample as SampleRow
-from ragshield.store.runs import MAIN, RunRecord, get_run
-from ragshield.store.samples import UnknownSampleError
-from ragshield.ui.browse_table import fold_column
+from ragshield.store.runs import MAIN
 from ragshield.types import keep_word
 from ragshield.ui.html_render import esc, table_html
 
 ROLE_TITLES = {"norag": "No-RAG answer (no passages)", "larger": "Larger model's answer"}
-
-
-@dataclass(frozen=True)
-class SampleCase:
-    run: RunRecord
-    sample: dict[str, Any]  # external_id, question, reference_answers, answerable, meta
-    answers: dict[str, dict[str, Any]]  # role -> the answer row's columns
-    verdicts: list[dict[str, Any]]  # on the main answer, in the order they were saved
-
-
-def _columns(row: Any) -> dict[str, Any]:
-    return {column.key: getattr(row, column.key) for column in row.__table__.columns}
-
-
-def sample_case(store: Store, run_id: int, sample_id: str) -> SampleCase:
-    """The run's answers and verdicts on one sample (the dataset's own id), traces included.
-    Raises UnknownRunError, or UnknownSampleError when the sample is not in the run."""
-    run = get_run(store, run_id)
-    with store.session() as session:
-        sample = session.scalar(select(SampleRow).where(
-            SampleRow.dataset_id == run.dataset_id, SampleRow.external_id == sample_id))
-        if sample is None:
-            raise UnknownSampleError(f"run {run_id} (dataset {run.dataset!r}) has no sample "
-                                     f"{sample_id!r}")
-        answers = {row.role: _columns(row) for row in session.scalars(
-            select(AnswerRow).where(AnswerRow.run_id == run_id, AnswerRow.sample_id == sample.id)
-            .order_by(AnswerRow.id))}
-        if MAIN not in answers:
-            raise UnknownSampleError(f"run {run_id} has no answer for sample {sample_id!r} "
-                                     f"yet (not reached, or failed)")
-        verdicts = [_columns(row) for row in session.scalars(
-            select(VerdictRow).where(VerdictRow.answer_id == answers[MAIN]["id"])
-            .order_by(VerdictRow.id))]
-        return SampleCase(run=run, sample=_columns(sample), answers=answers, verdicts=verdicts)
 
 
 # -- small HTML pieces -------------------------------------------------------------------
@@ -124,7 +81,8 @@ def trace_html(trace: Sequence[dict[str, Any]]) -> str:
 
 # -- the sections ------------------------------------------------------------------------
 
-def _sample_section(case: SampleCase, decision: Decision | None) -> str:
+def _sample_section(study: CaseStudy) -> str:
+    case, decision = study.case, study.decision
     sample = case.sample
     refs = [str(r) for r in sample.get("reference_answers") or []]
     rows = [["sample", sample["external_id"]], ["dataset", case.run.dataset],
@@ -243,25 +201,22 @@ def _truth_html(truth: str, frame_row: pd.Series | None, sample_row: pd.Series |
     return table_html(["field", "value"], rows)
 
 
-def case_study_html(case: SampleCase, *, decision: Decision | None,
-                    history: Sequence[LabelRecord], truth: str,
-                    frame_row: pd.Series | None, sample_row: pd.Series | None) -> str:
-    """The whole case study. `frame_row` (the sample's row of the Browse frame) gives each
-    judge's fold, `sample_row` (of the run tables under `truth`) the labels behind them."""
+def case_study_html(study: CaseStudy) -> str:
+    """The whole case study: each judge's fold comes from the sample's row of the Browse
+    frame, the labels behind the folds from its row of the run tables under the truth."""
+    case = study.case
     main = case.answers[MAIN]
-    folds = {} if frame_row is None else {
-        v["judge"]: frame_row[fold_column(v["judge"])] for v in case.verdicts
-        if fold_column(v["judge"]) in frame_row.index}
     others = "".join(_section(ROLE_TITLES.get(role, f"{role} answer"), answer_html(answer))
                      for role, answer in case.answers.items() if role != MAIN)
     return ('<div class="rs-case">'
-            + _sample_section(case, decision)
+            + _sample_section(study)
             + _section("Passages shown to the answerer",
                        passages_html(main.get("passages") or [], main.get("evidence") or []))
             + _section("Answer", answer_html(main))
-            + _section("Ground truth", _truth_html(truth, frame_row, sample_row))
-            + _section("Verdicts", _verdict_summary(case.verdicts, folds)
+            + _section("Ground truth", _truth_html(study.truth, study.frame_row,
+                                                   study.sample_row))
+            + _section("Verdicts", _verdict_summary(case.verdicts, study.folds)
                        + "".join(verdict_html(v) for v in case.verdicts))
             + others
-            + _section("Human labels (history, oldest first)", labels_html(history))
+            + _section("Human labels (history, oldest first)", labels_html(study.history))
             + "</div>")

@@ -10,7 +10,7 @@ from ragshield.config import Settings
 from ragshield.llm.base import LLM
 from ragshield.services.asking import OpenedModels
 from ragshield.store.database import Store
-from ragshield.ui.run_cache import RunTablesCache
+from ragshield.services.run_tables import RunTablesCache
 
 
 @dataclass

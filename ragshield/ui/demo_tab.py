@@ -22,14 +22,14 @@ from ragshield.answerers.registry import ANSWERERS
 from ragshield.datasets.demo import DEMO_DATASET
 from ragshield.errors import UserError
 from ragshield.judges.registry import JUDGES, quick_judges
-from ragshield.judging import DEFAULT_DECISION_RULE, POOLED_RULES, decision_word
-from ragshield.retrieval.corpus_store import list_corpora
+from ragshield.judging import DEFAULT_DECISION_RULE, decision_word
 from ragshield.retrieval.demo_corpus import DEMO_CORPUS_NAME
+from ragshield.services.ask_choices import (corpus_names, dataset_names, rule_choices,
+                                            sample_choices)
 from ragshield.services.asking import (ABSTAIN_FALLBACK, FALLBACKS, LARGER_FALLBACK, MAX_NOISE,
                                        NORAG_FALLBACK, RETRIEVAL_MODES, AskInputError,
                                        AskRequest, PassageFinders, Prepared, answer_and_judge,
                                        prepare)
-from ragshield.store.samples import dataset_names, list_samples
 from ragshield.types import KEEP
 from ragshield.ui import demo_render
 from ragshield.ui.context import UiContext
@@ -161,22 +161,6 @@ def ask(context: UiContext, form: DemoForm,
     yield view.html()
 
 
-def rule_choices(judges: list[str], rule: str | None) -> tuple[list[str], str]:
-    """The decision rules that fit the chosen judges, and the rule to select."""
-    choices = [*POOLED_RULES, *judges]
-    return choices, rule if rule in choices else POOLED_RULES[0]
-
-
-def corpus_choices(context: UiContext) -> list[str]:
-    names = [manifest.name for manifest in list_corpora(context.settings.corpora_dir)]
-    return list(dict.fromkeys([DEMO_CORPUS_NAME, *names]))
-
-
-def sample_choices(context: UiContext, dataset: str) -> list[tuple[str, str]]:
-    """(`id: question`, id) for each sample of the dataset; UnknownDatasetError if none."""
-    return [(f"{s.id}: {s.question[:120]}", s.id) for s in list_samples(context.store, dataset)]
-
-
 # -- wiring -------------------------------------------------------------------------------
 
 INTRO = ("Ask a question, or pick a stored sample, and watch the system decide whether its "
@@ -206,7 +190,8 @@ def build(context: UiContext, page: gr.Blocks) -> None:
                                      label="Stored sample (uses its own passages)",
                                      allow_custom_value=True)
             with gr.Accordion("Retrieval", open=False):
-                corpus = gr.Dropdown(corpus_choices(context), value=DEMO_CORPUS_NAME,
+                corpus = gr.Dropdown(corpus_names(context.settings.corpora_dir),
+                                     value=DEMO_CORPUS_NAME,
                                      label="Corpus (typed questions, and noise chunks)",
                                      allow_custom_value=True)
                 mode = gr.Dropdown(list(RETRIEVAL_MODES), value="hybrid", label="Retrieval mode")
@@ -243,7 +228,7 @@ def build(context: UiContext, page: gr.Blocks) -> None:
 
     def on_dataset(dataset_name: str) -> tuple[gr.Dropdown, str]:
         try:
-            choices = sample_choices(context, dataset_name)
+            choices = sample_choices(context.store, dataset_name)
         except UserError as exc:
             return gr.Dropdown(choices=[], value=None), message_html(str(exc), "error")
         return (gr.Dropdown(choices=choices, value=None),
@@ -269,6 +254,6 @@ def build(context: UiContext, page: gr.Blocks) -> None:
 
 def _initial_samples(context: UiContext) -> list[tuple[str, str]]:
     try:
-        return sample_choices(context, DEMO_DATASET)
+        return sample_choices(context.store, DEMO_DATASET)
     except UserError:
         return []

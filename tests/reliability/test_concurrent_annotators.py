@@ -1,5 +1,6 @@
 """Concurrent annotators: 8 people label an overlapping pool of samples at once through the
-launched app's API (app.py, gradio_client), on SQLite and on PostgreSQL. They send new
+launched app (app.py), the way its page sends a label (one POST per label, a session per
+tab), on SQLite and on PostgreSQL. They send new
 labels, change their labels (a new version), resend a label unchanged, retry a request
 (the same request id again) and double-click (the same request id twice at once). A
 client-side ledger of every acknowledged submission is then compared with the database:
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from gradio_client import Client
+import httpx
 from sqlalchemy import func, select
 
 from ragshield.services.datasets import ensure_demo_dataset
@@ -31,6 +32,7 @@ from ragshield.store.models import LABEL_VALUES, Annotator, Label, Sample, Skip
 from ragshield.store.samples import dataset_id_of, import_samples
 from ragshield.types import Passage
 from ragshield.types import Sample as DatasetSample
+from scripts.bench_app import call_like_browser
 from tests.reliability.scale import sized
 from tests.reliability.scenario import Scenario
 
@@ -76,12 +78,20 @@ def prepare(url: str) -> None:
         store.close()
 
 
-def send(client: Client, submission: Submission) -> Submission:
+@dataclass(frozen=True)
+class Tab:
+    """One browser tab of the app: its connection and its session."""
+
+    http: httpx.Client
+    session: str
+
+
+def send(tab: Tab, submission: Submission) -> Submission:
     started = time.perf_counter()
     try:
-        result = client.predict(DATASET, submission.sample_id, submission.label, "",
-                                submission.request_id, submission.annotator,
-                                api_name="/annotate_label")
+        result = call_like_browser(tab.http, "annotate_label", [
+            DATASET, submission.sample_id, submission.label, "", submission.request_id,
+            submission.annotator, "unlabelled", 1], tab.session)
     except Exception as error:  # noqa: BLE001 - every failure is a finding, checked later
         submission.error = f"{type(error).__name__}: {error}"
     else:
@@ -98,8 +108,9 @@ def annotator(index: int, url: str, start: threading.Barrier, seconds: float,
     this person's own (appended in order), so the last entry per sample is their label."""
     rng = random.Random(1000 + index)
     name = f"annotator-{index}"
-    tabs = [Client(url, verbose=False) for _ in range(FIRST_TABS)]
-    client, spare = tabs[0], tabs[1]
+    tabs = [Tab(httpx.Client(base_url=url, timeout=120), f"{name}-tab{t}")
+            for t in range(FIRST_TABS)]
+    tab, spare = tabs[0], tabs[1]
     samples = [sample.id for sample in pool_samples()]
     current: dict[str, Submission] = {}  # sample -> the submission of my current label
     start.wait()
@@ -110,7 +121,7 @@ def annotator(index: int, url: str, start: threading.Barrier, seconds: float,
             stored = [s for s in ledger if s.stored]
             if draw < RETRY and stored:  # a retry of my last stored label: nothing new
                 last = stored[-1]
-                ledger.append(send(client, Submission(name, last.sample_id, last.label,
+                ledger.append(send(tab, Submission(name, last.sample_id, last.label,
                                                       last.request_id, "retry", 0)))
                 continue
             sample_id = rng.choice(samples)
@@ -127,12 +138,12 @@ def annotator(index: int, url: str, start: threading.Barrier, seconds: float,
             if draw > 1 - DOUBLE or not ledger:
                 pair = [clicks.submit(send, c, Submission(name, sample_id, label, request_id,
                                                           "double", 0))
-                        for c in (tabs if not ledger else (client, spare))]
+                        for c in (tabs if not ledger else (tab, spare))]
                 done = [future.result() for future in pair]
                 ledger.extend(done)
                 winner = next((s for s in done if s.stored), done[0])
             else:
-                winner = send(client, Submission(name, sample_id, label, request_id, kind, 0))
+                winner = send(tab, Submission(name, sample_id, label, request_id, kind, 0))
                 ledger.append(winner)
             if winner.error is None:
                 current[sample_id] = winner

@@ -1,20 +1,20 @@
-"""The Browse tab's per-run frame (one row per sample, every judge side by side) and its
-filters.
+"""Browsing a run: its wide frame (one row per sample, every judge side by side), the
+filters over it, and the rows shown.
 
 The frame is built once per version of a run's tables (a pivot of the verdicts, seconds
 for nothing: tens of milliseconds for 10k samples x 10 judges) and kept while the tables
 stay the same objects, so a filter is a few boolean masks over it.
 
 Folds follow docs/METHODS.md 1 with answerable = the answer is correct under the chosen truth
-(the RC-RAG label): AK, AD, UK, UD; "-" when the judge gave no decision (unavailable,
-failed, or not run on the sample).
+(the RC-RAG label): those of ragshield.metrics.risk, or "-" when the judge gave no decision
+(unavailable, failed, or not run on the sample).
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import numpy as np
@@ -22,17 +22,19 @@ import pandas as pd
 
 from ragshield.errors import UserError
 from ragshield.evaluation import RunTables
+from ragshield.judging import (ABSTAINED, KEPT, NOT_RUN, UNDECIDED, decision_codes,
+                               keep_counts)
 from ragshield.metrics.labels import ANSWERABLE, UNANSWERABLE
+from ragshield.metrics.risk import FOLDS
+from ragshield.services.run_tables import RunTablesCache, remember
 from ragshield.types import ABSTAIN, KEEP
 
 DECISION = "decision"  # the run's decision rule, shown beside the judges in the fold filter
-FOLDS = ("AK", "AD", "UK", "UD")
 LABEL_STATES = ("any", "labelled", "unlabelled")
 NONE = "-"
-KEPT, ABSTAINED, UNDECIDED, NOT_RUN = 1, 0, -1, -2  # a judge's keep as a small integer
 KEEP_WORDS = {KEPT: KEEP, ABSTAINED: ABSTAIN, UNDECIDED: NONE, NOT_RUN: NONE}
 SHOWN_ROWS = 500
-CELL_CHARS = 300  # question and answer cells are cut here; the detail view shows all
+CELL_CHARS = 300  # question and answer cells are cut here; the case study shows all
 
 
 def keep_column(judge: str) -> str:
@@ -61,35 +63,22 @@ def run_judges(tables: RunTables) -> tuple[str, ...]:
 
 
 def _keep_codes(verdicts: pd.DataFrame, sample_ids: pd.Series,
-                judges: tuple[str, ...]) -> pd.DataFrame:
+                judges: tuple[str, ...]) -> np.ndarray:
     """Sample x judge matrix of KEPT / ABSTAINED / UNDECIDED / NOT_RUN, in sample order."""
     keep = verdicts["keep"]
     codes = np.where(keep.isna(), UNDECIDED, np.where(keep.eq(True), KEPT, ABSTAINED))
     long = pd.Series(codes, index=pd.MultiIndex.from_arrays(
         [verdicts["sample_id"], verdicts["judge"]]))
     wide = long.unstack(fill_value=NOT_RUN) if len(long) else pd.DataFrame(index=[])
-    return wide.reindex(index=sample_ids, columns=list(judges), fill_value=NOT_RUN).astype(int)
-
-
-def _decision_codes(codes: pd.DataFrame, rule: str) -> np.ndarray:
-    """The rule applied per sample, as ragshield.judging.decide does: a judge's name
-    follows that judge; `all` keeps when every deciding judge keeps; `majority` when more
-    than half of them do. UNDECIDED when the rule cannot decide."""
-    if rule not in ("all", "majority"):
-        if rule not in codes.columns:
-            return np.full(len(codes), UNDECIDED)
-        column = codes[rule].to_numpy()
-        return np.where(column == NOT_RUN, UNDECIDED, column)
-    keeps = (codes == KEPT).sum(axis=1).to_numpy()
-    deciding = codes.isin([KEPT, ABSTAINED]).sum(axis=1).to_numpy()
-    keep = keeps == deciding if rule == "all" else keeps * 2 > deciding
-    return np.where(deciding == 0, UNDECIDED, np.where(keep, KEPT, ABSTAINED))
+    return wide.reindex(index=sample_ids, columns=list(judges),
+                        fill_value=NOT_RUN).to_numpy(dtype=int)
 
 
 def _folds(codes: np.ndarray, answerable: np.ndarray) -> np.ndarray:
-    side = np.where(answerable, "A", "U")
-    kept = np.where(codes == KEPT, "K", "D")
-    return np.where(codes >= ABSTAINED, np.char.add(side.astype(str), kept.astype(str)), NONE)
+    """Each sample's fold under a judge's keep codes. FOLDS is (AK, AD, UK, UD): answerable
+    before unanswerable, kept before discarded."""
+    index = np.where(answerable, 0, 2) + np.where(codes == KEPT, 0, 1)
+    return np.where(np.isin(codes, (KEPT, ABSTAINED)), np.asarray(FOLDS)[index], NONE)
 
 
 def _human_differs(samples: pd.DataFrame, auto_samples: pd.DataFrame) -> np.ndarray:
@@ -114,7 +103,7 @@ def build_frame(tables: RunTables, auto_tables: RunTables) -> BrowseFrame:
         return BrowseFrame(tables.run_id, rule, judges, pd.DataFrame(columns=columns))
     codes = _keep_codes(tables.verdicts, samples["sample_id"], judges)
     answerable = samples["answer_correct"].fillna(False).astype(bool).to_numpy()
-    decision = _decision_codes(codes, rule)
+    decision = decision_codes(codes, judges, rule)
     question, answer = samples["question"].fillna(""), samples["answer"].fillna("")
     sample_id = samples["sample_id"].astype(str)
     columns: dict[str, object] = {
@@ -123,12 +112,11 @@ def build_frame(tables: RunTables, auto_tables: RunTables) -> BrowseFrame:
         DECISION: pd.Series(decision).map(KEEP_WORDS).to_numpy(),
         fold_column(DECISION): _folds(decision, answerable),
     }
-    for judge in judges:
-        column = codes[judge].to_numpy()
+    for index, judge in enumerate(judges):
+        column = codes[:, index]
         columns[keep_column(judge)] = pd.Series(column).map(KEEP_WORDS).to_numpy()
         columns[fold_column(judge)] = _folds(column, answerable)
-    keeps = (codes == KEPT).sum(axis=1).to_numpy()
-    deciding = codes.isin([KEPT, ABSTAINED]).sum(axis=1).to_numpy()
+    keeps, deciding = keep_counts(codes)
     columns["disagree"] = (keeps > 0) & (keeps < deciding)
     columns["labelled"] = samples["human_label"].notna().to_numpy()
     columns["human_differs"] = _human_differs(samples, auto_tables.samples)
@@ -158,11 +146,15 @@ class BrowseFrames:
                 return entry[1]
         frame = build_frame(tables, tables if tables.truth == "auto" else auto_tables())
         with self._lock:
-            self._entries[key] = (tables, frame)
-            self._entries.move_to_end(key)
-            while len(self._entries) > self.size:
-                self._entries.popitem(last=False)
+            remember(self._entries, key, (tables, frame), self.size)
         return frame
+
+
+def run_frame(cache: RunTablesCache, frames: BrowseFrames, run_id: int,
+              truth: str) -> tuple[RunTables, BrowseFrame]:
+    """The run's tables under `truth` and its wide frame (built once per tables version)."""
+    tables = cache.get(run_id, truth)
+    return tables, frames.get(tables, lambda: cache.get(run_id, "auto"))
 
 
 class FilterError(UserError, ValueError):
@@ -226,3 +218,26 @@ def shown_table(frame: BrowseFrame, rows: pd.DataFrame, fold_judge: str,
         "human ≠ auto": head["human_differs"].map(flag),
     }
     return pd.DataFrame(shown).reset_index(drop=True)
+
+
+@dataclass(frozen=True)
+class BrowsedSamples:
+    frame: BrowseFrame
+    fold_judge: str  # the judge whose folds were filtered on
+    dropped_judge: str | None  # the fold judge asked for when the run lacks it (then DECISION)
+    matching: int  # how many samples pass the filters
+    table: pd.DataFrame  # the first of them, as shown_table gives them
+
+
+def browse_samples(cache: RunTablesCache, frames: BrowseFrames, run_id: int, truth: str,
+                   filters: BrowseFilters, limit: int = SHOWN_ROWS) -> BrowsedSamples:
+    """The run's samples under `truth` that pass `filters`. A fold judge the run lacks (the
+    picker still shows the previous run's) falls back to the decision rather than failing.
+    Raises UnknownRunError, OptionError (truth) or FilterError."""
+    _, frame = run_frame(cache, frames, run_id, truth)
+    dropped = None
+    if filters.fold_judge not in (DECISION, *frame.judges):
+        dropped, filters = filters.fold_judge, replace(filters, fold_judge=DECISION)
+    rows = filter_rows(frame, filters)
+    return BrowsedSamples(frame, filters.fold_judge, dropped, len(rows),
+                          shown_table(frame, rows, filters.fold_judge, limit))

@@ -15,14 +15,11 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select
-
+from ragshield.evaluation import TRUTHS as TRUTHS  # re-exported: the truths a face offers
 from ragshield.evaluation import (Labels, RunRecords, RunTables, check_truth, dataset_labels,
                                   label_tables, run_records)
 from ragshield.store.database import Store
-from ragshield.store.models import AnswerRow, Dataset, Label, Passage, VerdictRow
-from ragshield.store.models import Sample as SampleRow
-from ragshield.store.runs import get_run
+from ragshield.store.versions import RunVersion, run_version
 
 
 def remember(entries: OrderedDict, key: Any, value: Any, size: int) -> None:
@@ -31,43 +28,6 @@ def remember(entries: OrderedDict, key: Any, value: Any, size: int) -> None:
     entries.move_to_end(key)
     while len(entries) > size:
         entries.popitem(last=False)
-
-
-@dataclass(frozen=True)
-class RunVersion:
-    records: tuple[Any, ...]  # the run's answer count, newest answer id, newest verdict id
-    labels: int | None  # the newest label (or retraction) of the run's dataset
-
-
-def run_version(store: Store, run_id: int) -> RunVersion:
-    """Changes whenever an answer, a verdict or a label of the run's dataset is added."""
-    run = get_run(store, run_id)
-    with store.session() as session:
-        answers = session.execute(
-            select(func.count(AnswerRow.id), func.max(AnswerRow.id))
-            .where(AnswerRow.run_id == run_id)).one()
-        verdicts = session.scalar(
-            select(func.max(VerdictRow.id)).join(AnswerRow, AnswerRow.id == VerdictRow.answer_id)
-            .where(AnswerRow.run_id == run_id))
-        label = session.scalar(
-            select(func.max(Label.id)).join(SampleRow, SampleRow.id == Label.sample_id)
-            .where(SampleRow.dataset_id == run.dataset_id)) if run.dataset_id else None
-    return RunVersion(records=(*answers, verdicts), labels=label)
-
-
-def dataset_version(store: Store, dataset: str) -> tuple[Any, ...]:
-    """Changes when a sample or passage is added to the dataset, and when a re-import
-    rewrites samples (their passages are inserted again, with new ids; on SQLite, whose ids
-    can be reused, not when the rewritten passages were the newest ones)."""
-    with store.session() as session:
-        samples = session.execute(
-            select(func.count(SampleRow.id), func.max(SampleRow.id))
-            .join(Dataset, Dataset.id == SampleRow.dataset_id).where(Dataset.name == dataset)).one()
-        passages = session.execute(
-            select(func.count(Passage.id), func.max(Passage.id))
-            .join(SampleRow, SampleRow.id == Passage.sample_id)
-            .join(Dataset, Dataset.id == SampleRow.dataset_id).where(Dataset.name == dataset)).one()
-    return (*samples, *passages)
 
 
 @dataclass

@@ -1,0 +1,34 @@
+"""What the ask form offers: datasets and their samples, corpora, and the decision rules
+that fit the chosen judges."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ragshield.judging import POOLED_RULES
+from ragshield.retrieval.corpus_store import list_corpora
+from ragshield.retrieval.demo_corpus import DEMO_CORPUS_NAME
+from ragshield.store.database import Store
+from ragshield.store.samples import dataset_names, list_samples
+
+SAMPLE_LABEL_CHARS = 120
+
+__all__ = ["corpus_names", "dataset_names", "rule_choices", "sample_choices"]
+
+
+def rule_choices(judges: list[str], rule: str | None) -> tuple[list[str], str]:
+    """The decision rules that fit the chosen judges, and the rule to select."""
+    choices = [*POOLED_RULES, *judges]
+    return choices, rule if rule in choices else POOLED_RULES[0]
+
+
+def corpus_names(corpora_dir: Path) -> list[str]:
+    """The packaged demo corpus first, then every corpus ingested into `corpora_dir`."""
+    names = [manifest.name for manifest in list_corpora(corpora_dir)]
+    return list(dict.fromkeys([DEMO_CORPUS_NAME, *names]))
+
+
+def sample_choices(store: Store, dataset: str) -> list[tuple[str, str]]:
+    """(`id: question`, id) for each sample of the dataset; UnknownDatasetError if none."""
+    return [(f"{s.id}: {s.question[:SAMPLE_LABEL_CHARS]}", s.id)
+            for s in list_samples(store, dataset)]
