@@ -1,13 +1,20 @@
 """`ragshield metrics --verdicts FILE`: the output shape, and bad files rejected with the
-file, line and field named."""
+file, line and field named; `ragshield metrics RUN` and `ragshield report RUN` in process."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
+from typer.testing import CliRunner
 
+from ragshield.cli.app import app
+from ragshield.pipeline import RunModels, execute_run, start_run
+from ragshield.run_config import RunConfig
+from ragshield.store.samples import import_samples
+from ragshield.types import Passage, Sample
 from ragshield.verdict_files import VerdictFileError, read_verdicts_file
+from tests.fakes import ScriptedLLM
 from tests.test_cli import run_cli
 
 GOOD = [
@@ -74,3 +81,23 @@ def test_cli_reports_a_bad_file_and_exits_1(python_processes, tmp_path):
 def test_run_metrics_of_an_unknown_run_fail_clearly(python_processes, tmp_path):
     result = run_cli("metrics", "7", env={"RAGSHIELD_DATABASE_URL": f"sqlite:///{tmp_path}/m.db"})
     assert result.returncode == 1 and "no run with id 7" in result.stderr
+
+
+def test_report_and_metrics_of_a_stored_run(store, store_url, settings, monkeypatch, tmp_path):
+    monkeypatch.setenv("RAGSHIELD_DATABASE_URL", store_url)
+    import_samples(store, "toy", [Sample(id=f"s{i}", question=f"What is {i}?",
+                                         passages=[Passage(text=f"It is {i}.")],
+                                         reference_answers=[str(i)]) for i in range(3)])
+    run = start_run(store, RunConfig(dataset="toy", judges=["trivial"], rule="trivial"))
+    out = tmp_path / "report"
+    empty = CliRunner().invoke(app, ["report", str(run), "--out", str(out)])
+    assert empty.exit_code == 1 and empty.stderr == f"error: run {run} has no saved answers yet\n"
+    execute_run(store, run, settings, progress=False,
+                models=RunModels(main=ScriptedLLM(respond=lambda messages: "Answer: 1")))
+    written = CliRunner().invoke(app, ["report", str(run), "--out", str(out), "--resamples", "0"])
+    assert written.exit_code == 0, written.output
+    assert written.stdout.startswith(f"wrote {out / 'report.md'}, ") and written.stderr == ""
+    assert (out / "report.html").is_file()
+    shown = CliRunner().invoke(app, ["metrics", str(run), "--json", "--resamples", "0"])
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.stdout)["trivial"]["n"] == 3

@@ -13,14 +13,15 @@ from gradio_client import Client
 
 from ragshield.pipeline import RunModels, execute_run, start_run
 from ragshield.run_config import RunConfig
+from ragshield.services.labelling import annotator_name
 from ragshield.store.labels import add_annotator, add_label, get_guidelines, label_history
 from ragshield.store.models import LABEL_VALUES
 from ragshield.store.samples import import_samples
 from ragshield.types import Passage, Sample
 from ragshield.ui import annotate_tab
-from ragshield.ui.annotate_tab import (HEAD, HOTKEYS, QueueView, annotator_of, label_sample,
-                                       load_guidelines, next_item, progress_html,
-                                       save_guidelines, show_sample, skip_sample, undo_last)
+from ragshield.ui.annotate_tab import (HEAD, HOTKEYS, QueueView, label_sample, load_guidelines,
+                                       next_item, progress_html, save_guidelines, show_sample,
+                                       skip_sample, undo_last)
 from ragshield.ui.context import UiContext
 from tests.conftest import free_port
 from tests.fakes import ScriptedLLM
@@ -126,6 +127,16 @@ def test_the_queue_follows_strategy_and_overlap(context):
     assert bad.kind == "error" and "strategy must be one of" in bad.message
 
 
+def test_a_label_is_kept_when_the_queue_cannot_hand_over_the_next_sample(context):
+    """The label is stored before the queue is asked; its error follows the confirmation."""
+    view = QueueView(dataset="toy", strategy="alphabetical")
+    record, screen = label_sample(context, view, "ann", "s0", "unsure", None, "r-1")
+    assert record.stored and labels_of(context, "s0") == [("ann", "unsure")]
+    assert screen.kind == "error" and screen.item is None
+    assert screen.message.startswith("Stored: s0 is unsure for ann.")
+    assert "strategy must be one of" in screen.message
+
+
 def test_blind_mode_hides_other_labels_and_verdicts(context, settings):
     run = start_run(context.store, RunConfig(dataset="toy", judges=["trivial"], rule="trivial",
                                              limit=1))
@@ -170,8 +181,8 @@ def test_nothing_is_written_without_an_annotator_name(context):
 
 
 def test_the_login_name_wins_over_a_typed_name(context):
-    assert annotator_of("mallory", FakeRequest(username="ann")) == "ann"
-    assert annotator_of(" bob ", FakeRequest(username=None)) == "bob"
+    assert annotator_name("mallory", login_name="ann") == "ann"
+    assert annotator_name(" bob ", login_name=None) == "bob"
     record, _ = label_sample(context, VIEW, "mallory", "s0", "unsure", None, "r-1",
                              FakeRequest(username="ann"))
     assert record.annotator == "ann" and labels_of(context, "s0") == [("ann", "unsure")]

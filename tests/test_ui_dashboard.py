@@ -23,12 +23,14 @@ from ragshield.store.labels import add_annotator, add_label
 from ragshield.store.models import AnswerRow
 from ragshield.store.runs import add_verdicts, list_runs
 from ragshield.store.samples import import_samples
+from ragshield.services.run_choices import run_choices
+from ragshield.services.run_views import DashboardCache
+from ragshield.services.runs import RunForm, RunLauncher, form_defaults
 from ragshield.types import Passage, Sample, Verdict
 from ragshield.ui import dashboard_tab
 from ragshield.ui.context import UiContext
-from ragshield.ui.dashboard_tab import (MISSING_CURVES, DashboardCache, refresh_dashboard,
-                                        run_choices, run_progress_html, start_run_from_form)
-from ragshield.ui.run_launcher import RunLauncher
+from ragshield.ui.dashboard_tab import (MISSING_CURVES, refresh_dashboard, run_progress_html,
+                                        start_run_from_form)
 from tests.conftest import free_port
 from tests.fakes import ScriptedLLM, ScriptedReply
 
@@ -247,10 +249,10 @@ def test_started_run_finishes_in_the_background_and_shows_its_progress(context):
     assert launcher.wait(run_id, timeout=30)
     [run] = list_runs(context.store)
     assert (run.id, run.status, run.done, run.total, run.failures) == (run_id, "done", 3, 3, 0)
-    progress = run_progress_html(context.store, launcher)
+    progress = run_progress_html(launcher)
     assert f'data-run="{run_id}"' in progress and "done, 3 of 3 samples" in progress
     assert '<progress value="3" max="3">' in progress
-    assert run_choices(context.store) == [(f"#{run_id} · {DATASET}", run_id)]
+    assert run_choices(context.store) == [(f"#{run_id} · {DATASET} · done", run_id)]
     shown = refresh_dashboard(context, DashboardCache(), run_id, "auto", 0)
     assert table_rows(shown.tables_html, RISK)["p_true"][1] == "3"
 
@@ -270,7 +272,7 @@ def test_a_second_run_waits_for_the_first_and_a_failed_start_is_reported(context
     message, second = start_run_from_form(context, launcher, DATASET, 2, "evidence", ["trivial"],
                                           "trivial", "given")
     assert second is None and f"run {first} is still going" in message
-    assert f'data-run="{first}"' in run_progress_html(context.store, launcher)
+    assert f'data-run="{first}"' in run_progress_html(launcher)
     release.set()
     assert launcher.wait(first, timeout=30)
 
@@ -281,7 +283,7 @@ def test_a_second_run_waits_for_the_first_and_a_failed_start_is_reported(context
     _, run_id = start_run_from_form(context, failing, DATASET, 2, "evidence", ["trivial"],
                                     "trivial", "given")
     assert failing.wait(run_id, timeout=30)
-    progress = run_progress_html(context.store, failing)
+    progress = run_progress_html(failing)
     assert "failed" in progress and "no model file &lt;here&gt;" in progress
 
 
@@ -305,6 +307,16 @@ def test_a_bad_configuration_is_a_readable_message_and_starts_nothing(context):
     assert list_runs(context.store) == [] and launcher.started() == []
 
 
+def test_the_start_form_chooses_the_rule_as_every_run_does(settings):
+    """The form ticks trivial and the configured rule's judge, and selects the rule that
+    choose_rule gives those judges: the configured one where it fits, else majority."""
+    assert form_defaults(settings) == RunForm(["trivial", "counterfactual"], "counterfactual")
+    pooled = settings.model_copy(update={"decision_rule": "all"})
+    assert form_defaults(pooled) == RunForm(["trivial"], "all")
+    unknown = settings.model_copy(update={"decision_rule": "oracle"})
+    assert form_defaults(unknown) == RunForm(["trivial"], "majority")
+
+
 @SQLITE_ONLY
 def test_named_endpoints(settings, store, run_id, context):
     with gr.Blocks() as app:
@@ -325,6 +337,6 @@ def test_named_endpoints(settings, store, run_id, context):
         assert "No run is going on" in client.predict(run_id, api_name="/dashboard_progress")[0]
         picker = client.predict(run_id, api_name="/dashboard_runs")
         assert picker["value"] == run_id
-        assert picker["choices"] == [[f"#{run_id} · {DATASET}", run_id]]
+        assert picker["choices"] == [[f"#{run_id} · {DATASET} · done", run_id]]
     finally:
         app.close()

@@ -23,9 +23,11 @@ from ragshield.store.samples import UnknownDatasetError, import_samples, iter_sa
 from ragshield.types import Answer, Passage, Sample, Verdict
 from ragshield.ui.context import UiContext
 from ragshield.ui.demo_render import ABSTAIN_MESSAGE
+from ragshield.services.ask_choices import rule_choices, sample_choices
 from ragshield.ui.demo_tab import (ABSTAIN, LARGER, NORAG, STORED, DemoForm, PassageFinders,
-                                   ask, rule_choices, sample_choices)
-from ragshield.ui.threshold_panel import score_range, scored_judges, threshold_html, threshold_panel
+                                   ask)
+from ragshield.services.thresholds import score_range, scored_judges, threshold_choice
+from ragshield.ui.threshold_panel import choice_html, threshold_html
 from tests.fakes import ScriptedLLM, ScriptedReply
 from tests.retrieval_fixtures import DOCUMENTS, write_jsonl
 
@@ -238,11 +240,11 @@ def test_a_model_failure_while_answering_is_shown_in_the_page(context):
 
 def test_sample_and_rule_choices(context):
     ensure_demo_dataset(context.store)
-    choices = sample_choices(context, DEMO_DATASET)
+    choices = sample_choices(context.store, DEMO_DATASET)
     label, value = choices[0]
     assert len(choices) == 160 and label.startswith(f"{value}: ")
     with pytest.raises(UnknownDatasetError):
-        sample_choices(context, "nope")
+        sample_choices(context.store, "nope")
     assert rule_choices(["p_true", "trivial"], "trivial") == (["majority", "all", "p_true",
                                                                "trivial"], "trivial")
     assert rule_choices(["p_true"], "counterfactual")[1] == "majority"
@@ -276,9 +278,9 @@ def build_run(store: Store) -> int:
 def test_threshold_coverage_and_risk_match_hand_counts(store, settings):
     context = UiContext(settings=settings, store=store)
     run_id = build_run(store)
-    assert scored_judges(context, run_id) == ["p_true"]
-    assert score_range(context, run_id, "p_true").__dict__ == {"low": 0.2, "high": 0.9,
-                                                                "middle": 0.7}
+    assert scored_judges(context.tables, run_id) == ["p_true"]
+    assert score_range(context.tables, run_id, "p_true").__dict__ == {"low": 0.2, "high": 0.9,
+                                                                       "middle": 0.7}
     # 5 decided samples. Own decisions keep s0, s1 (correct) and s3 (wrong): AK 2, UK 1.
     # t = 0.75 keeps s0, s1: AK 2, UK 0.  t = 0.25 keeps s0-s3: AK 3, UK 1.
     assert table_rows(threshold_html(context, run_id, "p_true", 0.75)) == [
@@ -287,9 +289,9 @@ def test_threshold_coverage_and_risk_match_hand_counts(store, settings):
     assert table_rows(threshold_html(context, run_id, "p_true", 0.25))[1] == [
         "score &gt;= 0.25", "4 of 5", "0.800", "0.250", "3", "1"]
     assert table_rows(threshold_html(context, run_id, "p_true", 0.95))[1][3] == "n/a"
-    panel = threshold_panel(context)
-    assert (panel.run_id, panel.judge, panel.threshold) == (run_id, "p_true", 0.7)
-    assert "3 of 5" in panel.html
+    choice = threshold_choice(store, context.tables)
+    assert (choice.run_id, choice.judge, choice.scores.middle) == (run_id, "p_true", 0.7)
+    assert "3 of 5" in choice_html(context, choice)
     for judge in ("trivial", "oracle", None):
         html = threshold_html(context, run_id, judge, 0.5)
         assert "rs-msg-error" in html and "judges with scores: p_true" in html
@@ -297,8 +299,9 @@ def test_threshold_coverage_and_risk_match_hand_counts(store, settings):
 
 
 def test_an_empty_store_says_there_are_no_runs(context):
-    panel = threshold_panel(context)
-    assert panel.runs == [] and panel.judges == [] and "No stored runs yet" in panel.html
+    choice = threshold_choice(context.store, context.tables)
+    assert choice.runs == [] and choice.judges == []
+    assert "No stored runs yet" in choice_html(context, choice)
     assert "No stored runs yet" in threshold_html(context, None, None, 0.5)
 
 
@@ -361,7 +364,7 @@ def test_every_ask_is_kept_in_a_live_run_and_shows_up_in_browse_and_the_queue(co
     from ragshield.store.labels import add_annotator
     from ragshield.store.runs import get_run, list_runs
     from ragshield.ui.browse_tab import browse_detail, browse_filter
-    from ragshield.ui.browse_table import BrowseFrames
+    from ragshield.services.browse import BrowseFrames
 
     context.settings = context.settings.model_copy(update={"corpora_dir": corpora_dir})
     with_model(context, ScriptedLLM(respond=replies("0.1")))

@@ -15,10 +15,8 @@ from ragshield.cli.errors import user_errors
 from ragshield.cli.output import emit_json, print_table
 from ragshield.cli.store import opened_store
 from ragshield.datasets import FORMATS, parse_mapping
-from ragshield.services.datasets import ensure_demo_dataset
-from ragshield.services.datasets import import_file
-from ragshield.store.dataset_deletion import DatasetInUseError, dataset_usage, delete_dataset
-from ragshield.store.samples import list_datasets, list_samples
+from ragshield.services.datasets import (all_datasets, dataset_samples, delete_dataset,
+                                         deletion_preview, import_file)
 
 app = typer.Typer(no_args_is_help=True,
                   help="Datasets: import files, list datasets and samples, delete a dataset.")
@@ -60,8 +58,7 @@ def import_(
 def list_(as_json: bool = JSON_OPTION) -> None:
     """The datasets with their sample counts (the bundled `demo` set is added when missing)."""
     with user_errors(), opened_store() as store:
-        ensure_demo_dataset(store)
-        rows = [asdict(summary) for summary in list_datasets(store)]
+        rows = [asdict(summary) for summary in all_datasets(store)]
     if as_json:
         emit_json(rows)
         return
@@ -76,8 +73,7 @@ def samples(
 ) -> None:
     """The samples of a dataset: id, question, answerable, number of passages."""
     with user_errors(), opened_store() as store:
-        ensure_demo_dataset(store)
-        rows = [asdict(s) for s in list_samples(store, name, limit=limit)]
+        rows = [asdict(s) for s in dataset_samples(store, name, limit=limit)]
     if as_json:
         emit_json(rows)
         return
@@ -95,9 +91,7 @@ def delete(
     """Delete a dataset with its samples and passages (refused while runs or labels use it,
     unless --force)."""
     with user_errors(), opened_store() as store:
-        usage = dataset_usage(store, name)
-        if usage.in_use and not force:
-            raise DatasetInUseError(usage)
+        usage = deletion_preview(store, name, force=force)
         if not yes:
             also = f", and {usage.references()}" if usage.in_use else ""
             typer.confirm(f"Delete dataset {name!r}: {usage.samples} samples, {usage.passages} "

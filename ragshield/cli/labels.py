@@ -30,7 +30,7 @@ def _record_dict(record) -> dict:
 def annotator(name: str = typer.Argument(..., help="The annotator's name."),
               role: Optional[str] = typer.Option(None, "--role", help="e.g. expert, student.")) -> None:
     """Add an annotator (or change their role)."""
-    from ragshield.store.labels import add_annotator
+    from ragshield.services.labelling import add_annotator
 
     with user_errors(), opened_store() as store:
         add_annotator(store, name, role)
@@ -50,13 +50,11 @@ def add(
     dataset: str = DATASET, as_json: bool = JSON,
 ) -> None:
     """Label a sample (a new version when the annotator labelled it before)."""
-    from ragshield.services.datasets import ensure_demo_dataset
-    from ragshield.store.labels import add_label
+    from ragshield.services.labelling import label_sample
 
     with user_errors(), opened_store() as store:
-        ensure_demo_dataset(store)
-        record = add_label(store, dataset, sample, annotator, label,
-                           answer_correct=answer_correct, note=note, request_id=request_id)
+        record = label_sample(store, dataset, sample, annotator, label,
+                              answer_correct=answer_correct, note=note, request_id=request_id)
     if as_json:
         emit_json(_record_dict(record))
     else:
@@ -67,7 +65,7 @@ def add(
 def history(sample: str = typer.Option(..., "--sample"), dataset: str = DATASET,
             as_json: bool = JSON) -> None:
     """Every label version of a sample, oldest first."""
-    from ragshield.store.labels import label_history
+    from ragshield.services.labelling import label_history
 
     with user_errors(), opened_store() as store:
         rows = [_record_dict(r) for r in label_history(store, dataset, sample)]
@@ -87,13 +85,11 @@ def next_(annotator: str = ANNOTATOR, dataset: str = DATASET,
           run: Optional[int] = typer.Option(None, "--run", help="Run for --strategy disagreement."),
           ) -> None:
     """Print the id of the sample to label next (nothing when done)."""
-    from ragshield.services.datasets import ensure_demo_dataset
-    from ragshield.store.annotation_queue import next_sample
+    from ragshield.services.labelling import Queue, next_to_label
 
     with user_errors(), opened_store() as store:
-        ensure_demo_dataset(store)
-        found = next_sample(store, dataset, annotator, strategy=strategy, overlap=overlap,
-                            seed=seed, run_id=run)
+        found = next_to_label(store, annotator,
+                              Queue(dataset, strategy, overlap, seed=seed, run_id=run))
     if found is not None:
         typer.echo(found)
 
@@ -105,7 +101,7 @@ def show(sample: str = typer.Option(..., "--sample"), annotator: str = ANNOTATOR
          run: Optional[int] = typer.Option(None, "--run", help="Default: the newest run."),
          ) -> None:
     """Print (as JSON) what the annotator sees for a sample."""
-    from ragshield.store.annotation_item import annotation_item
+    from ragshield.services.labelling import annotation_item
 
     with user_errors(), opened_store() as store:
         item = annotation_item(store, dataset, sample, annotator, blind=blind, run_id=run)
@@ -116,7 +112,7 @@ def show(sample: str = typer.Option(..., "--sample"), annotator: str = ANNOTATOR
 def skip_(sample: str = typer.Option(..., "--sample"), annotator: str = ANNOTATOR,
           dataset: str = DATASET) -> None:
     """Pass over a sample in the queue."""
-    from ragshield.store.labels import skip
+    from ragshield.services.labelling import skip
 
     with user_errors(), opened_store() as store:
         skip(store, dataset, sample, annotator)
@@ -125,7 +121,7 @@ def skip_(sample: str = typer.Option(..., "--sample"), annotator: str = ANNOTATO
 @app.command("undo")
 def undo_(annotator: str = ANNOTATOR, dataset: str = DATASET) -> None:
     """Take back the annotator's newest label change or skip."""
-    from ragshield.store.labels import undo
+    from ragshield.services.labelling import undo
 
     with user_errors(), opened_store() as store:
         sample = undo(store, dataset, annotator)
@@ -135,7 +131,7 @@ def undo_(annotator: str = ANNOTATOR, dataset: str = DATASET) -> None:
 @app.command("progress")
 def progress_(dataset: str = DATASET, as_json: bool = JSON) -> None:
     """Samples labelled and skipped per annotator."""
-    from ragshield.store.labels import progress
+    from ragshield.services.labelling import progress
 
     with user_errors(), opened_store() as store:
         rows = [asdict(p) for p in progress(store, dataset)]
@@ -149,7 +145,7 @@ def progress_(dataset: str = DATASET, as_json: bool = JSON) -> None:
 def guidelines(dataset: str = DATASET,
                set_from: Optional[Path] = typer.Option(None, "--set", help="A Markdown file.")) -> None:
     """Show the dataset's labelling guidelines, or replace them with a Markdown file."""
-    from ragshield.store.labels import get_guidelines, set_guidelines
+    from ragshield.services.labelling import get_guidelines, set_guidelines
 
     with user_errors(), opened_store() as store:
         if set_from is not None:
@@ -167,7 +163,7 @@ def agreement(dataset: Optional[str] = typer.Option(None, "--dataset",
               as_json: bool = JSON) -> None:
     """Percent agreement, Cohen's kappa per pair, Fleiss' kappa, Krippendorff's alpha, and
     each judge's and the automatic label's agreement with the human majority."""
-    from ragshield.label_agreement import label_agreement
+    from ragshield.services.labelling import label_agreement
 
     with user_errors(), opened_store() as store:
         result = label_agreement(store, dataset)
@@ -187,7 +183,7 @@ def export(format: str = typer.Option(..., "--format", help="csv | jsonl | parqu
            out: Path = typer.Option(..., "--out"),
            dataset: Optional[str] = typer.Option(None, "--dataset", help="Default: all.")) -> None:
     """Write every label version (the whole history) to a file."""
-    from ragshield.store.label_transfer import export_labels
+    from ragshield.services.labelling import export_labels
 
     with user_errors(), opened_store() as store:
         count = export_labels(store, out, format, dataset)
@@ -199,10 +195,8 @@ def import_(path: Path = typer.Argument(...),
             format: Optional[str] = typer.Option(None, "--format", help="Default: from the extension.")
             ) -> None:
     """Import a label file made by `labels export` (all rows or none)."""
-    from ragshield.services.datasets import ensure_demo_dataset
-    from ragshield.store.label_transfer import import_labels
+    from ragshield.services.labelling import import_label_file
 
     with user_errors(), opened_store() as store:
-        ensure_demo_dataset(store)
-        added, present = import_labels(store, path, format)
+        added, present = import_label_file(store, path, format)
     typer.echo(f"{added} label rows added, {present} already there")

@@ -85,10 +85,8 @@ def run(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Answer and judge a dataset's samples and store everything (resumable)."""
-    from ragshield.services.datasets import ensure_demo_dataset
-    from ragshield.pipeline import execute_run, rejudge_run, start_run
-    from ragshield.run_config import RunConfig, with_default_rule
-    from ragshield.store.runs import failures, get_run
+    from ragshield.run_config import RunConfig
+    from ragshield.services.runs import add_judges, execute, record_run
 
     if sum(x is not None for x in (dataset, resume, rejudge)) != 1:
         fail("give exactly one of --dataset (a new run), --resume RUN or --rejudge RUN")
@@ -97,35 +95,33 @@ def run(
     with user_errors(), opened_store(settings) as store, _sigterm_interrupts():
         if rejudge is not None:
             try:
-                outcome = rejudge_run(store, rejudge, judges, settings, progress=progress)
+                rejudged = add_judges(store, settings, rejudge, judges, progress=progress)
             except KeyboardInterrupt as stop:
                 raise _stopped(stop, rejudge, rejudging=True)
-            _finish({"run_id": rejudge, "verdicts_added": outcome.added,
-                     "verdicts_failed": outcome.failed}, as_json)
+            _finish({"run_id": rejudge, "verdicts_added": rejudged.added,
+                     "verdicts_failed": rejudged.failed}, as_json)
             return
         run_id = resume
         if dataset is not None:
-            ensure_demo_dataset(store)
-            config, note = with_default_rule(RunConfig(
+            new = record_run(store, settings, RunConfig(
                 dataset=dataset, limit=limit, answerer=answerer or settings.answerer,
                 judges=[judges], rule=rule, retrieval=retrieval,
                 corpus=corpus, k=k, noise=noise, backend=settings.backend, model=model,
                 base_url=base_url, small_model=small_model, fallback=fallback, switch=switch,
                 seed=seed, concurrency=concurrency or settings.concurrency,
-            ), settings.decision_rule)
-            if note:
-                typer.echo(f"note: {note}", err=True)
-            run_id = start_run(store, config, name=name)
+            ), name=name)
+            if new.note:
+                typer.echo(f"note: {new.note}", err=True)
+            run_id = new.run_id
         assert run_id is not None
         try:
-            outcome = execute_run(store, run_id, settings, progress=progress)
+            result = execute(store, settings, run_id, progress=progress)
         except KeyboardInterrupt as stop:
             raise _stopped(stop, run_id, rejudging=False)
-        failed = failures(store, run_id)
-        rule_used = get_run(store, run_id).config["rule"]
-    _finish({"run_id": run_id, "status": outcome.status, "rule": rule_used,
+    outcome = result.outcome
+    _finish({"run_id": run_id, "status": outcome.status, "rule": result.rule,
              "done": outcome.done, "total": outcome.total, "failed": outcome.failed,
-             "failures": [{"sample_id": i, "error": e} for i, e in failed.items()]},
+             "failures": [{"sample_id": i, "error": e} for i, e in result.failures.items()]},
             as_json)
     if outcome.failed:
         raise typer.Exit(code=1)
@@ -134,7 +130,7 @@ def run(
 @runs_app.command("list")
 def list_runs(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Runs with their status, samples done of total, and failures."""
-    from ragshield.store.runs import list_runs as stored_runs
+    from ragshield.services.runs import list_runs as stored_runs
 
     with user_errors(), opened_store() as store:
         rows = [

@@ -1,5 +1,6 @@
-"""Datasets into the store: a file (loaded, checked and streamed by ragshield.datasets)
-imported in one transaction, and the bundled demo set put into an empty database."""
+"""Datasets in the store: a file (loaded, checked and streamed by ragshield.datasets)
+imported in one transaction, the bundled demo set put into an empty database, the datasets
+and samples listed, and a dataset deleted."""
 
 from __future__ import annotations
 
@@ -13,8 +14,14 @@ from ragshield.datasets.demo import DEMO_DATASET, DEMO_LICENSE, DEMO_SAMPLES
 from ragshield.datasets.registry import detect_format, get_format, load_dataset
 from ragshield.names import check_name
 from ragshield.store.database import Store
-from ragshield.store.samples import ImportResult, has_dataset, import_samples
+from ragshield.store.dataset_deletion import (DatasetInUseError, DatasetUsage, dataset_usage,
+                                              delete_dataset)
+from ragshield.store.samples import (DatasetSummary, ImportResult, SampleSummary, has_dataset,
+                                     import_samples, list_datasets, list_samples)
 from ragshield.types import Sample
+
+__all__ = ["Progress", "all_datasets", "dataset_samples", "delete_dataset", "deletion_preview",
+           "ensure_demo_dataset", "import_file"]
 
 Progress = Callable[[Iterator[Sample]], Iterable[Sample]]  # e.g. tqdm
 
@@ -51,3 +58,26 @@ def ensure_demo_dataset(store: Store) -> bool:
             return False
         raise
     return True
+
+
+def all_datasets(store: Store) -> list[DatasetSummary]:
+    """Every dataset with its sample counts, by name; the demo set is put in when missing."""
+    ensure_demo_dataset(store)
+    return list_datasets(store)
+
+
+def dataset_samples(store: Store, name: str, *, limit: int | None = None) -> list[SampleSummary]:
+    """The samples of a dataset in import order, with their passage counts (the demo set is
+    put in when missing, so that `demo` is always there)."""
+    ensure_demo_dataset(store)
+    return list_samples(store, name, limit=limit)
+
+
+def deletion_preview(store: Store, name: str, *, force: bool = False) -> DatasetUsage:
+    """What deleting the dataset would remove. Without `force`, a dataset that runs or
+    labels use is refused here (DatasetInUseError), before anyone is asked to confirm a
+    deletion that `delete_dataset` would refuse."""
+    usage = dataset_usage(store, name)
+    if usage.in_use and not force:
+        raise DatasetInUseError(usage)
+    return usage

@@ -1,10 +1,10 @@
 """The Annotate tab: people say whether a sample's passages answer its question.
 
-The queue (ragshield.store.annotation_queue) picks the sample, annotation_item says what to
-show, ragshield.store.labels writes labels, skips and undos: the same functions as
-`ragshield labels ...`. With `app.py --auth` the login name is the annotator; without it,
-a typed name remembered in the browser. Every label submit carries a request id made when
-the item was shown, so a double click or a retried request stores one label.
+ragshield.services.labelling picks the sample, says what to show and writes labels, skips
+and undos: the same use cases as `ragshield labels ...`. With `app.py --auth` the login
+name is the annotator; without it, a typed name remembered in the browser. Every label
+submit carries a request id made when the item was shown, so a double click or a retried
+request stores one label.
 """
 
 from __future__ import annotations
@@ -17,14 +17,10 @@ from typing import Any
 
 import gradio as gr
 
-from ragshield.datasets.demo import DEMO_DATASET
 from ragshield.errors import UserError
-from ragshield.store.annotation_item import AnnotationItem, annotation_item
-from ragshield.store.annotation_queue import STRATEGIES, next_sample
-from ragshield.store.labels import (LabelRecord, add_annotator, add_label, get_guidelines,
-                                    progress, set_guidelines, skip, undo)
-from ragshield.store.models import LABEL_VALUES
-from ragshield.store.samples import count_samples, dataset_names
+from ragshield.services import labelling
+from ragshield.services.labelling import (LABEL_VALUES, STRATEGIES, AnnotationItem,
+                                          AnnotatorMissingError, LabelRecord, Next, Queue)
 from ragshield.ui.context import UiContext
 from ragshield.ui.html_render import esc, message_html, table_html
 
@@ -117,18 +113,18 @@ CSS = """
 """
 
 
-class AnnotatorMissingError(UserError, ValueError):
-    """Nobody is named: a label must record who gave it."""
-
-
 @dataclass(frozen=True)
 class QueueView:
     """How the annotator asked to see the queue (the tab's controls)."""
-    dataset: str = DEMO_DATASET
-    strategy: str = "unlabelled"
-    overlap: int = 1
+    dataset: str = Queue.dataset
+    strategy: str = Queue.strategy
+    overlap: int = Queue.overlap
     blind: bool = True
     show_answer: bool = False
+
+    @property
+    def queue(self) -> Queue:
+        return Queue(self.dataset, self.strategy, self.overlap)
 
 
 @dataclass(frozen=True)
@@ -152,20 +148,13 @@ class Screen:
     shown: Shown | None = None
 
 
-def annotator_of(typed_name: str | None, request: Any = None) -> str:
-    """The login name when the app runs with --auth (it cannot be overridden), else the
-    typed name."""
-    name = (getattr(request, "username", None) or typed_name or "").strip()
-    if not name:
-        raise AnnotatorMissingError(
-            "No annotator name: type your name in the box above (every label records who gave it).")
-    return name
+def _login(request: Any) -> str | None:
+    """The login name when the app runs with --auth."""
+    return getattr(request, "username", None)
 
 
-def _registered(context: UiContext, typed_name: str | None, request: Any) -> str:
-    name = annotator_of(typed_name, request)
-    add_annotator(context.store, name)
-    return name
+def _signed_in(context: UiContext, typed_name: str | None, request: Any) -> str:
+    return labelling.sign_in(context.store, typed_name, _login(request))
 
 
 # -- rendering ----------------------------------------------------------------------------
@@ -221,7 +210,8 @@ def _help_markdown() -> str:
 
 def show_sample(context: UiContext, view: QueueView, annotator: str, sample_id: str,
                 message: str = "", kind: str = "info") -> Screen:
-    item = annotation_item(context.store, view.dataset, sample_id, annotator, blind=view.blind)
+    item = labelling.annotation_item(context.store, view.dataset, sample_id, annotator,
+                                     blind=view.blind)
     answer_shown = view.show_answer and item.answer is not None
     shown = Shown(view.dataset, sample_id, item.passages, item.answer_id if answer_shown else None)
     return Screen(message, kind, item_html(item, show_answer=view.show_answer), shown)
@@ -231,23 +221,33 @@ def _joined(*messages: str) -> str:
     return " ".join(filter(None, messages))
 
 
-def next_item(context: UiContext, view: QueueView, typed_name: str | None, request: Any = None,
-              message: str = "") -> Screen:
-    """The next sample of the queue for this annotator (or a note that none is left)."""
+def _next_screen(context: UiContext, view: QueueView, name: str, handed: Next,
+                 message: str = "") -> Screen:
+    """The sample the queue handed over (or a note that none is left), after `message`."""
+    if handed.error is not None:
+        return Screen(_joined(message, str(handed.error)), "error")
+    if handed.sample_id is None:
+        done = (f"Nothing left to label in {view.dataset} for {name} "
+                f"(queue {view.strategy}, {view.overlap} annotator(s) per sample).")
+        return Screen(_joined(message, done), "info",
+                      '<div class="annotate-item annotate-done">All done here.</div>', None)
     try:
-        name = _registered(context, typed_name, request)
-        sample_id = next_sample(context.store, view.dataset, name, strategy=view.strategy,
-                                overlap=view.overlap)
-        if sample_id is None:
-            done = (f"Nothing left to label in {view.dataset} for {name} "
-                    f"(queue {view.strategy}, {view.overlap} annotator(s) per sample).")
-            return Screen(_joined(message, done), "info",
-                          '<div class="annotate-item annotate-done">All done here.</div>', None)
-        return show_sample(context, view, name, sample_id, message)
-    except AnnotatorMissingError as error:
-        return Screen(_joined(message, str(error)), "warning")
+        return show_sample(context, view, name, handed.sample_id, message)
     except UserError as error:
         return Screen(_joined(message, str(error)), "error")
+
+
+def next_item(context: UiContext, view: QueueView, typed_name: str | None,
+              request: Any = None) -> Screen:
+    """The next sample of the queue for this annotator (or a note that none is left)."""
+    try:
+        name = _signed_in(context, typed_name, request)
+        handed = Next(labelling.next_sample_id(context.store, name, view.queue))
+    except AnnotatorMissingError as error:
+        return Screen(str(error), "warning")
+    except UserError as error:
+        return Screen(str(error), "error")
+    return _next_screen(context, view, name, handed)
 
 
 def label_sample(context: UiContext, view: QueueView, typed_name: str | None, sample_id: str,
@@ -258,26 +258,27 @@ def label_sample(context: UiContext, view: QueueView, typed_name: str | None, sa
     on_screen = (shown if shown and (shown.dataset, shown.sample_id) == (view.dataset, sample_id)
                  else None)
     try:
-        name = _registered(context, typed_name, request)
-        record = add_label(context.store, view.dataset, sample_id, name, label, note=note,
-                           request_id=request_id or None,
-                           passages_shown=on_screen.passages if on_screen else None,
-                           answer_id=on_screen.answer_id if on_screen else None)
+        name = _signed_in(context, typed_name, request)
+        record, handed = labelling.label_then_next(
+            context.store, view.queue, name, sample_id, label, note=note,
+            request_id=request_id or None,
+            passages_shown=on_screen.passages if on_screen else None,
+            answer_id=on_screen.answer_id if on_screen else None)
     except UserError as error:
         return None, Screen(f"No label written: {error}", "error")
     message = (f"Stored: {sample_id} is {record.label} for {name}." if record.stored else
                f"Unchanged: {sample_id} was already {record.label} for {name}.")
-    return record, next_item(context, view, name, message=message)
+    return record, _next_screen(context, view, name, handed, message)
 
 
 def skip_sample(context: UiContext, view: QueueView, typed_name: str | None, sample_id: str,
                 request: Any = None) -> Screen:
     try:
-        name = _registered(context, typed_name, request)
-        skip(context.store, view.dataset, sample_id, name)
+        name = _signed_in(context, typed_name, request)
+        handed = labelling.skip_then_next(context.store, view.queue, name, sample_id)
     except UserError as error:
         return Screen(f"Not skipped: {error}", "error")
-    return next_item(context, view, name, message=f"Skipped {sample_id}.")
+    return _next_screen(context, view, name, handed, f"Skipped {sample_id}.")
 
 
 def undo_last(context: UiContext, view: QueueView, typed_name: str | None,
@@ -285,8 +286,8 @@ def undo_last(context: UiContext, view: QueueView, typed_name: str | None,
     """Take back the annotator's newest label or skip in the dataset and show that sample
     again, to label it anew."""
     try:
-        name = _registered(context, typed_name, request)
-        sample_id = undo(context.store, view.dataset, name)
+        name = _signed_in(context, typed_name, request)
+        sample_id = labelling.undo(context.store, view.dataset, name)
         if sample_id is None:
             return Screen(f"Nothing to undo for {name} in {view.dataset}.", "warning")
         return show_sample(context, view, name, sample_id, f"Undone on {sample_id}.")
@@ -298,21 +299,22 @@ def progress_html(context: UiContext, dataset: str, typed_name: str | None,
                   request: Any = None) -> str:
     """The annotator's progress bar: samples with their current label, of the dataset."""
     try:
-        rows = progress(context.store, dataset)
-        total = rows[0].total if rows else count_samples(context.store, dataset)
-        name = annotator_of(typed_name, request)
+        name: str | None = labelling.annotator_name(typed_name, _login(request))
     except AnnotatorMissingError:
-        return f'<div class="annotate-progress-text">{total} samples in {esc(dataset)}.</div>'
+        name = None
+    try:
+        mine = labelling.annotator_progress(context.store, dataset, name)
     except UserError as error:
         return message_html(str(error), "error")
-    mine = next((row for row in rows if row.annotator == name), None)
-    return progress_bar_html(mine.labelled if mine else 0, mine.skipped if mine else 0, total)
+    if name is None:
+        return f'<div class="annotate-progress-text">{mine.total} samples in {esc(dataset)}.</div>'
+    return progress_bar_html(mine.labelled, mine.skipped, mine.total)
 
 
 def load_guidelines(context: UiContext, dataset: str) -> tuple[str, str]:
     """(Markdown to show, text for the editor) of the dataset's guidelines."""
     try:
-        text = get_guidelines(context.store, dataset) or ""
+        text = labelling.get_guidelines(context.store, dataset) or ""
     except UserError as error:
         return f"*{error}*", ""
     return text or "*No guidelines for this dataset yet: write them below.*", text
@@ -321,7 +323,7 @@ def load_guidelines(context: UiContext, dataset: str) -> tuple[str, str]:
 def save_guidelines(context: UiContext, dataset: str, markdown: str) -> tuple[str, str]:
     """Store the guidelines; (message HTML, Markdown to show)."""
     try:
-        set_guidelines(context.store, dataset, markdown)
+        labelling.set_guidelines(context.store, dataset, markdown)
     except UserError as error:
         return message_html(f"Not saved: {error}", "error"), f"*{error}*"
     return message_html(f"Guidelines of {dataset} saved."), load_guidelines(context, dataset)[0]
@@ -363,15 +365,15 @@ LABEL_EVENTS: dict[str, Any] = {"queue": False}
 def build(context: UiContext, page: gr.Blocks) -> None:
     """Components and events of the tab (called inside its gr.Tab of `page`, the app's
     Blocks, whose load event fills the tab)."""
-    names = dataset_names(context.store)
-    default_dataset = DEMO_DATASET if DEMO_DATASET in names or not names else names[0]
+    names = labelling.dataset_names(context.store)
     with gr.Column(elem_id=ROOT_ID):
         with gr.Row():
             name_box = gr.Textbox(label="Your name (annotator)", placeholder="e.g. ann",
                                   elem_id="annotate-name", scale=2)
             # Custom values: datasets imported after start-up; the handlers check the name.
-            dataset_box = gr.Dropdown(names, value=default_dataset, allow_custom_value=True,
-                                      label="Dataset", elem_id="annotate-dataset", scale=2)
+            dataset_box = gr.Dropdown(names, value=labelling.default_dataset(names),
+                                      allow_custom_value=True, label="Dataset",
+                                      elem_id="annotate-dataset", scale=2)
             strategy_box = gr.Radio(list(STRATEGIES), value=QueueView.strategy, label="Queue",
                                     elem_id="annotate-strategy", scale=3)
             overlap_box = gr.Number(QueueView.overlap, precision=0, minimum=1,
@@ -419,8 +421,8 @@ def build(context: UiContext, page: gr.Blocks) -> None:
 
     def on_load(dataset, strategy, overlap, blind, show_answer, request: gr.Request):
         """With --auth: the login name, fixed, and its first item."""
-        choices = gr.update(choices=dataset_names(context.store))
-        username = getattr(request, "username", None)
+        choices = gr.update(choices=labelling.dataset_names(context.store))
+        username = _login(request)
         if not username:
             return gr.skip(), choices, gr.skip(), gr.skip(), gr.skip()
         return (gr.update(value=username, interactive=False), choices,
@@ -430,7 +432,7 @@ def build(context: UiContext, page: gr.Blocks) -> None:
                       request: gr.Request):
         """The name this browser used last, into an empty name box, and its first item.
         A BrowserState reads its value when its tab is first shown and reports a change."""
-        if getattr(request, "username", None) or not remembered or (name or "").strip():
+        if _login(request) or not remembered or (name or "").strip():
             return gr.skip()
         return remembered, *on_next(dataset, strategy, overlap, blind, show_answer, remembered,
                                     request)

@@ -6,6 +6,8 @@ labels, change their labels (a new version), resend a label unchanged, retry a r
 client-side ledger of every acknowledged submission is then compared with the database:
 every stored request id is there exactly once, with the right annotator, sample and label;
 no row is there that nobody acknowledged; each person's current label is their last one.
+Meanwhile a run started from the app's Dashboard answers and judges demo questions with the
+embedded model in the same server process: labels must not wait for it.
 Each person's first label comes from 4 tabs at once, and a library-level test registers one
 new name and one skip from 8 connections at once (both used to fail on the unique key)."""
 
@@ -23,12 +25,15 @@ from pathlib import Path
 
 import pytest
 import httpx
+from gradio_client import Client
 from sqlalchemy import func, select
 
+from ragshield.datasets.demo import DEMO_DATASET
 from ragshield.services.datasets import ensure_demo_dataset
 from ragshield.store.database import open_store
 from ragshield.store.labels import add_annotator, skip
 from ragshield.store.models import LABEL_VALUES, Annotator, Label, Sample, Skip
+from ragshield.store.runs import RunSummary, list_runs
 from ragshield.store.samples import dataset_id_of, import_samples
 from ragshield.types import Passage
 from ragshield.types import Sample as DatasetSample
@@ -43,6 +48,8 @@ POOL = 12  # samples: 8 people on 12 samples label the same ones over and over
 SECONDS = sized(10, 90)  # of labelling, per database
 RETRY, DOUBLE, SAME = 0.12, 0.06, 0.08  # chances of each kind of submission
 FIRST_TABS = 4  # a person's first label comes from this many tabs at once
+# The run going on meanwhile: more demo questions than it can answer while people label.
+RUN_SAMPLES, RUN_JUDGES = 200, ["trivial", "p_true"]
 
 
 @dataclass
@@ -113,6 +120,8 @@ def annotator(index: int, url: str, start: threading.Barrier, seconds: float,
     tab, spare = tabs[0], tabs[1]
     samples = [sample.id for sample in pool_samples()]
     current: dict[str, Submission] = {}  # sample -> the submission of my current label
+    for opened in tabs:  # the page's load: the server makes the tab's session state then
+        call_like_browser(opened.http, "annotate_progress", [DATASET, ""], opened.session)
     start.wait()
     deadline = time.monotonic() + seconds
     with ThreadPoolExecutor(FIRST_TABS) as clicks:
@@ -152,6 +161,28 @@ def annotator(index: int, url: str, start: threading.Barrier, seconds: float,
 def percentile(values: list[float], share: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def start_app_run(app_url: str) -> None:
+    """Start a run from the Dashboard's form (a queued event, so through gradio_client)."""
+    Client(app_url, verbose=False).predict(
+        None, DEMO_DATASET, RUN_SAMPLES, "evidence", RUN_JUDGES, "p_true", "given", False,
+        api_name="/dashboard_start_run")
+
+
+def app_run(url: str, *, running_within: float = 0) -> RunSummary:
+    """The run started from the app (the only run of the demo dataset), once it is running
+    (its model opened) or `running_within` seconds have passed."""
+    store = open_store(url, migrate=False)
+    deadline = time.monotonic() + running_within
+    try:
+        while True:
+            run = next(run for run in list_runs(store) if run.dataset == DEMO_DATASET)
+            if run.status != "pending" or time.monotonic() > deadline:
+                return run
+            time.sleep(0.2)
+    finally:
+        store.close()
 
 
 def database_rows(url: str) -> list[dict]:
@@ -257,9 +288,15 @@ def test_concurrent_annotators_lose_and_duplicate_nothing(
     url, database = store_url, store_url.split(":")[0].split("+")[0]  # sqlite | postgresql
     prepare(url)
     with launch_app(tmp_path, url) as app_url:
+        start_app_run(app_url)
+        before = app_run(url, running_within=120)
         ledgers, elapsed = run_annotators(app_url)
+        after = app_run(url)
     rows = database_rows(url)
     check_ledger(scenario, ledgers, rows)
+    scenario.check("a run started in the app was going on throughout the labelling",
+                   before.status == after.status == "running" and after.done < after.total,
+                   (before, after))
 
     every = [s for ledger in ledgers for s in ledger]
     kinds = Counter(s.kind for s in every)
@@ -281,6 +318,7 @@ def test_concurrent_annotators_lose_and_duplicate_nothing(
     scenario.figure(prefix + "latency p50 / p95 / p99 / max (ms)", " / ".join(
         f"{percentile(latencies, q):.0f}" for q in (0.5, 0.95, 0.99, 1.0)))
     scenario.figure(prefix + "latency mean (ms)", round(statistics.fmean(latencies), 1))
+    scenario.figure(prefix + "run samples answered and judged meanwhile", after.done - before.done)
 
 
 @pytest.mark.scenario(SCENARIO)

@@ -32,7 +32,7 @@ from ragshield.store.models import AnswerRow, Run, utcnow
 from ragshield.store.run_owner import STALE_AFTER, Owner, RunHeldError, claim_run
 from ragshield.store.runs import get_run, list_runs
 from ragshield.types import Completion
-from ragshield.ui.run_launcher import RunLauncher
+from ragshield.services.runs import RunLauncher
 from tests.fakes import ScriptedLLM, ScriptedReply
 from tests.reliability.consistency import check_complete_exactly_once
 from tests.reliability.fake_openai import Fault, FakeOpenAIServer
