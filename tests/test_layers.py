@@ -26,6 +26,13 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("faces", {"cli", "ui", "api", "__main__"}),
 ]
 FACES = {"cli", "ui", "api"}
+# What the faces reach only through the services: the database's tables and queries, the
+# metrics, and the engines that run, evaluate and grade. (The store's `database` module, which
+# opens a store, is the one part of the store a face may name.)
+FACE_FORBIDDEN = ("sqlalchemy", "ragshield.store.", "ragshield.metrics", "ragshield.evaluation",
+                  "ragshield.pipeline", "ragshield.label_agreement", "ragshield.grading",
+                  "ragshield.verdict_files")
+FACE_ALLOWED = ("ragshield.store.database",)
 RANK = {name: rank for rank, (_, names) in enumerate(LAYERS) for name in names}
 
 
@@ -35,17 +42,18 @@ def _part(module: str) -> str:
     return parts[1] if len(parts) > 1 else "__init__"
 
 
-def _imports(path: Path) -> list[tuple[int, str]]:
+def _imports(path: Path, prefix: str = "ragshield") -> list[tuple[int, str]]:
+    """(line, module) of every import in the file of a module starting with `prefix`."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names = [node.module] if node.module != "ragshield" else [
                 f"ragshield.{alias.name}" for alias in node.names]
-            found += [(node.lineno, name) for name in names if name.startswith("ragshield")]
+            found += [(node.lineno, name) for name in names if name.startswith(prefix)]
         elif isinstance(node, ast.Import):
             found += [(node.lineno, alias.name) for alias in node.names
-                      if alias.name.startswith("ragshield")]
+                      if alias.name.startswith(prefix)]
     return found
 
 
@@ -73,6 +81,15 @@ def test_no_module_imports_a_higher_layer_or_another_face():
                 upward.append(f"{path.relative_to(PACKAGE.parent)}:{line} ({part}) imports "
                               f"{module} ({target})")
     assert not upward, "imports against the layer order:\n" + "\n".join(upward)
+
+
+def test_faces_reach_the_store_metrics_and_engines_only_through_the_services():
+    reaching = [f"{path.relative_to(PACKAGE.parent)}:{line} imports {module}"
+                for path, part in _modules() if part in FACES | {"__main__"}
+                for line, module in _imports(path, prefix="")
+                if (module + ".").startswith(FACE_FORBIDDEN)
+                and not (module + ".").startswith(FACE_ALLOWED)]
+    assert not reaching, "faces that bypass ragshield.services:\n" + "\n".join(reaching)
 
 
 def test_the_architecture_doc_states_the_same_layers():

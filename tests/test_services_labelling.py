@@ -8,6 +8,7 @@ import pytest
 
 from ragshield.datasets.demo import DEMO_DATASET
 from ragshield.services import labelling
+from ragshield.services.datasets import dataset_names
 from ragshield.services.labelling import AnnotatorMissingError, Queue
 from ragshield.store.samples import import_samples
 from ragshield.types import Passage, Sample
@@ -59,7 +60,7 @@ def test_a_queue_error_after_a_label_is_handed_back_not_raised(toy):
 def test_the_first_command_on_a_fresh_database_finds_the_demo_set(store):
     labelling.add_annotator(store, "ann")
     first = labelling.next_to_label(store, "ann", Queue())
-    assert first is not None and DEMO_DATASET in labelling.dataset_names(store)
+    assert first is not None and DEMO_DATASET in dataset_names(store)
     record = labelling.label_sample(store, DEMO_DATASET, first, "ann", "answerable",
                                     answer_correct=True)
     assert record.stored and record.answer_correct is True

@@ -26,8 +26,8 @@ from ragshield.services.browse import (DECISION, BrowseFilters, BrowseFrames, bu
                                        filter_rows, fold_column, keep_column, shown_table)
 from ragshield.services.case_studies import case_study
 from ragshield.services.run_choices import ALL_DATASETS
-from ragshield.ui.browse_tab import (TITLE, browse_detail, browse_filter, browse_runs,
-                                     browse_select, build)
+from ragshield.ui.browse_tab import (TITLE, browse_detail, browse_filter, browse_row,
+                                     browse_runs, build)
 from ragshield.ui.context import UiContext
 from tests.conftest import free_port
 from tests.fakes import ScriptedLLM, ScriptedReply
@@ -363,7 +363,7 @@ def test_selecting_a_row_opens_its_case_study(shared):
     context, frames, toy_run = shared
     _, table, _ = browse_filter(context, frames, toy_run, "auto", DECISION, [], True, "any",
                                 False, "")
-    sample_id, html = browse_select(context, frames, toy_run, "auto", list(table.iloc[1]))
+    sample_id, html = browse_row(context, frames, toy_run, "auto", list(table.iloc[1]))
     assert sample_id == "s2" and "What colour is the sky?" in html
 
 

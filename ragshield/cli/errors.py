@@ -10,9 +10,8 @@ from typing import Iterator, NoReturn
 
 import typer
 
-from sqlalchemy.exc import SQLAlchemyError
-
 from ragshield.errors import UserError
+from ragshield.store.database import DatabaseError
 
 
 @contextmanager
@@ -21,7 +20,7 @@ def user_errors() -> Iterator[None]:
         yield
     except UserError as exc:
         fail(str(exc))
-    except SQLAlchemyError as exc:
+    except DatabaseError as exc:
         fail(f"database error: {getattr(exc, 'orig', None) or exc}")
 
 

@@ -163,18 +163,18 @@ def agreement(dataset: Optional[str] = typer.Option(None, "--dataset",
               as_json: bool = JSON) -> None:
     """Percent agreement, Cohen's kappa per pair, Fleiss' kappa, Krippendorff's alpha, and
     each judge's and the automatic label's agreement with the human majority."""
-    from ragshield.services.labelling import label_agreement
+    from ragshield.services.agreement import newest_run_agreement
 
     with user_errors(), opened_store() as store:
-        result = label_agreement(store, dataset)
+        agreed = newest_run_agreement(store, dataset)
     if as_json:
-        emit_json(result)
+        emit_json({**agreed.among, "automatic": agreed.automatic, "judges": agreed.judges})
         return
     for key in ("n_items", "percent", "fleiss", "krippendorff_alpha"):
-        typer.echo(f"{key}: {result[key]}")
-    for pair, kappa in result["cohen"].items():
+        typer.echo(f"{key}: {agreed.among[key]}")
+    for pair, kappa in agreed.among["cohen"].items():
         typer.echo(f"cohen {pair}: {kappa}")
-    for judge, values in {"automatic": result["automatic"], **result["judges"]}.items():
+    for judge, values in {"automatic": agreed.automatic, **agreed.judges}.items():
         typer.echo(f"{judge} vs majority: {values}")
 
 

@@ -1,6 +1,6 @@
-"""Agreement of the annotators of a dataset among themselves, and of any keep decisions (a
-judge's, the automatic answerability label) with their majority label (docs/METHODS.md 5.5).
-Samples are named by their row id, as labels name them."""
+"""Agreement of the annotators of a dataset among themselves, and of the automatic
+answerability label and each judge's keep decisions with their majority label
+(docs/METHODS.md 5.5). Samples are named by their row id, as labels name them."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragshield.evaluation import RunTables
+from ragshield.label_agreement import automatic_labels, newest_run_keeps
 from ragshield.metrics.agreement import (agreement_summary, agreement_with_majority,
                                          majority_by_item)
 from ragshield.reports.tables import JudgeSeries
@@ -21,16 +22,27 @@ Keeps = Mapping[int, bool]  # sample row id -> keep (= answerable)
 @dataclass(frozen=True)
 class Agreement:
     among: dict[str, Any]  # agreement_summary: percent, cohen, fleiss, krippendorff_alpha, n_items
-    with_majority: dict[str, dict[str, Any]]  # whose keeps -> n, percent, kappa
+    automatic: dict[str, Any]  # the automatic label against the majority: n, percent, kappa
+    judges: dict[str, dict[str, Any]]  # judge -> n, percent, kappa against the majority
 
 
-def agreement(store: Store, dataset: str | None, keeps: Mapping[str, Keeps]) -> Agreement:
-    """The annotators of `dataset` (None: of every dataset) among themselves, and each of
-    `keeps` against their majority label (ties and "unsure" left out)."""
+def agreement(store: Store, dataset: str | None, automatic: Keeps,
+              judges: Mapping[str, Keeps]) -> Agreement:
+    """The annotators of `dataset` (None: of every dataset) among themselves, and the
+    `automatic` labels and each judge's keeps against their majority label (ties and
+    "unsure" left out)."""
     ratings = current_label_table(store, dataset)
     majority = majority_by_item(ratings)
-    return Agreement(agreement_summary(ratings),
-                     {who: agreement_with_majority(keep, majority) for who, keep in keeps.items()})
+    return Agreement(agreement_summary(ratings), agreement_with_majority(automatic, majority),
+                     {judge: agreement_with_majority(keeps, majority)
+                      for judge, keeps in judges.items()})
+
+
+def newest_run_agreement(store: Store, dataset: str | None) -> Agreement:
+    """`agreement` of the automatic labels and, for one dataset, of the judges of its newest
+    run (none for every dataset)."""
+    judges = newest_run_keeps(store, dataset) if dataset is not None else {}
+    return agreement(store, dataset, automatic_labels(store, dataset), judges)
 
 
 def run_keeps(tables: RunTables, series: Mapping[str, JudgeSeries]) -> dict[str, dict[int, bool]]:

@@ -1,5 +1,5 @@
-"""What the ask form offers: datasets and their samples, corpora, and the decision rules
-that fit the chosen judges."""
+"""What the ask form offers: the samples of a dataset, corpora, and the decision rules that
+fit the chosen judges (the datasets come from ragshield.services.datasets)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,9 @@ from ragshield.judging import POOLED_RULES
 from ragshield.retrieval.corpus_store import list_corpora
 from ragshield.retrieval.demo_corpus import DEMO_CORPUS_NAME
 from ragshield.store.database import Store
-from ragshield.store.samples import dataset_names, list_samples
+from ragshield.store.samples import list_samples
 
 SAMPLE_LABEL_CHARS = 120
-
-__all__ = ["corpus_names", "dataset_names", "rule_choices", "sample_choices"]
 
 
 def rule_choices(judges: list[str], rule: str | None) -> tuple[list[str], str]:

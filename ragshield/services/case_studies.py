@@ -12,8 +12,11 @@ from ragshield.services.browse import BrowseFrames, fold_column, run_frame
 from ragshield.services.run_tables import RunTablesCache
 from ragshield.store.database import Store
 from ragshield.store.labels import LabelRecord, label_history
+from ragshield.store.runs import MAIN
 from ragshield.store.sample_records import SampleCase, sample_case
 from ragshield.types import Verdict
+
+__all__ = ["MAIN", "CaseStudy", "case_study"]
 
 
 @dataclass(frozen=True)

@@ -16,12 +16,12 @@ from ragshield.names import check_name
 from ragshield.store.database import Store
 from ragshield.store.dataset_deletion import (DatasetInUseError, DatasetUsage, dataset_usage,
                                               delete_dataset)
-from ragshield.store.samples import (DatasetSummary, ImportResult, SampleSummary, has_dataset,
-                                     import_samples, list_datasets, list_samples)
+from ragshield.store.samples import (DatasetSummary, ImportResult, SampleSummary, dataset_names,
+                                     has_dataset, import_samples, list_datasets, list_samples)
 from ragshield.types import Sample
 
-__all__ = ["Progress", "all_datasets", "dataset_samples", "delete_dataset", "deletion_preview",
-           "ensure_demo_dataset", "import_file"]
+__all__ = ["Progress", "all_datasets", "dataset_names", "dataset_samples", "delete_dataset",
+           "deletion_preview", "ensure_demo_dataset", "import_file"]
 
 Progress = Callable[[Iterator[Sample]], Iterable[Sample]]  # e.g. tqdm
 

@@ -19,7 +19,6 @@ from typing import Any
 
 from ragshield.datasets.demo import DEMO_DATASET
 from ragshield.errors import UserError
-from ragshield.label_agreement import label_agreement
 from ragshield.services.datasets import ensure_demo_dataset
 from ragshield.store.annotation_item import AnnotationItem, annotation_item
 from ragshield.store.annotation_queue import STRATEGIES, next_sample
@@ -29,15 +28,14 @@ from ragshield.store.labels import (LabelRecord, Progress, add_annotator, add_la
                                     get_guidelines, label_history, progress, set_guidelines,
                                     skip, undo)
 from ragshield.store.models import LABEL_VALUES
-from ragshield.store.samples import count_samples, dataset_names
+from ragshield.store.samples import count_samples
 
 __all__ = [
     "LABEL_VALUES", "STRATEGIES", "AnnotationItem", "AnnotatorMissingError", "LabelRecord",
     "Next", "Progress", "Queue", "add_annotator", "annotation_item", "annotator_name",
-    "annotator_progress", "dataset_names", "default_dataset", "export_labels",
-    "get_guidelines", "import_label_file", "label_agreement", "label_history",
-    "label_sample", "label_then_next", "next_sample_id", "next_to_label", "progress",
-    "set_guidelines", "sign_in", "skip", "skip_then_next", "undo",
+    "annotator_progress", "default_dataset", "export_labels", "get_guidelines",
+    "import_label_file", "label_history", "label_sample", "label_then_next", "next_sample_id",
+    "next_to_label", "progress", "set_guidelines", "sign_in", "skip", "skip_then_next", "undo",
 ]
 
 

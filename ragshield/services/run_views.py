@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ragshield.evaluation import TRUTHS, RunRecords, RunTables
+from ragshield.evaluation import RunRecords, RunTables
 from ragshield.label_agreement import automatic_labels
 from ragshield.metrics.summary import judge_metrics
 from ragshield.reports.tables import (JudgeSeries, Table, fallback_table, fmt, grader_table,
@@ -35,7 +35,7 @@ from ragshield.store.database import Store
 from ragshield.store.labels import progress as label_progress
 from ragshield.store.versions import dataset_version
 
-__all__ = ["MAX_RESAMPLES", "TRUTHS", "Dashboard", "DashboardCache", "Figure", "RunView",
+__all__ = ["MAX_RESAMPLES", "Dashboard", "DashboardCache", "Figure", "RunView",
            "TruthPart", "agreement_tables", "annotation_table", "awf_part", "correctness_part",
            "dashboard"]
 
@@ -143,7 +143,7 @@ def agreement_tables(result: Agreement) -> list[Table]:
                   *([f"Cohen's kappa {pair.replace('|', ' / ')}", fmt(kappa)]
                     for pair, kappa in among["cohen"].items())]
     against = [[who, fmt(value["n"]), fmt(value["percent"]), fmt(value["kappa"])]
-               for who, value in result.with_majority.items()]
+               for who, value in {"automatic label": result.automatic, **result.judges}.items()]
     return [Table("Agreement among annotators", ["statistic", "value"], statistics),
             Table("Agreement with the human majority",
                   ["labels of", "n", "percent", "Cohen's kappa"], against,
@@ -188,9 +188,8 @@ class DashboardCache:
         """The view of `tables` and its truth parts (None without samples)."""
         series = self._series_of(tables) if not tables.samples.empty else {}
         dataset = tables.config.get("dataset")
-        keeps = {"automatic label": self._automatic_labels(store, dataset),
-                 **run_keeps(tables, series)}
-        agreed = agreement_tables(agreement(store, dataset, keeps))
+        agreed = agreement_tables(agreement(store, dataset, self._automatic_labels(store, dataset),
+                                            run_keeps(tables, series)))
         serial = next(self._serials)
         if tables.samples.empty:
             return RunView(serial, True, [], [], [], agreed), None
@@ -224,7 +223,7 @@ class DashboardCache:
         return series
 
     def _automatic_labels(self, store: Store, dataset: str | None) -> dict[int, bool]:
-        """label_agreement's automatic labels of the dataset's samples, read again only
+        """The automatic labels of the dataset's samples, read again only
         when its samples or passages changed."""
         version = dataset_version(store, dataset) if dataset is not None else None
         cached = self._automatic.get(dataset)

@@ -17,7 +17,7 @@ from typing import Any, Callable
 from ragshield.config import Settings
 from ragshield.errors import OptionError, UserError
 from ragshield.judges.registry import JUDGES
-from ragshield.judging import choose_rule
+from ragshield.judging import POOLED_RULES, choose_rule
 from ragshield.pipeline import (RejudgeOutcome, RunModels, RunOutcome, execute_run, rejudge_run,
                                 start_run)
 from ragshield.run_config import RunConfig, with_default_rule
@@ -26,15 +26,14 @@ from ragshield.services.form_values import whole_number
 from ragshield.services.run_choices import newest_runs
 from ragshield.store.database import Store
 from ragshield.store.runs import RunSummary, failures, get_run, list_runs, set_run_status
-from ragshield.store.samples import dataset_names
 
 __all__ = ["RULES", "ModelOpener", "NewRun", "RunBusyError", "RunForm", "RunLauncher",
-           "RunProgress", "RunResult", "add_judges", "dataset_names", "execute", "form_config",
-           "form_defaults", "list_runs", "record_run"]
+           "RunProgress", "RunResult", "add_judges", "execute", "form_config", "form_defaults",
+           "list_runs", "record_run"]
 
 log = logging.getLogger(__name__)
 
-RULES = ("all", "majority", *JUDGES)  # every decision rule a run can be started with
+RULES = (*POOLED_RULES, *JUDGES)  # every decision rule a run can be started with
 ModelOpener = Callable[[RunConfig], RunModels]
 
 

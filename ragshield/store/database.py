@@ -18,6 +18,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from ragshield.errors import UserError
 
+# The database driver's own errors (a lost connection, a full disk), for the faces that
+# report them to users.
+DatabaseError = SQLAlchemyError
+
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 
 

@@ -19,6 +19,7 @@ import gradio as gr
 
 from ragshield.errors import UserError
 from ragshield.services import labelling
+from ragshield.services.datasets import dataset_names
 from ragshield.services.labelling import (LABEL_VALUES, STRATEGIES, AnnotationItem,
                                           AnnotatorMissingError, LabelRecord, Next, Queue)
 from ragshield.ui.context import UiContext
@@ -365,7 +366,7 @@ LABEL_EVENTS: dict[str, Any] = {"queue": False}
 def build(context: UiContext, page: gr.Blocks) -> None:
     """Components and events of the tab (called inside its gr.Tab of `page`, the app's
     Blocks, whose load event fills the tab)."""
-    names = labelling.dataset_names(context.store)
+    names = dataset_names(context.store)
     with gr.Column(elem_id=ROOT_ID):
         with gr.Row():
             name_box = gr.Textbox(label="Your name (annotator)", placeholder="e.g. ann",
@@ -421,7 +422,7 @@ def build(context: UiContext, page: gr.Blocks) -> None:
 
     def on_load(dataset, strategy, overlap, blind, show_answer, request: gr.Request):
         """With --auth: the login name, fixed, and its first item."""
-        choices = gr.update(choices=labelling.dataset_names(context.store))
+        choices = gr.update(choices=dataset_names(context.store))
         username = _login(request)
         if not username:
             return gr.skip(), choices, gr.skip(), gr.skip(), gr.skip()

@@ -113,8 +113,8 @@ def browse_detail(context: UiContext, frames: BrowseFrames, run: int | str | Non
     return case_study_html(study)
 
 
-def browse_select(context: UiContext, frames: BrowseFrames, run: int | str | None,
-                  truth: str, row_value: list[Any] | None) -> tuple[str, str]:
+def browse_row(context: UiContext, frames: BrowseFrames, run: int | str | None,
+               truth: str, row_value: list[Any] | None) -> tuple[str, str]:
     """A row picked in the table: (its sample id, its case study)."""
     sample_id = str(row_value[0]) if row_value else ""
     return sample_id, browse_detail(context, frames, run, truth, sample_id)
@@ -165,7 +165,7 @@ def build(context: UiContext, page: gr.Blocks) -> None:
         return browse_detail(context, frames, run_value, truth_value, sample_id)
 
     def select_handler(run_value: int | str | None, truth_value: str, evt: gr.SelectData):
-        return browse_select(context, frames, run_value, truth_value, evt.row_value)
+        return browse_row(context, frames, run_value, truth_value, evt.row_value)
 
     gr.on([page.load, refresh.click, dataset.input], runs_handler,
           [dataset, run], [dataset, run], api_name="browse_runs")
@@ -177,6 +177,6 @@ def build(context: UiContext, page: gr.Blocks) -> None:
     gr.on([sample.submit, show.click], detail_handler, [run, truth, sample], detail,
           api_name="browse_detail")
     # A row pick carries the browser's selection: clients use browse_detail instead.
-    table.select(select_handler, [run, truth], [sample, detail], api_name="browse_select",
-                 api_visibility="private")
+    gr.on([table.select], select_handler, [run, truth], [sample, detail],
+          api_name="browse_select", api_visibility="private")
 

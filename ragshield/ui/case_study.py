@@ -13,9 +13,8 @@ import pandas as pd
 from ragshield.answerers.context import evidence_labels, passage_label
 from ragshield.judges.base import DetailTable
 from ragshield.judges.registry import judge_class
-from ragshield.services.case_studies import CaseStudy
-from ragshield.store.labels import LabelRecord
-from ragshield.store.runs import MAIN
+from ragshield.services.case_studies import MAIN, CaseStudy
+from ragshield.services.labelling import LabelRecord
 from ragshield.types import keep_word
 from ragshield.ui.html_render import esc, table_html
 

@@ -17,11 +17,12 @@ from ragshield.judges.registry import JUDGES
 from ragshield.reports.render import table_html
 from ragshield.reports.tables import Table
 from ragshield.run_config import RETRIEVAL_CHOICES
+from ragshield.services.datasets import dataset_names
 from ragshield.services.run_choices import pick_run, run_choices
-from ragshield.services.run_views import (MAX_RESAMPLES, TRUTHS, Dashboard, DashboardCache,
-                                          RunView, dashboard)
-from ragshield.services.runs import (RULES, RunLauncher, dataset_names, form_config,
-                                     form_defaults)
+from ragshield.services.run_tables import TRUTHS
+from ragshield.services.run_views import (MAX_RESAMPLES, Dashboard, DashboardCache, RunView,
+                                          dashboard)
+from ragshield.services.runs import RULES, RunLauncher, form_config, form_defaults
 from ragshield.ui.context import UiContext
 from ragshield.ui.html_render import esc, message_html
 

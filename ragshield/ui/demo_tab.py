@@ -24,12 +24,12 @@ from ragshield.errors import UserError
 from ragshield.judges.registry import JUDGES, quick_judges
 from ragshield.judging import DEFAULT_DECISION_RULE, decision_word
 from ragshield.retrieval.demo_corpus import DEMO_CORPUS_NAME
-from ragshield.services.ask_choices import (corpus_names, dataset_names, rule_choices,
-                                            sample_choices)
+from ragshield.services.ask_choices import corpus_names, rule_choices, sample_choices
 from ragshield.services.asking import (ABSTAIN_FALLBACK, FALLBACKS, LARGER_FALLBACK, MAX_NOISE,
                                        NORAG_FALLBACK, RETRIEVAL_MODES, AskInputError,
                                        AskRequest, PassageFinders, Prepared, answer_and_judge,
                                        prepare)
+from ragshield.services.datasets import dataset_names
 from ragshield.types import KEEP
 from ragshield.ui import demo_render
 from ragshield.ui.context import UiContext
