@@ -97,7 +97,9 @@ def create_store_engine(url: str) -> Engine:
     try:
         engine = create_engine(
             parsed,
-            pool_pre_ping=True,
+            # A server's connection can drop between requests; a local SQLite file's cannot,
+            # and the ping would cost a round trip on every session (about ten per label).
+            pool_pre_ping=not is_sqlite,
             connect_args={"timeout": 30, "check_same_thread": False} if is_sqlite else {},
         )
     except (ArgumentError, ImportError, SQLAlchemyError) as exc:
