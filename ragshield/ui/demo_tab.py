@@ -19,11 +19,9 @@ from typing import Any, Callable, Iterator
 import gradio as gr
 
 from ragshield.answerers.registry import ANSWERERS
-from ragshield.datasets.demo import DEMO_DATASET
 from ragshield.errors import UserError
 from ragshield.judges.registry import JUDGES, quick_judges
 from ragshield.judging import DEFAULT_DECISION_RULE, decision_word
-from ragshield.retrieval.demo_corpus import DEMO_CORPUS_NAME
 from ragshield.services.ask_choices import corpus_names, rule_choices, sample_choices
 from ragshield.services.asking import (ABSTAIN_FALLBACK, FALLBACKS, LARGER_FALLBACK, MAX_NOISE,
                                        NORAG_FALLBACK, RETRIEVAL_MODES, AskInputError,
@@ -49,6 +47,7 @@ LARGER_NOTE = ("larger-model answer: the question is answered and judged by the 
                "model answers instead, like a run's switch to a larger model.")
 # Free and cheap judges (each judge states its cost) and the default rule's judge.
 FAST_JUDGES = tuple(quick_judges(DEFAULT_DECISION_RULE))
+ASK_DEFAULTS = AskRequest()  # the form starts from the service's defaults
 
 
 @dataclass(frozen=True)
@@ -58,16 +57,16 @@ class DemoForm:
 
     source: str = TYPED
     question: str = ""
-    dataset: str = DEMO_DATASET
+    dataset: str = ASK_DEFAULTS.dataset
     sample_id: str | None = None
-    corpus: str = DEMO_CORPUS_NAME
-    mode: str = "hybrid"
-    k: int = 3
-    noise: int = 0
-    answerer: str = "evidence"
+    corpus: str = ASK_DEFAULTS.corpus
+    mode: str = ASK_DEFAULTS.mode
+    k: int = ASK_DEFAULTS.k
+    noise: int = ASK_DEFAULTS.noise
+    answerer: str = ASK_DEFAULTS.answerer
     judges: tuple[str, ...] = FAST_JUDGES
     rule: str = "majority"
-    fallback: str = ABSTAIN
+    fallback: str = ASK_DEFAULTS.fallback
 
     def request(self) -> AskRequest:
         """The ask this form stands for; AskInputError for a source that is neither."""
@@ -184,23 +183,24 @@ def build(context: UiContext, page: gr.Blocks) -> None:
                                   placeholder="e.g. Who designed the Eiffel Tower?")
             with gr.Row():
                 dataset = gr.Dropdown(dataset_names(context.store),
-                                      value=DEMO_DATASET, label="Dataset",
+                                      value=ASK_DEFAULTS.dataset, label="Dataset",
                                       allow_custom_value=True)
                 sample = gr.Dropdown(_initial_samples(context), value=None,
                                      label="Stored sample (uses its own passages)",
                                      allow_custom_value=True)
             with gr.Accordion("Retrieval", open=False):
                 corpus = gr.Dropdown(corpus_names(context.settings.corpora_dir),
-                                     value=DEMO_CORPUS_NAME,
+                                     value=ASK_DEFAULTS.corpus,
                                      label="Corpus (typed questions, and noise chunks)",
                                      allow_custom_value=True)
-                mode = gr.Dropdown(list(RETRIEVAL_MODES), value="hybrid", label="Retrieval mode")
-                k = gr.Slider(1, 10, value=3, step=1, label="k: passages retrieved")
-                noise = gr.Slider(0, MAX_NOISE, value=0, step=1,
+                mode = gr.Dropdown(list(RETRIEVAL_MODES), value=ASK_DEFAULTS.mode,
+                                   label="Retrieval mode")
+                k = gr.Slider(1, 10, value=ASK_DEFAULTS.k, step=1, label="k: passages retrieved")
+                noise = gr.Slider(0, MAX_NOISE, value=ASK_DEFAULTS.noise, step=1,
                                   label="Noise: random corpus chunks added")
             answerer = gr.Dropdown(list(ANSWERERS), label="Answerer",
                                    value=settings.answerer if settings.answerer in ANSWERERS
-                                   else "evidence")
+                                   else ASK_DEFAULTS.answerer)
             fast = quick_judges(settings.decision_rule)
             judges = gr.CheckboxGroup(list(JUDGES), value=fast, label="Judges")
             with gr.Row():
@@ -254,6 +254,6 @@ def build(context: UiContext, page: gr.Blocks) -> None:
 
 def _initial_samples(context: UiContext) -> list[tuple[str, str]]:
     try:
-        return sample_choices(context.store, DEMO_DATASET)
+        return sample_choices(context.store, ASK_DEFAULTS.dataset)
     except UserError:
         return []
