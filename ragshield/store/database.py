@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
@@ -63,6 +63,9 @@ def alembic_config(connection=None) -> Config:
 class Store:
     engine: Engine
     sessions: sessionmaker[Session]
+    # Annotator ids by name, as found or added through this store. Annotators are never
+    # deleted, so a name seen once needs no lookup again (every label signs its person in).
+    annotator_ids: dict[str, int] = field(default_factory=dict)
 
     @property
     def url(self) -> str:
@@ -94,6 +97,10 @@ def create_store_engine(url: str) -> Engine:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StoreError(f"cannot create the folder {folder} for {masked(url)}: {exc}") from exc
+    in_memory = is_sqlite and parsed.database in (None, "", ":memory:")
+    # Room for the app's worker threads (8 annotators and a run at once): a connection made
+    # and dropped per request costs more than the request (SQLite runs its pragmas each time).
+    pool = {} if in_memory else {"pool_size": 16, "max_overflow": 16}
     try:
         engine = create_engine(
             parsed,
@@ -101,6 +108,7 @@ def create_store_engine(url: str) -> Engine:
             # and the ping would cost a round trip on every session (about ten per label).
             pool_pre_ping=not is_sqlite,
             connect_args={"timeout": 30, "check_same_thread": False} if is_sqlite else {},
+            **pool,
         )
     except (ArgumentError, ImportError, SQLAlchemyError) as exc:
         raise StoreError(f"cannot use database URL {masked(url)}: {exc}") from exc

@@ -87,13 +87,17 @@ def check_label_value(label: str) -> str:
 def add_annotator(store: Store, name: str, role: str | None = None) -> int:
     """The annotator's id, creating them when new (a given role replaces the old one)."""
     name = check_name(name, "annotator")
+    if role is None and name in store.annotator_ids:
+        return store.annotator_ids[name]
     role = check_name(role, "role", ROLE_MAX_LENGTH) if role is not None else None
     try:
-        return _add_annotator(store, name, role)
+        annotator_id = _add_annotator(store, name, role)
     except IntegrityError:
         # Another request added the same new name meanwhile (two tabs, a double click):
         # a second look finds that row.
-        return _add_annotator(store, name, role)
+        annotator_id = _add_annotator(store, name, role)
+    store.annotator_ids[name] = annotator_id
+    return annotator_id
 
 
 def _add_annotator(store: Store, name: str, role: str | None) -> int:
