@@ -25,15 +25,24 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 app: setup
 	$(PY) app.py $(ARGS)
 
-test: setup
-	bash scripts/start_services.sh
-	bash scripts/install_browser.sh
-	$(PY) -m pytest $(PYTEST_ARGS)
-
 # The fast lane: every test that loads no model, starts no server process or Python process
 # of its own, opens no browser and needs no PostgreSQL. The fixtures that do those put the
 # markers on their tests (tests/conftest.py); two workers, each test file on one of them.
-FAST_MARKERS := not (model or server or browser or slow or postgres)
+HEAVY_MARKERS := model or server or browser or slow or postgres
+FAST_MARKERS := not ($(HEAVY_MARKERS))
+
+# Everything: the fast lane on two workers, then the heavy tests one at a time (a model uses
+# both cores; two at once would only slow each other). With PYTEST_ARGS, one plain run.
+test: setup
+	bash scripts/start_services.sh
+	bash scripts/install_browser.sh
+ifeq ($(strip $(PYTEST_ARGS)),)
+	$(PY) -m pytest -m "$(FAST_MARKERS)" -n 2 --dist loadfile -q
+	$(PY) -m pytest -m "$(HEAVY_MARKERS)" --durations=25
+else
+	$(PY) -m pytest $(PYTEST_ARGS)
+endif
+
 test-fast: setup
 	$(PY) -m pytest -m "$(FAST_MARKERS)" -n 2 --dist loadfile $(PYTEST_ARGS)
 
