@@ -108,7 +108,8 @@ class _SampleWorker:
         errors = [f"{v.judge}: {v.error}" for v in judged.verdicts if v.error]
         if errors:
             raise SampleFailed("; ".join(errors))
-        answers = {MAIN: RoleAnswer(judged.answer, main.name, sample.passages)}
+        answers = {MAIN: RoleAnswer(judged.answer, self.answerer.model_name(sample, main),
+                                    sample.passages)}
         if self.config.fallback:
             answers["norag"] = RoleAnswer(NoRagAnswerer().answer(sample, main), main.name, [])
         if self.models.larger is not None:

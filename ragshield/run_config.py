@@ -23,7 +23,7 @@ class RunConfig:
 
     dataset: str
     limit: int | None = None
-    answerer: str = "evidence"
+    answerer: str = "evidence"  # "given": judge the answers the dataset carries
     judges: list[str] = field(default_factory=lambda: ["all"])
     rule: str | None = None  # None: the default rule, or majority where it does not fit
     retrieval: str = "given"  # "given": the dataset's passages; else a retrieval mode
@@ -68,12 +68,18 @@ def check_config(config: RunConfig) -> RunConfig:
     """Raise RunConfigError (or OptionError) naming the field at fault; return the config
     with judge names expanded ("all" -> every registered judge) and its rule settled (see
     choose_rule), so that the stored config is explicit."""
-    from ragshield.answerers.registry import make_answerer
+    from ragshield.answerers.registry import GIVEN, make_answerer
     from ragshield.judges.registry import judge_names
 
     judges = judge_names(",".join(config.judges))
-    make_answerer(config.answerer)
+    given = make_answerer(config.answerer).name == GIVEN
     problems = []
+    if given and config.retrieval != "given":
+        problems.append("given answers were written from the dataset's passages: use them "
+                        "with retrieval 'given'")
+    if given and config.switch:
+        problems.append("switch compares two models' answers: given answers come from the "
+                        "dataset")
     if config.retrieval not in RETRIEVAL_CHOICES:
         problems.append(f"retrieval must be one of {', '.join(RETRIEVAL_CHOICES)}, "
                         f"got {config.retrieval!r}")

@@ -84,6 +84,26 @@ class Passage:
 
 
 @dataclass
+class GivenAnswer:
+    """An answer written by an outside system and read from a dataset, to be judged as it is."""
+
+    text: str
+    model: str | None = None  # the model that wrote it, when known
+    tokens: list[TokenLogprob] | None = None  # its tokens' log-probs, when the system gave them
+    cited: list[int] | None = None  # indices of the passages it cites, when known
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GivenAnswer:
+        tokens = data.get("tokens")
+        return cls(
+            **{**data, "tokens": None if tokens is None else [TokenLogprob(**t) for t in tokens]}
+        )
+
+
+@dataclass
 class Sample:
     """One question with its passages and what is known about its answer (docs/METHODS.md 1)."""
 
@@ -93,6 +113,12 @@ class Sample:
     reference_answers: list[str] = field(default_factory=list)
     answerable: bool | None = None  # do the passages contain an answer, when known
     meta: dict[str, Any] = field(default_factory=dict)  # domain, question type, query time...
+    given_answer: GivenAnswer | None = None  # an outside system's answer, judged as it is
+
+
+# The kind of a trace entry that is no model call: a given answer's text with the log-probs
+# its own system reported, kept where judges look for a generation's log-probs.
+GIVEN_CALL = "given"
 
 
 @dataclass
@@ -108,7 +134,7 @@ class LLMCall:
     cached_prompt_tokens: int = 0
     cache_hit: bool = False
     seconds: float = 0.0
-    kind: str = "chat"  # "chat" | "score"
+    kind: str = "chat"  # "chat" | "score" | "classify" | GIVEN_CALL
     logprobs: list[TokenLogprob] | None = None
     parse_error: str | None = None
 
@@ -127,8 +153,9 @@ class CostSummary:
 
     @classmethod
     def of(cls, calls: list[LLMCall]) -> CostSummary:
+        """The cost of the model calls among `calls` (a given answer's entry costs nothing)."""
         return cls(
-            calls=len(calls),
+            calls=sum(c.kind != GIVEN_CALL for c in calls),
             prompt_tokens=sum(c.prompt_tokens for c in calls),
             completion_tokens=sum(c.completion_tokens for c in calls),
             cached_prompt_tokens=sum(c.cached_prompt_tokens for c in calls),

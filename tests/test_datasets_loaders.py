@@ -235,9 +235,11 @@ def test_detection_reports_ambiguity_unknown_shapes_and_suffixes(tmp_path):
         detect_format(write_lines(tmp_path / "both.jsonl", [both]))
     with pytest.raises(UnknownFormatError, match=r"no known format.*keys \['prompt', 'x'\]"):
         detect_format(write_lines(tmp_path / "odd.jsonl", [{"prompt": "q", "x": 1}]))
+    (tmp_path / "data.xlsx").write_bytes(b"PK")
+    with pytest.raises(UnknownFormatError, match="suffix '.xlsx'"):
+        detect_format(tmp_path / "data.xlsx")
     (tmp_path / "data.parquet").write_bytes(b"PAR1")
-    with pytest.raises(UnknownFormatError, match="suffix '.parquet'"):
-        detect_format(tmp_path / "data.parquet")
+    assert detect_format(tmp_path / "data.parquet") == "parquet"
     with pytest.raises(UnknownFormatError, match="unknown dataset format 'nope'"):
         load_dataset(RAW / "NQ-open.dev.jsonl", "nope")
     pretty = tmp_path / "pretty.json"

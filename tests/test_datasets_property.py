@@ -19,16 +19,24 @@ JSON_VALUES = st.recursive(
     max_leaves=12,
 )
 FIELDS = ["id", "question", "passages", "reference_answers", "answerable", "extra", "source",
-          "label", "title", "text"]
+          "label", "title", "text", "answer", "answer_model", "answer_logprobs",
+          "cited_passages"]
 # Objects shaped like unified records, every field drawn from anything JSON can hold.
 RECORDS = st.dictionaries(
     st.sampled_from(FIELDS), JSON_VALUES, max_size=len(FIELDS)
 ) | st.fixed_dictionaries(
     {"id": st.text(max_size=5) | st.integers(), "question": st.text(max_size=10),
-     "passages": st.lists(st.dictionaries(st.sampled_from(["title", "text", "id"]), JSON_VALUES,
-                                          max_size=3), max_size=3),
+     "passages": st.lists(st.dictionaries(st.sampled_from(["title", "text", "id", "score"]),
+                                          JSON_VALUES, max_size=4), max_size=3),
      "reference_answers": st.lists(st.text(max_size=5), max_size=2) | JSON_VALUES,
      "answerable": st.none() | st.booleans()},
+    optional={"answer": st.text(max_size=5) | JSON_VALUES,
+              "answer_logprobs": st.lists(st.one_of(
+                  st.tuples(st.text(max_size=3), st.floats(max_value=0, allow_nan=False)).map(list),
+                  st.fixed_dictionaries({"token": st.text(max_size=3),
+                                         "logprob": st.floats(allow_nan=False)}),
+                  JSON_VALUES), max_size=3) | JSON_VALUES,
+              "cited_passages": st.lists(st.integers(-1, 3), max_size=3) | JSON_VALUES},
 )
 # Well-typed records, so that some files load; blank questions and repeated ids still occur.
 WELL_TYPED = st.fixed_dictionaries(

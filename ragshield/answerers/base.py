@@ -27,6 +27,10 @@ class Answerer(ABC):
         answer.calls = traced.calls
         return answer
 
+    def model_name(self, sample: Sample, llm: LLM) -> str | None:
+        """The model that wrote the answer to `sample`: the one asked (None: unknown)."""
+        return llm.name
+
     @abstractmethod
     def generate(self, sample: Sample, llm: TracedLLM) -> Answer:
         """Build the prompt, call the model through `llm`, parse the reply."""

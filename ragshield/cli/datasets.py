@@ -27,13 +27,16 @@ JSON_OPTION = typer.Option(False, "--json", help="Print JSON.")
 @app.command("import")
 def import_(
     name: str = typer.Argument(..., help="The dataset's name in the store."),
-    path: Path = typer.Argument(..., help="The file: .json, .jsonl, .csv (also .bz2, .gz)."),
+    path: Path = typer.Argument(
+        ..., help="The file: .json, .jsonl, .csv, .parquet (also .bz2, .gz)."),
     format: Optional[str] = typer.Option(
         None, "--format", "-f", help=f"One of {', '.join(FORMATS)}; default: detected."),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Only the first N samples."),
     mapping: Optional[str] = typer.Option(
-        None, "--map", help="Columns for csv/jsonl: question=q,answers=a,passages=p,id=i,"
-                            "answerable=y"),
+        None, "--map", help="Columns for csv/jsonl/parquet: question=q,answers=a,passages=p,"
+                            "id=i,answerable=y; an outside system's answer: answer=r,"
+                            "answer_model=m,answer_logprobs=l,cited_passages=c,"
+                            "passage_scores=s"),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Import a dataset file, all or nothing. Importing into an existing dataset adds new ids,

@@ -60,6 +60,9 @@ def run(
     dataset: Optional[str] = typer.Option(None, "--dataset", help="Dataset to run on."),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Only the first N samples."),
     answerer: Optional[str] = typer.Option(None, "--answerer", help="Answerer (default: evidence)."),
+    answers: str = typer.Option("generated", "--answers",
+                                help="generated (by the answerer) or given (the dataset's own "
+                                     "answers, judged as they are)."),
     judges: str = typer.Option("all", "--judges", help="all, or names separated by commas."),
     rule: Optional[str] = typer.Option(None, "--rule", help="Decision rule: a judge, all, majority."),
     retrieval: str = typer.Option("given", "--retrieval",
@@ -86,7 +89,7 @@ def run(
 ) -> None:
     """Answer and judge a dataset's samples and store everything (resumable)."""
     from ragshield.run_config import RunConfig
-    from ragshield.services.runs import add_judges, execute, record_run
+    from ragshield.services.runs import add_judges, execute, record_run, run_answerer
 
     if sum(x is not None for x in (dataset, resume, rejudge)) != 1:
         fail("give exactly one of --dataset (a new run), --resume RUN or --rejudge RUN")
@@ -104,7 +107,8 @@ def run(
         run_id = resume
         if dataset is not None:
             new = record_run(store, settings, RunConfig(
-                dataset=dataset, limit=limit, answerer=answerer or settings.answerer,
+                dataset=dataset, limit=limit,
+                answerer=run_answerer(answers, answerer, settings.answerer),
                 judges=[judges], rule=rule, retrieval=retrieval,
                 corpus=corpus, k=k, noise=noise, backend=settings.backend, model=model,
                 base_url=base_url, small_model=small_model, fallback=fallback, switch=switch,

@@ -6,6 +6,7 @@ file, the place in it and the field (with its path inside nested objects: `passa
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,22 @@ class Record:
 
     def optional_text(self, field: str) -> str | None:
         return self.text(field) if self.has(field) else None
+
+    def number(self, field: str) -> float:
+        """An integer or a decimal number (never a boolean), as a float."""
+        value = self.value(field)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.error(field, f"expected a number, found {json_type(value)}")
+        try:
+            number = float(value)
+        except OverflowError:  # an integer beyond the float range
+            number = math.inf
+        if not math.isfinite(number):
+            raise self.error(field, f"expected a finite number, found {value!r:.40}")
+        return number
+
+    def optional_number(self, field: str) -> float | None:
+        return self.number(field) if self.has(field) else None
 
     def identifier(self, field: str) -> str:
         """A string or an integer id, as a string."""
@@ -116,7 +133,11 @@ def unique(texts: list[str]) -> list[str]:
     return list(dict.fromkeys(texts))
 
 
-def passage_from_record(record: Record, id_field: str = "id") -> Passage:
-    """{title?, text, <id_field>?} as a Passage."""
+def passage_from_record(record: Record, id_field: str = "id",
+                        score_field: str | None = None) -> Passage:
+    """{title?, text, <id_field>?, <score_field>?} as a Passage; the score is the one the
+    retriever of an outside system gave, read only where the format has one."""
     doc_id = record.identifier(id_field) if record.has(id_field) else None
-    return Passage(text=record.text("text"), title=record.optional_text("title"), doc_id=doc_id)
+    score = record.optional_number(score_field) if score_field else None
+    return Passage(text=record.text("text"), title=record.optional_text("title"), doc_id=doc_id,
+                   score=score)

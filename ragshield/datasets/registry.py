@@ -12,8 +12,8 @@ from typing import Iterator
 from ragshield.datasets.column_mapping import ColumnMapping
 from ragshield.datasets.errors import DatasetError, UnknownFormatError
 from ragshield.datasets.formats import (
-    clapnq, crag, generic_csv, generic_jsonl, halueval, hotpotqa, nomiracl, nq_open, squad2,
-    unified,
+    clapnq, crag, generic_csv, generic_jsonl, generic_parquet, halueval, hotpotqa, nomiracl,
+    nq_open, squad2, unified,
 )
 from ragshield.datasets.loader_spec import LoaderSpec
 from ragshield.datasets.reading import check_readable, content_suffix, peek_json
@@ -24,7 +24,7 @@ FORMATS: dict[str, LoaderSpec] = {
     spec.name: spec
     for spec in (
         unified.SPEC, squad2.SPEC, clapnq.SPEC, nq_open.SPEC, halueval.SPEC, hotpotqa.SPEC,
-        crag.SPEC, nomiracl.SPEC, generic_csv.SPEC, generic_jsonl.SPEC,
+        crag.SPEC, nomiracl.SPEC, generic_csv.SPEC, generic_jsonl.SPEC, generic_parquet.SPEC,
     )
 }
 JSON_SUFFIXES = (".json", ".jsonl", ".ndjson")
@@ -42,12 +42,15 @@ def get_format(name: str) -> LoaderSpec:
 def detect_format(path: Path, *, mapped: bool = False) -> str:
     """The format of `path` from its suffix and, for JSON, the shape of its first record.
 
-    `mapped`: a column mapping was given, so a CSV or JSONL file is read as the generic format.
+    `mapped`: a column mapping was given, so a JSONL file is read as the generic format (CSV
+    and Parquet files always are).
     """
     check_readable(path)
     suffix = content_suffix(path)
     if suffix == ".csv":
         return generic_csv.SPEC.name
+    if suffix == ".parquet":
+        return generic_parquet.SPEC.name
     if suffix not in JSON_SUFFIXES:
         raise UnknownFormatError(
             f"{path}: cannot tell the format from the suffix {suffix or '(none)'!r}; "

@@ -1,4 +1,5 @@
-"""Checks every loader's samples get: an id that fits the store, a question, no repeated ids."""
+"""Checks every loader's samples get: an id that fits the store, a question, no repeated ids,
+text that any database can store."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from ragshield.datasets.loader_spec import LocatedSample
 from ragshield.types import Sample
 
 MAX_ID_LENGTH = 200  # samples.external_id is VARCHAR(200)
+MAX_MODEL_LENGTH = 300  # answers.model is VARCHAR(300)
 
 
 def _check_text(path: Path, where: str, field: str, value: str | None) -> None:
@@ -56,6 +58,15 @@ def check_sample(path: Path, where: str, sample: Sample) -> None:
         for name in ("text", "title", "doc_id"):
             _check_text(path, where, f"passages[{index}].{name}", getattr(passage, name))
         _check_json(path, where, f"passages[{index}].meta", passage.meta)
+    given = sample.given_answer
+    if given is not None:
+        _check_text(path, where, "answer", given.text)
+        _check_text(path, where, "answer_model", given.model)
+        if given.model is not None and len(given.model) > MAX_MODEL_LENGTH:
+            raise DatasetFormatError(path, f"the model name is longer than {MAX_MODEL_LENGTH} "
+                                     "characters", where=where, field="answer_model")
+        for index, token in enumerate(given.tokens or []):
+            _check_text(path, where, f"answer_logprobs[{index}].token", token.token)
 
 
 def checked_samples(path: Path, located: Iterable[LocatedSample]) -> Iterator[Sample]:

@@ -1,8 +1,10 @@
 """Answer token probability (docs/METHODS.md 4.12): how sure the model was of the reply it generated.
 
-The log-probs of the base answer's generation call are used when the answer carries them;
-otherwise the reply is re-scored after its prompt with `score()`. The judge declares SCORE
-because it cannot know in advance which case it meets.
+The log-probs of the base answer's generation call are used when the answer carries them,
+and so are those an outside system gave with a given answer; otherwise the reply is
+re-scored after its prompt with `score()` (the judge model's continuation score). `details`
+and the rationale say which: source "generation", "given" or "re-scored". The judge declares
+SCORE because it cannot know in advance which case it meets.
 
 score = exp(mean token log-prob) of the whole reply (`answer.raw`, as generated): the
 geometric-mean token probability, in (0, 1], higher = more trustworthy. The mean and min
@@ -19,14 +21,20 @@ from ragshield.answerers.context import PromptOptions
 from ragshield.judges.base import Judge
 from ragshield.llm.base import SCORE
 from ragshield.llm.traced import TracedLLM
-from ragshield.types import Answer, Sample, TokenLogprob, Verdict
+from ragshield.types import GIVEN_CALL, Answer, Sample, TokenLogprob, Verdict
 
 
-def generation_logprobs(answer: Answer) -> list[TokenLogprob] | None:
-    """The per-token log-probs recorded when the answer's reply was generated, if any."""
+SOURCES = {"chat": "generation", GIVEN_CALL: "given"}  # trace entry kind -> source
+SOURCE_WORDS = {"generation": "log-probs of its generation", "given": "given log-probs",
+                "re-scored": "re-scored by the judge model"}
+
+
+def reply_logprobs(answer: Answer) -> tuple[list[TokenLogprob], str] | None:
+    """The per-token log-probs that came with the answer's reply, if any: recorded when it
+    was generated, or given with it by an outside system; and which of the two."""
     for call in reversed(answer.calls):
-        if call.kind == "chat" and call.output == answer.raw:
-            return call.logprobs or None
+        if call.kind in SOURCES and call.output == answer.raw:
+            return (call.logprobs, SOURCES[call.kind]) if call.logprobs else None
     return None
 
 
@@ -43,11 +51,12 @@ class TokenProbJudge(Judge):
         if not answer.raw.strip():
             return Verdict(judge=self.name, keep=False, score=None, parse_error="empty answer",
                            rationale="empty answer: nothing to score; withheld")
-        tokens = generation_logprobs(answer)
-        source = "generation"
-        if tokens is None:
+        recorded = reply_logprobs(answer)
+        if recorded is None:
             tokens = llm.score(answer.messages, answer.raw, purpose=f"{self.name}: re-score").tokens
             source = "re-scored"
+        else:
+            tokens, source = recorded
         logprobs = [t.logprob for t in tokens]
         mean = sum(logprobs) / len(logprobs)
         weakest = min(tokens, key=lambda t: t.logprob)
@@ -55,9 +64,10 @@ class TokenProbJudge(Judge):
         keep = score >= self.threshold
         return Verdict(
             judge=self.name, keep=keep, score=score,
-            rationale=(f"mean token probability {score:.2f} over {len(tokens)} tokens "
-                       f"({'>=' if keep else '<'} threshold {self.threshold:g}); least sure of "
-                       f"{weakest.token!r} (p = {math.exp(weakest.logprob):.2f})"),
+            rationale=(f"mean token probability {score:.2f} over {len(tokens)} tokens, "
+                       f"{SOURCE_WORDS[source]} ({'>=' if keep else '<'} threshold "
+                       f"{self.threshold:g}); least sure of {weakest.token!r} "
+                       f"(p = {math.exp(weakest.logprob):.2f})"),
             details={"source": source, "tokens": len(tokens), "mean_logprob": mean,
                      "min_logprob": weakest.logprob, "min_token": weakest.token,
                      "threshold": self.threshold},

@@ -14,6 +14,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ragshield.answerers.registry import GIVEN
 from ragshield.config import Settings
 from ragshield.errors import OptionError, UserError
 from ragshield.judges.registry import JUDGES
@@ -27,14 +28,31 @@ from ragshield.services.run_choices import newest_runs
 from ragshield.store.database import Store
 from ragshield.store.runs import RunSummary, failures, get_run, list_runs, set_run_status
 
-__all__ = ["RULES", "ModelOpener", "NewRun", "RunBusyError", "RunForm", "RunLauncher",
-           "RunProgress", "RunResult", "add_judges", "execute", "form_config", "form_defaults",
-           "list_runs", "record_run"]
+__all__ = ["ANSWER_SOURCES", "RULES", "ModelOpener", "NewRun", "RunBusyError", "RunForm",
+           "RunLauncher", "RunProgress", "RunResult", "add_judges", "execute", "form_config",
+           "form_defaults", "list_runs", "record_run", "run_answerer"]
 
 log = logging.getLogger(__name__)
 
 RULES = (*POOLED_RULES, *JUDGES)  # every decision rule a run can be started with
 ModelOpener = Callable[[RunConfig], RunModels]
+
+
+ANSWER_SOURCES = ("generated", "given")  # a run's answers: by its answerer, or the dataset's
+
+
+def run_answerer(answers: str, answerer: str | None, default: str) -> str:
+    """The answerer of a run whose answers are `answers`: "generated" by `answerer` (the
+    configured `default` when None), or "given" in the dataset (the `given` answerer, which
+    no other answerer can stand in for: OptionError)."""
+    if answers not in ANSWER_SOURCES:
+        raise OptionError(f"answers must be {' or '.join(ANSWER_SOURCES)}, got {answers!r}")
+    if answers == "generated":
+        return answerer or default
+    if answerer is not None and answerer.strip().lower() != GIVEN:
+        raise OptionError(f"given answers are read from the dataset, not written by the "
+                          f"answerer {answerer!r}: leave the answerer out")
+    return GIVEN
 
 
 @dataclass(frozen=True)

@@ -56,6 +56,8 @@ class Sample(Base):
     reference_answers: Mapped[list[Any]] = mapped_column(default=list)
     answerable: Mapped[bool | None] = mapped_column(Boolean)
     meta: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    # An outside system's answer (types.GivenAnswer as JSON), judged by runs of given answers.
+    given_answer: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
     dataset: Mapped[Dataset] = relationship(back_populates="samples")
     passages: Mapped[list[Passage]] = relationship(
         back_populates="sample", cascade="all", order_by="Passage.position"

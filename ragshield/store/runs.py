@@ -56,7 +56,7 @@ class RoleAnswer:
     """An answer to save, with the model that wrote it and the passages it was shown."""
 
     answer: Answer
-    model: str
+    model: str | None  # None: not known (a given answer without its model)
     passages: list[Passage]
 
 

@@ -16,7 +16,7 @@ from ragshield.store.database import Store
 from ragshield.store.models import Dataset as DatasetRow
 from ragshield.store.models import Passage as PassageRow
 from ragshield.store.models import Sample as SampleRow
-from ragshield.types import Passage, Sample
+from ragshield.types import GivenAnswer, Passage, Sample
 
 BATCH_SIZE = 1000
 
@@ -67,8 +67,10 @@ def _batches(samples: Iterable[Sample], size: int) -> Iterator[list[Sample]]:
 
 
 def _sample_values(sample: Sample) -> dict[str, Any]:
+    given = sample.given_answer
     return {"question": sample.question, "reference_answers": list(sample.reference_answers),
-            "answerable": sample.answerable, "meta": dict(sample.meta)}
+            "answerable": sample.answerable, "meta": dict(sample.meta),
+            "given_answer": None if given is None else given.to_dict()}
 
 
 def _passage_values(passage: Passage) -> dict[str, Any]:
@@ -89,13 +91,15 @@ def _stored_contents(session: Session, dataset_id: int,
     that the dataset holds."""
     rows = session.execute(
         select(SampleRow.external_id, SampleRow.id, SampleRow.question,
-               SampleRow.reference_answers, SampleRow.answerable, SampleRow.meta)
+               SampleRow.reference_answers, SampleRow.answerable, SampleRow.meta,
+               SampleRow.given_answer)
         .where(SampleRow.dataset_id == dataset_id, SampleRow.external_id.in_(external_ids))
     ).tuples().all()
     stored = {
         external_id: (row_id, {"question": question, "reference_answers": answers,
-                               "answerable": answerable, "meta": meta, "passages": []})
-        for external_id, row_id, question, answers, answerable, meta in rows
+                               "answerable": answerable, "meta": meta, "given_answer": given,
+                               "passages": []})
+        for external_id, row_id, question, answers, answerable, meta, given in rows
     }
     by_row = {row_id: content for row_id, content in stored.values()}
     for sample_id, doc_id, title, text, score, meta in session.execute(
@@ -149,11 +153,12 @@ def import_samples(
     """Bring the dataset `name` (created when new) up to date with `samples`, in ONE
     transaction: if anything fails, including the iterator, nothing of the import stays.
 
-    A new id is added. A known id whose question, answers, answerable flag, meta or passages
-    differ is updated in place: its row id stays, so the labels and run answers attached to it
-    stay attached. Samples of the dataset that `samples` lacks are kept (counted as
-    `missing`). Importing the same file again therefore changes nothing. An id repeated
-    within `samples` is an error. `samples` is consumed in batches and never held whole.
+    A new id is added. A known id whose question, answers, answerable flag, meta, given
+    answer or passages differ is updated in place: its row id stays, so the labels and run
+    answers attached to it stay attached. Samples of the dataset that `samples` lacks are
+    kept (counted as `missing`). Importing the same file again therefore changes nothing. An
+    id repeated within `samples` is an error. `samples` is consumed in batches and never
+    held whole.
     """
     name = check_name(name, "dataset name")
     with store.session() as session:
@@ -266,6 +271,7 @@ def _to_sample(row: SampleRow) -> Sample:
         reference_answers=list(row.reference_answers),
         answerable=row.answerable,
         meta=dict(row.meta),
+        given_answer=None if row.given_answer is None else GivenAnswer.from_dict(row.given_answer),
     )
 
 

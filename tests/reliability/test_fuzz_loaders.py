@@ -112,9 +112,11 @@ def records(g: Grammar) -> dict[str, st.SearchStrategy]:
 
 
 JSON_DOCUMENTS = {"squad2", "hotpotqa"}
-SUFFIX = {"squad2": ".json", "hotpotqa": ".json", "csv": ".csv"}
+SUFFIX = {"squad2": ".json", "hotpotqa": ".json", "csv": ".csv", "parquet": ".parquet"}
 MAPPINGS = {"csv": "question=q,answers=ans,passages=ctx,answerable=label",
-            "jsonl": "question=question"}
+            "jsonl": "question=question",
+            "parquet": "question=q,answers=ans,passages=ctx,answerable=label,answer=reply,"
+                       "answer_logprobs=lp,cited_passages=cites,passage_scores=scores"}
 
 
 def csv_table(g: Grammar) -> st.SearchStrategy[bytes]:
@@ -136,6 +138,48 @@ def csv_table(g: Grammar) -> st.SearchStrategy[bytes]:
         lambda rows: _csv([columns, *rows])))
 
 
+# Parquet text is UTF-8: no lone surrogates.
+PARQUET_TEXT = st.one_of(st.text(st.characters(blacklist_categories=["Cs"]), max_size=12),
+                         st.sampled_from(["", " ", "\x00", "\u202e\u200b", "x" * 300, "[1,",
+                                          '[["a", -0.5]]', "[0]", "NaN", "yes"]))
+
+
+def parquet_table(g: Grammar) -> st.SearchStrategy[bytes]:
+    """Well-formed: the mapped columns with values fit for them (a given answer in some
+    rows). Hostile: any of the mapped and other names, each column of one type drawn from
+    text, numbers (NaN and infinities too), lists of text and lists of structs."""
+    token = st.fixed_dictionaries({"token": PARQUET_TEXT, "logprob": st.floats(max_value=0)})
+    passage = st.fixed_dictionaries({"text": PARQUET_TEXT, "title": PARQUET_TEXT})
+    if g is WELL_FORMED:
+        cells = {"q": g.text, "ans": st.lists(g.text, max_size=2),
+                 "ctx": st.lists(passage, min_size=1, max_size=2),
+                 "label": st.sampled_from(["yes", "no", ""]),
+                 "reply": st.none() | g.text, "lp": st.none() | st.lists(token, max_size=3),
+                 "cites": st.none() | st.just([0]), "scores": st.none()}
+        rows = st.lists(st.fixed_dictionaries(cells), min_size=1, max_size=3)
+        return rows.map(_parquet)
+    kinds = st.sampled_from([PARQUET_TEXT, st.integers(-3, 3), st.floats(),
+                             st.lists(PARQUET_TEXT, max_size=2), st.lists(token, max_size=2),
+                             st.lists(passage, max_size=2)])
+    names = st.lists(st.sampled_from(["q", "ans", "ctx", "label", "reply", "lp", "cites",
+                                      "scores", "other"]), min_size=1, max_size=6, unique=True)
+    return st.tuples(names, st.integers(0, 3)).flatmap(lambda shape: st.tuples(
+        *(kinds.flatmap(lambda kind: st.lists(st.none() | kind, min_size=shape[1],
+                                              max_size=shape[1])) for _ in shape[0])).map(
+        lambda columns: _parquet([dict(zip(shape[0], row)) for row in zip(*columns)]
+                                 if shape[1] else [])))
+
+
+def _parquet(rows: list[dict]) -> bytes:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    out = io.BytesIO()
+    empty = pa.table({"q": pa.array([], pa.string())})
+    pq.write_table(pa.Table.from_pylist(rows) if rows else empty, out)
+    return out.getvalue()
+
+
 def _csv(rows: list[list[str]]) -> bytes:
     out = io.StringIO()
     csv.writer(out).writerows(rows)
@@ -147,6 +191,8 @@ def contents(fmt: str) -> st.SearchStrategy[bytes]:
     def of(g: Grammar) -> st.SearchStrategy[bytes]:
         if fmt == "csv":
             return csv_table(g)
+        if fmt == "parquet":
+            return parquet_table(g)
         record = records(g)[fmt]
         if fmt in JSON_DOCUMENTS:
             return record.map(lambda doc: json.dumps(doc).encode())

@@ -1,33 +1,30 @@
 """Any CSV file with a header line, through a column mapping (see column_mapping).
 
 Cells of the answers and passages columns that hold a JSON array are read as lists
-(`["a", "b"]`, `[{"title": ..., "text": ...}]`); other cells are single values.
+(`["a", "b"]`, `[{"title": ..., "text": ...}]`); other cells are single values. Cells of the
+mapped answer_logprobs, cited_passages and passage_scores columns hold JSON
+(`[["Par", -0.1], ["is", -0.2]]`, `[0, 2]`, `[0.8, null]`). An empty cell of a mapped
+optional column (the given answer's fields, passage_scores) means none (see table_cells).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 from ragshield.datasets.column_mapping import ColumnMapping, mapped_sample, with_defaults
 from ragshield.datasets.loader_spec import LoaderSpec, LocatedSample
-from ragshield.datasets.reading import iter_csv_rows, parse_json
+from ragshield.datasets.reading import iter_csv_rows
 from ragshield.datasets.records import Record
-
-LIST_FIELDS = ("answers", "passages")
-
-
-def _cell(path: Path, where: str, column: str, text: str) -> Any:
-    stripped = text.strip()
-    return parse_json(path, stripped, where, column) if stripped.startswith("[") else text
+from ragshield.datasets.table_cells import cell_kinds, text_cell
 
 
 def read(path: Path, mapping: ColumnMapping | None = None) -> Iterator[LocatedSample]:
     columns, explicit = with_defaults(mapping), frozenset(mapping or {})
-    list_columns = {columns[field] for field in LIST_FIELDS}
+    kinds = cell_kinds(columns)
     for number, row in iter_csv_rows(path):
         where = f"line {number}"
-        values = {key: _cell(path, where, key, value) if key in list_columns else value
+        values = {key: text_cell(path, where, key, value, kinds.get(key))
                   for key, value in row.items()}
         yield where, mapped_sample(Record(values, path, where), columns, f"line-{number}", explicit)
 
