@@ -20,6 +20,12 @@ class TokenLogprob:
     top: dict[str, float] = field(default_factory=dict)
 
 
+def with_token_logprobs(data: dict[str, Any]) -> dict[str, Any]:
+    """`data` (a dataclass read back from JSON) with its "tokens" as TokenLogprobs."""
+    tokens = data.get("tokens")
+    return {**data, "tokens": None if tokens is None else [TokenLogprob(**t) for t in tokens]}
+
+
 @dataclass
 class Completion:
     """The result of one chat call, whichever backend served it."""
@@ -40,10 +46,7 @@ class Completion:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Completion:
-        tokens = data.get("tokens")
-        return cls(
-            **{**data, "tokens": None if tokens is None else [TokenLogprob(**t) for t in tokens]}
-        )
+        return cls(**with_token_logprobs(data))
 
 
 @dataclass
@@ -97,10 +100,7 @@ class GivenAnswer:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> GivenAnswer:
-        tokens = data.get("tokens")
-        return cls(
-            **{**data, "tokens": None if tokens is None else [TokenLogprob(**t) for t in tokens]}
-        )
+        return cls(**with_token_logprobs(data))
 
 
 @dataclass
