@@ -55,3 +55,14 @@ class Settings(BaseSettings):
     answerer: str = "evidence"
     # Ingested corpora (chunks and their BM25 / FAISS indexes), one folder per corpus name.
     corpora_dir: Path = PROJECT_ROOT / "db" / "corpora"
+
+    # The guard API (ragshield/api). Keys: bearer tokens, comma-separated here or one per line
+    # in the file; with neither, the API serves only on a loopback address.
+    api_keys: SecretStr | None = None
+    api_keys_file: Path | None = None
+    api_timeout_s: float = Field(default=120.0, gt=0)  # one call, waiting for the model included
+    api_max_body_bytes: int = Field(default=1_000_000, gt=0)
+    api_max_waiting: int = Field(default=64, gt=0)  # calls queued for the model beyond this: 503
+    # The guarded system's OpenAI-compatible endpoint, for POST /v1/chat/completions.
+    upstream_base_url: str | None = None
+    upstream_api_key: SecretStr | None = None

@@ -22,7 +22,7 @@ from ragshield.store.runs import RoleAnswer, create_run, save_sample
 from ragshield.store.samples import UnknownDatasetError, import_samples, iter_sample_rows
 from ragshield.types import Answer, Passage, Sample, Verdict
 from ragshield.ui.context import UiContext
-from ragshield.ui.demo_render import ABSTAIN_MESSAGE
+from ragshield.services.asking import ABSTAIN_MESSAGE
 from ragshield.services.ask_choices import rule_choices, sample_choices
 from ragshield.ui.demo_tab import (ABSTAIN, LARGER, NORAG, STORED, DemoForm, PassageFinders,
                                    ask)

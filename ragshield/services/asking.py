@@ -1,7 +1,8 @@
 """Ask one question, typed or stored, and see whether its answer is kept: passages
-(retrieved, or the sample's own, with optional noise), the base answer, every judge's
-verdict, the decision under a rule, and the fallback shown instead of a withheld answer.
-The Demo tab and `ragshield ask` both call `ask`; each asked question is kept in a live run
+(retrieved, given with the question, or the sample's own, with optional noise), the base
+answer (generated, or given by an outside system), every judge's verdict, the decision under
+a rule, and the fallback shown instead of a withheld answer. The Demo tab, `ragshield ask`
+and the guard API all call `ask`; each asked question is kept in a live run
 (services/live_runs.py) unless the caller says not to."""
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any, Callable, Protocol, get_args
 
 from ragshield.answerers.base import Answerer
 from ragshield.answerers.norag import NoRagAnswerer
-from ragshield.answerers.registry import ANSWERERS, make_answerer
+from ragshield.answerers.registry import ANSWERERS, GIVEN, make_answerer
 from ragshield.config import Settings
 from ragshield.datasets.demo import DEMO_DATASET
 from ragshield.errors import UserError
@@ -29,10 +30,11 @@ from ragshield.retrieval.noise import inject_noise
 from ragshield.retrieval.passage_finder import PassageFinder
 from ragshield.store.database import Store
 from ragshield.store.samples import load_sample
-from ragshield.types import KEEP, Answer, Sample
+from ragshield.types import KEEP, Answer, GivenAnswer, Passage, Sample
 
 FALLBACKS = ("abstain message", "No-RAG answer", "larger-model answer")
 ABSTAIN_FALLBACK, NORAG_FALLBACK, LARGER_FALLBACK = FALLBACKS
+ABSTAIN_MESSAGE = "I don't know. (The system is not confident enough in its answer to show it.)"
 RETRIEVAL_MODES: tuple[str, ...] = get_args(RetrievalMode)
 MAX_NOISE = 5
 MAX_QUESTION_CHARS = 2000
@@ -44,10 +46,11 @@ class AskInputError(UserError, ValueError):
 
 @dataclass(frozen=True)
 class AskRequest:
-    """One question through the system: typed (`question`, retrieved from `corpus`) or
-    stored (`sample_id` of `dataset`, with its own passages); `noise` random chunks of
-    `corpus` are added either way. `rule` None: the configured rule where it fits the
-    judges, else majority."""
+    """One question through the system: typed (`question`, retrieved from `corpus`, or
+    read with the `passages` it comes with) or stored (`sample_id` of `dataset`, with its
+    own passages); `noise` random chunks of `corpus` are added either way. With
+    `given_answer` (a typed question only) no model answers: the given answer is judged as
+    it is. `rule` None: the configured rule where it fits the judges, else majority."""
 
     question: str | None = None
     sample_id: str | None = None
@@ -61,6 +64,8 @@ class AskRequest:
     rule: str | None = None
     fallback: str = ABSTAIN_FALLBACK
     keep_record: bool = True  # keep the question, answer and verdicts in a live run
+    passages: tuple[Passage, ...] | None = None  # None: retrieved (typed) or the sample's own
+    given_answer: GivenAnswer | None = None  # an outside system's answer to judge
 
 
 def check_request(request: AskRequest) -> None:
@@ -79,7 +84,16 @@ def check_request(request: AskRequest) -> None:
                             f"{', '.join(RETRIEVAL_MODES)}")
     if request.k < 1 or not 0 <= request.noise <= MAX_NOISE:
         raise AskInputError(f"k must be at least 1 and noise between 0 and {MAX_NOISE}")
-    if request.answerer not in ANSWERERS:
+    if request.sample_id is not None and (request.passages is not None
+                                          or request.given_answer is not None):
+        raise AskInputError("passages and an answer come with a typed question; a stored "
+                            "sample brings its own")
+    if request.given_answer is not None and not request.given_answer.text.strip():
+        raise AskInputError("the given answer is empty")
+    if request.given_answer is not None and request.fallback == LARGER_FALLBACK:
+        raise AskInputError("a given answer has no larger-model fallback: no model of ours "
+                            "answered it")
+    if request.given_answer is None and request.answerer not in ANSWERERS:
         raise AskInputError(f"unknown answerer {request.answerer!r}; one of "
                             f"{', '.join(ANSWERERS)}")
     if not request.judges:
@@ -156,7 +170,7 @@ def prepare(store: Store, settings: Settings, request: AskRequest,
     check_request(request)
     judges = judging_order(make_judges(",".join(request.judges), settings))
     choice = choose_rule(request.rule, [judge.name for judge in judges], settings.decision_rule)
-    answerer = make_answerer(request.answerer)
+    answerer = make_answerer(GIVEN if request.given_answer is not None else request.answerer)
     sample, source = _sample(store, settings, request, finders or PassageFinders(settings))
     return Prepared(request, sample, source, answerer, judges, choice.rule, choice.note)
 
@@ -171,10 +185,21 @@ def _sample(store: Store, settings: Settings, request: AskRequest,
             seed = zlib.crc32(sample.question.encode())  # as PassageFinder seeds its noise
             sample = replace(sample, passages=inject_noise(sample.passages, corpus,
                                                            request.noise, seed=seed))
+    elif request.passages is not None:
+        question = (request.question or "").strip()
+        passages = list(request.passages)
+        if request.noise:
+            corpus = open_corpus(request.corpus, settings)
+            passages = inject_noise(passages, corpus, request.noise,
+                                    seed=zlib.crc32(question.encode()))
+        sample = Sample(id="ad-hoc", question=question, passages=passages,
+                        given_answer=request.given_answer)
+        source = f"{len(request.passages)} passages given with the question"
     else:
         question = (request.question or "").strip()
         finder = finders.get(request.corpus, request.mode, request.k, request.noise)
-        sample = Sample(id="ad-hoc", question=question, passages=finder.find(question))
+        sample = Sample(id="ad-hoc", question=question, passages=finder.find(question),
+                        given_answer=request.given_answer)
         source = f"top {request.k} by {request.mode} from corpus {request.corpus}"
     if request.noise:
         source += f", plus {request.noise} random chunks of corpus {request.corpus}"

@@ -2,8 +2,9 @@
 verdicts go into a "live" run, one per day, dataset and setting, so that they can be
 browsed, labelled and counted like any run's.
 
-A typed question becomes a sample of the dataset `live` (its id a digest of the question);
-a stored sample stays in its own dataset. The answer row keeps the passages the answerer
+A typed question becomes a sample of the dataset `live` (its id a digest of the question, and
+of the passages and answer when they came with it: the guard API judges other systems'
+answers); a stored sample stays in its own dataset. The answer row keeps the passages the answerer
 was shown (retrieved, or the sample's own plus noise), and a fallback answer is kept under
 the role a run gives it (No-RAG: `norag`, the larger model: `larger`). Asking the same
 question again with the same settings on the same day keeps the first record.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from dataclasses import dataclass
 from datetime import date
 
@@ -33,6 +35,9 @@ from ragshield.types import Sample
 LIVE_DATASET = "live"
 LIVE_STATUS = "live"
 FALLBACK_ROLES = {NORAG_FALLBACK: "norag", LARGER_FALLBACK: "larger"}
+# Asks kept at the same moment (the guard API serves several) must not both create today's
+# live run or the same new sample: keeping is a few milliseconds, so they take turns.
+_KEEPING = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -46,12 +51,13 @@ class LiveRecord:
 def live_config(result: AskResult, settings: Settings) -> RunConfig:
     """The settings that make a live run: the same settings go into the same run."""
     request = result.prepared.request
-    typed = request.sample_id is None
+    retrieved = request.sample_id is None and request.passages is None
     return RunConfig(
-        dataset=LIVE_DATASET if typed else request.dataset, answerer=request.answerer,
+        dataset=LIVE_DATASET if request.sample_id is None else request.dataset,
+        answerer=result.prepared.answerer.name,
         judges=[judge.name for judge in result.prepared.judges], rule=result.prepared.rule,
-        retrieval=request.mode if typed else "given", corpus=request.corpus,
-        k=request.k if typed else 0, noise=request.noise, backend=settings.backend,
+        retrieval=request.mode if retrieved else "given", corpus=request.corpus,
+        k=request.k if retrieved else 0, noise=request.noise, backend=settings.backend,
         model=result.model, fallback=request.fallback == NORAG_FALLBACK,
         small_model=request.fallback == LARGER_FALLBACK,
         switch=request.fallback == LARGER_FALLBACK, live=True)
@@ -82,22 +88,39 @@ def _sample_row(store: Store, result: AskResult) -> tuple[str, str, int]:
     if request.sample_id is not None:
         dataset, sample_id = request.dataset, request.sample_id
     else:
-        dataset = LIVE_DATASET
-        sample_id = "q-" + hashlib.sha256(sample.question.encode()).hexdigest()[:16]
+        dataset, sample_id = LIVE_DATASET, _typed_sample_id(result)
         if not has_sample(store, dataset, sample_id):
             import_samples(store, dataset, [Sample(id=sample_id, question=sample.question,
-                                                   passages=sample.passages)],
-                           description="Questions asked in the Demo or with `ragshield ask`")
+                                                   passages=sample.passages,
+                                                   given_answer=request.given_answer)],
+                           description="Questions asked in the Demo, with `ragshield ask` "
+                                       "or through the guard API")
     with store.session() as session:
         return dataset, sample_id, sample_row_id(session, dataset, sample_id)
 
 
+def _typed_sample_id(result: AskResult) -> str:
+    """The live sample of a typed question: the question alone when we retrieved and
+    answered, else the question with the passages and answer it came with."""
+    request, sample = result.prepared.request, result.prepared.sample
+    parts: list[object] = [sample.question]
+    if request.passages is not None or request.given_answer is not None:
+        given = request.given_answer
+        parts += [[passage.text for passage in request.passages or ()],
+                  given.text if given else None, given.model if given else None]
+    text = sample.question if len(parts) == 1 else json.dumps(parts)
+    return "q-" + hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def keep_asked(store: Store, settings: Settings, result: AskResult) -> LiveRecord:
     """Keep one ask in today's live run for its dataset and settings."""
-    dataset, sample_id, row_id = _sample_row(store, result)
-    run_id = _live_run(store, live_config(result, settings))
+    with _KEEPING:
+        dataset, sample_id, row_id = _sample_row(store, result)
+        run_id = _live_run(store, live_config(result, settings))
     judged, passages = result.judged, result.prepared.sample.passages
-    answers = {MAIN: RoleAnswer(judged.answer, result.model, passages)}
+    given = result.prepared.request.given_answer
+    model = given.model if given is not None else result.model
+    answers = {MAIN: RoleAnswer(judged.answer, model, passages)}
     fallback = result.fallback
     if fallback is not None and fallback.answer is not None:
         answers[FALLBACK_ROLES[fallback.strategy]] = RoleAnswer(

@@ -6,12 +6,14 @@ build(context, page), which makes its components inside its gr.Tab."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import gradio as gr
 from starlette.middleware import Middleware
 
 from ragshield.config import Settings
+from ragshield.services.asking import OpenedModels
 from ragshield.store.database import Store, open_store
 from ragshield.ui import annotate_tab, browse_tab, dashboard_tab, demo_tab
 from ragshield.ui.context import UiContext
@@ -32,14 +34,21 @@ BASE_CSS = """
 """
 
 
-def build_app(settings: Settings, store: Store | None = None) -> gr.Blocks:
+def build_app(settings: Settings, store: Store | None = None,
+              models: OpenedModels | None = None,
+              model_lock: threading.Lock | None = None) -> gr.Blocks:
     """The app on `settings` (and `store`, opened from settings.database_url if not given).
-    The demo dataset is loaded into an empty database first."""
+    The demo dataset is loaded into an empty database first. A server that also serves the
+    guard API passes the models and the lock on them that the API uses, so that the two
+    take turns at the one in-process model."""
     from ragshield.services.datasets import ensure_demo_dataset
 
     store = store or open_store(settings.database_url)
     ensure_demo_dataset(store)
-    context = UiContext(settings=settings, store=store)
+    context = UiContext(settings=settings, store=store,
+                        model_lock=model_lock or threading.Lock())
+    if models is not None:
+        context.models = models
     with QuietBlocks(title="ragshield") as app:
         gr.Markdown("# ragshield\nRisk control for retrieval-augmented question answering: "
                     "does the answer deserve to be shown, or should the system say "

@@ -12,34 +12,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ragshield.errors import UserError
+from ragshield.secret_files import SecretFileError, read_secret_text
 
-
-class AuthFileError(UserError, ValueError):
-    pass
-
-
-def read_auth_text(path: Path) -> str:
-    """The file's text, its line endings untouched (a password may end in any character)."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise AuthFileError(f"{path}: no such auth file") from None
-    except IsADirectoryError:
-        raise AuthFileError(f"{path}: is a folder, not an auth file") from None
-    except OSError as error:
-        raise AuthFileError(f"{path}: cannot read the auth file ({error.strerror})") from None
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        raise AuthFileError(f"{path}: not UTF-8 text ({error.reason})") from None
+AuthFileError = SecretFileError
 
 
 def read_auth_file(path: Path) -> list[tuple[str, str]]:
     """The (name, password) pairs of an auth file; errors name the file and the line."""
     users: list[tuple[str, str]] = []
     seen: set[str] = set()
-    for number, line in enumerate(read_auth_text(path).split("\n"), start=1):
+    for number, line in enumerate(read_secret_text(path, "auth file").split("\n"), start=1):
         line = line.removesuffix("\r")
         if not line.strip() or line.strip().startswith("#"):
             continue

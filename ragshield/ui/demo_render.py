@@ -10,7 +10,7 @@ from typing import Any
 from ragshield.answerers.context import passage_label
 from ragshield.judging import Decision, decision_word
 from ragshield.reports.tables import fmt
-from ragshield.services.asking import Fallback
+from ragshield.services.asking import ABSTAIN_MESSAGE, Fallback
 from ragshield.services.live_runs import LiveRecord
 from ragshield.types import Answer, CostSummary, Passage, Verdict
 from ragshield.ui.html_render import esc, message_html, table_html
@@ -100,9 +100,6 @@ def decision_html(decision: Decision) -> str:
     word = decision_word(decision) or "undecided"
     return (f'<div class="rs-demo-decision">{badge_html(word)}rule <b>{esc(decision.rule)}</b>'
             f'</div><div class="rs-demo-reason">{esc(decision.reason)}</div>')
-
-
-ABSTAIN_MESSAGE = "I don't know. (The system is not confident enough in its answer to show it.)"
 
 
 def fallback_html(fallback: Fallback) -> str:

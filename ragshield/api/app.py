@@ -1,0 +1,136 @@
+"""The guard API, version 1: a third face on the services, beside the CLI and the web app.
+
+    POST /v1/judge             an answer another system wrote -> decision and verdicts
+    POST /v1/ask               a question -> ragshield's answer, verdicts, decision, fallback
+    POST /v1/chat/completions  an OpenAI-compatible proxy that judges the upstream's answer
+    GET  /v1/judges, /v1/health, /v1/docs (the OpenAPI page)
+
+Handlers turn a request body into a service call and its result into JSON; nothing else.
+Every call runs in a worker thread under a deadline (api/limits.py) and, unless the body
+says `"store": false`, is kept in today's live run, so it can be browsed, labelled and
+counted like any run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import Depends, FastAPI, Header
+from starlette.exceptions import HTTPException
+
+from ragshield import __version__
+from ragshield.api import errors
+from ragshield.api.keys import KeyCheck
+from ragshield.api.limits import BodyLimit, Deadlines
+from ragshield.api.render import completion_json, judged_json
+from ragshield.api.schemas import AskBody, ChatBody, JudgeBody, PassageIn
+from ragshield.config import Settings
+from ragshield.services.asking import AskRequest
+from ragshield.services.guard import Guard, ProxyRequest, default_judges, judge_catalogue
+from ragshield.types import GivenAnswer, Passage, TokenLogprob
+
+DESCRIPTION = """Risk control for retrieval-augmented answers: each answer is judged, then
+kept or withheld. Send `Authorization: Bearer <key>` when the server has keys. Errors come
+as `{"error": {"message", "type", "param", "code"}}`."""
+
+
+def _passages(passages: list[PassageIn]) -> tuple[Passage, ...]:
+    return tuple(Passage(text=p.text, title=p.title, doc_id=p.id, score=p.score)
+                 for p in passages)
+
+
+def _judges(names: list[str] | None) -> tuple[str, ...]:
+    return tuple(names) if names else default_judges()
+
+
+def _last_user_message(messages: list[dict[str, Any]]) -> str:
+    """The text of the last user message (content as a string or as text parts)."""
+    for message in reversed(messages):
+        if message.get("role") == "user":
+            content = message.get("content")
+            if isinstance(content, list):
+                content = " ".join(part.get("text", "") for part in content
+                                   if isinstance(part, dict) and part.get("type") == "text")
+            if isinstance(content, str) and content.strip():
+                return content
+    raise HTTPException(422, "ragshield.question: not given, and no user message has text "
+                             "to take it from")
+
+
+def build_api(settings: Settings, guard: Guard, keys: KeyCheck) -> FastAPI:
+    """The API app; the web app can be mounted into it (app.py)."""
+    api = FastAPI(title="ragshield guard API", version=__version__, description=DESCRIPTION,
+                  docs_url="/v1/docs", openapi_url="/v1/openapi.json", redoc_url=None)
+    api.add_middleware(BodyLimit, max_bytes=settings.api_max_body_bytes)
+    errors.install(api)
+    deadlines = Deadlines(settings.api_timeout_s, workers=settings.api_max_waiting + 8)
+    api.router.on_shutdown.extend([deadlines.close, guard.close])
+
+    def authorized(authorization: str | None = Header(default=None)) -> None:
+        if not keys.accepts(authorization):
+            raise HTTPException(401, "a valid API key is required: "
+                                     "Authorization: Bearer <key>",
+                                headers={"WWW-Authenticate": "Bearer"})
+
+    guarded = [Depends(authorized)]
+
+    @api.post("/v1/judge", dependencies=guarded, tags=["guard"])
+    async def judge(body: JudgeBody) -> dict[str, Any]:
+        """Judge an answer that another system wrote, from the passages it was given."""
+        tokens = ([TokenLogprob(t.token, t.logprob) for t in body.answer_logprobs]
+                  if body.answer_logprobs else None)
+        request = AskRequest(
+            question=body.question, passages=_passages(body.passages),
+            given_answer=GivenAnswer(body.answer, body.answer_model, tokens,
+                                     body.cited_passages),
+            judges=_judges(body.judges), rule=body.rule, keep_record=body.store)
+        result = await deadlines.run(lambda outcome, deadline:
+                                     guard.ask(request, outcome, deadline))
+        return judged_json(result, trace=body.trace)
+
+    @api.post("/v1/ask", dependencies=guarded, tags=["guard"])
+    async def ask(body: AskBody) -> dict[str, Any]:
+        """Answer a question from a corpus (or from the passages given), judge the answer,
+        and say what the user should see."""
+        request = AskRequest(
+            question=body.question,
+            passages=_passages(body.passages) if body.passages is not None else None,
+            **({"corpus": body.corpus} if body.corpus else {}), mode=body.mode, k=body.k,
+            noise=body.noise, answerer=body.answerer, judges=_judges(body.judges),
+            rule=body.rule, fallback=body.fallback, keep_record=body.store)
+        result = await deadlines.run(lambda outcome, deadline:
+                                     guard.ask(request, outcome, deadline))
+        return judged_json(result, trace=body.trace, passages=True)
+
+    @api.post("/v1/chat/completions", dependencies=guarded, tags=["proxy"])
+    async def chat_completions(body: ChatBody) -> dict[str, Any]:
+        """OpenAI-compatible: forwards the request to the upstream, judges its answer
+        against `ragshield.passages`, and returns the completion with the answer, or the
+        abstain message when it is withheld. The verdicts are in the extra field
+        `ragshield`."""
+        if body.stream:
+            raise HTTPException(422, "stream: the guard judges whole answers; send "
+                                     "stream=false")
+        extra = body.ragshield
+        forwarded = body.model_dump(exclude={"ragshield"}, exclude_none=True)
+        proxied = ProxyRequest(
+            body=forwarded, question=extra.question or _last_user_message(body.messages),
+            passages=_passages(extra.passages), judges=_judges(extra.judges), rule=extra.rule,
+            keep_record=extra.store)
+        result = await deadlines.run(lambda outcome, deadline:
+                                     guard.proxy(proxied, outcome, deadline))
+        return completion_json(result)
+
+    @api.get("/v1/judges", dependencies=guarded, tags=["about"])
+    async def judges() -> list[dict[str, Any]]:
+        """Every judge: its name, what it costs, and whether it is in the default set."""
+        return judge_catalogue()
+
+    @api.get("/v1/health", tags=["about"])
+    async def health() -> dict[str, Any]:
+        """Liveness: the version, the judge backend, the upstream (masked), whether keys are
+        required."""
+        return {"status": "ok", "version": __version__, "backend": settings.backend,
+                "upstream": guard.upstream.shown_url if guard.upstream else None,
+                "keys_required": keys.required}
+
+    return api

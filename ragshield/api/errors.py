@@ -1,0 +1,91 @@
+"""Every failure of the guard API as one JSON shape, the one OpenAI-compatible clients read:
+{"error": {"message", "type", "param", "code"}}. A 4xx names the field at fault; a 5xx says
+what failed in words and never carries a traceback, a database URL or the upstream's key
+(the traceback goes to the server's log)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException
+from starlette.responses import JSONResponse
+
+from ragshield.errors import UserError
+from ragshield.llm.upstream import UpstreamError
+from ragshield.services.guard import GuardBusy, GuardTimeout, NoUpstream
+
+log = logging.getLogger("ragshield.api")
+
+
+def error_response(status: int, message: str, kind: str, param: str | None = None,
+                   headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": {"message": message, "type": kind, "param": param,
+                                   "code": status}}, status_code=status, headers=headers)
+
+
+def _field(location: tuple[Any, ...]) -> str:
+    """("body", "passages", 0, "text") -> "passages[0].text"."""
+    name = ""
+    for part in location[1:] if location and location[0] == "body" else location:
+        name += f"[{part}]" if isinstance(part, int) else f".{part}" if name else str(part)
+    return name or "body"
+
+
+def _invalid(_request: Request, error: Exception) -> JSONResponse:
+    assert isinstance(error, RequestValidationError)
+    problems = error.errors()
+    first = problems[0] if problems else {"loc": ("body",), "msg": "invalid", "type": ""}
+    if first.get("type") == "json_invalid":
+        return error_response(400, "the body is not valid JSON: "
+                              f"{first.get('ctx', {}).get('error', 'cannot parse')}",
+                              "invalid_json", "body")
+    field = _field(tuple(first.get("loc", ())))
+    message = f"{field}: {first.get('msg', 'invalid')}"
+    if len(problems) > 1:
+        message += f" (and {len(problems) - 1} more)"
+    return error_response(422, message, "invalid_request_error", field)
+
+
+def _user(_request: Request, error: Exception) -> JSONResponse:
+    if isinstance(error, NoUpstream):
+        return error_response(503, str(error), "no_upstream")
+    return error_response(400, " ".join(str(error).split()), "invalid_request_error")
+
+
+def _upstream(_request: Request, error: Exception) -> JSONResponse:
+    assert isinstance(error, UpstreamError)
+    kind = "upstream_timeout" if error.status == 504 else "upstream_error"
+    return error_response(error.status, str(error), kind)
+
+
+def _busy(_request: Request, error: Exception) -> JSONResponse:
+    return error_response(503, str(error), "busy", headers={"Retry-After": "2"})
+
+
+def _timeout(_request: Request, error: Exception) -> JSONResponse:
+    return error_response(504, f"{error}; nothing of this call was stored", "timeout")
+
+
+def _http(_request: Request, error: Exception) -> JSONResponse:
+    assert isinstance(error, HTTPException)
+    return error_response(error.status_code, str(error.detail), "http_error",
+                          headers=getattr(error, "headers", None))
+
+
+def _bug(request: Request, error: Exception) -> JSONResponse:
+    log.exception("%s %s failed", request.method, request.url.path, exc_info=error)
+    return error_response(500, f"internal error ({type(error).__name__}); the server's log "
+                          "has the details", "internal_error")
+
+
+def install(api: FastAPI) -> None:
+    api.add_exception_handler(RequestValidationError, _invalid)
+    api.add_exception_handler(UserError, _user)
+    api.add_exception_handler(UpstreamError, _upstream)
+    api.add_exception_handler(GuardBusy, _busy)
+    api.add_exception_handler(GuardTimeout, _timeout)
+    api.add_exception_handler(HTTPException, _http)
+    api.add_exception_handler(Exception, _bug)

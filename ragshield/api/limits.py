@@ -1,0 +1,85 @@
+"""Size and time bounds of the guard API: bodies over the limit are refused before they are
+parsed (413), and each call runs in a worker thread under a deadline (504 past it)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ragshield.api.errors import error_response
+from ragshield.services.guard import GuardTimeout, Outcome
+
+
+class BodyLimit:
+    """ASGI middleware: a request under `prefix` whose body passes `max_bytes` gets 413,
+    whether it says its length or streams it."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int, prefix: str = "/v1/") -> None:
+        self.app, self.max_bytes, self.prefix = app, max_bytes, prefix
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not scope["path"].startswith(self.prefix):
+            await self.app(scope, receive, send)
+            return
+        too_big = error_response(413, f"the body is over {self.max_bytes} bytes",
+                                 "body_too_large", "body")
+        declared = dict(scope["headers"]).get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > self.max_bytes:
+            await too_big(scope, receive, send)
+            return
+        body, more = b"", True
+        while more:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+            if len(body) > self.max_bytes:
+                await too_big(scope, receive, send)
+                return
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, send)
+
+
+class Deadlines:
+    """Runs blocking guard calls in threads, each given `timeout_s`. Past it the caller gets
+    GuardTimeout, unless the worker had already begun to store its result (then the caller
+    waits the milliseconds that takes): what a caller is told failed was never stored."""
+
+    def __init__(self, timeout_s: float, workers: int) -> None:
+        self.timeout_s = timeout_s
+        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="guard")
+
+    async def run(self, call: Callable[[Outcome, float], Any]) -> Any:
+        outcome = Outcome()
+        deadline = time.monotonic() + self.timeout_s
+        future = asyncio.get_running_loop().run_in_executor(self.pool, call, outcome, deadline)
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), self.timeout_s)
+        except TimeoutError:
+            if outcome.give_up():
+                future.add_done_callback(_forget)
+                raise GuardTimeout(f"the call took over {self.timeout_s:g} s") from None
+            return await future
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _forget(future: "Future[Any] | asyncio.Future[Any]") -> None:
+    """Collect an abandoned call's error, so that it is not reported as never retrieved."""
+    if not future.cancelled():
+        future.exception()

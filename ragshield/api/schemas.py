@@ -1,0 +1,95 @@
+"""The guard API's request bodies. Every size is bounded and unknown fields are refused, so
+a typo ("pasages") is an error naming it rather than a silently ignored field."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ragshield.datasets.validation import MAX_MODEL_LENGTH
+from ragshield.services.asking import FALLBACKS, MAX_NOISE, MAX_QUESTION_CHARS, RETRIEVAL_MODES
+
+MAX_PASSAGES = 50
+MAX_PASSAGE_CHARS = 20_000
+MAX_ANSWER_CHARS = 20_000
+MAX_JUDGES = 30
+MAX_TOKENS = 4_096
+
+Name = Annotated[str, Field(min_length=1, max_length=200)]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PassageIn(Strict):
+    text: str = Field(min_length=1, max_length=MAX_PASSAGE_CHARS)
+    title: str | None = Field(default=None, max_length=1_000)
+    id: str | None = Field(default=None, max_length=200, description="document or chunk id")
+    score: float | None = Field(default=None, description="retrieval score, if any")
+
+
+class TokenIn(Strict):
+    token: str = Field(max_length=200)
+    logprob: float = Field(le=0)
+
+
+class Judging(Strict):
+    judges: list[Name] | None = Field(
+        default=None, max_length=MAX_JUDGES,
+        description="judge names, or [\"all\"]; default: the fast set (every free or cheap "
+                    "judge)")
+    rule: Name | None = Field(
+        default=None, description="a judge's name, \"majority\" or \"all\"; default: the "
+                                  "configured rule where it fits the judges, else majority")
+    store: bool = Field(default=True, description="keep the call in today's live run")
+    trace: bool = Field(default=False, description="include every model call behind the verdicts")
+
+
+class JudgeBody(Judging):
+    """An answer another system wrote, with the question and passages it answered from."""
+
+    question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
+    passages: list[PassageIn] = Field(default_factory=list, max_length=MAX_PASSAGES)
+    answer: str = Field(min_length=1, max_length=MAX_ANSWER_CHARS)
+    answer_model: str | None = Field(default=None, max_length=MAX_MODEL_LENGTH)
+    answer_logprobs: list[TokenIn] | None = Field(default=None, max_length=MAX_TOKENS)
+    cited_passages: list[Annotated[int, Field(ge=0)]] | None = Field(
+        default=None, max_length=MAX_PASSAGES, description="indices into passages")
+
+
+class AskBody(Judging):
+    """A question, answered by ragshield's model from retrieved passages (from `corpus`) or
+    from the passages given."""
+
+    question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
+    passages: list[PassageIn] | None = Field(default=None, max_length=MAX_PASSAGES)
+    corpus: Name | None = None
+    mode: str = Field(default="hybrid", description=" | ".join(RETRIEVAL_MODES))
+    k: int = Field(default=3, ge=1, le=MAX_PASSAGES)
+    noise: int = Field(default=0, ge=0, le=MAX_NOISE)
+    answerer: Name = "evidence"
+    fallback: str = Field(default=FALLBACKS[0], description=" | ".join(FALLBACKS))
+
+
+class ProxyField(Strict):
+    """ragshield's field of a chat completion request (`"ragshield": {...}` in the body; with
+    the openai client, `extra_body={"ragshield": {...}}`)."""
+
+    question: str | None = Field(default=None, min_length=1, max_length=MAX_QUESTION_CHARS,
+                                 description="default: the last user message")
+    passages: list[PassageIn] = Field(default_factory=list, max_length=MAX_PASSAGES)
+    judges: list[Name] | None = Field(default=None, max_length=MAX_JUDGES)
+    rule: Name | None = None
+    store: bool = True
+
+
+class ChatBody(BaseModel):
+    """An OpenAI chat completion request: passed to the upstream as it is, less `ragshield`."""
+
+    model_config = ConfigDict(extra="allow")
+    messages: list[dict[str, Any]] = Field(min_length=1, max_length=1_000)
+    stream: bool | None = None
+    n: int | None = Field(default=None, ge=1, le=1)
+    ragshield: ProxyField = Field(default_factory=ProxyField)

@@ -1,0 +1,211 @@
+"""The guard's use cases: judge an answer another system wrote, ask a question end to end,
+and judge a live upstream's answer before its caller sees it. The HTTP API (ragshield/api)
+calls these; they know nothing of HTTP.
+
+Every call runs under a deadline and takes its turn for the model: an in-process model keeps
+one KV cache and serves one call at a time (the web app, in the same server, takes the same
+turns), while a server backend serves `concurrency` calls at once. A call whose caller gave up
+(its deadline passed) stores nothing: the worker and the caller settle, once, which of them
+came first (Outcome), so every answered call is kept exactly once and a timed-out one never.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ragshield.config import Settings
+from ragshield.errors import UserError
+from ragshield.judges.registry import JUDGES, quick_judges
+from ragshield.llm.upstream import UpstreamChat, UpstreamReply
+from ragshield.services.asking import (LARGER_FALLBACK, AskInputError, AskRequest, AskResult,
+                                       Models, PassageFinders, answer_and_judge, prepare)
+from ragshield.services.live_runs import keep_asked
+from ragshield.store.database import Store
+from ragshield.types import GivenAnswer, Passage
+
+
+def default_judges() -> tuple[str, ...]:
+    """The judges of a call that names none: the fast set, as in the Demo."""
+    return tuple(quick_judges())
+
+
+def judge_catalogue() -> list[dict[str, Any]]:
+    """Every judge with its cost class, whether it is a default, and what it does."""
+    defaults = default_judges()
+    return [{"name": name, "cost": cls.cost, "default": name in defaults, "about": _about(cls)}
+            for name, cls in JUDGES.items()]
+
+
+def _about(judge: type) -> str:
+    """The first paragraph of the judge's docstring, else of its module's."""
+    text = judge.__doc__ or sys.modules[judge.__module__].__doc__ or ""
+    return " ".join(text.split("\n\n")[0].split())
+
+
+class GuardBusy(Exception):
+    """More calls are waiting for the model than the guard queues (503: retry later)."""
+
+
+class GuardTimeout(Exception):
+    """The call passed its deadline; nothing of it was stored (504)."""
+
+
+class NoUpstream(UserError):
+    """The proxy was called but no upstream endpoint is configured."""
+
+
+class Outcome:
+    """Whether a call's result is kept, decided once: by the worker when it is about to
+    store (keep), or by the caller when its deadline passes first (give_up)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._state: str | None = None
+
+    def _settle(self, state: str) -> bool:
+        with self._lock:
+            self._state = self._state or state
+            return self._state == state
+
+    def keep(self) -> bool:
+        """True: the caller is still waiting, and now will get the result."""
+        return self._settle("keep")
+
+    def give_up(self) -> bool:
+        """True: the worker had not started storing, and now never will."""
+        return self._settle("give up")
+
+    @property
+    def given_up(self) -> bool:
+        return self._state == "give up"
+
+
+class ModelGate:
+    """Turns at the models. `local` is the lock of the in-process models, shared with the
+    web app when both run in one server; a server backend admits `concurrency` at once."""
+
+    def __init__(self, settings: Settings, local: threading.Lock | None = None) -> None:
+        self.local = local or threading.Lock()
+        self.remote = threading.BoundedSemaphore(max(1, settings.concurrency))
+        self.backend = settings.backend
+
+    def for_request(self, request: AskRequest) -> Any:
+        """The larger-model fallback answers and judges with the packaged small model,
+        in process whatever the backend."""
+        in_process = self.backend != "openai" or request.fallback == LARGER_FALLBACK
+        return self.local if in_process else self.remote
+
+
+@dataclass
+class Guarded:
+    """A judged call: the ask's result, where its time went, and the upstream's reply
+    when the answer came from the proxied system."""
+
+    result: AskResult
+    seconds: dict[str, float] = field(default_factory=dict)  # queued, judging, storing, upstream
+    upstream: UpstreamReply | None = None
+
+
+@dataclass(frozen=True)
+class ProxyRequest:
+    """An OpenAI chat completion request for the upstream (ragshield's own field taken out)
+    and what to judge its answer against."""
+
+    body: dict[str, Any]
+    question: str
+    passages: tuple[Passage, ...]
+    judges: tuple[str, ...]
+    rule: str | None = None
+    keep_record: bool = True
+
+
+class Guard:
+    """The guard's state for one server: the store, the models, the turns at them, the
+    retrievers and the upstream."""
+
+    def __init__(self, settings: Settings, store: Store, models: Models,
+                 gate: ModelGate | None = None, finders: PassageFinders | None = None) -> None:
+        self.settings, self.store, self.models = settings, store, models
+        self.gate = gate or ModelGate(settings)
+        self.finders = finders or PassageFinders(settings)
+        self.upstream = (UpstreamChat(settings.upstream_base_url, _secret(settings.upstream_api_key))
+                         if settings.upstream_base_url else None)
+        self._waiting = threading.BoundedSemaphore(settings.api_max_waiting)
+
+    def ask(self, request: AskRequest, outcome: Outcome, deadline: float) -> Guarded:
+        """One question (or one given answer) judged and, unless the caller gave up, kept
+        in the live run. GuardBusy when too many calls wait; GuardTimeout past `deadline`."""
+        with self._turn():
+            return self._judged(request, outcome, deadline, {})
+
+    def proxy(self, proxied: ProxyRequest, outcome: Outcome, deadline: float) -> Guarded:
+        """The upstream's answer to `proxied.body`, judged like a given answer."""
+        if self.upstream is None:
+            raise NoUpstream("no upstream endpoint is configured: start the server with "
+                             "--upstream URL (or set RAGSHIELD_UPSTREAM_BASE_URL)")
+        with self._turn():
+            started = time.monotonic()
+            reply = self.upstream.complete(proxied.body, timeout_s=_left(deadline))
+            request = AskRequest(question=proxied.question, passages=proxied.passages,
+                                 given_answer=GivenAnswer(reply.text, reply.model, reply.tokens),
+                                 judges=proxied.judges, rule=proxied.rule,
+                                 keep_record=proxied.keep_record)
+            seconds = {"upstream": time.monotonic() - started}
+            guarded = self._judged(request, outcome, deadline, seconds)
+        guarded.upstream = reply
+        return guarded
+
+    @contextmanager
+    def _turn(self) -> Iterator[None]:
+        if not self._waiting.acquire(blocking=False):
+            raise GuardBusy(f"{self.settings.api_max_waiting} calls are already waiting for "
+                            "the model; retry later")
+        try:
+            yield
+        finally:
+            self._waiting.release()
+
+    def _judged(self, request: AskRequest, outcome: Outcome, deadline: float,
+                seconds: dict[str, float]) -> Guarded:
+        if not request.question or not request.question.strip():
+            raise AskInputError("the question is empty")
+        prepared = prepare(self.store, self.settings, replace(request, keep_record=False),
+                           self.finders)
+        gate = self.gate.for_request(request)
+        waited = time.monotonic()
+        if not gate.acquire(timeout=_left(deadline)):
+            raise GuardTimeout("the model stayed busy with other calls until the deadline")
+        try:
+            seconds["queued"] = time.monotonic() - waited
+            if outcome.given_up or time.monotonic() > deadline:
+                raise GuardTimeout("the caller gave up while the call waited for the model")
+            started = time.monotonic()
+            result = answer_and_judge(self.store, self.settings, self.models, prepared)
+            seconds["judging"] = time.monotonic() - started
+        finally:
+            gate.release()
+        if not outcome.keep():
+            raise GuardTimeout("the caller gave up before the verdicts were in")
+        if request.keep_record:
+            started = time.monotonic()
+            result.record = keep_asked(self.store, self.settings, result)
+            seconds["storing"] = time.monotonic() - started
+        return Guarded(result, seconds)
+
+    def close(self) -> None:
+        if self.upstream is not None:
+            self.upstream.close()
+
+
+def _left(deadline: float) -> float:
+    return max(0.0, deadline - time.monotonic())
+
+
+def _secret(value: Any) -> str | None:
+    return value.get_secret_value() if value is not None else None

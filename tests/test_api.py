@@ -1,0 +1,385 @@
+"""The guard API in process (FastAPI's test client), with a scripted judge model and, for the
+proxy, a real HTTP upstream on 127.0.0.1 (tests/reliability/fake_openai.py): the shapes of
+answers and errors, keys, size limits, deadlines, a busy queue, and that every answered call
+is kept exactly once and a failed one never. tests/test_api_server.py runs the same API for
+real: `python app.py` in front of a llama.cpp server, called with the stock openai client."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Sequence
+
+import pytest
+from pydantic import SecretStr
+from starlette.testclient import TestClient
+
+from ragshield.api.app import build_api
+from ragshield.api.keys import ApiKeyError, KeyCheck, check_exposure, read_keys
+from ragshield.config import Settings
+from ragshield.llm.base import LLM
+from ragshield.services.asking import ABSTAIN_MESSAGE
+from ragshield.services.guard import Guard, ModelGate
+from ragshield.services.live_runs import LIVE_DATASET
+from ragshield.store.database import Store
+from ragshield.store.runs import list_runs
+from ragshield.store.samples import load_sample
+from ragshield.types import Message
+from tests.fakes import ScriptedLLM, ScriptedReply
+from tests.reliability.fake_openai import ANSWER, Fault, FakeOpenAIServer
+
+KEY = "k" * 24
+SURE, UNSURE = -0.01, -4.0  # per-token log-probs: p 0.99 (token_prob keeps), 0.02 (withholds)
+
+
+class FakeModels:
+    """Every ask gets the same scripted model (the in-process model of a real server)."""
+
+    def __init__(self, llm: LLM) -> None:
+        self.llm_ = llm
+
+    def llm(self, *, small: bool = False) -> LLM:
+        return self.llm_
+
+
+def p_true_reply(messages: Sequence[Message]) -> ScriptedReply:
+    """p_true's yes/no question, answered "Yes" with P(yes) 0.9."""
+    return ScriptedReply("Yes", top={"Yes": -0.105, "No": -2.3})
+
+
+class SlowLLM(ScriptedLLM):
+    def __init__(self, seconds: float) -> None:
+        super().__init__(respond=p_true_reply)
+        self.seconds = seconds
+
+    def chat(self, messages, **params):  # type: ignore[no-untyped-def, override]
+        time.sleep(self.seconds)
+        return super().chat(messages, **params)
+
+
+def client_for(settings: Settings, store: Store, llm: LLM | None = None,
+               keys: Sequence[str] = ()) -> TestClient:
+    llm = llm or ScriptedLLM(respond=p_true_reply)
+    guard = Guard(settings, store, FakeModels(llm), ModelGate(settings))
+    return TestClient(build_api(settings, guard, KeyCheck(list(keys))), raise_server_exceptions=False)
+
+
+def judge_body(question: str = "Who gave their name to Normandy?", **extra: Any) -> dict:
+    return {"question": question, "answer": "The Normans",
+            "passages": [{"text": "The Normans gave their name to Normandy.", "id": "d1",
+                          "score": 0.9}],
+            "judges": ["trivial", "token_prob", "p_true"], **extra}
+
+
+def live_answers(store: Store) -> int:
+    return sum(run.done for run in list_runs(store) if run.status == "live")
+
+
+def error_of(response: Any) -> dict:
+    return response.json()["error"]
+
+
+@pytest.fixture
+def sqlite_store(tmp_path: Path) -> Store:
+    from ragshield.store.database import open_store
+
+    store = open_store(f"sqlite:///{tmp_path / 'api.db'}")
+    yield store
+    store.close()
+
+
+def test_judge_returns_decision_verdicts_cost_and_keeps_the_call_once(
+        settings: Settings, sqlite_store: Store) -> None:
+    client = client_for(settings, sqlite_store)
+    body = judge_body(answer_logprobs=[{"token": "The", "logprob": SURE},
+                                       {"token": " Normans", "logprob": SURE}],
+                      answer_model="their-model", rule="token_prob")
+    first = client.post("/v1/judge", json=body)
+    assert first.status_code == 200, first.text
+    result = first.json()
+    assert result["decision"] == "keep" and result["kept"] and result["shown"] == "The Normans"
+    assert [v["judge"] for v in result["verdicts"]] == ["trivial", "token_prob", "p_true"]
+    token_prob = result["verdicts"][1]
+    assert token_prob["score"] == pytest.approx(0.99, abs=0.01) and token_prob["reason"]
+    assert token_prob["cost"]["calls"] == 0  # the given log-probs are read, no model call
+    assert result["verdicts"][2]["cost"]["calls"] == 1 and result["cost"]["calls"] == 1
+    assert set(result["timings_ms"]) == {"queued", "judging", "storing"}
+    record = result["record"]
+    assert record["stored"] and record["dataset"] == LIVE_DATASET
+    sample = load_sample(sqlite_store, LIVE_DATASET, record["sample_id"])
+    assert sample.given_answer is not None and sample.given_answer.text == "The Normans"
+    assert sample.given_answer.model == "their-model" and sample.passages[0].doc_id == "d1"
+    again = client.post("/v1/judge", json=body).json()
+    assert again["record"] == {**record, "stored": False} and live_answers(sqlite_store) == 1
+    other = client.post("/v1/judge", json={**body, "answer": "The Vikings"}).json()
+    assert other["record"]["stored"] and other["record"]["sample_id"] != record["sample_id"]
+    assert live_answers(sqlite_store) == 2
+
+
+def test_judge_withholds_an_unsure_answer_and_can_skip_storing(
+        settings: Settings, sqlite_store: Store) -> None:
+    client = client_for(settings, sqlite_store)
+    body = judge_body(answer_logprobs=[{"token": "The", "logprob": UNSURE}],
+                      rule="token_prob", store=False, trace=True)
+    result = client.post("/v1/judge", json=body).json()
+    assert result["decision"] == "abstain" and not result["kept"]
+    assert result["shown"] == ABSTAIN_MESSAGE and result["fallback"]["strategy"]
+    assert result["record"] is None and live_answers(sqlite_store) == 0
+    assert result["verdicts"][2]["trace"][0]["messages"]  # the p_true prompt, with trace on
+
+
+def test_default_judges_are_the_fast_set(settings: Settings, sqlite_store: Store) -> None:
+    client = client_for(settings, sqlite_store)
+    catalogue = client.get("/v1/judges").json()
+    defaults = [j["name"] for j in catalogue if j["default"]]
+    assert "trivial" in defaults and "counterfactual" not in defaults
+    assert all(j["cost"] in ("free", "cheap") for j in catalogue if j["default"])
+    assert all(j["about"] for j in catalogue)
+
+
+@pytest.mark.parametrize("body, status, param", [
+    ({"answer": "a"}, 422, "question"),
+    ({"question": "q"}, 422, "answer"),
+    ({"question": "q", "answer": "a", "pasages": []}, 422, "pasages"),
+    ({"question": "q", "answer": "a", "passages": [{"text": "x" * 20_001}]}, 422,
+     "passages[0].text"),
+    ({"question": "q", "answer": "a", "answer_logprobs": [{"token": "a", "logprob": 2}]},
+     422, "answer_logprobs[0].logprob"),
+    ({"question": "q", "answer": "a", "cited_passages": [-1]}, 422, "cited_passages[0]"),
+    ({"question": "", "answer": "a"}, 422, "question"),
+    ({"question": "q", "answer": "a", "judges": []}, 400, None),  # no judge: refused
+])
+def test_bad_fields_are_named(settings: Settings, sqlite_store: Store, body: dict,
+                              status: int, param: str | None) -> None:
+    response = client_for(settings, sqlite_store).post("/v1/judge", json=body)
+    if body.get("judges") == []:  # an empty list means "the defaults", so it is answered
+        assert response.status_code == 200
+        return
+    assert response.status_code == status, response.text
+    assert error_of(response)["param"] == param and param in error_of(response)["message"]
+    assert live_answers(sqlite_store) == 0
+
+
+def test_unknown_judge_rule_and_malformed_json(settings: Settings, sqlite_store: Store) -> None:
+    client = client_for(settings, sqlite_store)
+    unknown = client.post("/v1/judge", json=judge_body(judges=["nosuch"]))
+    assert unknown.status_code == 400 and "nosuch" in error_of(unknown)["message"]
+    bad_rule = client.post("/v1/judge", json=judge_body(rule="nosuch"))
+    assert bad_rule.status_code == 400 and "nosuch" in error_of(bad_rule)["message"]
+    broken = client.post("/v1/judge", content=b'{"question": ', headers={
+        "content-type": "application/json"})
+    assert broken.status_code == 400 and error_of(broken)["type"] == "invalid_json"
+    array = client.post("/v1/judge", json=[judge_body()])
+    assert array.status_code == 422
+    assert live_answers(sqlite_store) == 0
+
+
+def test_huge_bodies_are_refused_before_parsing(settings: Settings, sqlite_store: Store) -> None:
+    settings.api_max_body_bytes = 10_000
+    client = client_for(settings, sqlite_store)
+    huge = json.dumps(judge_body(answer="x" * 20_000)).encode()
+    declared = client.post("/v1/judge", content=huge, headers={"content-type": "application/json"})
+    assert declared.status_code == 413 and error_of(declared)["param"] == "body"
+
+    def chunks():  # no Content-Length: the limit counts what streams in
+        for start in range(0, len(huge), 1000):
+            yield huge[start:start + 1000]
+
+    streamed = client.post("/v1/judge", content=chunks(),
+                           headers={"content-type": "application/json"})
+    assert streamed.status_code == 413
+    assert client.get("/v1/health").status_code == 200  # other paths are not held up
+    assert live_answers(sqlite_store) == 0
+
+
+def test_keys(settings: Settings, sqlite_store: Store, tmp_path: Path) -> None:
+    client = client_for(settings, sqlite_store, keys=[KEY])
+    assert client.post("/v1/judge", json=judge_body()).status_code == 401
+    wrong = client.post("/v1/judge", json=judge_body(), headers={"Authorization": "Bearer nope"})
+    assert wrong.status_code == 401 and wrong.headers["www-authenticate"] == "Bearer"
+    right = client.post("/v1/judge", json=judge_body(), headers={"Authorization": f"Bearer {KEY}"})
+    assert right.status_code == 200
+    assert client.get("/v1/health").json()["keys_required"] is True
+
+    keys_file = tmp_path / "keys.txt"
+    keys_file.write_text(f"# team keys\n{KEY}\n\nshort\n")
+    settings.api_keys_file = keys_file
+    with pytest.raises(ApiKeyError, match=f"^{keys_file}:4: an API key must have"):
+        read_keys(settings)
+    keys_file.write_text(f"\ufeff{KEY}\n{'m' * 20}\n")
+    settings.api_keys = None
+    assert read_keys(settings) == [KEY, "m" * 20]
+    with pytest.raises(ApiKeyError, match="0.0.0.0 would be open"):
+        check_exposure("0.0.0.0", [])
+    check_exposure("127.0.0.1", [])
+    check_exposure("::1", [])
+    check_exposure("0.0.0.0", [KEY])
+
+
+def test_a_call_past_its_deadline_is_504_and_never_stored(
+        settings: Settings, sqlite_store: Store) -> None:
+    settings.api_timeout_s = 0.5
+    client = client_for(settings, sqlite_store, llm=SlowLLM(seconds=1.2))
+    response = client.post("/v1/judge", json=judge_body(judges=["p_true"]))
+    assert response.status_code == 504 and "nothing of this call was stored" in response.text
+    time.sleep(1.5)  # the worker finishes its model call after the caller gave up
+    assert live_answers(sqlite_store) == 0
+
+
+def test_a_full_queue_is_503_with_retry_after(settings: Settings, sqlite_store: Store) -> None:
+    settings.api_max_waiting = 1
+    client = client_for(settings, sqlite_store, llm=SlowLLM(seconds=0.6))
+    with ThreadPoolExecutor(2) as pool:
+        responses = list(pool.map(lambda q: client.post("/v1/judge", json=judge_body(
+            question=q, judges=["p_true"])), ["first?", "second?"]))
+    statuses = sorted(r.status_code for r in responses)
+    assert statuses == [200, 503]
+    busy = next(r for r in responses if r.status_code == 503)
+    assert busy.headers["retry-after"] and error_of(busy)["type"] == "busy"
+    assert live_answers(sqlite_store) == 1
+
+
+def test_concurrent_clients_each_stored_once(settings: Settings, sqlite_store: Store) -> None:
+    client = client_for(settings, sqlite_store)
+    questions = [f"Question number {i}?" for i in range(8)] * 2  # each asked twice at once
+    with ThreadPoolExecutor(8) as pool:
+        responses = list(pool.map(lambda q: client.post("/v1/judge", json=judge_body(
+            question=q)), questions))
+    assert all(r.status_code == 200 for r in responses)
+    stored = [r.json()["record"]["stored"] for r in responses]
+    assert sum(stored) == 8 and live_answers(sqlite_store) == 8
+    assert len([run for run in list_runs(sqlite_store) if run.status == "live"]) == 1
+
+
+def test_ask_with_given_passages(settings: Settings, sqlite_store: Store) -> None:
+    llm = ScriptedLLM(respond=lambda messages: p_true_reply(messages)
+                      if "yes or no" in messages[-1]["content"].lower()
+                      else ScriptedReply("Answer: The Normans\nEvidence: ## Passage-0 ##"))
+    client = client_for(settings, sqlite_store, llm=llm)
+    response = client.post("/v1/ask", json={
+        "question": "Who gave their name to Normandy?", "answerer": "evidence",
+        "passages": [{"text": "The Normans gave their name to Normandy."}],
+        "judges": ["trivial"]})
+    assert response.status_code == 200, response.text
+    result = response.json()
+    assert result["answer"]["text"] == "The Normans" and result["kept"]
+    assert result["passages"][0]["text"].startswith("The Normans")
+    assert "given with the question" in result["passages_from"]
+    bad = client.post("/v1/ask", json={"question": "q", "mode": "telepathy"})
+    assert bad.status_code == 400 and "telepathy" in error_of(bad)["message"]
+
+
+# The proxy, against a real HTTP upstream.
+
+def proxy_settings(settings: Settings, upstream: FakeOpenAIServer) -> Settings:
+    settings.upstream_base_url = upstream.url
+    settings.upstream_api_key = SecretStr("upstream-secret-key-123")
+    return settings
+
+
+def chat_body(**extra: Any) -> dict:
+    return {"model": "fake-model", "messages": [{"role": "user", "content": "Capital?"}],
+            "ragshield": {"passages": [{"text": "Paris is the capital of France."}],
+                          "judges": ["trivial", "token_prob"], "rule": "token_prob"},
+            **extra}
+
+
+def test_proxy_keeps_a_sure_answer_and_forwards_the_request_as_it_came(
+        settings: Settings, sqlite_store: Store) -> None:
+    with FakeOpenAIServer() as upstream:
+        client = client_for(proxy_settings(settings, upstream), sqlite_store)
+        response = client.post("/v1/chat/completions",
+                               json=chat_body(logprobs=True, temperature=0.3))
+        assert response.status_code == 200, response.text
+        completion = response.json()
+        assert completion["choices"][0]["message"]["content"] == ANSWER
+        assert completion["choices"][0]["logprobs"]  # kept answers keep their log-probs
+        verdicts = completion["ragshield"]
+        assert verdicts["kept"] and verdicts["answer"]["model"] == "fake-model"
+        assert "upstream" in verdicts["timings_ms"]
+        sent = upstream.chat_requests()[0]
+        assert "ragshield" not in sent.body and sent.body["temperature"] == 0.3
+        assert sent.authorization == "Bearer upstream-secret-key-123"
+    sample = load_sample(sqlite_store, LIVE_DATASET, verdicts["record"]["sample_id"])
+    assert sample.question == "Capital?" and sample.given_answer.tokens  # type: ignore[union-attr]
+
+
+def test_proxy_withholds_an_unsure_answer_without_leaking_it(
+        settings: Settings, sqlite_store: Store) -> None:
+    llm = ScriptedLLM(respond=p_true_reply, scores={ANSWER: [UNSURE] * 3})
+    with FakeOpenAIServer() as upstream:
+        client = client_for(proxy_settings(settings, upstream), sqlite_store, llm=llm)
+        completion = client.post("/v1/chat/completions", json=chat_body()).json()
+    choice = completion["choices"][0]
+    assert choice["message"]["content"] == ABSTAIN_MESSAGE and "logprobs" not in choice
+    assert not completion["ragshield"]["kept"]
+    assert completion["ragshield"]["record"]["stored"]
+
+
+@pytest.mark.parametrize("fault, status, kind", [
+    (Fault(status=500, body=b'{"error": {"message": "boom upstream-secret-key-123"}}'), 502,
+     "upstream_error"),
+    (Fault(status=400, body=b'{"error": {"message": "model not found"}}'), 400,
+     "upstream_error"),
+    (Fault(body=b"not json"), 502, "upstream_error"),
+    (Fault(body=b'{"choices": []}'), 502, "upstream_error"),
+    (Fault(drop=True), 502, "upstream_error"),
+    (Fault(delay_s=3.0), 504, None),
+])
+def test_proxy_upstream_failures_are_clear_and_store_nothing(
+        settings: Settings, sqlite_store: Store, fault: Fault, status: int,
+        kind: str | None) -> None:
+    settings.api_timeout_s = 1.0
+    with FakeOpenAIServer(lambda request: fault) as upstream:
+        client = client_for(proxy_settings(settings, upstream), sqlite_store)
+        response = client.post("/v1/chat/completions", json=chat_body())
+    assert response.status_code == status, response.text
+    error = error_of(response)
+    assert kind is None or error["type"] == kind
+    assert "upstream-secret-key-123" not in response.text
+    assert "127.0.0.1" in error["message"] or status == 504
+    assert live_answers(sqlite_store) == 0
+
+
+def test_proxy_upstream_down_and_not_configured(settings: Settings, sqlite_store: Store) -> None:
+    from tests.conftest import free_port
+
+    settings.upstream_base_url = f"http://user:pw-secret@127.0.0.1:{free_port()}/v1"
+    down = client_for(settings, sqlite_store).post("/v1/chat/completions", json=chat_body())
+    assert down.status_code == 502 and "cannot reach" in error_of(down)["message"]
+    assert "pw-secret" not in down.text
+    settings.upstream_base_url = None
+    none = client_for(settings, sqlite_store).post("/v1/chat/completions", json=chat_body())
+    assert none.status_code == 503 and "--upstream" in error_of(none)["message"]
+    assert live_answers(sqlite_store) == 0
+
+
+def test_proxy_refuses_streaming_and_several_choices(settings: Settings,
+                                                     sqlite_store: Store) -> None:
+    with FakeOpenAIServer() as upstream:
+        client = client_for(proxy_settings(settings, upstream), sqlite_store)
+        stream = client.post("/v1/chat/completions", json=chat_body(stream=True))
+        several = client.post("/v1/chat/completions", json=chat_body(n=2))
+        no_user = client.post("/v1/chat/completions", json={
+            "messages": [{"role": "system", "content": "hi"}]})
+        assert not upstream.chat_requests()
+    assert stream.status_code == 422 and "stream" in error_of(stream)["message"]
+    assert several.status_code == 422 and error_of(several)["param"] == "n"
+    assert no_user.status_code == 422 and "ragshield.question" in error_of(no_user)["message"]
+
+
+def test_web_app_and_api_share_one_lock(settings: Settings) -> None:
+    """The larger-model fallback runs the packaged model in process even with a server
+    backend, so it takes the in-process lock; other calls then run in parallel."""
+    from ragshield.services.asking import LARGER_FALLBACK, AskRequest
+
+    lock = threading.Lock()
+    settings.backend = "openai"
+    gate = ModelGate(settings, lock)
+    assert gate.for_request(AskRequest(question="q", fallback=LARGER_FALLBACK)) is lock
+    assert gate.for_request(AskRequest(question="q")) is gate.remote
+    settings.backend = "embedded"
+    assert ModelGate(settings, lock).for_request(AskRequest(question="q")) is lock
