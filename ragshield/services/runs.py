@@ -14,23 +14,25 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ragshield.answerers.registry import GIVEN
+from ragshield.answerers.registry import GIVEN, make_answerer
 from ragshield.config import Settings
 from ragshield.errors import OptionError, UserError
 from ragshield.judges.registry import JUDGES
 from ragshield.judging import POOLED_RULES, choose_rule
 from ragshield.pipeline import (RejudgeOutcome, RunModels, RunOutcome, execute_run, rejudge_run,
                                 start_run)
-from ragshield.run_config import RunConfig, with_default_rule
+from ragshield.run_config import RunConfig, check_config, with_default_rule
 from ragshield.services.datasets import ensure_demo_dataset
 from ragshield.services.form_values import whole_number
 from ragshield.services.run_choices import newest_runs
 from ragshield.store.database import Store
 from ragshield.store.runs import RunSummary, failures, get_run, list_runs, set_run_status
+from ragshield.store.samples import count_given_answers
 
-__all__ = ["ANSWER_SOURCES", "RULES", "ModelOpener", "NewRun", "RunBusyError", "RunForm",
-           "RunLauncher", "RunProgress", "RunResult", "add_judges", "execute", "form_config",
-           "form_defaults", "list_runs", "record_run", "run_answerer"]
+__all__ = ["ANSWER_SOURCES", "RULES", "GivenAnswers", "ModelOpener", "NewRun",
+           "NoGivenAnswersError", "RunBusyError", "RunForm", "RunLauncher", "RunProgress",
+           "RunResult", "add_judges", "check_given_answers", "execute", "form_config",
+           "form_defaults", "given_answers", "list_runs", "record_run", "run_answerer"]
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +57,45 @@ def run_answerer(answers: str, answerer: str | None, default: str) -> str:
     return GIVEN
 
 
+class NoGivenAnswersError(OptionError):
+    """A run of given answers on samples that carry none (every sample would fail)."""
+
+
+@dataclass(frozen=True)
+class GivenAnswers:
+    """How many of a dataset's samples (the first `limit` a run takes) carry a given answer."""
+
+    dataset: str
+    samples: int
+    given: int
+
+
+def given_answers(store: Store, dataset: str, limit: int | None = None) -> GivenAnswers:
+    """Count the given answers among the dataset's first `limit` samples in import order (the
+    samples a run with that limit answers; all without one). UnknownDatasetError, naming the
+    datasets, for an unknown name."""
+    samples, given = count_given_answers(store, dataset, limit)
+    return GivenAnswers(dataset, samples, given)
+
+
+def check_given_answers(store: Store, config: RunConfig) -> None:
+    """A run of given answers needs samples that carry them: NoGivenAnswersError, naming the
+    dataset, when none of the samples it takes does (some missing is allowed: those samples
+    fail alone and the run resumes once they are imported). Other runs pass."""
+    if make_answerer(config.answerer).name != GIVEN:
+        return
+    taken = given_answers(store, config.dataset, config.limit)
+    if not taken.samples or taken.given:
+        return  # an empty dataset: start_run says so
+    if config.limit is not None and given_answers(store, config.dataset).given:
+        raise NoGivenAnswersError(
+            f"the first {taken.samples} samples of dataset {config.dataset!r} carry no given "
+            "answers to judge: take more samples, or import theirs")
+    raise NoGivenAnswersError(
+        f"dataset {config.dataset!r} carries no given answers to judge: import them with an "
+        "answer per sample (an `answer` column), or generate the answers with an answerer")
+
+
 @dataclass(frozen=True)
 class NewRun:
     run_id: int
@@ -66,9 +107,11 @@ def record_run(store: Store, settings: Settings, config: RunConfig, *,
     """Check and record a new run; nothing is generated yet. Without a rule, the run decides
     by the configured one where it fits the judges, else by majority (choose_rule). The demo
     set is imported first into a store without it, so that a run on `demo` works on a new
-    database."""
+    database. A run of given answers on samples that carry none is refused
+    (check_given_answers), after the configuration's own checks."""
     ensure_demo_dataset(store)
     config, note = with_default_rule(config, settings.decision_rule)
+    check_given_answers(store, check_config(config))
     return NewRun(start_run(store, config, name=name), note)
 
 
@@ -112,19 +155,24 @@ def form_defaults(settings: Settings) -> RunForm:
     return RunForm(judges, choose_rule(None, judges, default).rule)
 
 
-def form_config(settings: Settings, dataset: str | None, limit: Any, answerer: str,
+def form_config(settings: Settings, dataset: str | None, limit: Any, answerer: str | None,
                 judges: list[str] | None, rule: str, retrieval: str,
-                fallback: bool) -> RunConfig:
+                fallback: bool, answers: str | None = "generated") -> RunConfig:
     """The RunConfig of the start form, with the configured backend and concurrency as the
-    CLI takes them; the rest is checked by record_run."""
+    CLI takes them; the rest is checked by record_run. `answers` is one of ANSWER_SOURCES
+    (None: generated): "given" judges the dataset's own answers, whatever the answerer box
+    holds (the form disables it then)."""
     if not dataset:
         raise OptionError("choose a dataset")
     if not judges:
         raise OptionError("choose at least one judge")
+    answers = answers or "generated"
     return RunConfig(
         dataset=dataset,
         limit=None if limit in (None, "") else whole_number(limit, "limit", minimum=1),
-        answerer=answerer, judges=list(judges), rule=rule, retrieval=retrieval,
+        answerer=run_answerer(answers, answerer if answers == "generated" else None,
+                              settings.answerer),
+        judges=list(judges), rule=rule, retrieval=retrieval,
         backend=settings.backend, fallback=bool(fallback), concurrency=settings.concurrency)
 
 

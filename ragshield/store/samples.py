@@ -326,3 +326,15 @@ def count_samples(store: Store, name: str) -> int:
         return session.scalar(
             select(func.count(SampleRow.id)).where(SampleRow.dataset_id == dataset_id_of(session, name))
         ) or 0
+
+
+def count_given_answers(store: Store, name: str, limit: int | None = None) -> tuple[int, int]:
+    """(samples, samples with a given answer) among the dataset's first `limit` samples in
+    import order (all without a limit); UnknownDatasetError for an unknown name."""
+    with store.session() as session:
+        taken = (select(SampleRow.given_answer)
+                 .where(SampleRow.dataset_id == dataset_id_of(session, name))
+                 .order_by(SampleRow.id).limit(limit).subquery())
+        samples, given = session.execute(
+            select(func.count(), func.count(taken.c.given_answer)).select_from(taken)).one()
+    return samples or 0, given or 0

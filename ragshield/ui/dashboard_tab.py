@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 
 import gradio as gr
 
-from ragshield.answerers.registry import ANSWERERS
+from ragshield.answerers.registry import ANSWERERS, GIVEN
 from ragshield.errors import UserError
 from ragshield.judges.registry import JUDGES
 from ragshield.reports.render import table_html
@@ -22,7 +22,8 @@ from ragshield.services.run_choices import pick_run, run_choices
 from ragshield.services.run_tables import TRUTHS
 from ragshield.services.run_views import (MAX_RESAMPLES, Dashboard, DashboardCache, RunView,
                                           dashboard)
-from ragshield.services.runs import RULES, RunLauncher, form_config, form_defaults
+from ragshield.services.runs import (RULES, RunLauncher, form_config, form_defaults,
+                                     given_answers)
 from ragshield.ui.context import UiContext
 from ragshield.ui.html_render import esc, message_html
 
@@ -47,6 +48,11 @@ MISSING_CURVES = {
     "switch": "Switch to a larger model: this run stored no larger model's answers "
               "(\"python -m ragshield run --small-model --switch\").",
 }
+# Where a run's answers come from (services.runs.ANSWER_SOURCES, as `run --answers`).
+ANSWER_CHOICES = [("generate them with the answerer", "generated"),
+                  ("judge the answers given in the dataset", "given")]
+ANSWERER_INFO = "writes each answer from the question and passages"
+RETRIEVAL_INFO = "given: the dataset's own; else retrieved from the demo corpus"
 
 
 # -- rendering ------------------------------------------------------------------------------
@@ -127,18 +133,55 @@ def run_progress_html(launcher: RunLauncher) -> str:
 
 
 def start_run_from_form(context: UiContext, launcher: RunLauncher, dataset: str | None,
-                        limit: Any, answerer: str, judges: list[str] | None, rule: str,
-                        retrieval: str, fallback: bool = False) -> tuple[str, int | None]:
+                        limit: Any, answerer: str | None, judges: list[str] | None, rule: str,
+                        retrieval: str, fallback: bool = False,
+                        answers: str | None = "generated") -> tuple[str, int | None]:
     """(message, new run id or None): the run is recorded and started in the background;
-    a bad configuration is a readable message and starts nothing."""
+    a bad configuration is a readable message and starts nothing. `answers` "given" judges
+    the dataset's own answers (the answerer is not used then)."""
     try:
         config = form_config(context.settings, dataset, limit, answerer, judges, rule,
-                             retrieval, fallback)
+                             retrieval, fallback, answers)
         run_id = launcher.start(config)
     except UserError as error:
         return message_html(str(error), "error"), None
-    return message_html(f"Run {run_id} started on {dataset}: its progress shows below and the "
-                        "dashboard follows it."), run_id
+    judging = ", judging its given answers" if config.answerer == GIVEN else ""
+    return message_html(f"Run {run_id} started on {dataset}{judging}: its progress shows below "
+                        "and the dashboard follows it."), run_id
+
+
+def answers_note(context: UiContext, dataset: str | None) -> tuple[bool, str]:
+    """(whether the dataset carries given answers, the note under the Answers choice)."""
+    if not dataset:
+        return False, "given answers: choose a dataset that carries them"
+    try:
+        counted = given_answers(context.store, dataset)
+    except UserError:  # a name typed in: the start checks it
+        return False, "given answers: choose a dataset that carries them"
+    if not counted.given:
+        return False, (f"{dataset} carries no given answers (a dataset imported with an "
+                       "answer per sample does)")
+    return True, (f"{dataset} carries given answers for {counted.given} of {counted.samples} "
+                  "samples")
+
+
+def answers_update(context: UiContext, dataset: str | None, answers: str | None) -> gr.Radio:
+    """The Answers choice for the dataset: "given" falls back to generated where the dataset
+    carries no given answers."""
+    has_given, note = answers_note(context, dataset)
+    return gr.Radio(value=answers if has_given else "generated", info=note)
+
+
+def answer_source_form(answers: str | None) -> tuple[gr.Dropdown, gr.Dropdown]:
+    """The answerer and passages boxes for the source of the answers: given answers need no
+    answerer and were written from the dataset's own passages."""
+    if answers == "given":
+        return (gr.Dropdown(interactive=False,
+                            info="not used: the dataset's answers are judged as they are"),
+                gr.Dropdown(list(RETRIEVAL_CHOICES), value="given", interactive=False,
+                            info="given: the passages the given answers were written from"))
+    return (gr.Dropdown(interactive=True, info=ANSWERER_INFO),
+            gr.Dropdown(interactive=True, info=RETRIEVAL_INFO))
 
 
 # -- wiring -----------------------------------------------------------------------------------
@@ -175,10 +218,12 @@ def build(context: UiContext, page: gr.Blocks) -> None:
             dataset_box = gr.Dropdown(names, value=names[0] if names else None, label="Dataset",
                                       allow_custom_value=True)
             limit_box = gr.Number(value=20, precision=0, minimum=1, label="Samples (empty: all)")
-            answerer_box = gr.Dropdown(list(ANSWERERS), value=settings.answerer, label="Answerer")
+            answerer_box = gr.Dropdown(list(ANSWERERS), value=settings.answerer, label="Answerer",
+                                       info=ANSWERER_INFO)
             retrieval_box = gr.Dropdown(list(RETRIEVAL_CHOICES), value="given", label="Passages",
-                                        info="given: the dataset's own; else retrieved from "
-                                             "the demo corpus")
+                                        info=RETRIEVAL_INFO)
+        answers_radio = gr.Radio(ANSWER_CHOICES, value="generated", label="Answers",
+                                 info=answers_note(context, names[0] if names else None)[1])
         judges_box = gr.CheckboxGroup(list(JUDGES), value=defaults.judges, label="Judges")
         with gr.Row():
             rule_box = gr.Dropdown(list(RULES), value=defaults.rule, label="Decision rule")
@@ -223,9 +268,10 @@ def build(context: UiContext, page: gr.Blocks) -> None:
         return (run_progress_html(launcher), *runs_update(run_id, known))
 
     def start(run_id: Any, known: list, dataset: str | None, limit: Any, answerer: str,
-              judges: list[str] | None, rule: str, retrieval: str, fallback: bool) -> tuple:
+              judges: list[str] | None, rule: str, retrieval: str, fallback: bool,
+              answers: str | None = "generated") -> tuple:
         message, new_run = start_run_from_form(context, launcher, dataset, limit, answerer,
-                                               judges, rule, retrieval, fallback)
+                                               judges, rule, retrieval, fallback, answers)
         return (message, run_progress_html(launcher),
                 *runs_update(run_id, known, select=new_run))
 
@@ -241,8 +287,18 @@ def build(context: UiContext, page: gr.Blocks) -> None:
                show_progress="hidden")
     gr.on([page.load, timer.tick], progress, picker, [run_progress, *picker],
           api_name="dashboard_progress", trigger_mode="always_last", show_progress="hidden")
-    page.load(datasets, dataset_box, dataset_box, api_name="dashboard_datasets")
+    page.load(datasets, dataset_box, dataset_box, api_name="dashboard_datasets").then(
+        lambda dataset, answers: answers_update(context, dataset, answers),
+        [dataset_box, answers_radio], answers_radio, api_visibility="private")
+    dataset_box.change(lambda dataset, answers: answers_update(context, dataset, answers),
+                       [dataset_box, answers_radio], answers_radio,
+                       api_name="dashboard_answers", api_visibility="private",
+                       trigger_mode="always_last", show_progress="hidden")
+    answers_radio.change(answer_source_form, answers_radio, [answerer_box, retrieval_box],
+                         api_name="dashboard_answer_source", api_visibility="private")
     live_box.change(lambda on: gr.Timer(active=on), live_box, timer, api_name="dashboard_live")
+    # The Answers choice comes last, so that callers of the API from before it still work
+    # (a missing argument is the form's default: generated).
     start_button.click(start, [*picker, dataset_box, limit_box, answerer_box, judges_box, rule_box,
-                               retrieval_box, fallback_box],
+                               retrieval_box, fallback_box, answers_radio],
                        [start_message, run_progress, *picker], api_name="dashboard_start_run")
