@@ -13,7 +13,7 @@ from ragshield.datasets.column_mapping import ColumnMapping
 from ragshield.datasets.errors import DatasetError, UnknownFormatError
 from ragshield.datasets.formats import (
     clapnq, crag, generic_csv, generic_jsonl, generic_parquet, halueval, hotpotqa, nomiracl,
-    nq_open, squad2, unified,
+    nq_open, openinference, squad2, unified,
 )
 from ragshield.datasets.loader_spec import LoaderSpec
 from ragshield.datasets.reading import check_readable, content_suffix, peek_json
@@ -24,7 +24,8 @@ FORMATS: dict[str, LoaderSpec] = {
     spec.name: spec
     for spec in (
         unified.SPEC, squad2.SPEC, clapnq.SPEC, nq_open.SPEC, halueval.SPEC, hotpotqa.SPEC,
-        crag.SPEC, nomiracl.SPEC, generic_csv.SPEC, generic_jsonl.SPEC, generic_parquet.SPEC,
+        crag.SPEC, nomiracl.SPEC, openinference.SPEC, generic_csv.SPEC, generic_jsonl.SPEC,
+        generic_parquet.SPEC,
     )
 }
 JSON_SUFFIXES = (".json", ".jsonl", ".ndjson")

@@ -102,6 +102,17 @@ def records(g: Grammar) -> dict[str, st.SearchStrategy]:
                  "is_impossible": st.booleans(),
                  "plausible_answers": g.many(g.obj({"text": text}), 1)}), 2)}), 2)},
             {"title": text}), 2)}),
+        # Spans of a Phoenix export: span ids from a small set, so parents and roots meet.
+        "openinference": g.obj(
+            {"context": g.obj({"trace_id": st.sampled_from(["t1", "t2"]),
+                               "span_id": st.sampled_from(["s1", "s2", "s3"])}),
+             "attributes": g.obj({"input.value": text, "output.value": text}, {
+                 "llm.model_name": text,
+                 "openinference.span.kind": st.sampled_from(["CHAIN", "RETRIEVER", "LLM"]),
+                 "retrieval.documents": g.many(g.obj({"document.content": text}, {
+                     "document.id": ids, "document.score": st.floats()}), 2)})},
+            {"parent_id": st.one_of(st.none(), st.sampled_from(["s1", "s2"])),
+             "span_kind": st.sampled_from(["CHAIN", "RETRIEVER", "LLM"])}),
         "hotpotqa": g.many(g.obj(
             {"_id": ids, "question": text,
              "context": g.many(st.tuples(text, texts).map(list), 2)},
