@@ -30,15 +30,19 @@ app: setup
 # markers on their tests (tests/conftest.py); two workers, each test file on one of them.
 HEAVY_MARKERS := model or server or browser or slow or postgres
 FAST_MARKERS := not ($(HEAVY_MARKERS))
+# What shares the cores badly: a model (llama.cpp takes both), a server process, a browser.
+SERIAL_MARKERS := model or server or browser
 
-# Everything: the fast lane on two workers, then the heavy tests one at a time (a model uses
-# both cores; two at once would only slow each other). With PYTEST_ARGS, one plain run.
+# Everything: the tests that load no model, start no server and open no browser on two
+# workers (the fast lane plus the PostgreSQL tests and those that start Python processes,
+# each of which takes one core), then the rest one at a time (a model uses both cores; two
+# at once would only slow each other). With PYTEST_ARGS, one plain run.
 test: setup
 	bash scripts/start_services.sh
 	bash scripts/install_browser.sh
 ifeq ($(strip $(PYTEST_ARGS)),)
-	$(PY) -m pytest -m "$(FAST_MARKERS)" -n 2 --dist loadfile -q
-	$(PY) -m pytest -m "$(HEAVY_MARKERS)" --durations=25
+	$(PY) -m pytest -m "not ($(SERIAL_MARKERS))" -n 2 --dist loadfile -q --durations=10
+	$(PY) -m pytest -m "$(SERIAL_MARKERS)" --durations=25
 else
 	$(PY) -m pytest $(PYTEST_ARGS)
 endif

@@ -5,8 +5,11 @@
    the time the embedded model takes to read the same prompt once (measured afterwards, in
    this process, with one generated token). Target: p50 ratio <= 1.5.
 2. Throughput at 1, 4 and 8 concurrent clients with a llama.cpp server as the judges'
-   backend: requests per second, p50 latency, failures, and whether every answered call was
-   stored exactly once. Target: no failure, nothing stored twice.
+   backend (judges trivial, token_prob and p_true, so that 8 calls per level take minutes,
+   not an hour): requests per second, p50 latency, failures, and whether every answered call
+   was stored exactly once. Target: no failure, nothing stored twice. The guard sends one
+   call at a time (RAGSHIELD_CONCURRENCY=1): llama-cpp-python's server has one KV cache, so
+   interleaved calls would evict each other's prompts.
 3. The proxy's overhead: POST /v1/chat/completions (judge: trivial, which calls no model)
    minus the same request sent straight to the upstream. The upstream here answers at once,
    so the model's time does not drown the few milliseconds measured. Target: p50 <= 20 ms.
@@ -62,10 +65,15 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
-def judge_body(sample: Sample, tag: str = "") -> dict[str, Any]:
+THROUGHPUT_JUDGES = ["trivial", "token_prob", "p_true"]
+
+
+def judge_body(sample: Sample, tag: str = "", judges: list[str] | None = None) -> dict[str, Any]:
     answer = sample.reference_answers[0] if sample.reference_answers else "I don't know."
-    return {"question": sample.question + tag, "answer": answer,
-            "passages": [{"text": p.text, "title": p.title} for p in sample.passages]}
+    body: dict[str, Any] = {
+        "question": sample.question + tag, "answer": answer,
+        "passages": [{"text": p.text, "title": p.title} for p in sample.passages]}
+    return {**body, "judges": judges} if judges else body
 
 
 @contextmanager
@@ -129,13 +137,16 @@ def throughput(folder: Path, samples: list[Sample], requests: int) -> list[dict[
     rows = []
     with running_server(command, f"{llama}/models", folder / "llama.log", timeout_s=300), \
             guard_server(folder, {"RAGSHIELD_BACKEND": "openai", "RAGSHIELD_MODEL": "qwen",
-                                  "RAGSHIELD_OPENAI_BASE_URL": llama}) as base:
+                                  "RAGSHIELD_OPENAI_BASE_URL": llama,
+                                  "RAGSHIELD_CONCURRENCY": "1",
+                                  "RAGSHIELD_API_TIMEOUT_S": "900"}) as base:
         database = next(folder.glob(f"guard-{base.rsplit(':', 1)[1]}.db"))
         with httpx.Client(base_url=base, timeout=900) as http:
-            http.post("/v1/judge", json=judge_body(samples[0], " (warm-up)")).raise_for_status()
+            http.post("/v1/judge", json=judge_body(samples[0], " (warm-up)",
+                                                    THROUGHPUT_JUDGES)).raise_for_status()
         for clients in (1, 4, 8):
-            bodies = [judge_body(samples[i % len(samples)], f" (clients {clients}, call {i})")
-                      for i in range(requests)]
+            bodies = [judge_body(samples[i % len(samples)], f" (clients {clients}, call {i})",
+                                 THROUGHPUT_JUDGES) for i in range(requests)]
             latencies: list[float] = []
             failures = 0
 
@@ -158,23 +169,23 @@ def throughput(folder: Path, samples: list[Sample], requests: int) -> list[dict[
 
 
 class CannedUpstream:
-    """An OpenAI-compatible upstream that answers every chat request at once."""
+    """An OpenAI-compatible upstream that answers every chat request at once: the reply in
+    one write with Nagle off, so that no delayed ACK (40 ms) lands in the measurement."""
 
     def __init__(self) -> None:
-        reply = json.dumps(CANNED).encode()
+        body = json.dumps(CANNED).encode()
+        reply = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                 b"Content-Length: %d\r\n\r\n" % len(body)) + body
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True
 
             def log_message(self, *args: object) -> None:
                 pass
 
             def do_POST(self) -> None:
                 self.rfile.read(int(self.headers.get("content-length") or 0))
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(reply)))
-                self.end_headers()
                 self.wfile.write(reply)
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -243,7 +254,8 @@ def main() -> None:
              f"| /v1/judge / prompt read, p50 | {statistics.median(ratios):.1f}x | <= 1.5x |",
              f"| proxy overhead p50 (median of {args.rounds} rounds of {args.proxy_calls}) | "
              f"{statistics.median(proxy):.1f} ms | <= 20 ms |"]
-    lines += [f"| {row['clients']} client(s), llama.cpp server: {row['per_second']:.2f} req/s, "
+    lines += [f"| {row['clients']} client(s), llama.cpp server, judges "
+              f"{'+'.join(THROUGHPUT_JUDGES)}: {row['per_second']:.2f} req/s, "
               f"p50 {row['p50_s']:.1f} s | {row['failures']} failed of {row['requests']}, "
               f"{'each stored once' if row['stored_once'] else 'STORED TWICE'} | no failure |"
               for row in levels]

@@ -21,6 +21,7 @@ import ragshield
 from ragshield.cli.app import app
 from ragshield.datasets.errors import DatasetFormatError
 from ragshield.errors import OptionError, UserError
+from ragshield.llm.upstream import UpstreamRefused
 from ragshield.metrics.summary import VerdictTableError
 from ragshield.store.dataset_deletion import DatasetInUseError, DatasetUsage
 from ragshield.strict_json import JsonValueError
@@ -36,6 +37,9 @@ INTERNAL = {
 }
 # A message for the classes whose constructor takes more than the message.
 EXAMPLES = {
+    UpstreamRefused: (lambda: UpstreamRefused("the upstream http://127.0.0.1:9/v1 answered "
+                                              "400: model not found", 400),
+                      "the upstream http://127.0.0.1:9/v1 answered 400: model not found"),
     DatasetFormatError: (lambda: DatasetFormatError("data.jsonl", "expected a string",
                                                     where="line 3", field="question"),
                          "data.jsonl, line 3, field 'question': expected a string"),

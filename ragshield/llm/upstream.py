@@ -18,12 +18,13 @@ from typing import Any
 
 import httpx
 
+from ragshield.errors import UserError
 from ragshield.types import TokenLogprob
 
 MAX_REPLY_BYTES = 4_000_000  # a chat completion is kilobytes; more is not a reply we read
 
 
-class UpstreamError(Exception):
+class UpstreamError(UserError):
     """The upstream did not give a usable completion. `status` is the HTTP status the guard
     answers with; the message names the masked upstream URL, never its key."""
 

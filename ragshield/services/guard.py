@@ -48,11 +48,11 @@ def _about(judge: type) -> str:
     return " ".join(text.split("\n\n")[0].split())
 
 
-class GuardBusy(Exception):
+class GuardBusy(UserError):
     """More calls are waiting for the model than the guard queues (503: retry later)."""
 
 
-class GuardTimeout(Exception):
+class GuardTimeout(UserError):
     """The call passed its deadline; nothing of it was stored (504)."""
 
 
