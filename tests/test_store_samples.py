@@ -19,6 +19,7 @@ from ragshield.store.models import Sample as SampleRow
 from ragshield.store.runs import RoleAnswer, create_run, save_sample
 from ragshield.store.samples import (
     DatasetSummary,
+    ensure_sample,
     ImportResult,
     RepeatedSampleIdError,
     UnknownDatasetError,
@@ -31,7 +32,7 @@ from ragshield.store.samples import (
     list_samples,
     load_sample,
 )
-from ragshield.types import Answer, Sample, Verdict
+from ragshield.types import Answer, GivenAnswer, Sample, Verdict
 from ragshield.types import Passage as PassageData
 from tests.conftest import SHARED_DATA
 
@@ -253,3 +254,14 @@ def test_a_dataset_in_use_is_deleted_only_when_forced_with_its_runs_and_labels(s
     with store.session() as session:
         assert session.scalar(select(Run.id)) == kept_run
     assert [h.label for h in label_history(store, "other", "a")] == ["answerable"]
+
+
+def test_ensure_sample_adds_once_and_leaves_an_existing_sample_as_it_is(store):
+    first = Sample(id="q-1", question="Who?", passages=[PassageData(text="A", doc_id="d")],
+                   given_answer=GivenAnswer("Them", model="m"))
+    row_id = ensure_sample(store, "asked", first, description="asked questions")
+    again = ensure_sample(store, "asked", Sample(id="q-1", question="Changed?"))
+    assert again == row_id
+    assert load_sample(store, "asked", "q-1") == first
+    other = ensure_sample(store, "asked", Sample(id="q-2", question="Where?"))
+    assert other != row_id and [s.id for s in list_samples(store, "asked")] == ["q-1", "q-2"]

@@ -29,7 +29,7 @@ from ragshield.store.database import Store
 from ragshield.store.labels import sample_row_id
 from ragshield.store.models import Run
 from ragshield.store.runs import MAIN, RoleAnswer
-from ragshield.store.samples import has_sample, import_samples
+from ragshield.store.samples import ensure_sample
 from ragshield.types import Sample
 
 LIVE_DATASET = "live"
@@ -86,17 +86,15 @@ def _sample_row(store: Store, result: AskResult) -> tuple[str, str, int]:
     dataset the first time it is asked."""
     request, sample = result.prepared.request, result.prepared.sample
     if request.sample_id is not None:
-        dataset, sample_id = request.dataset, request.sample_id
-    else:
-        dataset, sample_id = LIVE_DATASET, _typed_sample_id(result)
-        if not has_sample(store, dataset, sample_id):
-            import_samples(store, dataset, [Sample(id=sample_id, question=sample.question,
-                                                   passages=sample.passages,
-                                                   given_answer=request.given_answer)],
-                           description="Questions asked in the Demo, with `ragshield ask` "
-                                       "or through the guard API")
-    with store.session() as session:
-        return dataset, sample_id, sample_row_id(session, dataset, sample_id)
+        with store.session() as session:
+            return (request.dataset, request.sample_id,
+                    sample_row_id(session, request.dataset, request.sample_id))
+    sample_id = _typed_sample_id(result)
+    row_id = ensure_sample(
+        store, LIVE_DATASET, Sample(id=sample_id, question=sample.question,
+                                    passages=sample.passages, given_answer=request.given_answer),
+        description="Questions asked in the Demo, with `ragshield ask` or through the guard API")
+    return LIVE_DATASET, sample_id, row_id
 
 
 def _typed_sample_id(result: AskResult) -> str:

@@ -193,6 +193,32 @@ def import_samples(
                         missing=before - updated - unchanged, samples=before + added)
 
 
+def ensure_sample(store: Store, name: str, sample: Sample, *,
+                  description: str | None = None) -> int:
+    """The row id of `sample` in the dataset `name`, adding it (and the dataset) when it is
+    not there; an existing sample is left as it is. One short transaction: the guard API
+    adds a sample per call, where `import_samples`' comparisons would cost more than the
+    call itself."""
+    name = check_name(name, "dataset name")
+    with store.session() as session:
+        found = session.scalar(
+            select(SampleRow.id).join(DatasetRow, DatasetRow.id == SampleRow.dataset_id)
+            .where(DatasetRow.name == name, SampleRow.external_id == sample.id))
+        if found is not None:
+            return found
+        dataset_id = session.scalar(select(DatasetRow.id).where(DatasetRow.name == name))
+        if dataset_id is None:
+            dataset = DatasetRow(name=name, description=description)
+            session.add(dataset)
+            session.flush()
+            dataset_id = dataset.id
+        row = SampleRow(dataset_id=dataset_id, external_id=sample.id, **_sample_values(sample))
+        session.add(row)
+        session.flush()
+        _insert_passages(session, {sample.id: row.id}, [sample])
+        return row.id
+
+
 def has_dataset(store: Store, name: str) -> bool:
     with store.session() as session:
         return session.scalar(select(DatasetRow.id).where(DatasetRow.name == name)) is not None
