@@ -70,7 +70,9 @@ def main() -> None:
     listening = _listen(args.host, args.port)
     print(f"ragshield serves on http://{args.host}:{args.port}/ (API docs: /v1/docs)",
           flush=True)
-    uvicorn.Server(uvicorn.Config(server, log_level="warning")).run(sockets=[listening])
+    # On SIGTERM, calls in flight get a few seconds; open page streams do not hold the exit.
+    config = uvicorn.Config(server, log_level="warning", timeout_graceful_shutdown=3)
+    uvicorn.Server(config).run(sockets=[listening])
 
 
 def _listen(host: str, port: int) -> socket.socket:

@@ -60,7 +60,6 @@ class UpstreamReply:
     text: str
     model: str | None
     tokens: list[TokenLogprob] | None
-    seconds: float
 
 
 def _masked(url: str) -> str:
@@ -100,13 +99,12 @@ class UpstreamChat:
         url = self.base_url + "/chat/completions"
         try:
             with self._http().stream("POST", url, json=body, timeout=timeout_s) as response:
-                raw = b""
+                raw = bytearray()
                 for chunk in response.iter_bytes():
                     raw += chunk
                     if len(raw) > MAX_REPLY_BYTES:
                         raise UpstreamBadReply(f"the upstream {self.shown_url} sent a reply "
                                                f"over {MAX_REPLY_BYTES} bytes")
-                seconds = response.elapsed.total_seconds()
         except httpx.TimeoutException as exc:
             raise UpstreamTimeout(f"the upstream {self.shown_url} did not answer within "
                                   f"{timeout_s:g} s") from exc
@@ -114,14 +112,14 @@ class UpstreamChat:
             raise UpstreamUnreachable(f"cannot reach the upstream {self.shown_url}: "
                                       f"{type(exc).__name__}") from exc
         if response.status_code >= 400:
-            detail = self._scrub(_error_message(raw))
+            detail = self._scrub(_error_message(bytes(raw)))
             message = f"the upstream {self.shown_url} answered {response.status_code}: {detail}"
             if 400 <= response.status_code < 500 and response.status_code not in (401, 403):
                 raise UpstreamRefused(message, response.status_code)
             # Its own server errors, and refusing our key, are the upstream's fault, not the
             # caller's: a bad gateway.
             raise UpstreamBadReply(message)
-        return _reply(raw, seconds, self.shown_url)
+        return _reply(bytes(raw), self.shown_url)
 
 
 def _error_message(raw: bytes) -> str:
@@ -134,7 +132,7 @@ def _error_message(raw: bytes) -> str:
     return " ".join(str(message).split())[:300]
 
 
-def _reply(raw: bytes, seconds: float, shown_url: str) -> UpstreamReply:
+def _reply(raw: bytes, shown_url: str) -> UpstreamReply:
     try:
         body = json.loads(raw)
         choice = body["choices"][0]
@@ -146,7 +144,7 @@ def _reply(raw: bytes, seconds: float, shown_url: str) -> UpstreamReply:
         raise UpstreamBadReply(f"the upstream {shown_url} replied without text (a tool call "
                                "or an empty message); only text answers are judged")
     model = body.get("model") if isinstance(body.get("model"), str) else None
-    return UpstreamReply(body, text, model, _tokens(choice.get("logprobs")), seconds)
+    return UpstreamReply(body, text, model, _tokens(choice.get("logprobs")))
 
 
 def _tokens(logprobs: Any) -> list[TokenLogprob] | None:
