@@ -3,6 +3,7 @@ x 10 judges in the store: a Browse filter, a Dashboard refresh and the Annotate 
 Prints a table, writes JSON, appends to docs/BENCHMARKS.md.
 
     python scripts/bench_ui.py [--samples 10000] [--judges 10] [--calls 20]
+                               [--database-url postgresql+psycopg://.../an_empty_db]
 
 The app runs as `python app.py` on a temporary SQLite database filled with a synthetic run
 (tests/ui_fixtures.py: random verdicts, every 10th sample labelled). Times are client round
@@ -34,6 +35,7 @@ from typing import Any, Callable
 
 import httpx
 import numpy as np
+from sqlalchemy.engine import make_url
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -43,7 +45,7 @@ from bench_report import publish  # noqa: E402
 from gradio_client import Client  # noqa: E402
 
 from ragshield.services.datasets import ensure_demo_dataset  # noqa: E402
-from ragshield.store.database import open_store  # noqa: E402
+from ragshield.store.database import masked, open_store  # noqa: E402
 from ragshield.store.labels import add_annotator, add_label  # noqa: E402
 from ragshield.store.runs import get_run, list_runs  # noqa: E402
 from ragshield.store.samples import list_samples  # noqa: E402
@@ -129,11 +131,14 @@ def main() -> None:
                         help="how long the 8 annotators label, alone and beside a run")
     parser.add_argument("--label-runs", type=int, default=3,
                         help="runs of each label row; the table shows their medians")
+    parser.add_argument("--database-url", default=None,
+                        help="an empty database to use instead of a new SQLite file")
     parser.add_argument("--no-append", action="store_true", help="print only: write neither BENCHMARKS.md nor the JSON")
     args = parser.parse_args()
 
     folder = Path(tempfile.mkdtemp(prefix="bench_ui_"))
-    url = f"sqlite:///{folder / 'bench.db'}"
+    url = args.database_url or f"sqlite:///{folder / 'bench.db'}"
+    database = make_url(url).get_backend_name()
     store = open_store(url)
     ensure_demo_dataset(store)
     started = time.perf_counter()
@@ -236,8 +241,9 @@ def main() -> None:
     print(body)
     command = f"python scripts/bench_ui.py --samples {args.samples} --judges {args.judges} " \
               f"--calls {args.calls} --label-seconds {args.label_seconds:g} " \
-              f"--label-runs {args.label_runs}"
-    notes = (f"{args.samples:,} synthetic samples x {args.judges} judges in SQLite (filled in "
+              f"--label-runs {args.label_runs}" + \
+              (f" --database-url {masked(url)}" if args.database_url else "")
+    notes = (f"{args.samples:,} synthetic samples x {args.judges} judges in {database} (filled in "
              f"{fill_s:.0f} s), app launched with app.py, times are gradio_client round trips "
              f"on 127.0.0.1 over {args.calls} calls; targets apply to the median server ms. "
              f"Labels: the page's own request, {args.label_seconds:g} s per run with "

@@ -1,4 +1,4 @@
-"""run -> metrics -> report as a user runs them: real subprocesses, the embedded model, 10
+"""run -> metrics -> report as a user runs them: real subprocesses, the embedded model, 6
 demo samples, a real SQLite file. Also a run process killed with SIGKILL and resumed."""
 
 from __future__ import annotations
@@ -15,14 +15,15 @@ from tests.run_helpers import kill_when, saved_answers
 from tests.test_cli import ROOT, run_cli
 
 JUDGES = "trivial,p_true,token_prob"
+SAMPLES = 6  # the first 6 demo samples: 2 answerable, 4 not
 
 
 @pytest.fixture(scope="module")
 def e2e(python_processes, tmp_path_factory, packaged_models):
-    """One real run of 10 demo samples shared by the tests of this module."""
+    """One real run of SAMPLES demo samples shared by the tests of this module."""
     folder = tmp_path_factory.mktemp("e2e")
     env = {"RAGSHIELD_DATABASE_URL": f"sqlite:///{folder / 'e2e.db'}"}
-    result = run_cli("run", "--dataset", "demo", "--limit", "10", "--judges", JUDGES,
+    result = run_cli("run", "--dataset", "demo", "--limit", str(SAMPLES), "--judges", JUDGES,
                      "--rule", "p_true", "--fallback", "--json", env=env, timeout=900)
     assert result.returncode == 0, result.stderr
     return folder, env, json.loads(result.stdout)
@@ -30,9 +31,9 @@ def e2e(python_processes, tmp_path_factory, packaged_models):
 
 def test_run_stores_every_sample(e2e):
     _, env, outcome = e2e
-    assert (outcome["status"], outcome["done"], outcome["total"], outcome["failed"]) == ("done", 10, 10, 0)
+    assert (outcome["status"], outcome["done"], outcome["total"], outcome["failed"]) == ("done", SAMPLES, SAMPLES, 0)
     [listed] = json.loads(run_cli("runs", "list", "--json", env=env).stdout)
-    assert (listed["id"], listed["done"], listed["total"], listed["failures"]) == (outcome["run_id"], 10, 10, 0)
+    assert (listed["id"], listed["done"], listed["total"], listed["failures"]) == (outcome["run_id"], SAMPLES, SAMPLES, 0)
 
 
 def test_metrics_are_consistent_with_their_counts(e2e):
@@ -43,9 +44,9 @@ def test_metrics_are_consistent_with_their_counts(e2e):
     assert set(metrics) == set(JUDGES.split(","))
     for judge, m in metrics.items():
         c = m["counts"]
-        assert sum(c.values()) == m["n"] == 10, judge
+        assert sum(c.values()) == m["n"] == SAMPLES, judge
         kept = c["AK"] + c["UK"]
-        assert m["coverage"] == pytest.approx(kept / 10)
+        assert m["coverage"] == pytest.approx(kept / SAMPLES)
         assert m["risk"] == (pytest.approx(c["UK"] / kept) if kept else None)
         for name, (lo, hi) in m["ci"].items():
             if m[name] is not None and lo is not None:
@@ -81,7 +82,7 @@ def test_report_files(e2e):
     assert result.returncode == 0, result.stderr
     md = (out / "report.md").read_text()
     assert "Risk control (RC-RAG)" in md and "No-RAG fallback" in md
-    assert all(f"| {judge} | 10 |" in md for judge in JUDGES.split(","))
+    assert all(f"| {judge} | {SAMPLES} |" in md for judge in JUDGES.split(","))
     for name in ("pr_curves.png", "risk_coverage.png", "fallback.png"):
         assert (out / name).read_bytes()[:4] == b"\x89PNG"
 
