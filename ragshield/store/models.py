@@ -48,9 +48,12 @@ class Dataset(Base):
 
 class Sample(Base):
     __tablename__ = "samples"
-    __table_args__ = (UniqueConstraint("dataset_id", "external_id"),)
+    # (dataset, id): the label queue reads a dataset's samples in order and stops at the
+    # first open one (store/annotation_queue.py); an index on the dataset alone needs a sort.
+    __table_args__ = (UniqueConstraint("dataset_id", "external_id"),
+                      Index("ix_samples_dataset_order", "dataset_id", "id"))
     id: Mapped[int] = mapped_column(primary_key=True)
-    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"), index=True)
+    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"))
     external_id: Mapped[str] = mapped_column(String(200))
     question: Mapped[str] = mapped_column(Text)
     reference_answers: Mapped[list[Any]] = mapped_column(default=list)
