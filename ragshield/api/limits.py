@@ -9,9 +9,10 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ragshield.api.errors import error_response
+from ragshield.request_bodies import read_body, replay
 from ragshield.services.guard import GuardTimeout, Outcome
 
 
@@ -26,32 +27,14 @@ class BodyLimit:
         if scope["type"] != "http" or not scope["path"].startswith(self.prefix):
             await self.app(scope, receive, send)
             return
-        too_big = error_response(413, f"the body is over {self.max_bytes} bytes",
-                                 "body_too_large", "body")
         declared = dict(scope["headers"]).get(b"content-length", b"")
-        if declared.isdigit() and int(declared) > self.max_bytes:
-            await too_big(scope, receive, send)
+        too_long = declared.isdigit() and int(declared) > self.max_bytes
+        body = None if too_long else await read_body(receive, self.max_bytes)
+        if body is None:
+            await error_response(413, f"the body is over {self.max_bytes} bytes",
+                                 "body_too_large", "body")(scope, receive, send)
             return
-        body, more = b"", True
-        while more:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            body += message.get("body", b"")
-            more = message.get("more_body", False)
-            if len(body) > self.max_bytes:
-                await too_big(scope, receive, send)
-                return
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
-
-        await self.app(scope, replay, send)
+        await self.app(scope, replay(body, receive), send)
 
 
 class Deadlines:

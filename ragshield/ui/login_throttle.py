@@ -24,6 +24,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ragshield.request_bodies import read_body, replay
 from ragshield.ui.login_gate import route_path, send_json
 
 LIMIT = 5  # failures before the first wait
@@ -95,32 +96,6 @@ def keys(address: str, name: str) -> tuple[tuple[str, str], tuple[str, str]]:
     return ("address", address), ("name", name)
 
 
-def replay(body: bytes, receive: Receive) -> Receive:
-    """A `receive` that yields the already-read body, then defers to the client's."""
-    sent = False
-
-    async def replayed() -> Message:
-        nonlocal sent
-        if sent:
-            return await receive()
-        sent = True
-        return {"type": "http.request", "body": body, "more_body": False}
-
-    return replayed
-
-
-async def read_form(receive: Receive) -> bytes | None:
-    """The request's body, or None when it is larger than a login form can be."""
-    body = b""
-    while True:
-        message = await receive()
-        body += message.get("body", b"")
-        if len(body) > MAX_FORM_BYTES:
-            return None
-        if message["type"] != "http.request" or not message.get("more_body"):
-            return body
-
-
 async def form_name(scope: Scope, body: bytes) -> str:
     """The name in a login form, stripped as Gradio strips it ('' if none or unreadable)."""
     async def nothing_more() -> Message:
@@ -148,7 +123,7 @@ class ThrottleLogins:
                 or getattr(scope["app"], "auth", None) is None):
             await self.app(scope, receive, send)
             return
-        body = await read_form(receive)
+        body = await read_body(receive, MAX_FORM_BYTES)
         if body is None:
             await send_json(send, 413, {"detail": "A login form is a name and a password."})
             return
