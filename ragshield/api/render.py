@@ -52,7 +52,7 @@ def judged_json(guarded: Guarded, *, trace: bool = False,
         "rule": decision.rule if decision else None,
         "reason": decision.reason if decision else None,
         "shown": shown_text(result),
-        "answer": {"text": answer.text, "model": _answer_model(result),
+        "answer": {"text": answer.text, "model": result.answer_model,
                    "refusal": answer.refusal, "cited_passages": answer.evidence},
         "fallback": None if fallback is None else {
             "strategy": fallback.strategy, "model": fallback.model or None,
@@ -72,11 +72,6 @@ def judged_json(guarded: Guarded, *, trace: bool = False,
     if trace:
         body["answer"]["trace"] = [call.to_dict() for call in answer.calls]
     return body
-
-
-def _answer_model(result: AskResult) -> str | None:
-    given = result.prepared.request.given_answer
-    return given.model if given is not None else result.model
 
 
 def completion_json(guarded: Guarded) -> dict[str, Any]:

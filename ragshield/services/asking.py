@@ -177,30 +177,26 @@ def prepare(store: Store, settings: Settings, request: AskRequest,
 
 def _sample(store: Store, settings: Settings, request: AskRequest,
             finders: PassageFinders) -> tuple[Sample, str]:
-    if request.sample_id is not None:
-        sample = load_sample(store, request.dataset, request.sample_id)
-        source = f"sample {sample.id} of dataset {request.dataset}, with its own passages"
-        if request.noise:
-            corpus = open_corpus(request.corpus, settings)
-            seed = zlib.crc32(sample.question.encode())  # as PassageFinder seeds its noise
-            sample = replace(sample, passages=inject_noise(sample.passages, corpus,
-                                                           request.noise, seed=seed))
-    elif request.passages is not None:
-        question = (request.question or "").strip()
-        passages = list(request.passages)
-        if request.noise:
-            corpus = open_corpus(request.corpus, settings)
-            passages = inject_noise(passages, corpus, request.noise,
-                                    seed=zlib.crc32(question.encode()))
-        sample = Sample(id="ad-hoc", question=question, passages=passages,
-                        given_answer=request.given_answer)
-        source = f"{len(request.passages)} passages given with the question"
-    else:
+    if request.sample_id is None and request.passages is None:  # typed: retrieved, noise too
         question = (request.question or "").strip()
         finder = finders.get(request.corpus, request.mode, request.k, request.noise)
         sample = Sample(id="ad-hoc", question=question, passages=finder.find(question),
                         given_answer=request.given_answer)
         source = f"top {request.k} by {request.mode} from corpus {request.corpus}"
+    else:
+        if request.sample_id is not None:
+            sample = load_sample(store, request.dataset, request.sample_id)
+            source = f"sample {sample.id} of dataset {request.dataset}, with its own passages"
+        else:
+            sample = Sample(id="ad-hoc", question=(request.question or "").strip(),
+                            passages=list(request.passages or ()),
+                            given_answer=request.given_answer)
+            source = f"{len(sample.passages)} passages given with the question"
+        if request.noise:
+            corpus = open_corpus(request.corpus, settings)
+            seed = zlib.crc32(sample.question.encode())  # as PassageFinder seeds its noise
+            sample = replace(sample, passages=inject_noise(sample.passages, corpus,
+                                                           request.noise, seed=seed))
     if request.noise:
         source += f", plus {request.noise} random chunks of corpus {request.corpus}"
     return sample, source
@@ -223,6 +219,13 @@ class AskResult:
     model: str  # the model that answered and judged
     fallback: Fallback | None = None  # None when the answer was kept
     record: Any = None  # the live run's record of this ask (services.live_runs.LiveRecord)
+
+    @property
+    def answer_model(self) -> str | None:
+        """The model that wrote the answer: the outside system's for a given answer (None
+        when it did not say), else ours."""
+        given = self.prepared.request.given_answer
+        return given.model if given is not None else self.model
 
 
 Post = Callable[[str, Any], None]  # (event, payload): "answer", "verdict", "decision", "fallback"

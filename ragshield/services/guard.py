@@ -23,7 +23,7 @@ from ragshield.config import Settings
 from ragshield.errors import UserError
 from ragshield.judges.registry import JUDGES, quick_judges
 from ragshield.llm.upstream import UpstreamChat, UpstreamReply
-from ragshield.services.asking import (LARGER_FALLBACK, AskInputError, AskRequest, AskResult,
+from ragshield.services.asking import (LARGER_FALLBACK, AskRequest, AskResult,
                                        Models, PassageFinders, answer_and_judge, prepare)
 from ragshield.services.live_runs import keep_asked
 from ragshield.store.database import Store
@@ -173,8 +173,6 @@ class Guard:
 
     def _judged(self, request: AskRequest, outcome: Outcome, deadline: float,
                 seconds: dict[str, float]) -> Guarded:
-        if not request.question or not request.question.strip():
-            raise AskInputError("the question is empty")
         prepared = prepare(self.store, self.settings, replace(request, keep_record=False),
                            self.finders)
         gate = self.gate.for_request(request)

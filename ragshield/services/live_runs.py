@@ -116,9 +116,7 @@ def keep_asked(store: Store, settings: Settings, result: AskResult) -> LiveRecor
         dataset, sample_id, row_id = _sample_row(store, result)
         run_id = _live_run(store, live_config(result, settings))
     judged, passages = result.judged, result.prepared.sample.passages
-    given = result.prepared.request.given_answer
-    model = given.model if given is not None else result.model
-    answers = {MAIN: RoleAnswer(judged.answer, model, passages)}
+    answers = {MAIN: RoleAnswer(judged.answer, result.answer_model, passages)}
     fallback = result.fallback
     if fallback is not None and fallback.answer is not None:
         answers[FALLBACK_ROLES[fallback.strategy]] = RoleAnswer(
