@@ -10,6 +10,8 @@ import base64
 import html
 import re
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import gradio as gr
 import pytest
@@ -317,15 +319,23 @@ def test_the_start_form_chooses_the_rule_as_every_run_does(settings):
     assert form_defaults(unknown) == RunForm(["trivial"], "majority")
 
 
-@SQLITE_ONLY
-def test_named_endpoints(settings, store, run_id, context):
+@contextmanager
+def dashboard_client(context) -> Iterator[Client]:
+    """The Dashboard tab alone, launched on a free port, and a gradio_client on it."""
     with gr.Blocks() as app:
         dashboard_tab.build(context, app)
     app.queue()
     port = free_port()
     app.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
     try:
-        client = Client(f"http://127.0.0.1:{port}/", verbose=False)
+        yield Client(f"http://127.0.0.1:{port}/", verbose=False)
+    finally:
+        app.close()
+
+
+@SQLITE_ONLY
+def test_named_endpoints(settings, store, run_id, context):
+    with dashboard_client(context) as client:
         tables, figures, progress, agreement = client.predict(
             run_id, "auto", 50, api_name="/dashboard_refresh")
         assert "p_true" in table_rows(tables, RISK) and set(figures_of(figures)) >= {"pr"}
@@ -338,5 +348,3 @@ def test_named_endpoints(settings, store, run_id, context):
         picker = client.predict(run_id, api_name="/dashboard_runs")
         assert picker["value"] == run_id
         assert picker["choices"] == [[f"#{run_id} · {DATASET} · done", run_id]]
-    finally:
-        app.close()

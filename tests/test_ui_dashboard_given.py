@@ -10,9 +10,7 @@ from __future__ import annotations
 import html
 from typing import Sequence
 
-import gradio as gr
 import pytest
-from gradio_client import Client
 
 from ragshield.errors import OptionError
 from ragshield.pipeline import RunModels
@@ -27,7 +25,7 @@ from ragshield.ui import dashboard_tab
 from ragshield.ui.context import UiContext
 from ragshield.ui.dashboard_tab import (answer_source_form, answers_note, answers_update,
                                         start_run_from_form)
-from tests.conftest import free_port
+from tests.test_ui_dashboard import dashboard_client
 from tests.fakes import ScriptedLLM, ScriptedReply
 
 SQLITE_ONLY = pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)
@@ -167,13 +165,7 @@ def test_the_answers_choice_follows_the_dataset_and_the_answerer_box_follows_it(
 
 @SQLITE_ONLY
 def test_the_named_endpoint_takes_the_answers_choice_last_and_optional(context):
-    with gr.Blocks() as app:
-        dashboard_tab.build(context, app)
-    app.queue()
-    port = free_port()
-    app.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
-    try:
-        client = Client(f"http://127.0.0.1:{port}/", verbose=False)
+    with dashboard_client(context) as client:
         api = client.view_api(return_format="dict", print_info=False)
         parameters = api["named_endpoints"]["/dashboard_start_run"]["parameters"]
         assert parameters[-1]["label"] == "Answers"
@@ -190,6 +182,4 @@ def test_the_named_endpoint_takes_the_answers_choice_last_and_optional(context):
         older, *_ = client.predict(None, PLAIN, 2, "evidence", ["trivial"], "p_true", "given",
                                    False, api_name="/dashboard_start_run")
         assert "rule &#x27;p_true&#x27; must be" in older
-    finally:
-        app.close()
     assert list_runs(context.store) == []
