@@ -30,13 +30,13 @@ app: setup
 # markers on their tests (tests/conftest.py); two workers, each test file on one of them.
 HEAVY_MARKERS := model or server or browser or slow or postgres
 FAST_MARKERS := not ($(HEAVY_MARKERS))
-# What shares the cores badly: a model (llama.cpp takes both), a server process, a browser.
-SERIAL_MARKERS := model or server or browser
+# What shares the cores badly: a model (llama.cpp and torch take both).
+SERIAL_MARKERS := model
 
-# Everything: the tests that load no model, start no server and open no browser on two
-# workers (the fast lane plus the PostgreSQL tests and those that start Python processes,
-# each of which takes one core), then the rest one at a time (a model uses both cores; two
-# at once would only slow each other). With PYTEST_ARGS, one plain run.
+# Everything: the tests that load no model on two workers (the fast lane plus the PostgreSQL
+# tests, the app servers and browsers, and the tests that start Python processes, which
+# mostly wait on each other), then the tests that load a model one at a time (a model uses
+# both cores; two at once would only slow each other). With PYTEST_ARGS, one plain run.
 test: setup
 	bash scripts/start_services.sh
 	bash scripts/install_browser.sh

@@ -91,7 +91,7 @@ def test_token_prob_says_whether_the_log_probs_were_given_or_re_scored():
 
 def test_a_judge_that_continues_the_answer_continues_the_given_one():
     answer = GivenAnswerer().answer(given_sample(GivenAnswer("Lyon")), ScriptedLLM())
-    llm = ScriptedLLM(["0.3"])
+    llm = ScriptedLLM(["3"])
     CalibrationJudge().judge(given_sample(None), answer, llm)
     (messages,) = llm.seen
     assert messages[:-1] == answer.conversation

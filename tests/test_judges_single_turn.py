@@ -17,7 +17,8 @@ from ragshield.judges.p_true import PTrueJudge
 from ragshield.judges.pre_answer import PreAnswerJudge
 from ragshield.judges.priori import PrioriJudge
 from ragshield.judges.token_prob import TokenProbJudge
-from ragshield.judges.yes_no import TOP_LOGPROBS, YES_NO_MAX_TOKENS, _first_word_token, ask_yes_no
+from ragshield.judges.readers import first_word_token
+from ragshield.judges.yes_no import TOP_LOGPROBS, YES_NO_MAX_TOKENS, ask_yes_no
 from ragshield.llm.base import CHAT, LOGPROBS, SCORE
 from ragshield.llm.traced import TracedLLM
 from ragshield.refusal import REFUSAL_TOKEN
@@ -73,8 +74,8 @@ def test_ask_yes_no_falls_back_to_the_text_and_flags_it() -> None:
 def test_the_yes_no_distribution_is_read_at_the_first_word() -> None:
     tokens = [TokenLogprob(" ", -0.1, {"**": -1.0}), TokenLogprob("**", -0.2, {}),
               TokenLogprob("Yes", -0.3, {"Yes": -0.3, "No": -1.5})]
-    assert _first_word_token(tokens) is tokens[2]
-    assert _first_word_token([TokenLogprob("**", -0.1, {})]) is None
+    assert first_word_token(tokens) is tokens[2]
+    assert first_word_token([TokenLogprob("**", -0.1, {})]) is None
 
 
 # -- pre-answering prediction (4.5) and P(True) (4.12) -------------------------------------
@@ -198,32 +199,50 @@ def test_priori_discards_unknown(reply: str, keep: bool) -> None:
 
 # -- verbalized calibration (4.9) ----------------------------------------------------------
 
-@pytest.mark.parametrize(("reply", "p", "keep"), [
-    ("0.8", 0.8, True), ("Probability: 0.55", 0.55, False), ("80%", 0.8, True),
-    ("0.6", 0.6, True),
-])
-def test_calibration_reads_the_probability(reply: str, p: float, keep: bool) -> None:
+def test_calibration_reads_the_expected_digit_from_the_distribution() -> None:
     answer = make_answer("Paris", raw="Paris.")
-    llm = ScriptedLLM([reply])
+    # The model writes 8, yet gives 3 as much weight: the reading is their mean, 5.5 of 9.
+    llm = ScriptedLLM([ScriptedReply("8", top={"8": math.log(0.4), " 3": math.log(0.4),
+                                               "I": math.log(0.2)})])
     verdict = CalibrationJudge().judge(SAMPLE, answer, llm)
-    assert verdict.score == pytest.approx(p) and verdict.keep is keep
+    assert verdict.score == pytest.approx(5.5 / 9) and verdict.keep is True
     assert verdict.parse_error is None
+    assert verdict.details["read_from"] == "the digits' distribution"
     (messages,) = llm.seen
     assert messages[:-1] == answer.conversation
     assert messages[-1] == {"role": "user", "content": CALIBRATION_QUESTION}
-    assert llm.params[0]["max_tokens"] <= 8
+    assert llm.params[0]["logprobs"] and llm.params[0]["top_logprobs"] >= 10
+    assert llm.params[0]["max_tokens"] <= 4
+
+
+@pytest.mark.parametrize(("reply", "p", "keep"), [
+    ("7", 7 / 9, True), ("**5**", 5 / 9, False), ("0.8", 0.8, True),
+    ("Probability: 0.55", 0.55, False), ("80%", 0.8, True), ("10", 1.0, True),
+])
+def test_calibration_reads_the_text_without_log_probs(reply: str, p: float, keep: bool) -> None:
+    llm = ScriptedLLM([reply], capabilities=frozenset({CHAT}))
+    verdict = CalibrationJudge().judge(SAMPLE, make_answer(), llm)
+    assert verdict.score == pytest.approx(p) and verdict.keep is keep
+    assert verdict.details["read_from"] == "the reply's text" and verdict.parse_error is None
+    assert llm.params[0]["logprobs"] is False
+
+
+def test_calibration_reads_the_text_when_no_digit_is_among_the_alternatives() -> None:
+    verdict = CalibrationJudge().judge(SAMPLE, make_answer(), ScriptedLLM(["Probability: 0.3"]))
+    assert verdict.score == pytest.approx(0.3) and verdict.keep is False
+    assert verdict.details["read_from"] == "the reply's text"
 
 
 def test_calibration_discards_an_unreadable_reply() -> None:
     verdict = CalibrationJudge().judge(SAMPLE, make_answer(), ScriptedLLM(["very sure!"]))
     assert verdict.keep is False and verdict.score is None
-    assert verdict.parse_error == "no probability in the reply"
+    assert verdict.parse_error == "no digit or probability in the reply"
     assert verdict.trace[0].output == "very sure!" and verdict.trace[0].parse_error
 
 
 def test_calibration_threshold_is_a_constructor_option() -> None:
-    verdict = CalibrationJudge(threshold=0.9).judge(SAMPLE, make_answer(), ScriptedLLM(["0.8"]))
-    assert verdict.keep is False
+    verdict = CalibrationJudge(threshold=0.9).judge(SAMPLE, make_answer(), ScriptedLLM(["8"]))
+    assert verdict.score == pytest.approx(8 / 9) and verdict.keep is False
 
 
 # -- answer token probability (4.12) -------------------------------------------------------

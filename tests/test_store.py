@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
@@ -181,6 +183,41 @@ def test_failed_transaction_leaves_nothing(store):
             raise RuntimeError("crash mid-write")
     with store.session() as session:
         assert session.scalar(select(LLMCallRow)) is None
+
+
+def test_one_transaction_joins_the_thread_s_sessions_and_rolls_back_together(store):
+    def add_call(key: str) -> None:
+        with store.session() as session:
+            session.add(LLMCallRow(key=key, backend="b", model="m", method="chat",
+                                   request={}, response={}))
+            session.flush()
+
+    def count_in_another_thread() -> None:
+        with store.session() as session:
+            seen.append((session, session.scalar(select(func.count()).select_from(LLMCallRow))))
+
+    seen: list[tuple[object, int]] = []
+    with pytest.raises(RuntimeError):
+        with store.one_transaction():
+            with store.session() as first, store.session() as second:
+                assert first is second
+            add_call("a")
+            add_call("b")
+            worker = threading.Thread(target=count_in_another_thread)
+            worker.start()
+            worker.join()
+            with store.session() as session:  # the block sees its own writes, uncommitted
+                assert session.scalar(select(func.count()).select_from(LLMCallRow)) == 2
+                assert seen[0][0] is not session and seen[0][1] == 0
+            raise RuntimeError("the use case fails after two writes")
+    with store.session() as session:
+        assert session.scalar(select(LLMCallRow)) is None
+    with store.one_transaction():
+        add_call("c")
+    with store.session() as first:
+        with store.session() as second:
+            assert first is not second  # outside a block, each session is its own
+        assert first.scalar(select(LLMCallRow.key)) == "c"
 
 
 def test_sqlite_runs_in_wal_mode_with_foreign_keys(tmp_path):

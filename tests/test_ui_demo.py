@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from ragshield.datasets.demo import DEMO_DATASET
-
+from ragshield.judges.calibration import QUESTION as CALIBRATION_QUESTION
 from ragshield.services.datasets import ensure_demo_dataset
 from ragshield.llm.base import CHAT, LLM, LOGPROBS, LLMError
 from ragshield.retrieval.encoding import Embedder
@@ -45,7 +45,7 @@ def replies(probability: str = "0.9"):
         last = messages[-1]["content"]
         if "No passages are given" in last:
             return ScriptedReply("Answer: Rome <b>norag</b>")
-        if "probability that your answer is correct" in last:
+        if last == CALIBRATION_QUESTION:
             return ScriptedReply(probability)
         if "Is the proposed answer" in last:
             return ScriptedReply("yes", top={"yes": -0.1, "no": -2.5})

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from ragshield.types import TokenLogprob
 
 _NUMBER = re.compile(r"(?<![\w.])(\d{1,3}(?:\.\d+)?|\.\d+)\s*(%|percent)?")
+# A reply that starts with one digit, not a longer number or a decimal ("7", "**7**", "7/9"),
+# or with 10 (the top of the scale, overshot).
+_LONE_DIGIT = re.compile(r"^\W*(10|\d)(?!\d|[.,]\d)")
 _YES = {"yes", "y", "true"}
 _NO = {"no", "n", "false"}
 
@@ -72,3 +75,35 @@ def yes_probability(first_token: TokenLogprob) -> float | None:
     if p_yes + p_no == 0:
         return None
     return p_yes / (p_yes + p_no)
+
+
+def first_word_token(tokens: Sequence[TokenLogprob]) -> TokenLogprob | None:
+    """The reply's first token that holds a letter or a digit: leading tokens without one (a
+    space, "**", a quote) are skipped."""
+    return next((t for t in tokens if any(ch.isalnum() for ch in t.token)), None)
+
+
+def expected_digit(first_token: TokenLogprob) -> float | None:
+    """The expected value, divided by 9, of a digit 0-9 asked for as a reply, over the digit
+    tokens among the first token's top alternatives (their weights renormalised). None when
+    no digit is among them."""
+    candidates = dict(first_token.top)
+    candidates.setdefault(first_token.token, first_token.logprob)
+    weights = [0.0] * 10
+    for token, logprob in candidates.items():
+        text = token.strip()
+        if len(text) == 1 and text.isdigit():
+            weights[int(text)] += math.exp(logprob)
+    total = sum(weights)
+    if total == 0:
+        return None
+    return sum(digit * weight for digit, weight in enumerate(weights)) / (9 * total)
+
+
+def read_confidence_digit(text: str) -> float | None:
+    """A confidence in [0, 1] from a written reply: a lone digit 0-9 (divided by 9; a 10 is
+    read as 9), else a probability as `read_probability` reads it ("0.8", "80%")."""
+    lone = _LONE_DIGIT.match(text or "")
+    if lone:
+        return min(int(lone.group(1)), 9) / 9
+    return read_probability(text)

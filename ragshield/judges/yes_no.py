@@ -16,14 +16,14 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from dataclasses import dataclass
-from typing import ClassVar, Sequence
+from typing import ClassVar
 
 from ragshield.answerers.context import PromptOptions, shared_messages
 from ragshield.judges.base import Judge
-from ragshield.judges.readers import read_yes_no, yes_probability
+from ragshield.judges.readers import first_word_token, read_yes_no, yes_probability
 from ragshield.llm.base import CHAT, LOGPROBS
 from ragshield.llm.traced import TracedLLM
-from ragshield.types import Answer, Message, Sample, TokenLogprob, Verdict
+from ragshield.types import Answer, Message, Sample, Verdict
 
 REPLY_YES_OR_NO = "Reply with one word: yes or no."
 YES_NO_MAX_TOKENS = 4  # enough for "Yes." and a text fallback; the score is read at token 1
@@ -37,15 +37,11 @@ class YesNoReading:
     parse_error: str | None = None
 
 
-def _first_word_token(tokens: Sequence[TokenLogprob]) -> TokenLogprob | None:
-    return next((t for t in tokens if any(ch.isalnum() for ch in t.token)), None)
-
-
 def ask_yes_no(llm: TracedLLM, messages: list[Message], *, purpose: str) -> YesNoReading:
     """Ask, then read P(yes) from the first word's top alternatives (text as a fallback)."""
     completion = llm.chat(messages, purpose=purpose, max_tokens=YES_NO_MAX_TOKENS,
                           logprobs=True, top_logprobs=TOP_LOGPROBS)
-    first = _first_word_token(completion.tokens or [])
+    first = first_word_token(completion.tokens or [])
     p_yes = yes_probability(first) if first is not None else None
     error = None
     if p_yes is None:

@@ -33,7 +33,7 @@ from ragshield.store.samples import count_samples
 __all__ = [
     "LABEL_VALUES", "STRATEGIES", "AnnotationItem", "AnnotatorMissingError", "LabelRecord",
     "Next", "Progress", "Queue", "add_annotator", "annotation_item", "annotator_name",
-    "annotator_progress", "default_dataset", "export_labels", "get_guidelines",
+    "annotator_progress", "default_dataset", "export_labels", "get_guidelines", "hand_over",
     "import_label_file", "label_history", "label_sample", "label_then_next", "next_sample_id",
     "next_to_label", "progress", "set_guidelines", "sign_in", "skip", "skip_then_next", "undo",
 ]
@@ -62,6 +62,7 @@ class Next:
     the queue from answering (a strategy, overlap or run it does not know)."""
     sample_id: str | None
     error: UserError | None = None
+    item: AnnotationItem | None = None  # what to show of the sample
 
 
 # -- who labels, and where ----------------------------------------------------------------
@@ -102,29 +103,39 @@ def next_to_label(store: Store, annotator: str, queue: Queue) -> str | None:
     return next_sample_id(store, annotator, queue)
 
 
-def _next(store: Store, annotator: str, queue: Queue) -> Next:
+def hand_over(store: Store, annotator: str, queue: Queue, *, blind: bool = False) -> Next:
+    """The sample the annotator labels next and what to show of it (`annotation_item`),
+    read in one transaction: on a database server, a label's queue and item queries
+    otherwise cost a connection check and a commit per store call."""
     try:
-        return Next(next_sample_id(store, annotator, queue))
+        with store.one_transaction():
+            sample_id = next_sample_id(store, annotator, queue)
+            if sample_id is None:
+                return Next(None)
+            return Next(sample_id, item=annotation_item(store, queue.dataset, sample_id,
+                                                        annotator, blind=blind))
     except UserError as error:
         return Next(None, error)
 
 
 def label_then_next(store: Store, queue: Queue, annotator: str, sample_id: str, label: str, *,
                     note: str | None = None, request_id: str | None = None,
-                    passages_shown: list[Any] | None = None,
-                    answer_id: int | None = None) -> tuple[LabelRecord, Next]:
+                    passages_shown: list[Any] | None = None, answer_id: int | None = None,
+                    blind: bool = False) -> tuple[LabelRecord, Next]:
     """Store a label on a sample of the queue's dataset (once per `request_id`; with the
-    passages and the answer the annotator was shown) and hand over the next sample."""
+    passages and the answer the annotator was shown) and hand over the next sample. The
+    label is committed on its own, before the next sample is looked for."""
     record = add_label(store, queue.dataset, sample_id, annotator, label, note=note,
                        request_id=request_id, passages_shown=passages_shown,
                        answer_id=answer_id)
-    return record, _next(store, annotator, queue)
+    return record, hand_over(store, annotator, queue, blind=blind)
 
 
-def skip_then_next(store: Store, queue: Queue, annotator: str, sample_id: str) -> Next:
+def skip_then_next(store: Store, queue: Queue, annotator: str, sample_id: str, *,
+                   blind: bool = False) -> Next:
     """Pass over a sample of the queue's dataset and hand over the next one."""
     skip(store, queue.dataset, sample_id, annotator)
-    return _next(store, annotator, queue)
+    return hand_over(store, annotator, queue, blind=blind)
 
 
 def label_sample(store: Store, dataset: str, sample_id: str, annotator: str, label: str, *,

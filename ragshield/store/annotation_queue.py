@@ -109,8 +109,12 @@ def _random(session: Session, params: dict[str, int], seed: int) -> str | None:
 
 
 def latest_run_id(session: Session, dataset_id: int) -> int | None:
-    return session.scalar(select(Run.id).where(Run.dataset_id == dataset_id)
-                          .order_by(Run.id.desc()).limit(1))
+    """The dataset's newest run, looked up once per session (as `dataset_id_of`)."""
+    known = session.info.setdefault("latest_run_ids", {})
+    if dataset_id not in known:
+        known[dataset_id] = session.scalar(select(Run.id).where(Run.dataset_id == dataset_id)
+                                           .order_by(Run.id.desc()).limit(1))
+    return known[dataset_id]
 
 
 def run_for_dataset(session: Session, dataset_id: int, run_id: int | None) -> int | None:

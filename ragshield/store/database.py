@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,6 +67,8 @@ class Store:
     # Annotator ids by name, as found or added through this store. Annotators are never
     # deleted, so a name seen once needs no lookup again (every label signs its person in).
     annotator_ids: dict[str, int] = field(default_factory=dict)
+    # The session of this thread's `one_transaction` block, when one is open.
+    _joined: threading.local = field(default_factory=threading.local, repr=False)
 
     @property
     def url(self) -> str:
@@ -73,9 +76,30 @@ class Store:
 
     @contextmanager
     def session(self) -> Iterator[Session]:
-        """A transaction: committed when the block ends, rolled back if it raises."""
+        """A transaction: committed when the block ends, rolled back if it raises. Inside
+        `one_transaction`, the block's own session and transaction instead."""
+        joined = getattr(self._joined, "session", None)
+        if joined is not None:
+            yield joined
+            return
         with self.sessions() as session, session.begin():
             yield session
+
+    @contextmanager
+    def one_transaction(self) -> Iterator[None]:
+        """Every store call in the block (in this thread) runs in one session and
+        transaction. On a database server each session costs round trips of its own (a
+        connection check, the commit), which add up for a use case made of several store
+        calls; a failure anywhere in the block rolls all of it back."""
+        if getattr(self._joined, "session", None) is not None:
+            yield
+            return
+        with self.session() as session:
+            self._joined.session = session
+            try:
+                yield
+            finally:
+                self._joined.session = None
 
     def revision(self) -> str | None:
         with self.engine.connect() as connection:

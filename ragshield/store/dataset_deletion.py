@@ -94,4 +94,5 @@ def delete_dataset(store: Store, name: str, *, force: bool = False) -> DatasetUs
         if usage.runs:
             session.execute(delete(Run).where(Run.id.in_(usage.runs)))
         session.execute(delete(Dataset).where(Dataset.id == dataset_id))
+        session.info.get("dataset_ids", {}).pop(name, None)  # dataset_id_of's memo
     return usage

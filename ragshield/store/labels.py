@@ -117,12 +117,17 @@ def annotator_names(session: Session) -> dict[int, str]:
 
 
 def annotator_id_of(session: Session, name: str) -> int:
+    """The annotator's row id, looked up once per session (as `dataset_id_of`)."""
+    known_ids = session.info.setdefault("annotator_ids", {})
+    if name in known_ids:
+        return known_ids[name]
     annotator_id = session.scalar(select(Annotator.id).where(Annotator.name == name))
     if annotator_id is None:
         known = list(session.scalars(select(Annotator.name).order_by(Annotator.name)))
         raise UnknownAnnotatorError(
             f"no annotator named {name!r} (annotators: {name_list(known)}; add one with "
             "`python -m ragshield labels annotator NAME`)")
+    known_ids[name] = annotator_id
     return annotator_id
 
 

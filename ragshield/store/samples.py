@@ -233,10 +233,16 @@ def has_sample(store: Store, name: str, sample_id: str) -> bool:
 
 
 def dataset_id_of(session: Session, name: str) -> int:
+    """The dataset's row id, looked up once per session (a use case in
+    `Store.one_transaction` asks for it in each of its store calls)."""
+    known = session.info.setdefault("dataset_ids", {})
+    if name in known:
+        return known[name]
     dataset_id = session.scalar(select(DatasetRow.id).where(DatasetRow.name == name))
     if dataset_id is None:
         names = list(session.scalars(select(DatasetRow.name).order_by(DatasetRow.name)))
         raise UnknownDatasetError(f"no dataset named {name!r} (datasets: {name_list(names)})")
+    known[name] = dataset_id
     return dataset_id
 
 

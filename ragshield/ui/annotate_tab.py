@@ -209,33 +209,33 @@ def _help_markdown() -> str:
 
 # -- handlers -----------------------------------------------------------------------------
 
-def show_sample(context: UiContext, view: QueueView, annotator: str, sample_id: str,
-                message: str = "", kind: str = "info") -> Screen:
-    item = labelling.annotation_item(context.store, view.dataset, sample_id, annotator,
-                                     blind=view.blind)
+def item_screen(view: QueueView, item: AnnotationItem, message: str = "") -> Screen:
     answer_shown = view.show_answer and item.answer is not None
-    shown = Shown(view.dataset, sample_id, item.passages, item.answer_id if answer_shown else None)
-    return Screen(message, kind, item_html(item, show_answer=view.show_answer), shown)
+    shown = Shown(view.dataset, item.sample_id, item.passages,
+                  item.answer_id if answer_shown else None)
+    return Screen(message, "info", item_html(item, show_answer=view.show_answer), shown)
+
+
+def show_sample(context: UiContext, view: QueueView, annotator: str, sample_id: str,
+                message: str = "") -> Screen:
+    return item_screen(view, labelling.annotation_item(context.store, view.dataset, sample_id,
+                                                       annotator, blind=view.blind), message)
 
 
 def _joined(*messages: str) -> str:
     return " ".join(filter(None, messages))
 
 
-def _next_screen(context: UiContext, view: QueueView, name: str, handed: Next,
-                 message: str = "") -> Screen:
+def _next_screen(view: QueueView, name: str, handed: Next, message: str = "") -> Screen:
     """The sample the queue handed over (or a note that none is left), after `message`."""
     if handed.error is not None:
         return Screen(_joined(message, str(handed.error)), "error")
-    if handed.sample_id is None:
+    if handed.item is None:
         done = (f"Nothing left to label in {view.dataset} for {name} "
                 f"(queue {view.strategy}, {view.overlap} annotator(s) per sample).")
         return Screen(_joined(message, done), "info",
                       '<div class="annotate-item annotate-done">All done here.</div>', None)
-    try:
-        return show_sample(context, view, name, handed.sample_id, message)
-    except UserError as error:
-        return Screen(_joined(message, str(error)), "error")
+    return item_screen(view, handed.item, message)
 
 
 def next_item(context: UiContext, view: QueueView, typed_name: str | None,
@@ -243,12 +243,12 @@ def next_item(context: UiContext, view: QueueView, typed_name: str | None,
     """The next sample of the queue for this annotator (or a note that none is left)."""
     try:
         name = _signed_in(context, typed_name, request)
-        handed = Next(labelling.next_sample_id(context.store, name, view.queue))
+        handed = labelling.hand_over(context.store, name, view.queue, blind=view.blind)
     except AnnotatorMissingError as error:
         return Screen(str(error), "warning")
     except UserError as error:
         return Screen(str(error), "error")
-    return _next_screen(context, view, name, handed)
+    return _next_screen(view, name, handed)
 
 
 def label_sample(context: UiContext, view: QueueView, typed_name: str | None, sample_id: str,
@@ -264,22 +264,23 @@ def label_sample(context: UiContext, view: QueueView, typed_name: str | None, sa
             context.store, view.queue, name, sample_id, label, note=note,
             request_id=request_id or None,
             passages_shown=on_screen.passages if on_screen else None,
-            answer_id=on_screen.answer_id if on_screen else None)
+            answer_id=on_screen.answer_id if on_screen else None, blind=view.blind)
     except UserError as error:
         return None, Screen(f"No label written: {error}", "error")
     message = (f"Stored: {sample_id} is {record.label} for {name}." if record.stored else
                f"Unchanged: {sample_id} was already {record.label} for {name}.")
-    return record, _next_screen(context, view, name, handed, message)
+    return record, _next_screen(view, name, handed, message)
 
 
 def skip_sample(context: UiContext, view: QueueView, typed_name: str | None, sample_id: str,
                 request: Any = None) -> Screen:
     try:
         name = _signed_in(context, typed_name, request)
-        handed = labelling.skip_then_next(context.store, view.queue, name, sample_id)
+        handed = labelling.skip_then_next(context.store, view.queue, name, sample_id,
+                                          blind=view.blind)
     except UserError as error:
         return Screen(f"Not skipped: {error}", "error")
-    return _next_screen(context, view, name, handed, f"Skipped {sample_id}.")
+    return _next_screen(view, name, handed, f"Skipped {sample_id}.")
 
 
 def undo_last(context: UiContext, view: QueueView, typed_name: str | None,

@@ -15,7 +15,8 @@ from ragshield.answerers.registry import ANSWERERS, make_answerer
 from ragshield.config import Settings
 from ragshield.grading import parse_grade
 from ragshield.judges.ioe import read_choice
-from ragshield.judges.readers import read_marker, read_probability, read_yes_no, yes_probability
+from ragshield.judges.readers import (expected_digit, read_confidence_digit, read_marker,
+                                      read_probability, read_yes_no, yes_probability)
 from ragshield.judges.registry import make_judges
 from ragshield.judging import judge_sample
 from ragshield.refusal import is_invalid_question, is_refusal
@@ -50,6 +51,7 @@ def test_readers_never_raise_and_stay_in_range(scenario):
         assert read_marker(reply, ("keep", "discard")) in (None, "keep", "discard")
         assert read_yes_no(reply) in (None, True, False)
         assert in_unit(yes_probability(token))
+        assert in_unit(read_confidence_digit(reply)) and in_unit(expected_digit(token))
         accurate, reason = parse_grade(reply)
         assert accurate in (None, True, False) and (accurate is None) == (reason is not None)
         assert read_choice(reply, original, updated) in (None, "A", "B")
@@ -58,8 +60,9 @@ def test_readers_never_raise_and_stay_in_range(scenario):
 
     check()
     scenario.figure("replies per reader", EXAMPLES)
-    for reader in ("read_probability", "read_marker", "read_yes_no", "yes_probability",
-                   "parse_grade", "read_choice (ioe)", "is_refusal"):
+    for reader in ("read_probability", "read_confidence_digit", "expected_digit", "read_marker",
+                   "read_yes_no", "yes_probability", "parse_grade", "read_choice (ioe)",
+                   "is_refusal"):
         scenario.check(f"{reader}: never raises, its value stays in range", True)
 
 

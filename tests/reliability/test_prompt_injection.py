@@ -43,8 +43,8 @@ def respond(messages: Sequence[Message]) -> ScriptedReply:
         return ScriptedReply("No", top={"No": -0.3, "Yes": -1.4})
     if "$$keep$$" in asked:
         return ScriptedReply("$$discard$$")
-    if "probability" in asked:
-        return ScriptedReply("0.4")
+    if "how likely" in asked:
+        return ScriptedReply("4")
     if "a or b" in asked:
         return ScriptedReply("B")
     return ScriptedReply("Answer: Paris\nEvidence: ## Passage-0 ##")
