@@ -17,12 +17,15 @@ from ragshield.llm.traced import TracedLLM
 from ragshield.types import Answer, Sample, Verdict
 
 
-# What a judge costs on top of the base answer, as the faces present it:
+# What a judge costs on top of the base answer, as the faces present it. On a small CPU
+# model a call costs the tokens of its own instructions and of its reply (the shared prefix
+# is cached), about 0.5 s for a one-token reply to a question of 20-30 tokens on 2 cores.
 # free: no model call (reads what the answer already carries, or a separate small model);
-# cheap: one call with a short reply (a probability, a yes/no, a number);
-# costly: several calls or a long generation (counterfactual rounds, samples, reasoning).
-Cost = Literal["free", "cheap", "costly"]
-COSTS: tuple[str, ...] = ("free", "cheap", "costly")
+# cheap: one call read at its first token (a yes/no, a digit);
+# moderate: a reply of a few words (an answer of its own), or one call per passage;
+# costly: many calls or a long generation (counterfactual rounds, samples, reasoning).
+Cost = Literal["free", "cheap", "moderate", "costly"]
+COSTS: tuple[str, ...] = ("free", "cheap", "moderate", "costly")
 
 
 @dataclass(frozen=True)

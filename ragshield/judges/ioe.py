@@ -57,9 +57,7 @@ def read_choice(text: str, original: str, updated: str) -> str | None:
 class IfOrElseJudge(Judge):
     name = "ioe"
     continues_answer = True
-    # A whole new answer (up to 32 tokens), then often a second question: on 2 cores it
-    # alone took 1.5-5 s of a fast-set judgement (docs/BENCHMARKS.md, bench_guard).
-    cost = "costly"
+    cost = "moderate"  # a whole new answer (up to 32 tokens), then often a second question
 
     def decide(self, sample: Sample, answer: Answer, llm: TracedLLM) -> Verdict:
         update = ask_answer(llm, follow_up(answer.conversation, UPDATE_QUESTION),

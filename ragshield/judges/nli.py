@@ -219,6 +219,7 @@ class ClassifierNLIJudge(NLIJudge):
 class LLMNLIJudge(NLIJudge):
     name = "nli_llm"
     requires = frozenset({CHAT, LOGPROBS})
+    cost = "moderate"  # one call per passage (per window of a long one)
 
     def entailments(self, sample: Sample, hypothesis: str,
                     llm: TracedLLM) -> list[tuple[Window, float | None]]:

@@ -23,6 +23,7 @@ from ragshield.types import Answer, Sample, Verdict
 
 
 class OwnAnswerJudge(Judge):
+    cost = "moderate"  # it writes an answer of its own
     max_tokens: ClassVar[int] = 48
     answer_prefix: ClassVar[str | None] = None  # the label before the final answer, if asked
 

@@ -36,10 +36,11 @@ JUDGES: dict[str, type[Judge]] = {
 
 
 def quick_judges(rule: str | None = None) -> list[str]:
-    """The judges worth waiting for in a live demo: every free or cheap one (cheapest
-    first), plus the judge that `rule` names (it decides, whatever it costs)."""
+    """The judges worth waiting for in a live demo and in front of a live system: every free
+    or cheap one (cheapest first), plus the judge that `rule` names (it decides, whatever it
+    costs)."""
     order = {cost: rank for rank, cost in enumerate(COSTS)}
-    quick = sorted((name for name, cls in JUDGES.items() if cls.cost != "costly"),
+    quick = sorted((name for name, cls in JUDGES.items() if cls.cost in ("free", "cheap")),
                    key=lambda name: order[JUDGES[name].cost])
     return quick + [rule] if rule in JUDGES and rule not in quick else quick
 
