@@ -92,7 +92,7 @@ def expected_digit(first_token: TokenLogprob) -> float | None:
     weights = [0.0] * 10
     for token, logprob in candidates.items():
         text = token.strip()
-        if len(text) == 1 and text.isdigit():
+        if len(text) == 1 and text in "0123456789":  # not "²" or other digit-like signs
             weights[int(text)] += math.exp(logprob)
     total = sum(weights)
     if total == 0:
