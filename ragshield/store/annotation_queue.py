@@ -17,7 +17,7 @@ from sqlalchemy import ColumnElement, and_, bindparam, exists, func, not_, selec
 from sqlalchemy.orm import Session, aliased
 
 from ragshield.errors import OptionError
-from ragshield.store.database import Store
+from ragshield.store.database import Store, remembered
 from ragshield.store.labels import annotator_id_of
 from ragshield.store.models import AnswerRow, Label, Run, Sample, Skip
 from ragshield.store.runs import MAIN, UnknownRunError
@@ -109,12 +109,9 @@ def _random(session: Session, params: dict[str, int], seed: int) -> str | None:
 
 
 def latest_run_id(session: Session, dataset_id: int) -> int | None:
-    """The dataset's newest run, looked up once per session (as `dataset_id_of`)."""
-    known = session.info.setdefault("latest_run_ids", {})
-    if dataset_id not in known:
-        known[dataset_id] = session.scalar(select(Run.id).where(Run.dataset_id == dataset_id)
-                                           .order_by(Run.id.desc()).limit(1))
-    return known[dataset_id]
+    """The dataset's newest run, looked up once per session (`remembered`)."""
+    return remembered(session, "latest_run_ids", dataset_id, lambda: session.scalar(
+        select(Run.id).where(Run.dataset_id == dataset_id).order_by(Run.id.desc()).limit(1)))
 
 
 def run_for_dataset(session: Session, dataset_id: int, run_id: int | None) -> int | None:

@@ -7,7 +7,7 @@ import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Hashable, Iterator, TypeVar
 
 from alembic import command
 from alembic.config import Config
@@ -22,6 +22,7 @@ from ragshield.errors import UserError
 # The database driver's own errors (a lost connection, a full disk), for the faces that
 # report them to users.
 DatabaseError = SQLAlchemyError
+T = TypeVar("T")
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 
@@ -91,15 +92,13 @@ class Store:
         transaction. On a database server each session costs round trips of its own (a
         connection check, the commit), which add up for a use case made of several store
         calls; a failure anywhere in the block rolls all of it back."""
-        if getattr(self._joined, "session", None) is not None:
-            yield
-            return
-        with self.session() as session:
+        with self.session() as session:  # the outer block's, when one is open
+            outer = getattr(self._joined, "session", None)
             self._joined.session = session
             try:
                 yield
             finally:
-                self._joined.session = None
+                self._joined.session = outer
 
     def revision(self) -> str | None:
         with self.engine.connect() as connection:
@@ -107,6 +106,21 @@ class Store:
 
     def close(self) -> None:
         self.engine.dispose()
+
+
+def remembered(session: Session, kind: str, key: Hashable, look_up: Callable[[], T]) -> T:
+    """`look_up()`'s value for `key`, found once per session and kept in `session.info`
+    under `kind`: a use case in `Store.one_transaction` asks for the same ids in each of its
+    store calls. A lookup that raises is not kept."""
+    known = session.info.setdefault(kind, {})
+    if key not in known:
+        known[key] = look_up()
+    return known[key]
+
+
+def forget(session: Session, kind: str, key: Hashable) -> None:
+    """Drop what `remembered` kept for `key` (its row is gone)."""
+    session.info.get(kind, {}).pop(key, None)
 
 
 def create_store_engine(url: str) -> Engine:

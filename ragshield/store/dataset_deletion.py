@@ -14,9 +14,9 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from ragshield.errors import UserError
-from ragshield.store.database import Store
+from ragshield.store.database import Store, forget
 from ragshield.store.models import Dataset, Label, Passage, Run, Sample
-from ragshield.store.samples import dataset_id_of
+from ragshield.store.samples import DATASET_IDS, dataset_id_of
 
 
 @dataclass(frozen=True)
@@ -94,5 +94,5 @@ def delete_dataset(store: Store, name: str, *, force: bool = False) -> DatasetUs
         if usage.runs:
             session.execute(delete(Run).where(Run.id.in_(usage.runs)))
         session.execute(delete(Dataset).where(Dataset.id == dataset_id))
-        session.info.get("dataset_ids", {}).pop(name, None)  # dataset_id_of's memo
+        forget(session, DATASET_IDS, name)
     return usage

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session, aliased
 
 from ragshield.errors import UserError
 from ragshield.names import check_name, name_list
-from ragshield.store.database import Store
+from ragshield.store.database import Store, remembered
 from ragshield.store.models import LABEL_VALUES, Annotator, Dataset, Label, Sample, Skip, utcnow
 from ragshield.store.samples import UnknownSampleError, dataset_id_of
 
@@ -117,17 +117,17 @@ def annotator_names(session: Session) -> dict[int, str]:
 
 
 def annotator_id_of(session: Session, name: str) -> int:
-    """The annotator's row id, looked up once per session (as `dataset_id_of`)."""
-    known_ids = session.info.setdefault("annotator_ids", {})
-    if name in known_ids:
-        return known_ids[name]
+    """The annotator's row id, looked up once per session (`remembered`)."""
+    return remembered(session, "annotator_ids", name, lambda: _annotator_id(session, name))
+
+
+def _annotator_id(session: Session, name: str) -> int:
     annotator_id = session.scalar(select(Annotator.id).where(Annotator.name == name))
     if annotator_id is None:
         known = list(session.scalars(select(Annotator.name).order_by(Annotator.name)))
         raise UnknownAnnotatorError(
             f"no annotator named {name!r} (annotators: {name_list(known)}; add one with "
             "`python -m ragshield labels annotator NAME`)")
-    known_ids[name] = annotator_id
     return annotator_id
 
 

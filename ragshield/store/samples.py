@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session, selectinload
 
 from ragshield.errors import UserError
 from ragshield.names import check_name, name_list
-from ragshield.store.database import Store
+from ragshield.store.database import Store, remembered
 from ragshield.store.models import Dataset as DatasetRow
 from ragshield.store.models import Passage as PassageRow
 from ragshield.store.models import Sample as SampleRow
@@ -232,17 +232,19 @@ def has_sample(store: Store, name: str, sample_id: str) -> bool:
             .where(DatasetRow.name == name, SampleRow.external_id == sample_id)) is not None
 
 
+DATASET_IDS = "dataset_ids"  # dataset_id_of's ids in session.info (`remembered`)
+
+
 def dataset_id_of(session: Session, name: str) -> int:
-    """The dataset's row id, looked up once per session (a use case in
-    `Store.one_transaction` asks for it in each of its store calls)."""
-    known = session.info.setdefault("dataset_ids", {})
-    if name in known:
-        return known[name]
+    """The dataset's row id, looked up once per session (`remembered`)."""
+    return remembered(session, DATASET_IDS, name, lambda: _dataset_id(session, name))
+
+
+def _dataset_id(session: Session, name: str) -> int:
     dataset_id = session.scalar(select(DatasetRow.id).where(DatasetRow.name == name))
     if dataset_id is None:
         names = list(session.scalars(select(DatasetRow.name).order_by(DatasetRow.name)))
         raise UnknownDatasetError(f"no dataset named {name!r} (datasets: {name_list(names)})")
-    known[name] = dataset_id
     return dataset_id
 
 
