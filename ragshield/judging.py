@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence, Union
 
 import numpy as np
 
@@ -18,12 +18,14 @@ from ragshield.answerers.base import Answerer
 from ragshield.errors import OptionError
 from ragshield.judges.base import Judge
 from ragshield.llm.base import LLM
+from ragshield.policies.rules import parse_rule
 from ragshield.types import Answer, CostSummary, Sample, Verdict, keep_word
 
 DEFAULT_DECISION_RULE = "counterfactual"
 POOLED_RULES = ("majority", "all")
-# A judge's keep on one sample as a small integer, for deciding many samples at once.
-KEPT, ABSTAINED, UNDECIDED, NOT_RUN = 1, 0, -1, -2
+# A judge's keep on one sample as a small integer, for deciding many samples at once;
+# DEFERRED: a policy hands the sample to a person.
+KEPT, ABSTAINED, UNDECIDED, NOT_RUN, DEFERRED = 1, 0, -1, -2, -3
 
 
 @dataclass
@@ -31,6 +33,19 @@ class Decision:
     keep: bool | None  # None: the rule could not decide (its judge unavailable or failed)
     rule: str
     reason: str
+    deferred: bool = False  # a policy asks a person (keep is None)
+
+
+class ScoreRule(Protocol):
+    """A rule that decides from verdicts by itself (a fitted policy, ragshield.policies)."""
+
+    @property
+    def rule(self) -> str: ...
+
+    def decide(self, verdicts: Sequence[Verdict]) -> Decision: ...
+
+
+Rule = Union[str, ScoreRule]
 
 
 @dataclass
@@ -59,10 +74,12 @@ def choose_rule(rule: str | None, judges: Sequence[str],
     not among them), else `default` when it fits, else majority. A default the user never
     typed must not stop them from choosing judges without it."""
     fitting = (*POOLED_RULES, *judges)
+    if rule is not None and parse_rule(rule) is not None:
+        return RuleChoice(rule)  # a policy: its judge is checked where the policy is read
     if rule is not None:
         if rule not in fitting:
-            raise OptionError(f"rule {rule!r} must be all, majority or one of the chosen "
-                             f"judges ({', '.join(judges)})")
+            raise OptionError(f"rule {rule!r} must be all, majority, one of the chosen "
+                             f"judges ({', '.join(judges)}) or policy:NAME")
         return RuleChoice(rule)
     if default in fitting:
         return RuleChoice(default)
@@ -70,9 +87,11 @@ def choose_rule(rule: str | None, judges: Sequence[str],
                                        f"judges; deciding by {POOLED_RULES[0]}")
 
 
-def decide(verdicts: Sequence[Verdict], rule: str = DEFAULT_DECISION_RULE) -> Decision:
+def decide(verdicts: Sequence[Verdict], rule: Rule = DEFAULT_DECISION_RULE) -> Decision:
     """Apply a decision rule: a judge's name (follow that judge), `all` (keep only if every
-    deciding judge keeps) or `majority` (keep if most deciding judges keep)."""
+    deciding judge keeps), `majority` (keep if most deciding judges keep) or a policy."""
+    if not isinstance(rule, str):
+        return rule.decide(verdicts)
     deciding = [v for v in verdicts if v.keep is not None]
     if rule in POOLED_RULES:
         if not deciding:
@@ -113,7 +132,7 @@ def judge_sample(
     llm: LLM,
     answerer: Answerer,
     judges: Sequence[Judge],
-    rule: str = DEFAULT_DECISION_RULE,
+    rule: Rule = DEFAULT_DECISION_RULE,
     on_verdict: Callable[[Verdict], None] | None = None,
 ) -> JudgedSample:
     """Generate the base answer once, run every judge on it, and decide.
@@ -171,7 +190,10 @@ def judged_sample_dict(result: JudgedSample) -> dict[str, Any]:
 
 
 def decision_word(decision: Decision | None) -> str | None:
-    """"keep", "abstain", or None when the rule could not decide."""
+    """"keep", "abstain", "defer" (a policy asks a person), or None when the rule could not
+    decide."""
+    if decision is not None and decision.deferred:
+        return "defer"
     if decision is None or decision.keep is None:
         return None
     return keep_word(decision.keep)
@@ -189,7 +211,7 @@ def judge_samples(
     llm: LLM,
     answerer: Answerer,
     judges: Sequence[Judge],
-    rule: str = DEFAULT_DECISION_RULE,
+    rule: Rule = DEFAULT_DECISION_RULE,
     concurrency: int = 1,
 ) -> Iterator[JudgedSample]:
     """Judge each sample (see judge_sample), yielding results in input order."""

@@ -26,6 +26,7 @@ from ragshield.judges.base import Judge
 from ragshield.judges.registry import make_judges
 from ragshield.judging import judge_sample, judging_order, parallelism
 from ragshield.llm.base import LLM
+from ragshield.policies.policy import config_rule
 from ragshield.run_config import RunConfig, RunConfigError, check_config
 from ragshield.store import runs as run_store
 from ragshield.store.database import Store
@@ -91,6 +92,7 @@ class _SampleWorker:
 
     def __init__(self, config: RunConfig, settings: Settings, models: RunModels) -> None:
         self.config, self.models = config, models
+        self.rule = config_rule(config.to_dict())
         self.answerer: Answerer = make_answerer(config.answerer)
         self.judges: list[Judge] = make_judges(",".join(config.judges), settings)
         self.finder = None
@@ -104,7 +106,7 @@ class _SampleWorker:
         if self.finder is not None:
             sample = replace(sample, passages=self.finder.find(sample.question))
         main = self.models.main
-        judged = judge_sample(sample, main, self.answerer, self.judges, self.config.rule)
+        judged = judge_sample(sample, main, self.answerer, self.judges, self.rule)
         errors = [f"{v.judge}: {v.error}" for v in judged.verdicts if v.error]
         if errors:
             raise SampleFailed("; ".join(errors))

@@ -39,6 +39,7 @@ class RunConfig:
     seed: int = 0
     concurrency: int = 1
     live: bool = False  # collects asked questions (services/live_runs.py); never executed
+    policy: dict[str, Any] | None = None  # the policy `rule` names, as it was when the run began
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

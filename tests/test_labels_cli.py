@@ -28,6 +28,16 @@ def test_label_workflow_agreement_and_transfer(python_processes, tmp_path):
     assert agreement["n_items"] == 3 and agreement["percent"] == 2 / 3
     assert set(agreement["cohen"]) == {"ann|bob"}
     assert {"fleiss", "krippendorff_alpha", "automatic", "judges"} <= set(agreement)
+    # AC1: p_a = 2/3, pi_answerable = (1 + 1/2 + 1) / 3 = 5/6, p_e = 10/36 -> 7/13
+    assert abs(agreement["gwet_ac1"] - 7 / 13) < 1e-12
+    # Misses are named by the dataset's own ids (stable across stores, as checked below).
+    automatic = agreement["automatic"]
+    ids = {sample["id"] for sample in samples}
+    assert set(automatic["false_keeps"]) | set(automatic["false_withholds"]) <= ids
+    assert automatic["n"] == 2  # the tie on the second sample is left out
+    text = run_cli("labels", "agreement", "--dataset", "demo", env=env).stdout
+    assert "gwet_ac1: " in text and "automatic vs majority: n: 2" in text
+    assert "  false keeps: " in text and "  false withholds: " in text
 
     out = tmp_path / "labels.parquet"
     assert run_cli("labels", "export", "--format", "parquet", "--out", str(out), env=env).returncode == 0

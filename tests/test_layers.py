@@ -22,7 +22,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("retrieval", {"retrieval"}),
     ("answerers and judges", {"answerers", "judges"}),
     ("engines", {"judging", "grading", "run_config", "pipeline", "evaluation", "reports",
-                 "label_agreement", "doctor", "verdict_files"}),
+                 "label_agreement", "doctor", "verdict_files", "policies"}),
     ("services", {"services"}),
     ("faces", {"cli", "ui", "api", "__main__"}),
 ]

@@ -19,12 +19,14 @@ from ragshield.metrics.agreement import (
     agreement_with_majority,
     cohen_kappa_pairs,
     fleiss_kappa,
+    gwet_ac1,
     krippendorff_alpha_nominal,
     majority_by_item,
     percent_agreement,
 )
 
-SUMMARY_KEYS = {"percent", "cohen", "fleiss", "krippendorff_alpha", "n_items"}
+SUMMARY_KEYS = {"percent", "cohen", "fleiss", "krippendorff_alpha", "gwet_ac1", "n_items"}
+MAJORITY_KEYS = {"n", "percent", "kappa", "ac1", "false_keeps", "false_withholds"}
 
 
 def is_nan(value) -> bool:
@@ -145,6 +147,7 @@ def test_perfect_agreement_is_one():
                for rater in ("ann", "bob", "cy")]
     summary = agreement_summary(triples)
     assert summary == {"percent": 1.0, "fleiss": 1.0, "krippendorff_alpha": 1.0,
+                       "gwet_ac1": 1.0,
                        "cohen": {"ann|bob": 1.0, "ann|cy": 1.0, "bob|cy": 1.0}, "n_items": 4}
 
 
@@ -167,31 +170,37 @@ def test_single_rater_gives_nothing():
         assert is_nan(percent_agreement(triples))
         assert is_nan(fleiss_kappa(triples))
         assert is_nan(krippendorff_alpha_nominal(triples))
+        assert is_nan(gwet_ac1(triples))
         assert cohen_kappa_pairs(triples) == {}
         assert agreement_summary(triples) == {"percent": None, "cohen": {}, "fleiss": None,
-                                              "krippendorff_alpha": None, "n_items": 0}
+                                              "krippendorff_alpha": None, "gwet_ac1": None,
+                                              "n_items": 0}
 
 
 @pytest.mark.parametrize("empty", [[], pd.DataFrame(columns=["item", "rater", "label"])])
 def test_no_ratings(empty):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
+        assert is_nan(gwet_ac1(empty))
         assert agreement_summary(empty) == {"percent": None, "cohen": {}, "fleiss": None,
-                                            "krippendorff_alpha": None, "n_items": 0}
+                                            "krippendorff_alpha": None, "gwet_ac1": None,
+                                            "n_items": 0}
 
 
 def test_both_raters_constant_and_equal_is_nan():
     # p_o = 1 and p_e = 1: kappa = 0/0. Same for Fleiss (P_e = 1) and alpha (D_e = 0),
-    # while the raw percent agreement is a perfectly defined 1.
+    # while the raw percent agreement is a perfectly defined 1. AC1 with one category (q = 1)
+    # takes p_e = 0, so it is p_a = 1.
     triples = [(i, r, "answerable") for i in range(3) for r in ("A", "B")]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert is_nan(cohen_kappa_pairs(triples)["A|B"])
         assert is_nan(fleiss_kappa(triples))
         assert is_nan(krippendorff_alpha_nominal(triples))
+        assert gwet_ac1(triples) == 1.0
         summary = agreement_summary(triples)
     assert summary == {"percent": 1.0, "cohen": {"A|B": None}, "fleiss": None,
-                       "krippendorff_alpha": None, "n_items": 3}
+                       "krippendorff_alpha": None, "gwet_ac1": 1.0, "n_items": 3}
     json.dumps(summary, allow_nan=False)
 
 
@@ -261,6 +270,62 @@ def test_majority_by_item_follows_methods_3():
     assert majority_by_item(triples) == {1: "answerable", 2: None, 3: "unanswerable", 4: None}
 
 
+# ------------------------------------------------------------------ Gwet's AC1
+
+def test_gwet_ac1_three_raters_by_hand():
+    # 5 items x 3 raters, categories a / b; counts (a, b) per item:
+    #   i1 (3, 0), i2 (2, 1), i3 (1, 2), i4 (0, 3), i5 (3, 0)
+    # P_i = sum_k n_ik (n_ik - 1) / (3 * 2): 1, 1/3, 1/3, 1, 1 -> p_a = (11/3) / 5 = 11/15
+    # pi_a = mean(3/3, 2/3, 1/3, 0, 3/3) = 3/5, pi_b = 2/5; q = 2:
+    # p_e = (3/5 * 2/5 + 2/5 * 3/5) / (2 - 1) = 12/25
+    # AC1 = (11/15 - 12/25) / (1 - 12/25) = (19/75) / (13/25) = 19/39 = 0.487
+    # (Fleiss for comparison: P_e = 0.6^2 + 0.4^2 = 13/25 -> (16/75) / (12/25) = 4/9.)
+    rows = [[3, 0], [2, 1], [1, 2], [0, 3], [3, 0]]
+    triples = from_counts(rows, ["a", "b"])
+    assert gwet_ac1(triples) == pytest.approx(19 / 39)
+    assert fleiss_kappa(triples) == pytest.approx(4 / 9)
+    assert agreement_summary(triples)["gwet_ac1"] == pytest.approx(19 / 39)
+
+
+def test_gwet_ac1_uses_only_pairable_items_and_their_categories():
+    # i3's lone "c" is no pairable rating: q = 2 (a, b), pi over i1, i2 only.
+    # i1 (a, a), i2 (a, b): p_a = (1 + 0) / 2 = 1/2; pi_a = (1 + 1/2) / 2 = 3/4, pi_b = 1/4;
+    # p_e = 2 * 3/16 = 3/8; AC1 = (1/2 - 3/8) / (5/8) = 1/5.
+    triples = [(1, "A", "a"), (1, "B", "a"), (2, "A", "a"), (2, "B", "b"), (3, "A", "c")]
+    assert gwet_ac1(triples) == pytest.approx(0.2)
+
+
+def test_gwet_ac1_stays_high_where_kappa_collapses_on_skewed_labels():
+    # 20 items, 2 raters: both say answerable on 19, B says unanswerable on the last one.
+    # p_o = 19/20. Cohen: A (20, 0), B (19, 1): S = 380 = n * agree -> kappa = 0.
+    # Fleiss (Scott's pi): pooled 39/40, 1/40: P_e = 1522/1600 -> (1520 - 1522) / 78 = -1/39.
+    # AC1: pi = 39/40, 1/40, p_e = 2 * 39/1600 = 39/800;
+    #      AC1 = (760/800 - 39/800) / (761/800) = 721/761 = 0.947.
+    triples = [(i, "A", "answerable") for i in range(20)]
+    triples += [(i, "B", "answerable" if i < 19 else "unanswerable") for i in range(20)]
+    assert percent_agreement(triples) == pytest.approx(0.95)
+    assert cohen_kappa_pairs(triples)["A|B"] == pytest.approx(0.0, abs=1e-12)
+    assert fleiss_kappa(triples) == pytest.approx(-1 / 39)
+    assert gwet_ac1(triples) == pytest.approx(721 / 761)
+    assert gwet_ac1(triples) > 0.9
+    # The same skew for a judge that keeps everything against the majority label.
+    majority = {i: "answerable" if i < 19 else "unanswerable" for i in range(20)}
+    result = agreement_with_majority({i: True for i in range(20)}, majority)
+    assert result["kappa"] == pytest.approx(0.0, abs=1e-12)
+    assert result["ac1"] == pytest.approx(721 / 761)
+    assert result["false_keeps"] == [19] and result["false_withholds"] == []
+
+
+def test_gwet_ac1_degenerate_inputs_are_nan_without_warnings():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert is_nan(gwet_ac1([]))
+        assert is_nan(gwet_ac1([(i, f"r{i}", "a") for i in range(4)]))  # single ratings
+        assert gwet_ac1([(1, "A", "a"), (1, "B", "a")]) == 1.0  # one category: AC1 = p_a
+        assert agreement_summary([(1, "A", "a"), (2, "B", "b")])["gwet_ac1"] is None
+        assert agreement_with_majority({}, {})["ac1"] is None
+
+
 # ------------------------------------------------------------------ judge vs majority
 
 def test_agreement_with_majority_by_hand():
@@ -271,22 +336,43 @@ def test_agreement_with_majority_by_hand():
     # judge T T F F T vs human T F F T T: agree on 1, 3, 5 -> 3/5.
     # judge 3 T / 2 F, human 3 T / 2 F: p_e = (9 + 4) / 25 = 13/25, p_o = 15/25,
     # kappa = (15/25 - 13/25) / (12/25) = 1/6.
+    # AC1: pi_T = (3 + 3) / 10 = 0.6, p_e = 2 * 0.6 * 0.4 = 0.48 -> (0.6 - 0.48) / 0.52 = 3/13.
+    # Differ on 2 (judge keeps, human no: false keep) and 4 (judge withholds: false withhold).
     result = agreement_with_majority(predictions, majority)
-    assert result == {"n": 5, "percent": pytest.approx(0.6), "kappa": pytest.approx(1 / 6)}
+    assert result == {"n": 5, "percent": pytest.approx(0.6), "kappa": pytest.approx(1 / 6),
+                      "ac1": pytest.approx(3 / 13), "false_keeps": [2], "false_withholds": [4]}
     # With "unanswerable" as the positive label the human side flips: F T T F F,
     # agree on 2 and 4 -> 2/5; human 2 T / 3 F: p_e = (3*2 + 2*3) / 25 = 12/25,
-    # kappa = (10/25 - 12/25) / (13/25) = -2/13.
+    # kappa = (10/25 - 12/25) / (13/25) = -2/13. AC1: pi_T = (3 + 2) / 10 = 1/2, p_e = 1/2
+    # -> (0.4 - 0.5) / 0.5 = -0.2. Judge T / human F on 1 and 5, judge F / human T on 3.
     flipped = agreement_with_majority(predictions, majority, positive="unanswerable")
-    assert flipped == {"n": 5, "percent": pytest.approx(0.4), "kappa": pytest.approx(-2 / 13)}
+    assert flipped == {"n": 5, "percent": pytest.approx(0.4), "kappa": pytest.approx(-2 / 13),
+                       "ac1": pytest.approx(-0.2), "false_keeps": [1, 5],
+                       "false_withholds": [3]}
+
+
+def test_false_keeps_and_withholds_ids_sorted():
+    predictions = {"s10": True, "s2": True, "s3": False, "s1": False, "s4": True, "s5": None}
+    majority = {"s10": "unanswerable", "s2": "unanswerable", "s3": "answerable",
+                "s1": "answerable", "s4": "answerable", "s5": "unanswerable", "s6": "answerable"}
+    result = agreement_with_majority(predictions, majority)
+    assert result["n"] == 5  # s5 has no prediction, s6 none at all
+    assert result["false_keeps"] == ["s10", "s2"] and result["false_withholds"] == ["s1", "s3"]
+    # Ids that do not compare are sorted by their text.
+    mixed = agreement_with_majority({"a": True, 2: True}, {"a": "unanswerable", 2: "unanswerable"})
+    assert mixed["false_keeps"] == [2, "a"]
+    json.dumps(result, allow_nan=False)
 
 
 def test_agreement_with_majority_degenerate():
-    assert agreement_with_majority({}, {}) == {"n": 0, "percent": None, "kappa": None}
-    assert agreement_with_majority({1: True}, {1: None, 2: "answerable"}) == \
-        {"n": 0, "percent": None, "kappa": None}
-    # Both always positive: p_e = 1 -> kappa undefined, percent 1.
+    nothing = {"n": 0, "percent": None, "kappa": None, "ac1": None, "false_keeps": [],
+               "false_withholds": []}
+    assert agreement_with_majority({}, {}) == nothing
+    assert agreement_with_majority({1: True}, {1: None, 2: "answerable"}) == nothing
+    # Both always positive: p_e = 1 -> kappa undefined, percent 1; AC1 with one category = 1.
     assert agreement_with_majority({1: True, 2: True}, {1: "answerable", 2: "answerable"}) \
-        == {"n": 2, "percent": 1.0, "kappa": None}
+        == {"n": 2, "percent": 1.0, "kappa": None, "ac1": 1.0, "false_keeps": [],
+            "false_withholds": []}
 
 
 # ------------------------------------------------------------------ properties
@@ -330,6 +416,20 @@ def brute_cohen(triples: list[tuple]) -> dict[str, float]:
     return result
 
 
+def brute_ac1(triples: list[tuple]) -> float:
+    by_item: dict = {}
+    for item, _, label in triples:
+        by_item.setdefault(item, []).append(label)
+    pairable = [labels for labels in by_item.values() if len(labels) >= 2]
+    if not pairable:
+        return math.nan
+    categories = {label for labels in pairable for label in labels}
+    pi = {k: sum(labels.count(k) / len(labels) for labels in pairable) / len(pairable)
+          for k in categories}
+    p_e = 0.0 if len(pi) == 1 else sum(p * (1 - p) for p in pi.values()) / (len(pi) - 1)
+    return (brute_percent(triples) - p_e) / (1 - p_e)
+
+
 def same(x, y) -> bool:
     return (is_nan(x) and is_nan(y)) or (not is_nan(x) and not is_nan(y)
                                          and math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-12))
@@ -344,8 +444,12 @@ def test_bounds_and_brute_force(triples):
         kappas = cohen_kappa_pairs(triples)
         fleiss = fleiss_kappa(triples)
         alpha = krippendorff_alpha_nominal(triples)
+        ac1 = gwet_ac1(triples)
         summary = agreement_summary(triples)
     assert same(percent, brute_percent(triples))
+    assert same(ac1, brute_ac1(triples))
+    assert is_nan(ac1) == is_nan(percent)
+    assert is_nan(ac1) or -1.0 - 1e-12 <= ac1 <= 1.0 + 1e-12
     assert is_nan(percent) == (summary["n_items"] == 0)
     assert is_nan(percent) or 0.0 <= percent <= 1.0
     expected = brute_cohen(triples)
@@ -372,7 +476,7 @@ def test_invariant_to_renaming_categories_and_shuffling_rows(triples, data):
     before, after = agreement_summary(triples), agreement_summary(changed)
     assert before["n_items"] == after["n_items"]
     assert set(before["cohen"]) == set(after["cohen"])
-    for key in ("percent", "fleiss", "krippendorff_alpha"):
+    for key in ("percent", "fleiss", "krippendorff_alpha", "gwet_ac1"):
         assert (before[key] is None) == (after[key] is None)
         if before[key] is not None:
             assert before[key] == pytest.approx(after[key], rel=1e-9, abs=1e-12)
@@ -395,6 +499,7 @@ def test_unanimous_items_give_one(units):
         assert summary["n_items"] == 0 and summary["percent"] is None
         return
     assert summary["percent"] == 1.0
+    assert summary["gwet_ac1"] == pytest.approx(1.0)
     if len(pairable) >= 2:
         assert summary["fleiss"] == pytest.approx(1.0)
         assert summary["krippendorff_alpha"] == pytest.approx(1.0)
@@ -434,6 +539,10 @@ def test_agreement_with_majority_matches_cohen_of_two_raters(pairs):
     as_raters = [t for item, (p, h) in used.items()
                  for t in ((item, "judge", p), (item, "human", h))]
     expected = cohen_kappa_pairs(as_raters).get("human|judge", math.nan)
+    assert set(result) == MAJORITY_KEYS
+    assert same(math.nan if result["ac1"] is None else result["ac1"], gwet_ac1(as_raters))
+    assert result["false_keeps"] == sorted(i for i, (p, h) in used.items() if p and not h)
+    assert result["false_withholds"] == sorted(i for i, (p, h) in used.items() if h and not p)
     assert (result["kappa"] is None) == is_nan(expected)
     if result["kappa"] is not None:
         assert result["kappa"] == pytest.approx(expected)

@@ -23,10 +23,12 @@ from ragshield.reports.tables import fmt
 from ragshield.run_config import RunConfig
 from ragshield.store.labels import add_annotator, add_label
 from ragshield.store.models import AnswerRow
+from ragshield.store.models import Sample as SampleRow
 from ragshield.store.runs import add_verdicts, list_runs
 from ragshield.store.samples import import_samples
+from ragshield.services.agreement import Agreement, agreement
 from ragshield.services.run_choices import run_choices
-from ragshield.services.run_views import DashboardCache
+from ragshield.services.run_views import DashboardCache, agreement_tables
 from ragshield.services.runs import RunForm, RunLauncher, form_defaults
 from ragshield.types import Passage, Sample, Verdict
 from ragshield.ui import dashboard_tab
@@ -199,15 +201,53 @@ def test_annotation_progress_and_agreement(context, run_id):
     # Fleiss: P_bar = 2/3, P_e = (5/6)^2 + (1/6)^2 = 26/36 -> (2/3 - 26/36) / (10/36) = -0.2
     assert among["Fleiss' kappa"][1] == "-0.200"
     assert among[f"Cohen's kappa {annotator} / bo"][1] == "0.000"  # p_o = p_e = 2/3
+    # AC1: p_a = 2/3, pi_answerable = (1 + 1/2 + 1) / 3 = 5/6, p_e = 2 * 5/6 * 1/6 = 10/36
+    # -> (24/36 - 10/36) / (26/36) = 7/13
+    assert among["Gwet's AC1"][1] == fmt(7 / 13)
     majority = table_rows(shown.agreement_html, "Agreement with the human majority")
     # majority: s0, s2 answerable, s3 unanswerable (s1 a tie); p_true keeps s0, s2, drops s3
-    assert majority["p_true"][1:3] == ["3", "1.000"]
-    assert majority["trivial"][1:3] == ["3", "0.667"]  # keeps s3 too
+    assert majority["p_true"][1:7] == ["3", "1.000", "1.000", "1.000", "0", "0"]
+    # trivial keeps s3 too: a false keep, named by the dataset's own id. AC1 as above: 7/13.
+    assert majority["trivial"][1:7] == ["3", "0.667", "0.000", fmt(7 / 13), "1: s3", "0"]
     assert majority["automatic label"][1:3] == ["3", "1.000"]
     for page in (shown.progress_html, shown.agreement_html, shown.tables_html):
         assert "<b>ann" not in page and "<img src=x" not in page
     assert "&lt;b&gt;ann&lt;/b&gt;" in shown.progress_html
     assert html.escape(DATASET) in shown.tables_html
+
+
+def test_agreement_table_lists_false_keeps_escaped_and_cut_short():
+    many = [f"<i>{i:02d}" for i in range(25)]
+    against = {"n": 30, "percent": 0.1, "kappa": None, "ac1": -0.5, "false_keeps": many,
+               "false_withholds": ["x&y"]}
+    result = Agreement(among={"n_items": 0, "percent": None, "fleiss": None,
+                              "krippendorff_alpha": None, "gwet_ac1": None, "cohen": {}},
+                       automatic=against, judges={"<b>j</b>": against})
+    page = dashboard_tab._tables_html(agreement_tables(result))
+    assert "<i>" not in page and "<b>j" not in page and "&lt;i&gt;00" in page
+    rows = table_rows(page, "Agreement with the human majority")
+    assert rows["<b>j</b>"][3:5] == ["n/a", "-0.500"]
+    assert rows["<b>j</b>"][5] == "25: " + ", ".join(many[:20]) + ", +5 more"
+    assert rows["<b>j</b>"][6] == "1: x&y"
+    assert table_rows(page, "Agreement among annotators")["Gwet's AC1"][1] == "n/a"
+
+
+def test_false_keeps_across_datasets_name_their_dataset(context):
+    # Across every dataset (no dataset chosen) an id is named "dataset/id".
+    for annotator in ("ann", "bo"):
+        label(context.store, "s1", annotator, "unanswerable")
+        label(context.store, "s2", annotator, "answerable")
+    rows = {name: row for name, row in sample_rows(context.store).items() if name in ("s1", "s2")}
+    result = agreement(context.store, None, {rows["s1"]: True, rows["s2"]: False}, {})
+    assert result.automatic["false_keeps"] == [f"{DATASET}/s1"]
+    assert result.automatic["false_withholds"] == [f"{DATASET}/s2"]
+    one = agreement(context.store, DATASET, {rows["s1"]: True, rows["s2"]: False}, {})
+    assert one.automatic["false_keeps"] == ["s1"] and one.automatic["false_withholds"] == ["s2"]
+
+
+def sample_rows(store) -> dict[str, int]:
+    with store.session() as session:
+        return dict(session.query(SampleRow.external_id, SampleRow.id).all())
 
 
 @SQLITE_ONLY

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from ragshield.cli import ask, corpus, datasets, doctor, labels, metrics, models, run, search
+from ragshield.cli import (ask, corpus, datasets, doctor, labels, metrics, models, policy, run,
+                           search)
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
                   help="ragshield: risk control for RAG.")
@@ -19,6 +20,7 @@ app.add_typer(run.runs_app, name="runs")
 app.command()(metrics.metrics)
 app.command()(metrics.report)
 app.add_typer(labels.app, name="labels")
+app.add_typer(policy.app, name="policy")
 
 
 def main() -> None:

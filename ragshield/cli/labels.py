@@ -161,8 +161,9 @@ def guidelines(dataset: str = DATASET,
 def agreement(dataset: Optional[str] = typer.Option(None, "--dataset",
                                                     help="One dataset (default: all)."),
               as_json: bool = JSON) -> None:
-    """Percent agreement, Cohen's kappa per pair, Fleiss' kappa, Krippendorff's alpha, and
-    each judge's and the automatic label's agreement with the human majority."""
+    """Percent agreement, Cohen's kappa per pair, Fleiss' kappa, Krippendorff's alpha,
+    Gwet's AC1, and each judge's and the automatic label's agreement with the human majority
+    (with the sample ids of its false keeps and false withholds)."""
     from ragshield.services.agreement import newest_run_agreement
 
     with user_errors(), opened_store() as store:
@@ -170,12 +171,17 @@ def agreement(dataset: Optional[str] = typer.Option(None, "--dataset",
     if as_json:
         emit_json({**agreed.among, "automatic": agreed.automatic, "judges": agreed.judges})
         return
-    for key in ("n_items", "percent", "fleiss", "krippendorff_alpha"):
+    for key in ("n_items", "percent", "fleiss", "krippendorff_alpha", "gwet_ac1"):
         typer.echo(f"{key}: {agreed.among[key]}")
     for pair, kappa in agreed.among["cohen"].items():
         typer.echo(f"cohen {pair}: {kappa}")
     for judge, values in {"automatic": agreed.automatic, **agreed.judges}.items():
-        typer.echo(f"{judge} vs majority: {values}")
+        scores = ", ".join(f"{key}: {values[key]}" for key in ("n", "percent", "kappa", "ac1"))
+        typer.echo(f"{judge} vs majority: {scores}")
+        for key in ("false_keeps", "false_withholds"):
+            ids = values[key]
+            typer.echo(f"  {key.replace('_', ' ')}: {len(ids)}"
+                       + (f" ({', '.join(ids)})" if ids else ""))
 
 
 @app.command("export")

@@ -1,6 +1,7 @@
 """Annotation agreement (docs/METHODS.md 5.5): percent agreement, Cohen's kappa for each pair of
-raters, Fleiss' kappa, nominal Krippendorff's alpha, and the agreement of a judge (or of the
-automatic label) with the human majority.
+raters, Fleiss' kappa, nominal Krippendorff's alpha, Gwet's AC1 (which stays meaningful when
+nearly every item carries one label), and the agreement of a judge (or of the automatic label)
+with the human majority, with the items where they differ.
 
 Input (`Ratings`): the CURRENT label of each rater on each item, as a long table, either
 
@@ -83,15 +84,19 @@ def kappa_from_counts(agree: int, n: int, counts_a: np.ndarray, counts_b: np.nda
 
 # ---------------------------------------------------------------------------- statistics
 
+def _pair_shares(counts: np.ndarray) -> np.ndarray:
+    """Per item (row of a count matrix with >= 2 ratings a row), the share of agreeing rater
+    pairs: sum_j n_ij (n_ij - 1) / (n_i (n_i - 1))."""
+    n_i = counts.sum(axis=1)
+    return (counts * (counts - 1)).sum(axis=1) / (n_i * (n_i - 1))
+
+
 def percent_agreement(ratings: Ratings) -> float:
     """Pairwise percent agreement: over items with >= 2 ratings, the mean over items of the
     share of agreeing rater pairs, sum_j n_ij (n_ij - 1) / (n_i (n_i - 1)). NaN without such
     an item."""
     counts = _count_matrix(_table(ratings))
-    if counts.shape[0] == 0:
-        return nan
-    n_i = counts.sum(axis=1)
-    return float(np.mean((counts * (counts - 1)).sum(axis=1) / (n_i * (n_i - 1))))
+    return nan if counts.shape[0] == 0 else float(_pair_shares(counts).mean())
 
 
 def _pair_key(a: Hashable, b: Hashable) -> str:
@@ -168,6 +173,30 @@ def krippendorff_alpha_nominal(ratings: Ratings) -> float:
     return 1.0 - (n - 1) * observed / expected
 
 
+def _ac1_from_counts(counts: np.ndarray) -> float:
+    """Gwet's AC1 of an items x categories count matrix whose rows hold >= 2 ratings each;
+    NaN without a row. See `gwet_ac1`."""
+    if counts.shape[0] == 0:
+        return nan
+    p_a = float(_pair_shares(counts).mean())
+    pi = (counts / counts.sum(axis=1, keepdims=True)).mean(axis=0)
+    pi = pi[pi > 0]  # the categories the items use: q of them
+    q = len(pi)
+    p_e = 0.0 if q < 2 else float((pi * (1.0 - pi)).sum()) / (q - 1)
+    return (p_a - p_e) / (1.0 - p_e)
+
+
+def gwet_ac1(ratings: Ratings) -> float:
+    """Gwet's AC1 (Gwet 2008) for nominal labels, any number of raters per item, over the
+    items with >= 2 ratings: p_a is the percent agreement above, pi_k the mean over those
+    items of the share of their ratings in category k, q the number of categories they use,
+    p_e = sum_k pi_k (1 - pi_k) / (q - 1) and AC1 = (p_a - p_e) / (1 - p_e). With a single
+    category p_e is 0 (AC1 = p_a = 1); p_e <= 1/q < 1 otherwise, so AC1 is NaN only without
+    an item. Unlike kappa, p_e shrinks as the labels get skewed, so that high agreement on a
+    mostly one-label sample reads as high."""
+    return _ac1_from_counts(_count_matrix(_table(ratings)))
+
+
 def _none_if_nan(value: float) -> float | None:
     return None if value is None or (isinstance(value, float) and math.isnan(value)) \
         else float(value)
@@ -175,13 +204,15 @@ def _none_if_nan(value: float) -> float | None:
 
 def agreement_summary(ratings: Ratings) -> dict[str, Any]:
     """All of the above at once, NaN turned into None: keys percent, cohen (rater pair ->
-    kappa or None), fleiss, krippendorff_alpha and n_items (items with >= 2 ratings)."""
+    kappa or None), fleiss, krippendorff_alpha, gwet_ac1 and n_items (items with >= 2
+    ratings)."""
     frame = _table(ratings)
     return {
         "percent": _none_if_nan(percent_agreement(frame)),
         "cohen": {pair: _none_if_nan(k) for pair, k in cohen_kappa_pairs(frame).items()},
         "fleiss": _none_if_nan(fleiss_kappa(frame)),
         "krippendorff_alpha": _none_if_nan(krippendorff_alpha_nominal(frame)),
+        "gwet_ac1": _none_if_nan(gwet_ac1(frame)),
         "n_items": int(_count_matrix(frame).shape[0]),
     }
 
@@ -195,6 +226,13 @@ def majority_by_item(ratings: Ratings) -> dict[Hashable, str | None]:
             for item, group in frame.groupby("item", sort=False)["label"]}
 
 
+def _sorted_ids(items: list[Hashable]) -> list[Hashable]:
+    try:
+        return sorted(items)  # type: ignore[type-var]
+    except TypeError:
+        return sorted(items, key=str)
+
+
 def agreement_with_majority(predictions: Mapping[Hashable, bool],
                             majority: Mapping[Hashable, str | None],
                             positive: str = ANSWERABLE) -> dict[str, Any]:
@@ -202,25 +240,30 @@ def agreement_with_majority(predictions: Mapping[Hashable, bool],
     label) with the human majority label, on the items present in both mappings whose
     majority is neither None (unlabelled / tie) nor "unsure" and whose prediction is not
     None. The human side is majority == positive. Returns n, percent (share of items where
-    the two agree) and kappa (Cohen's kappa of the two binary series; NaN when p_e = 1),
-    NaN turned into None."""
-    agree = 0
-    pred_counts = Counter({True: 0, False: 0})
-    human_counts = Counter({True: 0, False: 0})
+    the two agree), kappa (Cohen's kappa of the two binary series; NaN when p_e = 1), ac1
+    (Gwet's AC1 of the two as two raters), NaN turned into None, and the sorted item ids
+    where they differ: false_keeps (prediction True, human False: kept though the majority
+    says unanswerable) and false_withholds (prediction False, human True)."""
+    pairs: dict[Hashable, tuple[bool, bool]] = {}
     for item, label in majority.items():
         if label is None or label == UNSURE or item not in predictions:
             continue
         pred = predictions[item]
         if pred is None or (isinstance(pred, float) and math.isnan(pred)):
             continue
-        pred, human = bool(pred), label == positive
-        agree += pred == human
-        pred_counts[pred] += 1
-        human_counts[human] += 1
-    n = sum(pred_counts.values())
+        pairs[item] = (bool(pred), label == positive)
+    n = len(pairs)
+    agree = sum(pred == human for pred, human in pairs.values())
     order = (True, False)
+    pred_counts = Counter(pred for pred, _ in pairs.values())
+    human_counts = Counter(human for _, human in pairs.values())
     kappa = nan if n == 0 else kappa_from_counts(
         agree, n, np.array([pred_counts[k] for k in order]),
         np.array([human_counts[k] for k in order]))
+    # Each item as a row of counts (True, False) over its two "raters".
+    counts = np.array([[pred + human, 2 - pred - human] for pred, human in pairs.values()],
+                      dtype=np.int64).reshape(n, 2)
     return {"n": n, "percent": _none_if_nan(agree / n if n else nan),
-            "kappa": _none_if_nan(kappa)}
+            "kappa": _none_if_nan(kappa), "ac1": _none_if_nan(_ac1_from_counts(counts)),
+            "false_keeps": _sorted_ids([i for i, (p, h) in pairs.items() if p and not h]),
+            "false_withholds": _sorted_ids([i for i, (p, h) in pairs.items() if h and not p])}

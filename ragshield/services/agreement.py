@@ -1,12 +1,16 @@
 """Agreement of the annotators of a dataset among themselves, and of the automatic
 answerability label and each judge's keep decisions with their majority label
-(docs/METHODS.md 5.5). Samples are named by their row id, as labels name them."""
+(docs/METHODS.md 5.5). Samples are named by their row id, as labels name them, except in the
+false keeps and false withholds handed back, which carry the dataset's own sample ids (as
+Browse shows them) so that a face can point at their case studies."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from sqlalchemy import select
 
 from ragshield.evaluation import RunTables
 from ragshield.label_agreement import automatic_labels, newest_run_keeps
@@ -15,15 +19,21 @@ from ragshield.metrics.agreement import (agreement_summary, agreement_with_major
 from ragshield.reports.tables import JudgeSeries
 from ragshield.store.database import Store
 from ragshield.store.labels import current_label_table
+from ragshield.store.models import Dataset, Sample
 
 Keeps = Mapping[int, bool]  # sample row id -> keep (= answerable)
+MISSES = ("false_keeps", "false_withholds")  # the sample lists of agreement_with_majority
+ID_SLICE = 1000
 
 
 @dataclass(frozen=True)
 class Agreement:
-    among: dict[str, Any]  # agreement_summary: percent, cohen, fleiss, krippendorff_alpha, n_items
-    automatic: dict[str, Any]  # the automatic label against the majority: n, percent, kappa
-    judges: dict[str, dict[str, Any]]  # judge -> n, percent, kappa against the majority
+    # agreement_summary: percent, cohen, fleiss, krippendorff_alpha, gwet_ac1, n_items
+    among: dict[str, Any]
+    # The automatic label against the majority: n, percent, kappa, ac1, and false_keeps and
+    # false_withholds as sorted sample ids (external ids; "dataset/id" across all datasets).
+    automatic: dict[str, Any]
+    judges: dict[str, dict[str, Any]]  # judge -> the same against the majority
 
 
 def agreement(store: Store, dataset: str | None, automatic: Keeps,
@@ -33,9 +43,32 @@ def agreement(store: Store, dataset: str | None, automatic: Keeps,
     "unsure" left out)."""
     ratings = current_label_table(store, dataset)
     majority = majority_by_item(ratings)
-    return Agreement(agreement_summary(ratings), agreement_with_majority(automatic, majority),
-                     {judge: agreement_with_majority(keeps, majority)
-                      for judge, keeps in judges.items()})
+    automatic_result = agreement_with_majority(automatic, majority)
+    judge_results = {judge: agreement_with_majority(keeps, majority)
+                     for judge, keeps in judges.items()}
+    results = [automatic_result, *judge_results.values()]
+    wrong = {row for result in results for key in MISSES for row in result[key]}
+    names = _sample_names(store, wrong, with_dataset=dataset is None)
+    for result in results:
+        for key in MISSES:
+            result[key] = sorted(names.get(row, str(row)) for row in result[key])
+    return Agreement(agreement_summary(ratings), automatic_result, judge_results)
+
+
+def _sample_names(store: Store, row_ids: set[int], with_dataset: bool) -> dict[int, str]:
+    """Sample row id -> the dataset's own sample id, or "dataset/id" `with_dataset` (an id
+    is unique within its dataset only). Read in slices that keep under the databases'
+    limits on bound parameters."""
+    ids = sorted(row_ids)
+    names: dict[int, str] = {}
+    with store.session() as session:
+        for first in range(0, len(ids), ID_SLICE):
+            rows = session.execute(
+                select(Sample.id, Dataset.name, Sample.external_id).join(Dataset)
+                .where(Sample.id.in_(ids[first:first + ID_SLICE]))).tuples().all()
+            names.update((row, f"{name}/{external}" if with_dataset else external)
+                         for row, name, external in rows)
+    return names
 
 
 def newest_run_agreement(store: Store, dataset: str | None) -> Agreement:

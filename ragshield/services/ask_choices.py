@@ -4,8 +4,10 @@ fit the chosen judges (the datasets come from ragshield.services.datasets)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Mapping
 
 from ragshield.judging import POOLED_RULES
+from ragshield.policies.rules import policy_rule
 from ragshield.retrieval.corpus_store import list_corpora
 from ragshield.retrieval.demo_corpus import DEMO_CORPUS_NAME
 from ragshield.store.database import Store
@@ -14,9 +16,13 @@ from ragshield.store.samples import list_samples
 SAMPLE_LABEL_CHARS = 120
 
 
-def rule_choices(judges: list[str], rule: str | None) -> tuple[list[str], str]:
-    """The decision rules that fit the chosen judges, and the rule to select."""
-    choices = [*POOLED_RULES, *judges]
+def rule_choices(judges: list[str], rule: str | None,
+                 policies: Mapping[str, str] | None = None) -> tuple[list[str], str]:
+    """The decision rules that fit the chosen judges (with the stored policies, name ->
+    the judge each reads, whose judge is chosen), and the rule to select."""
+    fitting = [policy_rule(name, None) for name, source in (policies or {}).items()
+               if source in judges]
+    choices = [*POOLED_RULES, *judges, *fitting]
     return choices, rule if rule in choices else POOLED_RULES[0]
 
 

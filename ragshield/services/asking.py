@@ -21,9 +21,11 @@ from ragshield.datasets.demo import DEMO_DATASET
 from ragshield.errors import UserError
 from ragshield.judges.base import Judge
 from ragshield.judges.registry import make_judges
-from ragshield.judging import JudgedSample, choose_rule, decision_word, judge_sample, judging_order
+from ragshield.judging import (JudgedSample, Rule, choose_rule, decision_word, judge_sample,
+                               judging_order)
 from ragshield.llm.base import LLM
 from ragshield.llm.traced import TracedLLM
+from ragshield.policies.rules import parse_rule
 from ragshield.retrieval.demo_corpus import DEMO_CORPUS_NAME, open_corpus
 from ragshield.retrieval.factory import RetrievalMode
 from ragshield.retrieval.noise import inject_noise
@@ -160,7 +162,7 @@ class Prepared:
     source: str
     answerer: Answerer
     judges: list[Judge]
-    rule: str
+    rule: Rule  # a rule's name, or the stored policy a policy rule names
     rule_note: str | None = None
 
 
@@ -169,10 +171,16 @@ def prepare(store: Store, settings: Settings, request: AskRequest,
     """Everything before the first model call; user errors surface here, at once."""
     check_request(request)
     judges = judging_order(make_judges(",".join(request.judges), settings))
-    choice = choose_rule(request.rule, [judge.name for judge in judges], settings.decision_rule)
+    names = [judge.name for judge in judges]
+    choice = choose_rule(request.rule, names, settings.decision_rule)
+    rule: Rule = choice.rule
+    if parse_rule(choice.rule) is not None:
+        from ragshield.services.policies import resolve_rule  # loads the metrics stack
+
+        rule = resolve_rule(store, choice.rule, names)
     answerer = make_answerer(GIVEN if request.given_answer is not None else request.answerer)
     sample, source = _sample(store, settings, request, finders or PassageFinders(settings))
-    return Prepared(request, sample, source, answerer, judges, choice.rule, choice.note)
+    return Prepared(request, sample, source, answerer, judges, rule, choice.note)
 
 
 def _sample(store: Store, settings: Settings, request: AskRequest,

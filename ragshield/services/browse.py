@@ -22,17 +22,19 @@ import pandas as pd
 
 from ragshield.errors import UserError
 from ragshield.evaluation import RunTables
-from ragshield.judging import (ABSTAINED, KEPT, NOT_RUN, UNDECIDED, decision_codes,
+from ragshield.judging import (ABSTAINED, DEFERRED, KEPT, NOT_RUN, UNDECIDED, decision_codes,
                                keep_counts)
 from ragshield.metrics.labels import ANSWERABLE, UNANSWERABLE
 from ragshield.metrics.risk import FOLDS
+from ragshield.policies.policy import DEFER, Policy, config_rule
 from ragshield.services.run_tables import RunTablesCache, remember
 from ragshield.types import ABSTAIN, KEEP
 
 DECISION = "decision"  # the run's decision rule, shown beside the judges in the fold filter
 LABEL_STATES = ("any", "labelled", "unlabelled")
 NONE = "-"
-KEEP_WORDS = {KEPT: KEEP, ABSTAINED: ABSTAIN, UNDECIDED: NONE, NOT_RUN: NONE}
+KEEP_WORDS = {KEPT: KEEP, ABSTAINED: ABSTAIN, UNDECIDED: NONE, NOT_RUN: NONE,
+              DEFERRED: DEFER}
 SHOWN_ROWS = 500
 CELL_CHARS = 300  # question and answer cells are cut here; the case study shows all
 
@@ -90,6 +92,17 @@ def _human_differs(samples: pd.DataFrame, auto_samples: pd.DataFrame) -> np.ndar
     return (decided & (human.eq(ANSWERABLE) != auto.eq(True))).to_numpy()
 
 
+def _decisions(tables: RunTables, codes: np.ndarray, judges: tuple[str, ...]) -> np.ndarray:
+    """The run's decision on each sample: by its policy (from its judge's scores) or by
+    its rule (from the judges' keep codes)."""
+    rule = config_rule(tables.config)
+    if isinstance(rule, Policy):
+        verdicts = tables.verdicts[tables.verdicts["judge"] == rule.source]
+        scores = tables.samples["sample_id"].map(verdicts.set_index("sample_id")["score"])
+        return rule.decision_codes(scores.to_numpy(dtype=float))
+    return decision_codes(codes, judges, rule)
+
+
 def build_frame(tables: RunTables, auto_tables: RunTables) -> BrowseFrame:
     """One row per sample of `tables` (the chosen truth); `auto_tables` are the same run's
     tables under truth auto (the same object when the truth is auto)."""
@@ -103,7 +116,7 @@ def build_frame(tables: RunTables, auto_tables: RunTables) -> BrowseFrame:
         return BrowseFrame(tables.run_id, rule, judges, pd.DataFrame(columns=columns))
     codes = _keep_codes(tables.verdicts, samples["sample_id"], judges)
     answerable = samples["answer_correct"].fillna(False).astype(bool).to_numpy()
-    decision = decision_codes(codes, judges, rule)
+    decision = _decisions(tables, codes, judges)
     question, answer = samples["question"].fillna(""), samples["answer"].fillna("")
     sample_id = samples["sample_id"].astype(str)
     columns: dict[str, object] = {

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ragshield.judging import Decision, decide
+from ragshield.policies.policy import config_rule
 from ragshield.services.browse import BrowseFrames, fold_column, run_frame
 from ragshield.services.run_tables import RunTablesCache
 from ragshield.store.database import Store
@@ -43,8 +44,9 @@ def case_study(store: Store, cache: RunTablesCache, frames: BrowseFrames, run_id
     history = label_history(store, case.run.dataset, sample_id) if case.run.dataset else []
     frame_row = _first(frame.rows[frame.rows["sample_id"] == sample_id])
     sample_row = _first(tables.samples[tables.samples["sample_id"].astype(str) == sample_id])
-    decision = decide([Verdict(judge=v["judge"], keep=v["keep"], rationale=v["rationale"] or "")
-                       for v in case.verdicts], frame.rule) if frame.rule else None
+    decision = decide([Verdict(judge=v["judge"], keep=v["keep"], score=v["score"],
+                               rationale=v["rationale"] or "") for v in case.verdicts],
+                      config_rule(tables.config)) if frame.rule else None
     folds = {} if frame_row is None else {
         v["judge"]: frame_row[fold_column(v["judge"])] for v in case.verdicts
         if fold_column(v["judge"]) in frame_row.index}

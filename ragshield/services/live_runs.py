@@ -22,6 +22,7 @@ from sqlalchemy import select
 
 from ragshield.config import Settings
 from ragshield.pipeline import code_version
+from ragshield.policies.policy import rule_fields
 from ragshield.run_config import RunConfig
 from ragshield.services.asking import LARGER_FALLBACK, NORAG_FALLBACK, AskResult
 from ragshield.store import runs as run_store
@@ -55,7 +56,7 @@ def live_config(result: AskResult, settings: Settings) -> RunConfig:
     return RunConfig(
         dataset=LIVE_DATASET if request.sample_id is None else request.dataset,
         answerer=result.prepared.answerer.name,
-        judges=[judge.name for judge in result.prepared.judges], rule=result.prepared.rule,
+        judges=[judge.name for judge in result.prepared.judges], **rule_fields(result.prepared.rule),
         retrieval=request.mode if retrieved else "given", corpus=request.corpus,
         k=request.k if retrieved else 0, noise=request.noise, backend=settings.backend,
         model=result.model, fallback=request.fallback == NORAG_FALLBACK,

@@ -134,21 +134,39 @@ def correctness_part(tables: RunTables, series: dict[str, JudgeSeries]) -> Truth
     return _truth_part(tables, ("answer_correct",), sections, figures, missing)
 
 
+SHOWN_IDS = 20  # sample ids listed in a cell of false keeps / withholds; the rest counted
+
+
+def _sample_list(ids: list[str], shown: int = SHOWN_IDS) -> str:
+    """The count of `ids` and the first `shown` of them ("3: s1, s4, s7", "+k more" after
+    them); "0" for none."""
+    if not ids:
+        return "0"
+    more = f", +{len(ids) - shown} more" if len(ids) > shown else ""
+    return f"{len(ids)}: {', '.join(ids[:shown])}{more}"
+
+
 def agreement_tables(result: Agreement) -> list[Table]:
     among = result.among
     statistics = [["samples with two or more labels", fmt(among["n_items"])],
                   ["percent agreement", fmt(among["percent"])],
                   ["Fleiss' kappa", fmt(among["fleiss"])],
                   ["Krippendorff's alpha", fmt(among["krippendorff_alpha"])],
+                  ["Gwet's AC1", fmt(among["gwet_ac1"])],
                   *([f"Cohen's kappa {pair.replace('|', ' / ')}", fmt(kappa)]
                     for pair, kappa in among["cohen"].items())]
-    against = [[who, fmt(value["n"]), fmt(value["percent"]), fmt(value["kappa"])]
+    against = [[who, fmt(value["n"]), fmt(value["percent"]), fmt(value["kappa"]),
+                fmt(value["ac1"]), _sample_list(value["false_keeps"]),
+                _sample_list(value["false_withholds"])]
                for who, value in {"automatic label": result.automatic, **result.judges}.items()]
     return [Table("Agreement among annotators", ["statistic", "value"], statistics),
             Table("Agreement with the human majority",
-                  ["labels of", "n", "percent", "Cohen's kappa"], against,
+                  ["labels of", "n", "percent", "Cohen's kappa", "Gwet's AC1", "false keeps",
+                   "false withholds"], against,
                   note="Keep = answerable. Samples with a majority label (ties and \"unsure\" "
-                       "left out).")]
+                       "left out). False keeps: kept, the majority says unanswerable; false "
+                       "withholds: withheld, the majority says answerable (sample ids as "
+                       "Browse shows them).")]
 
 
 class DashboardCache:

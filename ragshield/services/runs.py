@@ -24,6 +24,7 @@ from ragshield.pipeline import (RejudgeOutcome, RunModels, RunOutcome, execute_r
 from ragshield.run_config import RunConfig, check_config, with_default_rule
 from ragshield.services.datasets import ensure_demo_dataset
 from ragshield.services.form_values import whole_number
+from ragshield.services.policies import with_policy
 from ragshield.services.run_choices import newest_runs
 from ragshield.store.database import Store
 from ragshield.store.runs import RunSummary, failures, get_run, list_runs, set_run_status
@@ -111,8 +112,9 @@ def record_run(store: Store, settings: Settings, config: RunConfig, *,
     (check_given_answers), after the configuration's own checks."""
     ensure_demo_dataset(store)
     config, note = with_default_rule(config, settings.decision_rule)
-    check_given_answers(store, check_config(config))
-    return NewRun(start_run(store, config, name=name), note)
+    checked = check_config(config)
+    check_given_answers(store, checked)
+    return NewRun(start_run(store, with_policy(store, checked), name=name), note)
 
 
 @dataclass(frozen=True)

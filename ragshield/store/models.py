@@ -252,3 +252,17 @@ class Skip(Base):
     sample_id: Mapped[int] = mapped_column(ForeignKey("samples.id", ondelete="CASCADE"))
     annotator_id: Mapped[int] = mapped_column(ForeignKey("annotators.id", ondelete="CASCADE"))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class PolicyRow(Base):
+    """A fitted decision policy (ragshield.policies.policy.Policy as JSON); each fit of a
+    name adds a version, and runs keep the version they decided by."""
+
+    __tablename__ = "policies"
+    __table_args__ = (UniqueConstraint("name", "version"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(100))
+    version: Mapped[int] = mapped_column(Integer)
+    source: Mapped[str] = mapped_column(String(200))  # the judge it reads (body["source"])
+    body: Mapped[dict[str, Any]]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)

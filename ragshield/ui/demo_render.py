@@ -9,6 +9,7 @@ from typing import Any
 
 from ragshield.answerers.context import passage_label
 from ragshield.judging import Decision, decision_word
+from ragshield.policies.rules import parse_rule
 from ragshield.reports.tables import fmt
 from ragshield.services.asking import ABSTAIN_MESSAGE, Fallback
 from ragshield.services.live_runs import LiveRecord
@@ -31,7 +32,9 @@ CSS = """
 .rs-demo-badge { display: inline-block; min-width: 6.5em; text-align: center; border-radius: 4px;
   padding: 0 0.4em; margin-right: 0.5em; font-weight: 600; font-size: 0.85em; color: #fff; }
 .rs-demo-badge-keep { background: #2f7d32; }
-.rs-demo-badge-abstain { background: #c05800; }
+.rs-demo-badge-abstain, .rs-demo-badge-withhold { background: #c05800; }
+.rs-demo-badge-answer { background: #2f7d32; }
+.rs-demo-badge-ask { background: #1f5fa8; }
 .rs-demo-badge-unavailable { background: #888; }
 .rs-demo-badge-error { background: #a01010; }
 .rs-demo-badge-pending, .rs-demo-badge-undecided { background: #ccc; color: #333; }
@@ -40,8 +43,9 @@ CSS = """
 """
 
 
-def badge_html(word: str) -> str:
-    return f'<span class="rs-demo-badge rs-demo-badge-{esc(word)}">{esc(word)}</span>'
+def badge_html(word: str, shown: str | None = None) -> str:
+    return (f'<span class="rs-demo-badge rs-demo-badge-{esc(word)}">'
+            f'{esc(shown or word)}</span>')
 
 
 def cost_html(cost: CostSummary) -> str:
@@ -96,9 +100,16 @@ def pending_html(judge: str) -> str:
             f"{badge_html('pending')}<b>{esc(judge)}</b></div>")
 
 
+# A policy's decisions in its own words: it answers, withholds, or asks a person.
+POLICY_WORDS = {"keep": "answer", "abstain": "withhold", "defer": "ask"}
+
+
 def decision_html(decision: Decision) -> str:
     word = decision_word(decision) or "undecided"
-    return (f'<div class="rs-demo-decision">{badge_html(word)}rule <b>{esc(decision.rule)}</b>'
+    if parse_rule(decision.rule) is not None:
+        word = POLICY_WORDS.get(word, word)
+    badge = badge_html(word, "ask a human" if word == "ask" else None)
+    return (f'<div class="rs-demo-decision">{badge}rule <b>{esc(decision.rule)}</b>'
             f'</div><div class="rs-demo-reason">{esc(decision.reason)}</div>')
 
 

@@ -23,6 +23,7 @@ from ragshield.errors import UserError
 from ragshield.judges.registry import JUDGES, quick_judges
 from ragshield.judging import DEFAULT_DECISION_RULE, decision_word
 from ragshield.services.ask_choices import corpus_names, rule_choices, sample_choices
+from ragshield.services.policies import policy_sources
 from ragshield.services.asking import (ABSTAIN_FALLBACK, FALLBACKS, LARGER_FALLBACK, MAX_NOISE,
                                        NORAG_FALLBACK, RETRIEVAL_MODES, AskInputError,
                                        AskRequest, PassageFinders, Prepared, answer_and_judge,
@@ -206,7 +207,8 @@ def build(context: UiContext, page: gr.Blocks) -> None:
             with gr.Row():
                 all_judges = gr.Button("All judges", size="sm")
                 fast_judges = gr.Button("Fast set", size="sm")
-            rules, rule_value = rule_choices(fast, settings.decision_rule)
+            rules, rule_value = rule_choices(fast, settings.decision_rule,
+                                             policy_sources(context.store))
             rule = gr.Dropdown(rules, value=rule_value, label="Decision rule",
                                allow_custom_value=True)
             fallback = gr.Radio(list(FALLBACKS), value=ABSTAIN, label="When it abstains, show",
@@ -236,7 +238,8 @@ def build(context: UiContext, page: gr.Blocks) -> None:
                              f"sample{'' if len(choices) == 1 else 's'}; pick one."))
 
     def on_judges(judge_names: list[str] | None, rule_name: str | None) -> gr.Dropdown:
-        choices, value = rule_choices(list(judge_names or ()), rule_name)
+        choices, value = rule_choices(list(judge_names or ()), rule_name,
+                                      policy_sources(context.store))
         return gr.Dropdown(choices=choices, value=value)
 
     gr.on([ask_button.click, question.submit], on_ask,

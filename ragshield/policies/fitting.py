@@ -1,0 +1,83 @@
+"""From labelled calibration samples to a Policy: the thresholds (risk_control), what they
+do on the calibration labels, and a record of the labels they were fitted on."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+import numpy as np
+
+from ragshield.judging import ABSTAINED, KEPT
+from ragshield.policies.policy import (Calibration, FittedOn, Policy, PolicyFormatError,
+                                       outcome_codes)
+from ragshield.policies.risk_control import clopper_pearson, fit_thresholds
+from ragshield.version import code_version
+
+
+@dataclass(frozen=True)
+class LabelledScores:
+    """One row per labelled calibration sample."""
+
+    sample_ids: np.ndarray  # str: the dataset's own ids
+    scores: np.ndarray  # float, NaN where the judge gave none
+    good: np.ndarray  # bool: the answer is right and supported
+    human: np.ndarray  # bool: the truth came from people (else from the dataset)
+
+
+def fingerprint(sample_ids: np.ndarray, good: np.ndarray) -> str:
+    """A digest of the (sample, label) pairs, in any order: equal digests, equal labels."""
+    lines = sorted(f"{sample_id}\t{int(flag)}" for sample_id, flag in zip(sample_ids, good))
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+
+
+def _rate(part: int, whole: int) -> tuple[float | None, tuple[float, float] | None]:
+    return (part / whole, clopper_pearson(part, whole)) if whole else (None, None)
+
+
+def calibration_of(answer_at: float, withhold_below: float | None, scores: np.ndarray,
+                   good: np.ndarray) -> Calibration:
+    """What these thresholds do on labelled samples: counts, and the answered risk and the
+    good share among the withheld, with 95% intervals."""
+    codes = outcome_codes(scores, answer_at, withhold_below)
+    answered, withheld = codes == KEPT, codes == ABSTAINED
+    bad_answered = int(np.count_nonzero(answered & ~good))
+    good_withheld = int(np.count_nonzero(withheld & good))
+    risk, risk_interval = _rate(bad_answered, int(answered.sum()))
+    share, share_interval = _rate(good_withheld, int(withheld.sum()))
+    return Calibration(labels=len(scores), answered=int(answered.sum()),
+                       withheld=int(withheld.sum()), deferred=int((~answered & ~withheld).sum()),
+                       bad_answered=bad_answered, good_withheld=good_withheld, risk=risk,
+                       risk_interval=risk_interval, withheld_good=share,
+                       withheld_good_interval=share_interval)
+
+
+def fit_policy(name: str, source: str, data: LabelledScores, *, alpha: float, delta: float,
+               beta: float | None = None, run_id: int | None = None,
+               dataset: str | None = None, truth: str = "human",
+               holdout: float = 0.0) -> Policy:
+    """Fit the thresholds on `data` and describe the result (PolicyFitError when the labels
+    cannot support the promise)."""
+    if not name or len(name) > 100 or "@" in name or not name.isprintable():
+        raise PolicyFormatError(f"policy name: 1-100 printable characters without '@', "
+                                f"got {name!r:.60}")
+    fitted = fit_thresholds(data.scores, data.good, alpha, delta, beta)
+    scored = ~np.isnan(data.scores)
+    notes = []
+    if beta is not None and fitted.withhold_below is None:
+        notes.append(f"no withhold threshold kept good answers among the withheld <= {beta:g}:"
+                     " every answer below the answer threshold is deferred")
+    return Policy(
+        name=name, source=source, answer_at=fitted.answer_at,
+        withhold_below=fitted.withhold_below, alpha=alpha, delta=delta, beta=beta,
+        calibration=calibration_of(fitted.answer_at, fitted.withhold_below,
+                                   data.scores[scored], data.good[scored]),
+        fitted_on=FittedOn(run_id=run_id, dataset=dataset, truth=truth,
+                           human_labels=int(data.human[scored].sum()),
+                           automatic_labels=int((~data.human[scored]).sum()),
+                           unscored=int((~scored).sum()),
+                           fingerprint=fingerprint(data.sample_ids, data.good),
+                           sample_ids=tuple(str(i) for i in data.sample_ids)),
+        code_version=code_version(), created_at=datetime.now(timezone.utc).isoformat(),
+        holdout=holdout, tested=fitted.tested, notes=notes)

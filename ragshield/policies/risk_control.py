@@ -1,0 +1,148 @@
+"""Two thresholds on one score with a guarantee (docs/METHODS.md 6): answer when
+score >= t_hi, withhold when score < t_lo, defer in between.
+
+The guarantee is Learn-then-Test (Angelopoulos et al., 2021) with fixed-sequence testing
+and binomial p-values. For a candidate t, the null hypothesis "the answered set's risk
+P(bad | score >= t) exceeds alpha" gets the p-value P(Binomial(n_t, alpha) <= e_t), where
+n_t calibration samples score >= t and e_t of them are bad: given n_t, their labels are
+independent draws with that risk. The candidates are tested from the strictest to the
+loosest, each at level delta, stopping at the first that fails; every candidate before it
+is certified, and the loosest certified one is t_hi. With probability >= 1 - delta over the
+calibration data, no certified threshold has a risk above alpha, however many candidates
+were tried (the order is fixed before the labels are seen: by the score alone).
+
+Candidates that answer fewer than `min_trials(alpha, delta)` samples cannot pass even with
+no bad answer among them, so the sequence starts at the first one that can. The withhold
+threshold is fitted the same way on the other side (the share of good answers among those
+withheld <= beta, candidates from the loosest withholding upward, never above t_hi); with
+beta the two tests share delta (delta / 2 each), so both promises hold together.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy.stats import beta as beta_distribution
+from scipy.stats import binom
+
+from ragshield.errors import UserError
+from ragshield.metrics.sweep import threshold_sweep
+
+
+class PolicyFitError(UserError, ValueError):
+    """The labels cannot support the requested promise; the message says why and what
+    would."""
+
+
+def min_trials(alpha: float, delta: float) -> int:
+    """The fewest samples in a set for its risk to be certified <= alpha at level delta:
+    even with no bad one, P(Binomial(n, alpha) = 0) = (1 - alpha)^n must reach delta."""
+    return max(1, math.ceil(math.log(delta) / math.log1p(-alpha)))
+
+
+def binomial_p_values(bad: ArrayLike, trials: ArrayLike, alpha: float) -> np.ndarray:
+    """P(Binomial(trials, alpha) <= bad): a valid p-value for "the rate exceeds alpha"."""
+    return np.asarray(binom.cdf(np.asarray(bad), np.asarray(trials), alpha), dtype=float)
+
+
+def fixed_sequence(p_values: ArrayLike, delta: float) -> int:
+    """How many hypotheses, in the given order, fixed-sequence testing rejects at level
+    delta: those before the first p-value above delta."""
+    failed = np.flatnonzero(np.asarray(p_values) > delta)
+    return int(failed[0]) if failed.size else len(np.asarray(p_values))
+
+
+def clopper_pearson(bad: int, trials: int, level: float = 0.95) -> tuple[float, float]:
+    """Two-sided exact interval on a binomial rate; (NaN, NaN) without trials."""
+    if trials == 0:
+        return math.nan, math.nan
+    tail = (1 - level) / 2
+    low = 0.0 if bad == 0 else float(beta_distribution.ppf(tail, bad, trials - bad + 1))
+    high = 1.0 if bad == trials else float(beta_distribution.ppf(1 - tail, bad + 1,
+                                                                   trials - bad))
+    return low, high
+
+
+@dataclass(frozen=True)
+class FittedThresholds:
+    answer_at: float  # t_hi: answer when score >= answer_at
+    withhold_below: float | None  # t_lo: withhold when score < it; None: withhold nothing
+    tested: int  # candidates tested for t_hi (their p-values, in order, up to the first fail)
+    certified: int  # candidates certified for t_hi
+    p_value: float  # the p-value of the chosen t_hi
+
+
+def _check(name: str, value: float | None) -> None:
+    if value is not None and not 0 < value < 1:
+        raise PolicyFitError(f"{name} must lie strictly between 0 and 1, got {value}")
+
+
+def _answer_threshold(score: np.ndarray, bad: np.ndarray, alpha: float,
+                      delta: float) -> tuple[float, int, int, float]:
+    sweep = threshold_sweep(score, bad)
+    needed = min_trials(alpha, delta)
+    testable = np.flatnonzero(sweep.kept >= needed)
+    if testable.size == 0:
+        raise PolicyFitError(
+            f"too few labels: certifying risk <= {alpha:g} at delta {delta:g} needs at least "
+            f"{needed} labelled samples with a score, even if none is bad; got "
+            f"{int(sweep.kept[-1]) if sweep.kept.size else 0}")
+    first = testable[0]
+    p_values = binomial_p_values(sweep.sums[0][first:], sweep.kept[first:], alpha)
+    passed = fixed_sequence(p_values, delta)
+    if passed == 0:
+        kept, bad_kept = int(sweep.kept[first]), int(sweep.sums[0][first])
+        raise PolicyFitError(
+            f"no threshold certifies risk <= {alpha:g} at delta {delta:g}: the strictest "
+            f"testable one (score >= {sweep.thresholds[first]:.4g}, {kept} answers) has "
+            f"{bad_kept} bad answers (p = {p_values[0]:.3g} > {delta:g}); allow a higher "
+            f"alpha or delta, or collect more labels")
+    chosen = first + passed - 1
+    return (float(sweep.thresholds[chosen]), min(passed + 1, p_values.size), passed,
+            float(p_values[passed - 1]))
+
+
+def _withhold_threshold(score: np.ndarray, good: np.ndarray, answer_at: float, beta: float,
+                        delta: float) -> float | None:
+    """The highest t_lo <= answer_at whose withheld set (score < t_lo) is certified to hold
+    at most a beta share of good answers; None when none is."""
+    below = score < answer_at
+    sweep = threshold_sweep(-score[below], good[below])  # loosest withholding first
+    testable = np.flatnonzero(sweep.kept >= min_trials(beta, delta))
+    if testable.size == 0:
+        return None
+    first = testable[0]
+    passed = fixed_sequence(binomial_p_values(sweep.sums[0][first:], sweep.kept[first:], beta),
+                            delta)
+    if passed == 0:
+        return None
+    highest_withheld = -float(sweep.thresholds[first + passed - 1])
+    return float(np.nextafter(highest_withheld, np.inf))  # score < it <=> score <= that one
+
+
+def fit_thresholds(score: ArrayLike, good: ArrayLike, alpha: float, delta: float,
+                   beta: float | None = None) -> FittedThresholds:
+    """t_hi (and, with beta, t_lo) on labelled calibration samples; samples without a
+    score (NaN) are left out (a policy defers them). PolicyFitError when no threshold can
+    be certified, saying why."""
+    for name, value in (("alpha", alpha), ("delta", delta), ("beta", beta)):
+        _check(name, value)
+    score = np.asarray(score, dtype=float)
+    good = np.asarray(good, dtype=bool)
+    if score.shape != good.shape:
+        raise ValueError(f"{score.size} scores but {good.size} labels")
+    if good.size and (good.all() or not good.any()):
+        word = "good" if good.all() else "bad"
+        raise PolicyFitError(f"every one of the {good.size} labelled answers is {word}: a "
+                             "policy needs both good and bad answers to learn from")
+    scored = ~np.isnan(score)
+    score, good = score[scored], good[scored]
+    risk_delta = delta / 2 if beta is not None else delta
+    answer_at, tested, certified, p_value = _answer_threshold(score, ~good, alpha, risk_delta)
+    withhold_below = answer_at
+    if beta is not None:
+        withhold_below = _withhold_threshold(score, good, answer_at, beta, delta / 2)
+    return FittedThresholds(answer_at, withhold_below, tested, certified, p_value)

@@ -1,0 +1,24 @@
+"""The `policy:NAME[@VERSION]` decision rule, apart from the policy itself so that the rule
+checks (ragshield.judging) can read it without loading policies."""
+
+from __future__ import annotations
+
+from ragshield.errors import OptionError
+
+RULE_PREFIX = "policy:"
+
+
+def parse_rule(rule: str) -> tuple[str, int | None] | None:
+    """(name, version or None) for a `policy:NAME[@VERSION]` rule, None for other rules."""
+    if not rule.startswith(RULE_PREFIX):
+        return None
+    name, _, version = rule[len(RULE_PREFIX):].partition("@")
+    if not name:
+        raise OptionError(f"rule {rule!r} names no policy: write policy:NAME")
+    if version and not version.isdecimal():
+        raise OptionError(f"rule {rule!r}: the version after @ must be a whole number")
+    return name, int(version) if version else None
+
+
+def policy_rule(name: str, version: int | None) -> str:
+    return f"{RULE_PREFIX}{name}" + (f"@{version}" if version else "")

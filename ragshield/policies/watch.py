@@ -1,0 +1,60 @@
+"""Is a policy keeping its promise? Its risk on labels it was not fitted on, with an
+interval: a breach when even the interval's lower end lies above the promised alpha."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ragshield.judging import ABSTAINED, KEPT
+from ragshield.policies.holdout import in_holdout
+from ragshield.policies.policy import Policy
+from ragshield.policies.risk_control import clopper_pearson
+
+RANDOM_SLICE, UNUSED = "random slice", "every unused label"
+
+
+@dataclass(frozen=True)
+class WatchRow:
+    labels: str  # which labels: RANDOM_SLICE (unbiased) or UNUSED
+    samples: int
+    answered: int
+    withheld: int
+    deferred: int
+    bad_answered: int
+    risk: float | None  # observed: bad among answered
+    risk_interval: tuple[float, float] | None  # 95% Clopper-Pearson
+    promised: float  # alpha
+
+    @property
+    def breach(self) -> bool:
+        return self.risk_interval is not None and self.risk_interval[0] > self.promised
+
+
+def _row(name: str, codes: np.ndarray, good: np.ndarray, alpha: float) -> WatchRow:
+    answered = codes == KEPT
+    bad = int(np.count_nonzero(answered & ~good))
+    kept = int(answered.sum())
+    return WatchRow(name, len(codes), kept, int((codes == ABSTAINED).sum()),
+                    int(len(codes) - kept - (codes == ABSTAINED).sum()), bad,
+                    bad / kept if kept else None,
+                    clopper_pearson(bad, kept) if kept else None, alpha)
+
+
+def watch(policy: Policy, dataset: str | None, sample_ids: np.ndarray, scores: np.ndarray,
+          good: np.ndarray) -> list[WatchRow]:
+    """The policy on labelled samples of `dataset` that it was not fitted on: the random
+    slice kept apart (when the policy keeps one; nobody chose these labels, so their risk
+    is unbiased) and every unused label."""
+    used = (set(policy.fitted_on.sample_ids) if dataset == policy.fitted_on.dataset
+            else set())
+    unused = np.asarray([str(i) not in used for i in sample_ids], dtype=bool)
+    codes = policy.decision_codes(scores)
+    rows = []
+    if policy.holdout > 0:
+        held = unused & np.asarray([in_holdout(str(i), policy.holdout) for i in sample_ids],
+                                   dtype=bool)
+        rows.append(_row(RANDOM_SLICE, codes[held], good[held], policy.alpha))
+    rows.append(_row(UNUSED, codes[unused], good[unused], policy.alpha))
+    return rows

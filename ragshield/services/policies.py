@@ -1,0 +1,151 @@
+"""Policies for the faces: fit one on a run's labels, read and keep them, use one as a
+decision rule, watch one on labels it was not fitted on, and move one between stores.
+
+Labels: a sample counts as labelled when a person labelled it (the majority of its current
+labels) or, failing that, when the dataset lets it be graded (reference answers, the
+`answerable` flag): the order the metrics use under truth "human". An answer is good when
+it is right and the passages support it (docs/METHODS.md 3, the AwF truth)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from ragshield import strict_json
+from ragshield.errors import OptionError, UserError
+from ragshield.evaluation import RunTables, run_tables
+from ragshield.judging import Rule
+from ragshield.policies.fitting import LabelledScores, fit_policy
+from ragshield.policies.holdout import in_holdout
+from ragshield.policies.policy import Policy, PolicyFormatError, rule_fields
+from ragshield.policies.rules import parse_rule
+from ragshield.policies.watch import WatchRow, watch
+from ragshield.run_config import RunConfig
+from ragshield.store.database import Store
+from ragshield.store import policies as policy_store
+from ragshield.store.runs import get_run
+
+TRUTH = "human"
+
+
+def labelled_scores(tables: RunTables, judge: str, holdout: float = 0.0) -> LabelledScores:
+    """The run's labelled samples with `judge`'s score (NaN where it gave none), leaving
+    out the random slice of `holdout`. `tables` must be under truth "human"."""
+    samples = tables.samples
+    if samples.empty:
+        raise UserError(f"run {tables.run_id} has no answers to fit a policy on")
+    verdicts = tables.verdicts[tables.verdicts["judge"] == judge]
+    if verdicts["score"].notna().sum() == 0:
+        scored = sorted(set(tables.verdicts.loc[tables.verdicts["score"].notna(), "judge"]))
+        raise OptionError(f"judge {judge!r} gave no score in run {tables.run_id}; judges "
+                          f"with scores: {', '.join(scored) or 'none'}")
+    ids = samples["sample_id"].astype(str).to_numpy()
+    human = samples["annotators"].to_numpy() > 0
+    gradable = samples["references"].map(len).to_numpy() > 0
+    kept = (human | gradable) & ~np.asarray([in_holdout(i, holdout) for i in ids], dtype=bool)
+    scores = samples["sample_id"].map(verdicts.set_index("sample_id")["score"])
+    good = (samples["answer_correct"].astype(bool) & samples["passages_support"].astype(bool))
+    return LabelledScores(ids[kept], scores.to_numpy(dtype=float)[kept],
+                          good.to_numpy(dtype=bool)[kept], human[kept])
+
+
+def fit_run_policy(store: Store, run_id: int, judge: str, name: str, *, alpha: float,
+                   delta: float, beta: float | None = None, holdout: float = 0.0) -> Policy:
+    """Fit a policy on the run's labels and store it as the next version of `name`."""
+    if not 0 <= holdout < 1:
+        raise OptionError(f"holdout must lie in [0, 1), got {holdout}")
+    run = get_run(store, run_id)
+    data = labelled_scores(run_tables(store, run_id, TRUTH), judge, holdout)
+    policy = fit_policy(name, judge, data, alpha=alpha, delta=delta, beta=beta,
+                        run_id=run_id, dataset=run.dataset, truth=TRUTH, holdout=holdout)
+    return save_policy(store, policy)
+
+
+def save_policy(store: Store, policy: Policy) -> Policy:
+    """Store the policy as the next version of its name; returns it with that version."""
+    body = policy_store.save_policy(
+        store, policy.name, policy.source,
+        lambda version: replace(policy, version=version).to_dict())
+    return Policy.from_dict(body, f"policy {policy.name}")
+
+
+def get_policy(store: Store, name: str, version: int | None = None) -> Policy:
+    return Policy.from_dict(policy_store.policy_body(store, name, version),
+                            f"stored policy {name}")
+
+
+def list_policies(store: Store) -> list[Policy]:
+    """Every stored version of every policy, by name then version."""
+    return [Policy.from_dict(body, "stored policy") for body in policy_store.policy_bodies(store)]
+
+
+def policy_sources(store: Store) -> dict[str, str]:
+    return policy_store.policy_sources(store)
+
+
+def named_policy(store: Store, rule: str) -> Policy | None:
+    """The stored policy a `policy:NAME[@VERSION]` rule names; None for other rules."""
+    parsed = parse_rule(rule)
+    return None if parsed is None else get_policy(store, *parsed)
+
+
+def check_policy_judges(policy: Policy, judges: Sequence[str]) -> None:
+    if policy.source not in judges:
+        raise OptionError(f"policy {policy.name!r} decides from judge {policy.source!r}'s "
+                          f"score: add {policy.source} to the judges")
+
+
+def resolve_rule(store: Store, rule: str, judges: Sequence[str]) -> Rule:
+    """The rule to decide by: the stored policy for a policy rule (its judge must be among
+    `judges`), the rule itself otherwise."""
+    policy = named_policy(store, rule)
+    if policy is None:
+        return rule
+    check_policy_judges(policy, judges)
+    return policy
+
+
+def with_policy(store: Store, config: RunConfig) -> RunConfig:
+    """A run config whose rule names a policy, pinned to the policy's version and keeping
+    a copy of it, so that the run decides the same way after the policy is refitted."""
+    policy = named_policy(store, config.rule) if config.rule else None
+    if policy is None:
+        return config
+    check_policy_judges(policy, config.judges)
+    return replace(config, **rule_fields(policy))
+
+
+def watch_run(tables: RunTables, policy: Policy, dataset: str | None) -> list[WatchRow]:
+    """The policy on the run's labelled samples it was not fitted on (tables under truth
+    "human")."""
+    data = labelled_scores(tables, policy.source)
+    return watch(policy, dataset, data.sample_ids, data.scores, data.good)
+
+
+def watch_stored_policy(store: Store, name: str, version: int | None,
+                        run_id: int) -> list[WatchRow]:
+    return watch_run(run_tables(store, run_id, TRUTH), get_policy(store, name, version),
+                     get_run(store, run_id).dataset)
+
+
+def export_policy(store: Store, name: str, version: int | None, path: Path) -> Policy:
+    policy = get_policy(store, name, version)
+    path.write_text(json.dumps(policy.to_dict(), indent=2) + "\n", encoding="utf-8")
+    return policy
+
+
+def import_policy(store: Store, path: Path) -> Policy:
+    """Read a policy file (policy export) and store it as the next version of its name."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"{path}: cannot read the policy file ({exc})") from exc
+    try:
+        body = strict_json.loads(text)
+    except ValueError as exc:
+        raise PolicyFormatError(f"{path}: not valid JSON ({exc})") from exc
+    return save_policy(store, Policy.from_dict(body, str(path)))

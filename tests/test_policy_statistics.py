@@ -1,0 +1,162 @@
+"""The statistics of fitted policies (ragshield.policies.risk_control): p-values and
+thresholds against hand-computed ones, refusals, and the promise itself checked by
+simulation against the uncorrected per-threshold bound it replaces."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from ragshield.metrics.thresholds import risk_controlled_threshold
+from ragshield.policies.fitting import LabelledScores, fit_policy
+from ragshield.policies.risk_control import (PolicyFitError, binomial_p_values, clopper_pearson,
+                                             fit_thresholds, fixed_sequence, min_trials)
+
+# Eight answers, scores 8 (best) .. 1; good, good, good, bad, good, bad, bad, bad.
+SCORES = np.arange(8, 0, -1, dtype=float)
+GOOD = np.array([1, 1, 1, 0, 1, 0, 0, 0], dtype=bool)
+
+
+def test_min_trials_is_the_smallest_set_that_can_pass_with_no_error():
+    # (1 - 0.5)^n <= 0.2 first at n = 3 (0.125); (0.9)^n <= 0.05 first at n = 29 (0.047)
+    assert min_trials(0.5, 0.2) == 3
+    assert min_trials(0.1, 0.05) == 29
+    assert 0.9 ** 28 > 0.05 >= 0.9 ** 29
+
+
+def test_binomial_p_values_match_hand_computed_binomial_tails():
+    # P(Bin(3, .5) <= 0) = 1/8; P(Bin(4, .5) <= 1) = 5/16; P(Bin(5, .5) <= 1) = 6/32;
+    # P(Bin(6, .5) <= 2) = 22/64
+    assert binomial_p_values([0, 1, 1, 2], [3, 4, 5, 6], 0.5) == pytest.approx(
+        [1 / 8, 5 / 16, 6 / 32, 22 / 64])
+
+
+def test_fixed_sequence_stops_at_the_first_failure():
+    assert fixed_sequence([0.01, 0.02, 0.3, 0.01], 0.05) == 2
+    assert fixed_sequence([0.3, 0.01], 0.05) == 0
+    assert fixed_sequence([0.01, 0.02], 0.05) == 2
+
+
+def test_answer_threshold_on_a_hand_worked_table():
+    # alpha .5, delta .2: sets smaller than 3 cannot pass. Top 3 (score >= 6): 0 bad,
+    # p = 1/8 <= .2, certified. Top 4: 1 bad, p = 5/16 > .2: the sequence stops there, so
+    # the top 5 (1 bad, p = 6/32, which would pass alone) is never certified.
+    fitted = fit_thresholds(SCORES, GOOD, alpha=0.5, delta=0.2)
+    assert fitted.answer_at == 6
+    assert fitted.withhold_below == 6  # no beta: everything not answered is withheld
+    assert (fitted.certified, fitted.tested) == (1, 2)
+    assert fitted.p_value == pytest.approx(1 / 8)
+
+
+def test_withhold_threshold_with_beta_leaves_a_band_to_defer():
+    # With beta, delta .4 is split: .2 for each side. Withheld from the bottom: scores
+    # <= 3 hold 0 good (p = 1/8, certified); <= 4 hold 1 good of 4 (p = 5/16): stop.
+    fitted = fit_thresholds(SCORES, GOOD, alpha=0.5, delta=0.4, beta=0.5)
+    assert fitted.answer_at == 6
+    assert 3 < fitted.withhold_below <= 3 + 1e-9  # withhold exactly the scores <= 3
+    data = LabelledScores(np.array([f"s{i}" for i in range(8)]), SCORES, GOOD,
+                          np.zeros(8, dtype=bool))
+    policy = fit_policy("band", "judge", data, alpha=0.5, delta=0.4, beta=0.5)
+    c = policy.calibration
+    assert (c.answered, c.withheld, c.deferred) == (3, 3, 2)  # scores 5 and 4 deferred
+    assert (c.bad_answered, c.good_withheld, c.risk) == (0, 0, 0.0)
+    assert [policy.outcome(s) for s in (6, 5.5, 4, 3, float("nan"))] == [
+        "answer", "defer", "defer", "withhold", "defer"]
+
+
+def test_too_few_labels_are_refused_saying_how_many_are_needed():
+    with pytest.raises(PolicyFitError, match="needs at least 29 labelled samples.*got 20"):
+        fit_thresholds(np.linspace(0, 1, 20), np.arange(20) % 2 == 0, alpha=0.1, delta=0.05)
+
+
+def test_one_class_and_out_of_range_settings_are_refused():
+    with pytest.raises(PolicyFitError, match="every one of the 50 labelled answers is good"):
+        fit_thresholds(np.linspace(0, 1, 50), np.ones(50, dtype=bool), 0.1, 0.1)
+    with pytest.raises(PolicyFitError, match="alpha must lie strictly between 0 and 1"):
+        fit_thresholds(SCORES, GOOD, alpha=1.5, delta=0.1)
+
+
+def test_no_certifiable_threshold_is_refused_with_the_strictest_candidate():
+    scores = np.linspace(1, 0, 100)
+    good = np.arange(100) % 2 == 0  # half bad everywhere
+    with pytest.raises(PolicyFitError, match=r"no threshold certifies risk <= 0.1.*"
+                                             r"29 answers\) has 14 bad"):
+        fit_thresholds(scores, good, alpha=0.1, delta=0.05)
+
+
+def test_unscored_samples_are_left_out_and_deferred():
+    scores = np.concatenate([SCORES, [np.nan, np.nan]])
+    good = np.concatenate([GOOD, [False, False]])
+    data = LabelledScores(np.array([f"s{i}" for i in range(10)]), scores, good,
+                          np.zeros(10, dtype=bool))
+    policy = fit_policy("p", "judge", data, alpha=0.5, delta=0.2)
+    assert policy.answer_at == 6 and policy.fitted_on.unscored == 2
+    assert policy.calibration.labels == 8
+
+
+def test_clopper_pearson_interval_hand_values():
+    assert clopper_pearson(0, 10)[0] == 0.0
+    assert clopper_pearson(0, 10)[1] == pytest.approx(1 - 0.025 ** (1 / 10))
+    assert clopper_pearson(10, 10) == (pytest.approx(0.025 ** (1 / 10)), 1.0)
+    assert all(math.isnan(x) for x in clopper_pearson(0, 0))
+
+
+# ---------------------------------------------------------------------------- the promise
+
+ALPHA, DELTA, N, DRAWS = 0.1, 0.1, 400, 2000
+# Monte Carlo allowance: three standard errors of a share near delta over DRAWS draws.
+ALLOWANCE = 3 * math.sqrt(DELTA * (1 - DELTA) / DRAWS)
+
+
+def _violations(true_risk, bad_rate, seed: int) -> tuple[float, float, int]:
+    """Over DRAWS calibration sets of N uniform scores: the share of fitted policies whose
+    true answered risk exceeds ALPHA, the same for the uncorrected bound, and how many fits
+    were refused."""
+    rng = np.random.default_rng(seed)
+    fitted_bad = naive_bad = refused = 0
+    for _ in range(DRAWS):
+        scores = rng.random(N)
+        good = rng.random(N) >= bad_rate(scores)
+        try:
+            fitted_bad += true_risk(fit_thresholds(scores, good, ALPHA, DELTA).answer_at) > ALPHA
+        except PolicyFitError:
+            refused += 1
+        naive = risk_controlled_threshold(scores, good, ALPHA, DELTA).threshold
+        naive_bad += naive is not None and true_risk(naive) > ALPHA
+    return fitted_bad / DRAWS, naive_bad / DRAWS, refused
+
+
+def test_the_promise_holds_where_the_uncorrected_bound_breaks_it():
+    # A score that tells nothing, and every answer wrong 11% of the time: every threshold's
+    # risk is 0.11 > alpha, so any fitted policy breaks the promise. Learn-then-Test keeps
+    # that below delta; the best of many per-threshold Clopper-Pearson bounds does not.
+    fitted, naive, _ = _violations(lambda t: 0.11, lambda s: np.full_like(s, 0.11), seed=1)
+    assert fitted <= DELTA + ALLOWANCE
+    assert naive > DELTA + ALLOWANCE
+
+
+def test_the_promise_holds_for_an_informative_score():
+    # P(bad | s) = 0.6 (1 - s), so the risk of answering s >= t is 0.3 (1 - t): alpha is
+    # reached at t = 2/3. Most fits succeed, and few overshoot.
+    fitted, _, refused = _violations(lambda t: 0.3 * (1 - t), lambda s: 0.6 * (1 - s), seed=2)
+    assert fitted <= DELTA + ALLOWANCE
+    assert refused < DRAWS / 2
+
+
+def test_both_promises_hold_together_with_beta():
+    rng = np.random.default_rng(3)
+    beta, broken = 0.5, 0
+    for _ in range(DRAWS):
+        scores = rng.random(N)
+        good = rng.random(N) >= 0.6 * (1 - scores)
+        try:
+            fitted = fit_thresholds(scores, good, ALPHA, DELTA, beta=beta)
+        except PolicyFitError:
+            continue
+        # good share among s < t_lo: mean of 1 - 0.6 (1 - s) = 0.4 + 0.3 t over [0, t)
+        t_lo = fitted.withhold_below
+        kept_good = t_lo is not None and t_lo > 0 and 0.4 + 0.3 * t_lo > beta
+        broken += (0.3 * (1 - fitted.answer_at) > ALPHA) or kept_good
+    assert broken / DRAWS <= DELTA + ALLOWANCE
