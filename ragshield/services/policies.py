@@ -25,6 +25,7 @@ from ragshield.policies.policy import Policy, PolicyFormatError, rule_fields
 from ragshield.policies.rules import parse_rule
 from ragshield.policies.watch import WatchRow, watch
 from ragshield.run_config import RunConfig
+from ragshield.reports.tables import Table, fmt
 from ragshield.store.database import Store
 from ragshield.store import policies as policy_store
 from ragshield.store.runs import get_run
@@ -130,6 +131,42 @@ def watch_stored_policy(store: Store, name: str, version: int | None,
                         run_id: int) -> list[WatchRow]:
     return watch_run(run_tables(store, run_id, TRUTH), get_policy(store, name, version),
                      get_run(store, run_id).dataset)
+
+
+def _latest(policies: list[Policy]) -> list[Policy]:
+    newest = {policy.name: policy for policy in policies}  # listed by version, oldest first
+    return list(newest.values())
+
+
+def _interval_text(bounds: tuple[float, float] | None) -> str:
+    return "-" if bounds is None else f"[{fmt(bounds[0], 3)}, {fmt(bounds[1], 3)}]"
+
+
+def policy_watch_table(store: Store, tables: RunTables, dataset: str | None) -> Table:
+    """The newest version of every stored policy whose judge scored this run: its promised
+    risk against the risk observed on labels it was not fitted on (tables under truth
+    "human")."""
+    scored = set(tables.verdicts.loc[tables.verdicts["score"].notna(), "judge"])
+    rows = []
+    for policy in _latest(list_policies(store)):
+        if policy.source not in scored:
+            continue
+        for row in watch_run(tables, policy, dataset):
+            status = ("no answer to check" if row.risk is None
+                      else "BREACH" if row.breach else "kept")
+            rows.append([policy.rule, policy.source, row.labels, fmt(row.samples),
+                         fmt(row.answered), fmt(row.deferred), fmt(row.risk, 3),
+                         _interval_text(row.risk_interval), f"<= {policy.alpha:g}", status])
+    note = ("Each stored policy whose judge scored this run: the risk it promised and the "
+            "risk observed on labels it was not fitted on, with a 95% interval. BREACH: "
+            "even the interval's lower end is above the promise. The random slice was kept "
+            "apart from fitting and nobody chose its samples: it is the unbiased check.")
+    if not rows:
+        note = ("No stored policy reads a judge of this run: fit one with \"python -m "
+                "ragshield policy fit NAME --run RUN --judge JUDGE\".")
+    return Table("Policies: promised and observed risk",
+                 ["policy", "judge", "labels", "samples", "answered", "deferred",
+                  "observed risk", "95% interval", "promised", "promise"], rows, note)
 
 
 def export_policy(store: Store, name: str, version: int | None, path: Path) -> Policy:

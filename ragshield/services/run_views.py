@@ -31,6 +31,7 @@ from ragshield.reports.tables import (JudgeSeries, Table, fallback_table, fmt, g
 from ragshield.services.agreement import Agreement, agreement, run_keeps
 from ragshield.services.form_values import whole_number
 from ragshield.services.run_tables import RunTablesCache, remember
+from ragshield.services.policies import policy_watch_table
 from ragshield.store.database import Store
 from ragshield.store.labels import progress as label_progress
 from ragshield.store.versions import dataset_version
@@ -266,6 +267,7 @@ class Dashboard:
     run_id: int
     view: RunView
     annotation: Table  # of the run's dataset
+    policy_watch: Table  # stored policies on this run's unused labels
 
 
 def dashboard(store: Store, tables: RunTablesCache, views: DashboardCache, run_id: Any,
@@ -275,5 +277,6 @@ def dashboard(store: Store, tables: RunTablesCache, views: DashboardCache, run_i
     run = whole_number(run_id, "run", minimum=1)
     count = whole_number(resamples, "bootstrap resamples", minimum=0, maximum=MAX_RESAMPLES)
     run_tables = tables.get(run, truth)
-    return Dashboard(run, views.view(store, run_tables, count),
-                     annotation_table(store, run_tables.config["dataset"]))
+    dataset = run_tables.config["dataset"]
+    return Dashboard(run, views.view(store, run_tables, count), annotation_table(store, dataset),
+                     policy_watch_table(store, tables.get(run, "human"), dataset))

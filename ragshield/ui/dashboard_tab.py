@@ -95,7 +95,7 @@ def _rendered(shown: Dashboard) -> Refresh:
     else:
         tables, figures = _tables_html(view.tables), _figures_html(view)
     return Refresh(tables, figures, annotation_html(shown.annotation),
-                   _tables_html(view.agreement), view.serial)
+                   _tables_html([*view.agreement, shown.policy_watch]), view.serial)
 
 
 def _dashboard(context: UiContext, cache: DashboardCache, run_id: Any, truth: str,

@@ -1,0 +1,231 @@
+"""Policies end to end on the demo set: its samples judged by a scripted model (so the
+judge's score is known to be informative), labelled by "people" whose labels are the demo
+set's own flags, a policy fitted on them, a second run deciding by it, Browse and the
+Dashboard's watch panel showing it; and the policy files and commands."""
+
+from __future__ import annotations
+
+import json
+import math
+import zlib
+
+import pytest
+from typer.testing import CliRunner
+
+from ragshield.cli import app
+from ragshield.judges.yes_no import REPLY_YES_OR_NO
+from ragshield.metrics.correctness import is_correct
+from ragshield.pipeline import RunModels
+from ragshield.policies.holdout import in_holdout
+from ragshield.policies.policy import Policy, PolicyFormatError
+from ragshield.run_config import RunConfig
+from ragshield.services.browse import BrowseFrames, DECISION, run_frame
+from ragshield.services.datasets import ensure_demo_dataset
+from ragshield.services.labelling import add_annotator, label_sample
+from ragshield.services.policies import (fit_run_policy, get_policy, import_policy,
+                                         policy_watch_table, watch_stored_policy)
+from ragshield.services.run_tables import RunTablesCache
+from ragshield.services.runs import execute, record_run
+from ragshield.store.policies import UnknownPolicyError
+from ragshield.store.samples import iter_samples
+from ragshield.errors import OptionError
+from ragshield.policies.risk_control import PolicyFitError
+from ragshield.services.run_views import DashboardCache
+from ragshield.ui.context import UiContext
+from ragshield.ui.dashboard_tab import refresh_dashboard
+from tests.fakes import ScriptedLLM, ScriptedReply
+
+JUDGE = "p_true"
+
+
+def _unit(text: str) -> float:
+    """A fixed pseudo-random number in [0, 1) for a text."""
+    return zlib.crc32(text.encode()) / 2**32
+
+
+class DemoWorld:
+    """What the scripted model knows of each demo question: its answer (right for three in
+    four answerable questions) and a P(yes) that leans towards the truth, with noise."""
+
+    def __init__(self, store) -> None:
+        self.samples = {s.question: s for s in iter_samples(store, "demo")}
+
+    def _sample(self, messages):
+        text = messages[-1]["content"]
+        return max((s for q, s in self.samples.items() if q in text),
+                   key=lambda s: len(s.question))
+
+    def answer_of(self, sample) -> str:
+        if sample.answerable and _unit(sample.id) < 0.75:
+            return sample.reference_answers[0]
+        return "Atlantis"
+
+    def good(self, sample) -> bool:
+        return bool(sample.answerable) and is_correct(self.answer_of(sample),
+                                                      sample.reference_answers)
+
+    def respond(self, messages):
+        sample = self._sample(messages)
+        if REPLY_YES_OR_NO in messages[-1]["content"]:
+            z = (2.0 if self.good(sample) else -1.0) + 5 * (_unit("noise" + sample.id) - 0.5)
+            p_yes = 1 / (1 + math.exp(-z))
+            return ScriptedReply("yes", top={"yes": math.log(p_yes), "no": math.log(1 - p_yes)})
+        return ScriptedReply(f"Answer: {self.answer_of(sample)}\nEvidence: ## Passage-0 ##")
+
+
+@pytest.fixture
+def demo_run(store, settings):
+    """A run of the demo set judged by p_true, every sample labelled from its flags."""
+    ensure_demo_dataset(store)
+    world = DemoWorld(store)
+    run_id = record_run(store, settings, RunConfig(dataset="demo", judges=[JUDGE],
+                                                   rule=JUDGE)).run_id
+    execute(store, settings, run_id, models=RunModels(main=ScriptedLLM(respond=world.respond)))
+    for name in ("flag-reader", "second-reader", "third-reader"):
+        add_annotator(store, name)
+    for sample in world.samples.values():
+        label_sample(store, "demo", sample.id, "flag-reader",
+                     "answerable" if sample.answerable else "unanswerable",
+                     answer_correct=world.good(sample))
+    return world, run_id
+
+
+def test_fit_decide_and_watch_on_the_demo_set(store, settings, demo_run):
+    world, run_id = demo_run
+    policy = fit_run_policy(store, run_id, JUDGE, "demo-guard", alpha=0.2, delta=0.1,
+                            beta=0.1, holdout=0.3)
+    held = [s.id for s in world.samples.values() if in_holdout(s.id, 0.3)]
+    c = policy.calibration
+    assert policy.version == 1 and policy.rule == "policy:demo-guard@1"
+    assert c.labels == 160 - len(held) == policy.fitted_on.human_labels
+    assert not set(held) & set(policy.fitted_on.sample_ids)
+    assert c.answered > 0 and c.risk <= 0.2  # what it promised, seen on its own labels
+    assert c.answered + c.withheld + c.deferred == c.labels
+
+    second = record_run(store, settings, RunConfig(dataset="demo", judges=[JUDGE],
+                                                   rule="policy:demo-guard")).run_id
+    execute(store, settings, second,
+            models=RunModels(main=ScriptedLLM(respond=world.respond)))
+    cache = RunTablesCache(store)
+    tables, frame = run_frame(cache, BrowseFrames(), second, "human")
+    assert tables.config["rule"] == "policy:demo-guard@1"  # pinned to the version fitted
+    words = frame.rows[DECISION].value_counts().to_dict()
+    assert set(words) <= {"keep", "abstain", "defer"} and words.get("defer", 0) > 0
+
+    slice_row, unused_row = watch_stored_policy(store, "demo-guard", None, second)
+    assert slice_row.samples == len(held) and unused_row.samples == len(held)
+    assert slice_row.answered > 0 and not slice_row.breach
+    table = policy_watch_table(store, cache.get(second, "human"), "demo")
+    assert [row[0] for row in table.rows] == ["policy:demo-guard@1"] * 2
+    assert table.rows[0][2] == "random slice" and table.rows[0][-1] == "kept"
+    # The Dashboard's watch panel, as the page gets it.
+    panel = refresh_dashboard(UiContext(settings=settings, store=store), DashboardCache(),
+                              second, "auto", 0).agreement_html
+    assert "Policies: promised and observed risk" in panel
+    assert panel.count("policy:demo-guard@1") == 2 and "<td>BREACH</td>" not in panel
+
+    # Refitting adds a version; the second run still decides by the one it began with.
+    refit = fit_run_policy(store, run_id, JUDGE, "demo-guard", alpha=0.3, delta=0.1)
+    assert refit.version == 2 and get_policy(store, "demo-guard").alpha == 0.3
+    assert run_frame(cache, BrowseFrames(), second, "human")[0].config["policy"]["version"] == 1
+
+
+def test_a_breach_is_flagged_when_the_labels_turn(store, settings, demo_run):
+    world, run_id = demo_run
+    fit_run_policy(store, run_id, JUDGE, "turned", alpha=0.2, delta=0.1, holdout=0.3)
+    # People now say every answer in the random slice is wrong.
+    for sample in world.samples.values():
+        if in_holdout(sample.id, 0.3):
+            label_sample(store, "demo", sample.id, "second-reader", "unanswerable",
+                         answer_correct=False)
+            label_sample(store, "demo", sample.id, "third-reader", "unanswerable",
+                         answer_correct=False)
+    slice_row, _ = watch_stored_policy(store, "turned", None, run_id)
+    assert slice_row.risk == 1.0 and slice_row.breach
+
+
+def test_policy_refusals_name_the_reason(store, settings, demo_run):
+    _, run_id = demo_run
+    with pytest.raises(PolicyFitError, match="needs at least 299 labelled samples"):
+        fit_run_policy(store, run_id, JUDGE, "strict", alpha=0.01, delta=0.05)
+    with pytest.raises(OptionError, match="judge 'nli' gave no score.*judges with scores: p_true"):
+        fit_run_policy(store, run_id, "nli", "other", alpha=0.2, delta=0.1)
+    with pytest.raises(UnknownPolicyError, match="no policy 'missing'; stored policies: none"):
+        record_run(store, settings, RunConfig(dataset="demo", judges=[JUDGE],
+                                              rule="policy:missing"))
+    fit_run_policy(store, run_id, JUDGE, "p", alpha=0.3, delta=0.1)
+    with pytest.raises(OptionError, match="decides from judge 'p_true'.*add p_true"):
+        record_run(store, settings, RunConfig(dataset="demo", judges=["trivial"],
+                                              rule="policy:p"))
+
+
+def test_cli_fit_show_list_export_import_watch(store, store_url, settings, demo_run,
+                                               monkeypatch, tmp_path):
+    _, run_id = demo_run
+    monkeypatch.setenv("RAGSHIELD_DATABASE_URL", store_url)
+    cli = CliRunner()
+    fitted = cli.invoke(app, ["policy", "fit", "cli-guard", "--run", str(run_id), "--judge",
+                              JUDGE, "--alpha", "0.25", "--delta", "0.1", "--holdout", "0.2"])
+    assert fitted.exit_code == 0, fitted.output
+    assert "policy policy:cli-guard@1: judge p_true; answer when score >=" in fitted.stdout
+    assert "at most 25% of the answers it shows are wrong" in fitted.stdout
+    shown = cli.invoke(app, ["policy", "show", "cli-guard", "--json"])
+    body = json.loads(shown.stdout)
+    assert body["format"] == "ragshield-policy/1" and body["fitted_on"]["run_id"] == run_id
+    listed = cli.invoke(app, ["policy", "list", "--json"])
+    assert [row["rule"] for row in json.loads(listed.stdout)] == ["policy:cli-guard@1"]
+    exported = tmp_path / "guard.json"
+    assert cli.invoke(app, ["policy", "export", "cli-guard", "--to", str(exported)]).exit_code == 0
+    imported = cli.invoke(app, ["policy", "import", str(exported)])
+    assert imported.exit_code == 0 and imported.stdout == "stored policy:cli-guard@2\n"
+    watched = cli.invoke(app, ["policy", "watch", "cli-guard", "--run", str(run_id), "--json"])
+    rows = json.loads(watched.stdout)
+    assert [row["labels"] for row in rows] == ["random slice", "every unused label"]
+    missing = cli.invoke(app, ["policy", "show", "nope"])
+    assert missing.exit_code == 1 and "no policy 'nope'; stored policies: cli-guard" in missing.stderr
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda b: b.pop("format"), "policy.json.format: expected 'ragshield-policy/1'"),
+    (lambda b: b.update(alpha="high"), "policy.json.alpha: expected int or float"),
+    (lambda b: b.update(alpha=3), r"policy.json.alpha: 3 is outside \[0, 1\]"),
+    (lambda b: b["calibration"].update(answered=-1), "policy.json.calibration.answered: must not"),
+    (lambda b: b["fitted_on"].update(sample_ids=[1]), "policy.json.fitted_on.sample_ids"),
+    (lambda b: b.update(name="a@b"), "policy.json.name: 1-100 printable characters"),
+    (lambda b: b.update(withhold_below=b["answer_at"] + 1), "withhold_below: .* is above"),
+])
+def test_bad_policy_files_name_the_field_and_store_nothing(store, settings, demo_run, tmp_path,
+                                                           change, message):
+    _, run_id = demo_run
+    body = fit_run_policy(store, run_id, JUDGE, "good", alpha=0.3, delta=0.1).to_dict()
+    change(body)
+    path = tmp_path / "policy.json"
+    path.write_text(json.dumps(body))
+    with pytest.raises(PolicyFormatError, match=message):
+        import_policy(store, path)
+    assert get_policy(store, "good").version == 1
+    path.write_text('{"format": "ragshield-policy/1", "alpha": NaN}')
+    with pytest.raises(PolicyFormatError, match="not valid JSON"):
+        import_policy(store, path)
+
+
+def test_a_policy_decides_like_a_rule():
+    body = {"format": "ragshield-policy/1", "name": "x", "source": JUDGE, "answer_at": 0.7,
+            "withhold_below": 0.3, "alpha": 0.1, "delta": 0.1, "beta": 0.2,
+            "calibration": {"labels": 10, "answered": 5, "withheld": 3, "deferred": 2,
+                            "bad_answered": 0, "good_withheld": 0},
+            "fitted_on": {"truth": "human", "human_labels": 10, "automatic_labels": 0,
+                          "unscored": 0, "fingerprint": "f", "sample_ids": []},
+            "code_version": "test", "created_at": "2026-11-25T00:00:00+00:00", "version": 4}
+    policy = Policy.from_dict(body)
+    from ragshield.types import Verdict
+
+    def decision(score):
+        return policy.decide([Verdict(judge=JUDGE, keep=True, score=score, rationale="")])
+
+    assert decision(0.8).keep is True and "answer" in decision(0.8).reason
+    assert decision(0.1).keep is False and decision(0.1).rule == "policy:x@4"
+    middle = decision(0.5)
+    assert middle.keep is None and middle.deferred and "ask a person" in middle.reason
+    assert policy.decide([]).deferred  # its judge did not run
+    assert list(policy.decision_codes([0.8, 0.5, 0.1, float("nan")])) == [1, -3, 0, -3]
