@@ -28,6 +28,8 @@ from ragshield.store.database import Store
 from ragshield.store.runs import list_runs
 from ragshield.store.samples import load_sample
 from ragshield.types import Message
+from ragshield.policies.policy import Policy
+from ragshield.services.policies import save_policy
 from tests.fakes import ScriptedLLM, ScriptedReply
 from tests.reliability.fake_openai import ANSWER, Fault, FakeOpenAIServer
 
@@ -129,6 +131,35 @@ def test_judge_withholds_an_unsure_answer_and_can_skip_storing(
     assert result["shown"] == ABSTAIN_MESSAGE and result["fallback"]["strategy"]
     assert result["record"] is None and live_answers(sqlite_store) == 0
     assert result["verdicts"][2]["trace"][0]["messages"]  # the p_true prompt, with trace on
+
+
+def test_a_stored_policy_decides_in_the_api(settings: Settings, sqlite_store: Store) -> None:
+    body = {"format": "ragshield-policy/1", "name": "api-guard", "source": "token_prob",
+            "answer_at": 0.9, "withhold_below": 0.1, "alpha": 0.1, "delta": 0.1, "beta": 0.2,
+            "calibration": {"labels": 40, "answered": 20, "withheld": 10, "deferred": 10,
+                            "bad_answered": 1, "good_withheld": 1},
+            "fitted_on": {"truth": "human", "human_labels": 40, "automatic_labels": 0,
+                          "unscored": 0, "fingerprint": "f", "sample_ids": []},
+            "code_version": "test", "created_at": "2026-11-25T00:00:00+00:00"}
+    save_policy(sqlite_store, Policy.from_dict(body))
+    client = client_for(settings, sqlite_store)
+
+    def ask(logprob: float) -> dict:
+        return client.post("/v1/judge", json=judge_body(
+            answer_logprobs=[{"token": "The", "logprob": logprob}], rule="policy:api-guard",
+            store=False)).json()
+
+    sure, middle, unsure = ask(SURE), ask(-0.7), ask(UNSURE)
+    assert sure["decision"] == "keep" and sure["rule"] == "policy:api-guard@1"
+    assert "answer" in sure["reason"] and sure["shown"] == "The Normans"
+    assert middle["decision"] == "defer" and "ask a person" in middle["reason"]
+    assert middle["shown"] == ABSTAIN_MESSAGE and not middle["kept"]
+    assert unsure["decision"] == "abstain" and "withhold" in unsure["reason"]
+    missing = client.post("/v1/judge", json=judge_body(rule="policy:nope"))
+    assert missing.status_code in (400, 404) and "no policy 'nope'" in error_of(missing)["message"]
+    wrong_judge = client.post("/v1/judge", json=judge_body(rule="policy:api-guard",
+                                                           judges=["trivial"]))
+    assert wrong_judge.status_code == 400 and "add token_prob" in error_of(wrong_judge)["message"]
 
 
 def test_default_judges_are_the_fast_set(settings: Settings, sqlite_store: Store) -> None:

@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "ragshield"
 # Lowest first. A name is a top-level module or package of ragshield.
 LAYERS: list[tuple[str, set[str]]] = [
     ("base", {"types", "config", "names", "errors", "strict_json", "version", "construct",
-              "refusal", "html_to_markdown", "secret_files",
+              "refusal", "html_to_markdown", "secret_files", "holdout",
               "request_bodies"}),
     ("metrics", {"metrics"}),
     ("datasets", {"datasets"}),  # files -> Samples; they do not write to the store

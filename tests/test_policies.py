@@ -16,16 +16,18 @@ from ragshield.cli import app
 from ragshield.judges.yes_no import REPLY_YES_OR_NO
 from ragshield.metrics.correctness import is_correct
 from ragshield.pipeline import RunModels
-from ragshield.policies.holdout import in_holdout
+from ragshield.holdout import in_holdout
 from ragshield.policies.policy import Policy, PolicyFormatError
 from ragshield.run_config import RunConfig
 from ragshield.services.browse import BrowseFrames, DECISION, run_frame
 from ragshield.services.datasets import ensure_demo_dataset
-from ragshield.services.labelling import add_annotator, label_sample
+from ragshield.services.labelling import (Queue, add_annotator, label_sample, next_to_label,
+                                         parse_mix)
 from ragshield.services.policies import (fit_run_policy, get_policy, import_policy,
                                          policy_watch_table, watch_stored_policy)
 from ragshield.services.run_tables import RunTablesCache
 from ragshield.services.runs import execute, record_run
+from ragshield.store.annotation_queue import ValueMix
 from ragshield.store.policies import UnknownPolicyError
 from ragshield.store.samples import iter_samples
 from ragshield.errors import OptionError
@@ -229,3 +231,53 @@ def test_a_policy_decides_like_a_rule():
     assert middle.keep is None and middle.deferred and "ask a person" in middle.reason
     assert policy.decide([]).deferred  # its judge did not run
     assert list(policy.decision_codes([0.8, 0.5, 0.1, float("nan")])) == [1, -3, 0, -3]
+
+
+def _handed(store, queue, annotator: str, count: int) -> list[str]:
+    """The samples the queue hands `annotator`, labelled one after another."""
+    add_annotator(store, annotator)
+    handed = []
+    for _ in range(count):
+        sample_id = next_to_label(store, annotator, queue)
+        if sample_id is None:
+            break
+        handed.append(sample_id)
+        label_sample(store, "demo", sample_id, annotator, "unsure")
+    return handed
+
+
+def test_the_value_queue_draws_from_the_band_the_disagreements_and_the_random_slice(
+        store, settings, demo_run):
+    world, run_id = demo_run
+    policy = fit_run_policy(store, run_id, JUDGE, "band", alpha=0.2, delta=0.1, beta=0.1,
+                            holdout=0.3)
+    tables = RunTablesCache(store).get(run_id, "human")
+    scores = tables.verdicts.set_index("sample_id")["score"]
+    in_band = {i for i, s in scores.items()
+               if policy.withhold_below <= s < policy.answer_at and not in_holdout(i, 0.3)}
+    assert len(in_band) >= 10
+    only_band = Queue("demo", "value", overlap=2, run_id=run_id, shares=(1, 0, 0))
+    handed = _handed(store, only_band, "band-reader", 10)
+    assert len(handed) == 10 and set(handed) <= in_band
+    only_slice = Queue("demo", "value", overlap=2, run_id=run_id, shares=(0, 0, 1))
+    sliced = _handed(store, only_slice, "slice-reader", 10)
+    assert len(sliced) == 10 and all(in_holdout(i, 0.3) for i in sliced)
+    # The default mix: the newest policy fitted on the dataset, one label in five from
+    # the slice; the teaching sources never hand out a sample of the slice.
+    mixed = _handed(store, Queue("demo", "value", overlap=2, run_id=run_id), "mixed", 40)
+    from_slice = [i for i in mixed if in_holdout(i, 0.3)]
+    assert len(mixed) == 40 and 2 <= len(from_slice) <= 16
+    assert len(set(mixed) & in_band) >= 8
+    # Once the band is labelled, the queue goes on with the other sources.
+    rest = _handed(store, only_band, "band-reader", 200)
+    assert set(rest) - in_band and len(rest) < 200  # then nothing is left open to it
+
+
+def test_value_mix_text_errors_name_the_source():
+    assert parse_mix("band=0.5, random=0.5") == (0.5, 0.0, 0.5)
+    with pytest.raises(OptionError, match="unknown source 'bands'"):
+        parse_mix("bands=1")
+    with pytest.raises(OptionError, match="random needs a number"):
+        parse_mix("random=lots")
+    with pytest.raises(OptionError, match="shares >= 0 with a positive sum"):
+        ValueMix(*parse_mix("band=0"))

@@ -47,7 +47,8 @@ def judged_json(guarded: Guarded, *, trace: bool = False,
     every_call = answer.calls + [call for v in judged.verdicts for call in v.trace]
     fallback = result.fallback
     body: dict[str, Any] = {
-        "decision": decision_word(decision),  # "keep", "abstain", or None: undecided
+        # "keep", "abstain", "defer" (a policy asks a person), or None: undecided
+        "decision": decision_word(decision),
         "kept": fallback is None,
         "rule": decision.rule if decision else None,
         "reason": decision.reason if decision else None,

@@ -41,8 +41,10 @@ class Judging(Strict):
         description="judge names, or [\"all\"]; default: the fast set (every free or cheap "
                     "judge)")
     rule: Name | None = Field(
-        default=None, description="a judge's name, \"majority\" or \"all\"; default: the "
-                                  "configured rule where it fits the judges, else majority")
+        default=None, description="a judge's name, \"majority\", \"all\" or a stored "
+                                  "policy, \"policy:NAME[@VERSION]\" (it answers, withholds "
+                                  "or defers to a person); default: the configured rule where "
+                                  "it fits the judges, else majority")
     store: bool = Field(default=True, description="keep the call in today's live run")
     trace: bool = Field(default=False, description="include every model call behind the verdicts")
 

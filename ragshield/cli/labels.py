@@ -79,17 +79,25 @@ def history(sample: str = typer.Option(..., "--sample"), dataset: str = DATASET,
 @app.command("next")
 def next_(annotator: str = ANNOTATOR, dataset: str = DATASET,
           strategy: str = typer.Option("unlabelled", "--strategy",
-                                       help="unlabelled | disagreement | random"),
+                                       help="unlabelled | disagreement | random | value"),
           overlap: int = typer.Option(1, "--overlap", min=1, help="Annotators per sample."),
           seed: int = typer.Option(0, "--seed"),
-          run: Optional[int] = typer.Option(None, "--run", help="Run for --strategy disagreement."),
+          run: Optional[int] = typer.Option(None, "--run", help="Run for --strategy "
+                                            "disagreement or value (default: the newest)."),
+          policy: Optional[str] = typer.Option(None, "--policy", help="--strategy value: the "
+                                               "policy whose defer band to label (default: the "
+                                               "newest fitted on the dataset)."),
+          mix: Optional[str] = typer.Option(None, "--mix", help="--strategy value: shares, "
+                                            "e.g. band=0.4,disagreement=0.4,random=0.2 (the "
+                                            "default)."),
           ) -> None:
     """Print the id of the sample to label next (nothing when done)."""
-    from ragshield.services.labelling import Queue, next_to_label
+    from ragshield.services.labelling import Queue, next_to_label, parse_mix
 
     with user_errors(), opened_store() as store:
-        found = next_to_label(store, annotator,
-                              Queue(dataset, strategy, overlap, seed=seed, run_id=run))
+        queue = Queue(dataset, strategy, overlap, seed=seed, run_id=run, policy=policy,
+                      shares=parse_mix(mix) if mix is not None else None)
+        found = next_to_label(store, annotator, queue)
     if found is not None:
         typer.echo(found)
 

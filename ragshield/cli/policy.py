@@ -12,6 +12,7 @@ import typer
 from ragshield.cli.errors import user_errors
 from ragshield.cli.output import emit_json, print_table
 from ragshield.cli.store import opened_store
+from ragshield.holdout import HOLDOUT_SHARE
 
 app = typer.Typer(no_args_is_help=True,
                   help="Decision policies: answer, withhold or ask a person, with a promise.")
@@ -68,8 +69,9 @@ def fit(name: str = typer.Argument(..., help="The policy's name (a new version i
         beta: Optional[float] = typer.Option(None, "--beta", help="Also: at most this share "
                                              "of the withheld answers were good (else "
                                              "everything not answered is withheld)."),
-        holdout: float = typer.Option(0.0, "--holdout", help="Share of samples kept apart "
-                                      "(never fitted on) to watch the promise."),
+        holdout: float = typer.Option(HOLDOUT_SHARE, "--holdout", help="Share of samples "
+                                      "kept apart (never fitted on): the random slice that "
+                                      "watches the promise and the value queue labels."),
         as_json: bool = JSON) -> None:
     """Fit a policy: two thresholds on one judge's score, certified on the run's labels."""
     from ragshield.services.policies import fit_run_policy

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ragshield.judging import ABSTAINED, KEPT
-from ragshield.policies.holdout import in_holdout
+from ragshield.holdout import in_holdout
 from ragshield.policies.policy import Policy
 from ragshield.policies.risk_control import clopper_pearson
 

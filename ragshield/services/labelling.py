@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from ragshield.datasets.demo import DEMO_DATASET
-from ragshield.errors import UserError
+from ragshield.errors import OptionError, UserError
 from ragshield.services.datasets import ensure_demo_dataset
+from ragshield.services.policies import value_mix
 from ragshield.store.annotation_item import AnnotationItem, annotation_item
 from ragshield.store.annotation_queue import STRATEGIES, next_sample
 from ragshield.store.database import Store
@@ -35,7 +36,7 @@ __all__ = [
     "Next", "Progress", "Queue", "add_annotator", "annotation_item", "annotator_name",
     "annotator_progress", "default_dataset", "export_labels", "get_guidelines", "hand_over",
     "import_label_file", "label_history", "label_sample", "label_then_next", "next_sample_id",
-    "next_to_label", "progress", "set_guidelines", "sign_in", "skip", "skip_then_next", "undo",
+    "next_to_label", "parse_mix", "progress", "set_guidelines", "sign_in", "skip", "skip_then_next", "undo",
 ]
 
 
@@ -53,6 +54,8 @@ class Queue:
     overlap: int = 1
     seed: int = 0
     run_id: int | None = None
+    policy: str | None = None  # `value`: whose defer band (default: the newest fitted here)
+    shares: tuple[float, float, float] | None = None  # `value`: band, disagreement, random
 
 
 @dataclass(frozen=True)
@@ -91,10 +94,30 @@ def default_dataset(names: list[str]) -> str:
 
 # -- the queue ----------------------------------------------------------------------------
 
+MIX_SOURCES = ("band", "disagreement", "random")
+
+
+def parse_mix(text: str) -> tuple[float, float, float]:
+    """`band=0.4,disagreement=0.4,random=0.2` (any subset; the others 0) as shares."""
+    shares = dict.fromkeys(MIX_SOURCES, 0.0)
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, _, value = part.partition("=")
+        if name.strip() not in shares:
+            raise OptionError(f"mix: unknown source {name.strip()!r}; sources: "
+                              f"{', '.join(MIX_SOURCES)}")
+        try:
+            shares[name.strip()] = float(value)
+        except ValueError:
+            raise OptionError(f"mix: {name.strip()} needs a number, got {value!r}") from None
+    return shares["band"], shares["disagreement"], shares["random"]
+
+
 def next_sample_id(store: Store, annotator: str, queue: Queue) -> str | None:
     """The id of the sample the annotator labels next, None when they are done."""
+    mix = (value_mix(store, queue.dataset, queue.policy, queue.shares)
+           if queue.strategy == "value" else None)
     return next_sample(store, queue.dataset, annotator, strategy=queue.strategy,
-                       overlap=queue.overlap, seed=queue.seed, run_id=queue.run_id)
+                       overlap=queue.overlap, seed=queue.seed, run_id=queue.run_id, mix=mix)
 
 
 def next_to_label(store: Store, annotator: str, queue: Queue) -> str | None:

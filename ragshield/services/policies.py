@@ -9,6 +9,7 @@ it is right and the passages support it (docs/METHODS.md 3, the AwF truth)."""
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
@@ -19,8 +20,8 @@ from ragshield import strict_json
 from ragshield.errors import OptionError, UserError
 from ragshield.evaluation import RunTables, run_tables
 from ragshield.judging import Rule
+from ragshield.holdout import HOLDOUT_SHARE, in_holdout
 from ragshield.policies.fitting import LabelledScores, fit_policy
-from ragshield.policies.holdout import in_holdout
 from ragshield.policies.policy import Policy, PolicyFormatError, rule_fields
 from ragshield.policies.rules import parse_rule
 from ragshield.policies.watch import WatchRow, watch
@@ -28,6 +29,7 @@ from ragshield.run_config import RunConfig
 from ragshield.reports.tables import Table, fmt
 from ragshield.store.database import Store
 from ragshield.store import policies as policy_store
+from ragshield.store.annotation_queue import ValueMix
 from ragshield.store.runs import get_run
 
 TRUTH = "human"
@@ -55,7 +57,8 @@ def labelled_scores(tables: RunTables, judge: str, holdout: float = 0.0) -> Labe
 
 
 def fit_run_policy(store: Store, run_id: int, judge: str, name: str, *, alpha: float,
-                   delta: float, beta: float | None = None, holdout: float = 0.0) -> Policy:
+                   delta: float, beta: float | None = None,
+                   holdout: float = HOLDOUT_SHARE) -> Policy:
     """Fit a policy on the run's labels and store it as the next version of `name`."""
     if not 0 <= holdout < 1:
         raise OptionError(f"holdout must lie in [0, 1), got {holdout}")
@@ -69,7 +72,7 @@ def fit_run_policy(store: Store, run_id: int, judge: str, name: str, *, alpha: f
 def save_policy(store: Store, policy: Policy) -> Policy:
     """Store the policy as the next version of its name; returns it with that version."""
     body = policy_store.save_policy(
-        store, policy.name, policy.source,
+        store, policy.name, policy.source, policy.fitted_on.dataset,
         lambda version: replace(policy, version=version).to_dict())
     return Policy.from_dict(body, f"policy {policy.name}")
 
@@ -85,7 +88,38 @@ def list_policies(store: Store) -> list[Policy]:
 
 
 def policy_sources(store: Store) -> dict[str, str]:
-    return policy_store.policy_sources(store)
+    """Each policy name -> the judge its newest version reads."""
+    return {head.name: head.source for head in policy_store.policy_heads(store)}
+
+
+# Each policy version's band, read once per process: the value queue asks on every label.
+_BANDS: dict[tuple[str, str, int], ValueMix] = {}
+
+
+def value_mix(store: Store, dataset: str, policy: str | None = None,
+              shares: tuple[float, float, float] | None = None) -> ValueMix:
+    """The value queue's mix on `dataset`: the defer band of `policy` (default: the newest
+    policy fitted on the dataset; no band without one) and `shares` (band, disagreement,
+    random; default ValueMix's)."""
+    heads = policy_store.policy_heads(store)
+    if policy is not None:
+        head = next((h for h in heads if h.name == policy), None)
+        if head is None:
+            get_policy(store, policy)  # raises, naming the stored ones
+    else:
+        fitted_here = [h for h in heads if h.dataset == dataset]
+        head = fitted_here[-1] if fitted_here else None
+    mix = ValueMix() if shares is None else ValueMix(*shares)
+    if head is None:
+        return mix
+    key = (store.url, head.name, head.version)
+    if key not in _BANDS:
+        fitted = get_policy(store, head.name, head.version)
+        low = fitted.withhold_below if fitted.withhold_below is not None else -math.inf
+        _BANDS[key] = ValueMix(judge=fitted.source, low=low, high=fitted.answer_at,
+                               holdout=fitted.holdout or HOLDOUT_SHARE)
+    band = _BANDS[key]
+    return replace(mix, judge=band.judge, low=band.low, high=band.high, holdout=band.holdout)
 
 
 def named_policy(store: Store, rule: str) -> Policy | None:

@@ -2,7 +2,9 @@
 
 Strategies: `unlabelled` (samples with the fewest current labels first, in dataset order),
 `disagreement` (samples whose judges disagree most in a run first, so labels go where they
-teach most; among equals, the later sample first), `random` (a seeded pseudo-random walk). `overlap` k hands each sample to k
+teach most; among equals, the later sample first), `random` (a seeded pseudo-random walk),
+`value` (a mix, `ValueMix`: samples in a policy's defer band, samples the judges disagree
+on, and samples of the random slice kept apart for checking the policy). `overlap` k hands each sample to k
 different annotators (for agreement); a sample the annotator labelled or skipped is not
 offered again. Each query stops at the first eligible sample, so it stays fast on large
 datasets (see scripts/bench_labels.py).
@@ -11,20 +13,51 @@ datasets (see scripts/bench_labels.py).
 from __future__ import annotations
 
 import zlib
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any, Callable, Literal
 
 from sqlalchemy import ColumnElement, and_, bindparam, exists, func, not_, select
 from sqlalchemy.orm import Session, aliased
 
 from ragshield.errors import OptionError
+from ragshield.holdout import HOLDOUT_SHARE, in_holdout
 from ragshield.store.database import Store, remembered
 from ragshield.store.labels import annotator_id_of
-from ragshield.store.models import AnswerRow, Label, Run, Sample, Skip
+from ragshield.store.models import AnswerRow, Label, Run, Sample, Skip, VerdictRow
 from ragshield.store.runs import MAIN, UnknownRunError
 from ragshield.store.samples import dataset_id_of
 
-Strategy = Literal["unlabelled", "disagreement", "random"]
-STRATEGIES: tuple[str, ...] = ("unlabelled", "disagreement", "random")
+Strategy = Literal["unlabelled", "disagreement", "random", "value"]
+STRATEGIES: tuple[str, ...] = ("unlabelled", "disagreement", "random", "value")
+BATCH = 64  # candidate ids read at a time where some are passed over in Python
+
+
+@dataclass(frozen=True)
+class ValueMix:
+    """The `value` queue: the share of labels that goes to each source.
+
+    The default splits the labels that teach between the policy's defer band (where its
+    score cannot decide: labels there move its thresholds) and the samples the judges
+    disagree on (where a better judge or a stacked one learns most), and sends one in five
+    to the random slice: without labels nobody chose, the watch cannot tell whether the
+    policy keeps its promise. The band and disagreement sources never hand out a sample of
+    the slice, so its labels stay a uniform sample."""
+
+    band: float = 0.4
+    disagreement: float = 0.4
+    random: float = 0.2
+    # The defer band: samples whose `judge` score in the run is in [low, high).
+    judge: str | None = None
+    low: float = float("-inf")
+    high: float = float("-inf")
+    holdout: float = HOLDOUT_SHARE  # the random slice's share of the dataset
+
+    def __post_init__(self) -> None:
+        shares = (self.band, self.disagreement, self.random)
+        if min(shares) < 0 or sum(shares) <= 0:
+            raise OptionError(f"the value mix needs shares >= 0 with a positive sum, got "
+                              f"band={self.band}, disagreement={self.disagreement}, "
+                              f"random={self.random}")
 
 
 def _is_current(label: type[Label] | Label) -> ColumnElement[bool]:
@@ -75,14 +108,22 @@ _WITH_COUNT = (select(_IN_ORDER.c.external_id)
                .limit(1))
 _FROM = _ELIGIBLE_IDS.where(Sample.id >= bindparam("start")).order_by(Sample.id).limit(1)
 _BEFORE = _ELIGIBLE_IDS.where(Sample.id < bindparam("start")).order_by(Sample.id).limit(1)
-_MOST_DISAGREED = (
-    _ELIGIBLE_IDS.join(AnswerRow, and_(AnswerRow.sample_id == Sample.id,
-                                       AnswerRow.run_id == bindparam("run_id"),
-                                       AnswerRow.role == MAIN))
-    .where(AnswerRow.disagreement.is_not(None))
+_JUDGED = _ELIGIBLE_IDS.join(AnswerRow, and_(AnswerRow.sample_id == Sample.id,
+                                             AnswerRow.run_id == bindparam("run_id"),
+                                             AnswerRow.role == MAIN))
+_DISAGREED = (
+    _JUDGED.where(AnswerRow.disagreement.is_not(None))
     # Ties: the later sample first, so that one backward index scan (run, disagreement,
     # sample) serves the whole ordering.
-    .order_by(AnswerRow.disagreement.desc(), AnswerRow.sample_id.desc()).limit(1))
+    .order_by(AnswerRow.disagreement.desc(), AnswerRow.sample_id.desc()))
+_MOST_DISAGREED = _DISAGREED.limit(1)
+# Samples whose :judge score in the run lies in [:low, :high), the band a policy defers.
+_IN_BAND = (_JUDGED.join(VerdictRow, and_(VerdictRow.answer_id == AnswerRow.id,
+                                          VerdictRow.judge == bindparam("judge")))
+            .where(VerdictRow.score >= bindparam("low"), VerdictRow.score < bindparam("high"))
+            .order_by(Sample.id))
+_FROM_ALL = _ELIGIBLE_IDS.where(Sample.id >= bindparam("start")).order_by(Sample.id)
+_BEFORE_ALL = _ELIGIBLE_IDS.where(Sample.id < bindparam("start")).order_by(Sample.id)
 
 
 def _unlabelled(session: Session, params: dict[str, int]) -> str | None:
@@ -95,17 +136,86 @@ def _unlabelled(session: Session, params: dict[str, int]) -> str | None:
     return None
 
 
-def _random(session: Session, params: dict[str, int], seed: int) -> str | None:
+def _labels_given(session: Session, annotator_id: int) -> int:
+    return session.scalar(select(func.count()).select_from(Label)
+                          .where(Label.annotator_id == annotator_id)) or 0
+
+
+def _random_start(session: Session, params: dict[str, Any], seed: int) -> int | None:
+    """A pseudo-random row id of the dataset that moves on with each label given."""
     low, high = session.execute(select(func.min(Sample.id), func.max(Sample.id))
                                 .where(Sample.dataset_id == params["dataset_id"])).one()
     if low is None:
         return None
     annotator_id = params["annotator_id"]
-    done = session.scalar(select(func.count()).select_from(Label)
-                          .where(Label.annotator_id == annotator_id)) or 0
-    start = low + zlib.crc32(f"{seed}:{annotator_id}:{done}".encode()) % (high - low + 1)
+    done = _labels_given(session, annotator_id)
+    return low + zlib.crc32(f"{seed}:{annotator_id}:{done}".encode()) % (high - low + 1)
+
+
+def _random(session: Session, params: dict[str, int], seed: int) -> str | None:
+    start = _random_start(session, params, seed)
+    if start is None:
+        return None
     return (session.scalar(_FROM, {**params, "start": start})
             or session.scalar(_BEFORE, {**params, "start": start}))
+
+
+def _first_passing(session: Session, query: Any, params: dict[str, Any],
+                   passes: Callable[[str], bool]) -> str | None:
+    """The first id `query` yields that `passes`, read BATCH at a time."""
+    offset = 0
+    while True:
+        ids = session.scalars(query.limit(BATCH).offset(offset), params).all()
+        found = next((i for i in ids if passes(i)), None)
+        if found is not None or len(ids) < BATCH:
+            return found
+        offset += BATCH
+
+
+def _value(session: Session, params: dict[str, Any], seed: int, run_id: int | None,
+           mix: ValueMix) -> str | None:
+    """The source the mix draws for this label first, then the others in the order band,
+    disagreement, random slice (a teaching source with nothing left passes its turn to the
+    other one before the slice gets more than its share)."""
+    def kept_apart(sample_id: str) -> bool:
+        return in_holdout(sample_id, mix.holdout)
+
+    def teaching(sample_id: str) -> bool:
+        return not kept_apart(sample_id)
+
+    def band() -> str | None:
+        if run_id is None or mix.judge is None or mix.band == 0:
+            return None
+        return _first_passing(session, _IN_BAND, {**params, "run_id": run_id, "judge": mix.judge,
+                                                  "low": mix.low, "high": mix.high}, teaching)
+
+    def disagreement() -> str | None:
+        if run_id is None or mix.disagreement == 0:
+            return None
+        return _first_passing(session, _DISAGREED, {**params, "run_id": run_id}, teaching)
+
+    def random_slice() -> str | None:
+        start = _random_start(session, params, seed)
+        if start is None or mix.random == 0:
+            return None
+        at = {**params, "start": start}
+        return (_first_passing(session, _FROM_ALL, at, kept_apart)
+                or _first_passing(session, _BEFORE_ALL, at, kept_apart))
+
+    sources = [(mix.band, band), (mix.disagreement, disagreement), (mix.random, random_slice)]
+    done = _labels_given(session, params["annotator_id"])
+    draw = zlib.crc32(f"value:{seed}:{params['annotator_id']}:{done}".encode()) / 2**32
+    total, cumulative, first = sum(share for share, _ in sources), 0.0, 0
+    for index, (share, _) in enumerate(sources):
+        cumulative += share / total
+        if draw < cumulative:
+            first = index
+            break
+    for _, source in [sources[first], *sources[:first], *sources[first + 1:]]:
+        found = source()
+        if found is not None:
+            return found
+    return _first_passing(session, _FROM_ALL, {**params, "start": 0}, teaching)
 
 
 def latest_run_id(session: Session, dataset_id: int) -> int | None:
@@ -132,10 +242,12 @@ def _disagreement(session: Session, params: dict[str, int], run_id: int | None) 
 
 
 def next_sample(store: Store, dataset: str, annotator: str, *, strategy: str = "unlabelled",
-                overlap: int = 1, seed: int = 0, run_id: int | None = None) -> str | None:
+                overlap: int = 1, seed: int = 0, run_id: int | None = None,
+                mix: ValueMix | None = None) -> str | None:
     """The id of the sample to label next, or None when the annotator is done.
     `disagreement` uses `run_id` (default: the dataset's newest run) and falls back to
-    `unlabelled` once no judged sample is left."""
+    `unlabelled` once no judged sample is left; `value` draws from `mix` (default: no
+    band) on that run."""
     if strategy not in STRATEGIES:
         raise OptionError(f"strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
     if overlap < 1:
@@ -143,11 +255,14 @@ def next_sample(store: Store, dataset: str, annotator: str, *, strategy: str = "
     with store.session() as session:
         dataset_id = dataset_id_of(session, dataset)
         person = annotator_id_of(session, annotator)
-        if strategy != "disagreement":
+        if strategy not in ("disagreement", "value"):
             run_for_dataset(session, dataset_id, run_id)  # a wrong --run is an error anyway
         params = {"dataset_id": dataset_id, "annotator_id": person, "overlap": overlap}
         if strategy == "random":
             return _random(session, params, seed)
+        if strategy == "value":
+            return _value(session, params, seed, run_for_dataset(session, dataset_id, run_id),
+                          mix or ValueMix())
         if strategy == "disagreement":
             found = _disagreement(session, params, run_for_dataset(session, dataset_id, run_id))
             if found is not None:

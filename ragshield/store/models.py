@@ -264,5 +264,6 @@ class PolicyRow(Base):
     name: Mapped[str] = mapped_column(String(100))
     version: Mapped[int] = mapped_column(Integer)
     source: Mapped[str] = mapped_column(String(200))  # the judge it reads (body["source"])
+    dataset: Mapped[str | None] = mapped_column(String(200))  # it was fitted on
     body: Mapped[dict[str, Any]]
     created_at: Mapped[datetime] = mapped_column(default=utcnow)

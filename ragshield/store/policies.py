@@ -3,6 +3,7 @@ it): each save of a name adds the next version."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from sqlalchemy import func, select
@@ -19,7 +20,17 @@ class UnknownPolicyError(UserError, LookupError):
     """No policy of that name (or version)."""
 
 
-def save_policy(store: Store, name: str, source: str,
+@dataclass(frozen=True)
+class PolicyHead:
+    """The newest version of a policy, without its body."""
+
+    name: str
+    version: int
+    source: str  # the judge it reads
+    dataset: str | None  # the dataset it was fitted on
+
+
+def save_policy(store: Store, name: str, source: str, dataset: str | None,
                 body_of: Callable[[int], Body]) -> Body:
     """Store `body_of(version)` as the next version of `name`; returns that body."""
     for _ in range(3):  # another fit of the same name may take the version first
@@ -28,7 +39,8 @@ def save_policy(store: Store, name: str, source: str,
                 version = (session.scalar(select(func.max(PolicyRow.version))
                                           .where(PolicyRow.name == name)) or 0) + 1
                 body = body_of(version)
-                session.add(PolicyRow(name=name, version=version, source=source, body=body))
+                session.add(PolicyRow(name=name, version=version, source=source,
+                                      dataset=dataset, body=body))
             return body
         except IntegrityError:
             continue
@@ -58,9 +70,10 @@ def policy_bodies(store: Store) -> list[Body]:
                                     .order_by(PolicyRow.name, PolicyRow.version)))
 
 
-def policy_sources(store: Store) -> dict[str, str]:
-    """Each policy name -> the judge its newest version reads (without loading bodies)."""
+def policy_heads(store: Store) -> list[PolicyHead]:
+    """The newest version of each policy, by name (without loading bodies)."""
     with store.session() as session:
-        rows = session.execute(select(PolicyRow.name, PolicyRow.source)
+        rows = session.execute(select(PolicyRow.name, PolicyRow.version, PolicyRow.source,
+                                      PolicyRow.dataset)
                                .order_by(PolicyRow.name, PolicyRow.version)).all()
-    return {name: source for name, source in rows}
+    return list({row.name: PolicyHead(*row) for row in rows}.values())

@@ -25,6 +25,8 @@ from ragshield.services.labelling import (LABEL_VALUES, STRATEGIES, AnnotationIt
 from ragshield.ui.context import UiContext
 from ragshield.ui.html_render import esc, message_html, table_html
 
+VALUE_INFO = ("value: 2 in 5 labels where the newest policy would ask a person, 2 in 5 where "
+              "the judges disagree, 1 in 5 from the random slice that checks the policy")
 TITLE = "Annotate"
 
 # Stable element ids: the hotkey script and the browser tests find the tab by them.
@@ -377,7 +379,7 @@ def build(context: UiContext, page: gr.Blocks) -> None:
                                       allow_custom_value=True, label="Dataset",
                                       elem_id="annotate-dataset", scale=2)
             strategy_box = gr.Radio(list(STRATEGIES), value=QueueView.strategy, label="Queue",
-                                    elem_id="annotate-strategy", scale=3)
+                                    elem_id="annotate-strategy", scale=3, info=VALUE_INFO)
             overlap_box = gr.Number(QueueView.overlap, precision=0, minimum=1,
                                     label="Annotators per sample (overlap k)",
                                     elem_id="annotate-overlap", scale=1)

@@ -22,6 +22,7 @@ def upgrade() -> None:
         sa.Column('name', sa.String(length=100), nullable=False),
         sa.Column('version', sa.Integer(), nullable=False),
         sa.Column('source', sa.String(length=200), nullable=False),
+        sa.Column('dataset', sa.String(length=200), nullable=True),
         sa.Column('body', sa.JSON(), nullable=False),
         sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
         sa.PrimaryKeyConstraint('id'),
