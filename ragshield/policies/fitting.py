@@ -28,8 +28,11 @@ class LabelledScores:
 
 def fingerprint(sample_ids: np.ndarray, good: np.ndarray) -> str:
     """A digest of the (sample, label) pairs, in any order: equal digests, equal labels."""
-    lines = sorted(f"{sample_id}\t{int(flag)}" for sample_id, flag in zip(sample_ids, good))
-    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+    ids = np.asarray(sample_ids).astype(str)
+    order = np.argsort(ids, kind="stable")
+    digest = hashlib.sha256("\n".join(ids[order].tolist()).encode())
+    digest.update(np.packbits(np.asarray(good, dtype=bool)[order]).tobytes())
+    return digest.hexdigest()
 
 
 def _rate(part: int, whole: int) -> tuple[float | None, tuple[float, float] | None]:
@@ -78,6 +81,6 @@ def fit_policy(name: str, source: str, data: LabelledScores, *, alpha: float, de
                            automatic_labels=int((~data.human[scored]).sum()),
                            unscored=int((~scored).sum()),
                            fingerprint=fingerprint(data.sample_ids, data.good),
-                           sample_ids=tuple(str(i) for i in data.sample_ids)),
+                           sample_ids=tuple(np.asarray(data.sample_ids).astype(str).tolist())),
         code_version=code_version(), created_at=datetime.now(timezone.utc).isoformat(),
         holdout=holdout, tested=fitted.tested, notes=notes)
