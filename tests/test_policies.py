@@ -75,13 +75,12 @@ class DemoWorld:
         return ScriptedReply(f"Answer: {self.answer_of(sample)}\nEvidence: ## Passage-0 ##")
 
 
-@pytest.fixture
-def demo_run(store, settings):
-    """A run of the demo set judged by p_true, every sample labelled from its flags."""
+def judged_demo_run(store, settings, judges: list[str]) -> tuple[DemoWorld, int]:
+    """A run of the demo set by these judges, every sample labelled from its flags."""
     ensure_demo_dataset(store)
     world = DemoWorld(store)
-    run_id = record_run(store, settings, RunConfig(dataset="demo", judges=[JUDGE],
-                                                   rule=JUDGE)).run_id
+    run_id = record_run(store, settings, RunConfig(dataset="demo", judges=judges,
+                                                   rule=judges[0])).run_id
     execute(store, settings, run_id, models=RunModels(main=ScriptedLLM(respond=world.respond)))
     for name in ("flag-reader", "second-reader", "third-reader"):
         add_annotator(store, name)
@@ -90,6 +89,38 @@ def demo_run(store, settings):
                      "answerable" if sample.answerable else "unanswerable",
                      answer_correct=world.good(sample))
     return world, run_id
+
+
+@pytest.fixture
+def demo_run(store, settings):
+    """A run of the demo set judged by p_true, every sample labelled from its flags."""
+    return judged_demo_run(store, settings, [JUDGE])
+
+
+def test_a_stacked_policy_trains_on_half_and_calibrates_on_the_other(store, settings,
+                                                                      tmp_path):
+    world, run_id = judged_demo_run(store, settings, [JUDGE, "token_prob", "trivial"])
+    policy = fit_run_policy(store, run_id, "stacked", "stack", alpha=0.25, delta=0.1,
+                            holdout=0.2)
+    assert policy.stacker is not None and policy.judges == [JUDGE, "token_prob", "trivial"]
+    labelled = [s.id for s in world.samples.values() if not in_holdout(s.id, 0.2)]
+    assert sorted(policy.fitted_on.sample_ids) == sorted(labelled)
+    assert 0.3 * len(labelled) < policy.calibration.labels < 0.7 * len(labelled)
+    assert "trained on" in policy.notes[0]
+    # The model rides in the policy's JSON and decides without the run.
+    path = tmp_path / "stack.json"
+    path.write_text(json.dumps(policy.to_dict()))
+    again = import_policy(store, path)
+    assert again.stacker == policy.stacker and again.version == 2
+    second = record_run(store, settings, RunConfig(
+        dataset="demo", judges=[JUDGE, "token_prob", "trivial"], rule="policy:stack@1")).run_id
+    execute(store, settings, second, models=RunModels(main=ScriptedLLM(respond=world.respond)))
+    _, frame = run_frame(RunTablesCache(store), BrowseFrames(), second, "human")
+    words = frame.rows[DECISION].value_counts().to_dict()
+    assert words.get("keep", 0) > 0 and set(words) <= {"keep", "abstain", "defer"}
+    with pytest.raises(OptionError, match="add token_prob, trivial to the judges"):
+        record_run(store, settings, RunConfig(dataset="demo", judges=[JUDGE],
+                                              rule="policy:stack"))
 
 
 def test_fit_decide_and_watch_on_the_demo_set(store, settings, demo_run):
@@ -156,7 +187,7 @@ def test_policy_refusals_name_the_reason(store, settings, demo_run):
         record_run(store, settings, RunConfig(dataset="demo", judges=[JUDGE],
                                               rule="policy:missing"))
     fit_run_policy(store, run_id, JUDGE, "p", alpha=0.3, delta=0.1)
-    with pytest.raises(OptionError, match="decides from judge 'p_true'.*add p_true"):
+    with pytest.raises(OptionError, match="decides from the scores of p_true: add p_true"):
         record_run(store, settings, RunConfig(dataset="demo", judges=["trivial"],
                                               rule="policy:p"))
 
@@ -195,6 +226,10 @@ def test_cli_fit_show_list_export_import_watch(store, store_url, settings, demo_
     (lambda b: b["fitted_on"].update(sample_ids=[1]), "policy.json.fitted_on.sample_ids"),
     (lambda b: b.update(name="a@b"), "policy.json.name: 1-100 printable characters"),
     (lambda b: b.update(withhold_below=b["answer_at"] + 1), "withhold_below: .* is above"),
+    (lambda b: b.update(source="stacked"), "policy.json.stacker: a policy on source 'stacked'"),
+    (lambda b: b.update(stacker={"columns": ["a:score"], "fill": [0.5], "flagged": [],
+                                 "mean": [0.1], "scale": [1.0], "coef": [1.0, 2.0],
+                                 "intercept": 0}), "stacker: the lengths of columns"),
 ])
 def test_bad_policy_files_name_the_field_and_store_nothing(store, settings, demo_run, tmp_path,
                                                            change, message):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from typing import Sequence
 from datetime import datetime, timezone
 
 import numpy as np
@@ -13,6 +14,7 @@ from ragshield.judging import ABSTAINED, KEPT
 from ragshield.policies.policy import (Calibration, FittedOn, Policy, PolicyFormatError,
                                        outcome_codes)
 from ragshield.policies.risk_control import clopper_pearson, fit_thresholds
+from ragshield.policies.stacked_score import StackedScore
 from ragshield.version import code_version
 
 
@@ -58,16 +60,21 @@ def calibration_of(answer_at: float, withhold_below: float | None, scores: np.nd
 
 def fit_policy(name: str, source: str, data: LabelledScores, *, alpha: float, delta: float,
                beta: float | None = None, run_id: int | None = None,
-               dataset: str | None = None, truth: str = "human",
-               holdout: float = 0.0) -> Policy:
+               dataset: str | None = None, truth: str = "human", holdout: float = 0.0,
+               stacker: StackedScore | None = None, trained_on: Sequence[str] = ()) -> Policy:
     """Fit the thresholds on `data` and describe the result (PolicyFitError when the labels
-    cannot support the promise)."""
+    cannot support the promise). `stacker`: the model that gave the scores, trained on the
+    samples `trained_on` (kept apart from `data`)."""
     if not name or len(name) > 100 or "@" in name or not name.isprintable():
         raise PolicyFormatError(f"policy name: 1-100 printable characters without '@', "
                                 f"got {name!r:.60}")
     fitted = fit_thresholds(data.scores, data.good, alpha, delta, beta)
     scored = ~np.isnan(data.scores)
     notes = []
+    if stacker is not None:
+        notes.append(f"stacked judge over {', '.join(stacker.judges)}: trained on "
+                     f"{len(trained_on)} labels, thresholds calibrated on {len(data.scores)} "
+                     "others")
     if beta is not None and fitted.withhold_below is None:
         notes.append(f"no withhold threshold kept good answers among the withheld <= {beta:g}:"
                      " every answer below the answer threshold is deferred")
@@ -81,6 +88,7 @@ def fit_policy(name: str, source: str, data: LabelledScores, *, alpha: float, de
                            automatic_labels=int((~data.human[scored]).sum()),
                            unscored=int((~scored).sum()),
                            fingerprint=fingerprint(data.sample_ids, data.good),
-                           sample_ids=tuple(np.asarray(data.sample_ids).astype(str).tolist())),
+                           sample_ids=(*np.asarray(data.sample_ids).astype(str).tolist(),
+                                       *trained_on)),
         code_version=code_version(), created_at=datetime.now(timezone.utc).isoformat(),
-        holdout=holdout, tested=fitted.tested, notes=notes)
+        holdout=holdout, tested=fitted.tested, notes=notes, stacker=stacker)

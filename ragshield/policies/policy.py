@@ -17,6 +17,7 @@ from numpy.typing import ArrayLike
 from ragshield.errors import UserError
 from ragshield.judging import ABSTAINED, DEFERRED, KEPT, Decision, Rule
 from ragshield.policies.rules import policy_rule
+from ragshield.policies.stacked_score import STACKED, StackedScore, read_stacked
 from ragshield.types import Verdict
 
 FORMAT = "ragshield-policy/1"
@@ -101,6 +102,12 @@ class Policy:
     version: int | None = None  # given by the store
     tested: int = 0  # thresholds tested for answer_at (up to the first that failed)
     notes: list[str] = field(default_factory=list)
+    stacker: StackedScore | None = None  # the model behind source "stacked"
+
+    @property
+    def judges(self) -> list[str]:
+        """The judges whose verdicts it reads."""
+        return self.stacker.judges if self.stacker is not None else [self.source]
 
     @property
     def rule(self) -> str:
@@ -120,15 +127,24 @@ class Policy:
     def outcome(self, score: float | None) -> str:
         return outcome(score, self.answer_at, self.withhold_below)
 
-    def decide(self, verdicts: Sequence[Verdict]) -> Decision:
-        """The decision on one sample from its source judge's verdict."""
+    def score_of(self, verdicts: Sequence[Verdict]) -> tuple[float | None, str | None]:
+        """The score it decides one sample by, or None and why there is none."""
+        if self.stacker is not None:
+            score = self.stacker.score_verdicts(verdicts)
+            return score, None if score is not None else "none of its judges ran"
         verdict = next((v for v in verdicts if v.judge == self.source), None)
-        score = None if verdict is None else verdict.score
+        if verdict is None or verdict.score is None:
+            return None, f"judge '{self.source}' " + ("did not run" if verdict is None
+                                                       else "gave no score")
+        return verdict.score, None
+
+    def decide(self, verdicts: Sequence[Verdict]) -> Decision:
+        """The decision on one sample from its source judge's verdict (or the stacked
+        score of its judges' verdicts)."""
+        score, missing = self.score_of(verdicts)
+        if score is None:
+            return Decision(None, self.rule, f"{missing}: ask a person", deferred=True)
         outcome = self.outcome(score)
-        if verdict is None or score is None:
-            why = "did not run" if verdict is None else "gave no score"
-            return Decision(None, self.rule, f"judge '{self.source}' {why}: ask a person",
-                            deferred=True)
         shown = f"{self.source} score {score:.3g}"
         if outcome == ANSWER:
             return Decision(True, self.rule, f"{shown} >= {self.answer_at:.3g}: answer")
@@ -233,6 +249,15 @@ def _read_fitted_on(body: Any, where: str) -> FittedOn:
                     sample_ids=tuple(ids))
 
 
+def _read_stacker(body: Any, where: str) -> StackedScore | None:
+    if body is None:
+        return None
+    try:
+        return read_stacked(body, where)
+    except ValueError as exc:
+        raise PolicyFormatError(str(exc)) from exc
+
+
 def _read_policy(body: Any, where: str) -> Policy:
     if not isinstance(body, dict):
         raise PolicyFormatError(f"{where}: expected a JSON object, got {type(body).__name__}")
@@ -258,7 +283,11 @@ def _read_policy(body: Any, where: str) -> Policy:
         version=_whole(body, "version", where, optional=True),
         tested=_whole(body, "tested", where, optional=True) or 0,
         notes=[str(n) for n in _field(body, "notes", list, where, optional=True) or []],
+        stacker=_read_stacker(body.get("stacker"), f"{where}.stacker"),
     )
+    if (policy.source == STACKED) != (policy.stacker is not None):
+        raise PolicyFormatError(f"{where}.stacker: a policy on source {STACKED!r} needs its "
+                                "model, and only it has one")
     if policy.withhold_below is not None and policy.withhold_below > policy.answer_at:
         raise PolicyFormatError(f"{where}.withhold_below: {policy.withhold_below} is above "
                                 f"answer_at {policy.answer_at}")

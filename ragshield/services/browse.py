@@ -27,6 +27,7 @@ from ragshield.judging import (ABSTAINED, DEFERRED, KEPT, NOT_RUN, UNDECIDED, de
 from ragshield.metrics.labels import ANSWERABLE, UNANSWERABLE
 from ragshield.metrics.risk import FOLDS
 from ragshield.policies.policy import DEFER, Policy, config_rule
+from ragshield.services.policies import policy_scores
 from ragshield.services.run_tables import RunTablesCache, remember
 from ragshield.types import ABSTAIN, KEEP
 
@@ -97,9 +98,7 @@ def _decisions(tables: RunTables, codes: np.ndarray, judges: tuple[str, ...]) ->
     its rule (from the judges' keep codes)."""
     rule = config_rule(tables.config)
     if isinstance(rule, Policy):
-        verdicts = tables.verdicts[tables.verdicts["judge"] == rule.source]
-        scores = tables.samples["sample_id"].map(verdicts.set_index("sample_id")["score"])
-        return rule.decision_codes(scores.to_numpy(dtype=float))
+        return rule.decision_codes(policy_scores(tables, rule))
     return decision_codes(codes, judges, rule)
 
 

@@ -24,6 +24,8 @@ from ragshield.holdout import HOLDOUT_SHARE, in_holdout
 from ragshield.policies.fitting import LabelledScores, fit_policy
 from ragshield.policies.policy import Policy, PolicyFormatError, rule_fields
 from ragshield.policies.rules import parse_rule
+from ragshield.policies.stacked_score import (STACKED, StackedScore, run_features,
+                                              train_stacked_score)
 from ragshield.policies.watch import WatchRow, watch
 from ragshield.run_config import RunConfig
 from ragshield.reports.tables import Table, fmt
@@ -35,37 +37,74 @@ from ragshield.store.runs import get_run
 TRUTH = "human"
 
 
-def labelled_scores(tables: RunTables, judge: str, holdout: float = 0.0) -> LabelledScores:
-    """The run's labelled samples with `judge`'s score (NaN where it gave none), leaving
-    out the random slice of `holdout`. `tables` must be under truth "human"."""
-    samples = tables.samples
-    if samples.empty:
-        raise UserError(f"run {tables.run_id} has no answers to fit a policy on")
+def judge_scores(tables: RunTables, judge: str) -> np.ndarray:
+    """`judge`'s score on each sample of the run (NaN where it gave none); OptionError when
+    it gave none at all."""
     verdicts = tables.verdicts[tables.verdicts["judge"] == judge]
     if verdicts["score"].notna().sum() == 0:
         scored = sorted(set(tables.verdicts.loc[tables.verdicts["score"].notna(), "judge"]))
         raise OptionError(f"judge {judge!r} gave no score in run {tables.run_id}; judges "
-                          f"with scores: {', '.join(scored) or 'none'}")
+                          f"with scores: {', '.join(scored) or 'none'}, or {STACKED}")
+    scores = tables.samples["sample_id"].map(verdicts.set_index("sample_id")["score"])
+    return scores.to_numpy(dtype=float)
+
+
+def policy_scores(tables: RunTables, policy: Policy) -> np.ndarray:
+    """The score `policy` decides each sample of the run by."""
+    if policy.stacker is not None:
+        return policy.stacker.score_frame(run_features(tables.verdicts,
+                                                       tables.samples["sample_id"]))
+    return judge_scores(tables, policy.source)
+
+
+def labelled_scores(tables: RunTables, scores: np.ndarray, holdout: float = 0.0,
+                    rows: np.ndarray | None = None) -> LabelledScores:
+    """The run's labelled samples (of `rows`, a mask; default all) with their `scores`,
+    leaving out the random slice of `holdout`. `tables` must be under truth "human"."""
+    samples = tables.samples
     ids = samples["sample_id"].astype(str).to_numpy()
     human = samples["annotators"].to_numpy() > 0
     gradable = samples["references"].map(len).to_numpy() > 0
     kept = (human | gradable) & ~np.asarray([in_holdout(i, holdout) for i in ids], dtype=bool)
-    scores = samples["sample_id"].map(verdicts.set_index("sample_id")["score"])
+    if rows is not None:
+        kept &= rows
     good = (samples["answer_correct"].astype(bool) & samples["passages_support"].astype(bool))
-    return LabelledScores(ids[kept], scores.to_numpy(dtype=float)[kept],
-                          good.to_numpy(dtype=bool)[kept], human[kept])
+    return LabelledScores(ids[kept], scores[kept], good.to_numpy(dtype=bool)[kept], human[kept])
+
+
+def _stacked(tables: RunTables, holdout: float) -> tuple[StackedScore, LabelledScores, list[str]]:
+    """The stacked judge trained on half of the labelled samples (by a hash of their id)
+    and the other half scored by it, for calibration: thresholds fitted on the samples the
+    model learnt from would promise too much."""
+    ids = tables.samples["sample_id"].astype(str)
+    features = run_features(tables.verdicts, tables.samples["sample_id"])
+    training = ids.map(lambda i: in_holdout(f"stacked-training:{i}", 0.5)).to_numpy(dtype=bool)
+    trained = labelled_scores(tables, np.zeros(len(ids)), holdout, training)
+    stacker = train_stacked_score(features[training & ids.isin(trained.sample_ids).to_numpy()],
+                                  trained.good)
+    calibration = labelled_scores(tables, stacker.score_frame(features), holdout, ~training)
+    return stacker, calibration, [str(i) for i in trained.sample_ids]
 
 
 def fit_run_policy(store: Store, run_id: int, judge: str, name: str, *, alpha: float,
                    delta: float, beta: float | None = None,
                    holdout: float = HOLDOUT_SHARE) -> Policy:
-    """Fit a policy on the run's labels and store it as the next version of `name`."""
+    """Fit a policy on the run's labels and store it as the next version of `name`.
+    `judge` "stacked": the stacked judge of the run's judges, trained on half the labels."""
     if not 0 <= holdout < 1:
         raise OptionError(f"holdout must lie in [0, 1), got {holdout}")
     run = get_run(store, run_id)
-    data = labelled_scores(run_tables(store, run_id, TRUTH), judge, holdout)
+    tables = run_tables(store, run_id, TRUTH)
+    if tables.samples.empty:
+        raise UserError(f"run {run_id} has no answers to fit a policy on")
+    stacker, trained_on = None, []
+    if judge == STACKED:
+        stacker, data, trained_on = _stacked(tables, holdout)
+    else:
+        data = labelled_scores(tables, judge_scores(tables, judge), holdout)
     policy = fit_policy(name, judge, data, alpha=alpha, delta=delta, beta=beta,
-                        run_id=run_id, dataset=run.dataset, truth=TRUTH, holdout=holdout)
+                        run_id=run_id, dataset=run.dataset, truth=TRUTH, holdout=holdout,
+                        stacker=stacker, trained_on=trained_on)
     return save_policy(store, policy)
 
 
@@ -129,9 +168,10 @@ def named_policy(store: Store, rule: str) -> Policy | None:
 
 
 def check_policy_judges(policy: Policy, judges: Sequence[str]) -> None:
-    if policy.source not in judges:
-        raise OptionError(f"policy {policy.name!r} decides from judge {policy.source!r}'s "
-                          f"score: add {policy.source} to the judges")
+    missing = [judge for judge in policy.judges if judge not in judges]
+    if missing:
+        raise OptionError(f"policy {policy.name!r} decides from the scores of "
+                          f"{', '.join(policy.judges)}: add {', '.join(missing)} to the judges")
 
 
 def resolve_rule(store: Store, rule: str, judges: Sequence[str]) -> Rule:
@@ -157,7 +197,7 @@ def with_policy(store: Store, config: RunConfig) -> RunConfig:
 def watch_run(tables: RunTables, policy: Policy, dataset: str | None) -> list[WatchRow]:
     """The policy on the run's labelled samples it was not fitted on (tables under truth
     "human")."""
-    data = labelled_scores(tables, policy.source)
+    data = labelled_scores(tables, policy_scores(tables, policy))
     return watch(policy, dataset, data.sample_ids, data.scores, data.good)
 
 
@@ -181,9 +221,10 @@ def policy_watch_table(store: Store, tables: RunTables, dataset: str | None) -> 
     risk against the risk observed on labels it was not fitted on (tables under truth
     "human")."""
     scored = set(tables.verdicts.loc[tables.verdicts["score"].notna(), "judge"])
+    ran = set(tables.verdicts["judge"])
     rows = []
     for policy in _latest(list_policies(store)):
-        if policy.source not in scored:
+        if not (set(policy.judges) <= ran if policy.stacker else policy.source in scored):
             continue
         for row in watch_run(tables, policy, dataset):
             status = ("no answer to check" if row.risk is None
