@@ -192,6 +192,20 @@ def test_dashboard_shows_figures_and_the_metric_table(page: Page) -> None:
     save_screenshot(page, "dashboard")
 
 
+def test_a_false_keep_opens_its_case_study_in_one_click(page: Page,
+                                                      prepared: PreparedStore) -> None:
+    open_tab(page, "Dashboard")
+    pick(page, "Run", f"#{prepared.run_id} ")
+    link = page.locator('#dashboard-agreement a[href*="sample="]').first
+    expect(link).to_be_visible()
+    sample_id = link.inner_text()
+    link.click()
+    expect(page.get_by_role("tab", name="Browse")).to_have_attribute("aria-selected", "true")
+    expect(page.get_by_label("Sample id", exact=True)).to_have_value(sample_id)
+    expect(page.locator(".rs-case")).to_contain_text(sample_id)
+    no_traceback(page)
+
+
 # -- hostile text -----------------------------------------------------------------------------
 
 def test_hostile_text_shows_as_text_and_runs_nothing(page: Page) -> None:

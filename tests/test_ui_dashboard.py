@@ -90,7 +90,8 @@ def table_rows(page: str, title: str) -> dict[str, list[str]]:
     section = page.split(f"<h2>{html.escape(title)}</h2>", 1)[1].split("</table>", 1)[0]
     rows = {}
     for row in re.findall(r"<tr>(.*?)</tr>", section.split("<tbody>", 1)[1]):
-        cells = [html.unescape(cell) for cell in re.findall(r"<td>(.*?)</td>", row)]
+        cells = [html.unescape(re.sub(r"<[^>]+>", "", cell))  # a link's text
+                 for cell in re.findall(r"<td>(.*?)</td>", row)]
         rows[cells[0]] = cells
     return rows
 

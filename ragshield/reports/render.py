@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import html
 from pathlib import Path
+from urllib.parse import urlencode
 
-from ragshield.reports.tables import Table
+from ragshield.reports.tables import SampleLinks, Table
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:2rem;max-width:1200px;color:#222}
 table{border-collapse:collapse;margin:0.5rem 0 1.5rem}th,td{border:1px solid #ccc;
@@ -14,7 +15,8 @@ padding:4px 8px;text-align:left;font-size:14px}th{background:#f3f3f3}
 .note{color:#555;font-size:13px}img{max-width:560px;margin:0 1rem 1rem 0}"""
 
 
-def _md_cell(text: str) -> str:
+def _md_cell(cell: str | SampleLinks) -> str:
+    text = str(cell)
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
 
 
@@ -35,9 +37,20 @@ def markdown(title: str, tables: list[Table], figures: list[Path]) -> str:
     return "\n".join(parts)
 
 
+def _cell_html(cell: str | SampleLinks) -> str:
+    """A cell's text, escaped; the ids of SampleLinks as links to their case studies."""
+    if not isinstance(cell, SampleLinks) or cell.run_id is None or not cell.ids:
+        return html.escape(str(cell))
+    links = ", ".join(
+        f'<a href="?{html.escape(urlencode({"run": cell.run_id, "sample": sample_id}))}" '
+        f'target="_top">{html.escape(sample_id)}</a>' for sample_id in cell.ids[:cell.shown])
+    more = len(cell.ids) - cell.shown
+    return f"{len(cell.ids)}: {links}" + (f", +{more} more" if more > 0 else "")
+
+
 def table_html(table: Table) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in table.headers)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"
+    body = "".join("<tr>" + "".join(f"<td>{_cell_html(c)}</td>" for c in row) + "</tr>"
                    for row in table.rows)
     note = f'<p class="note">{html.escape(table.note)}</p>' if table.note else ""
     return (f"<h2>{html.escape(table.title)}</h2>{note}"

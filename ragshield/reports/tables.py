@@ -26,6 +26,23 @@ class Table:
     note: str = ""
 
 
+@dataclass(frozen=True)
+class SampleLinks:
+    """A table cell listing samples of a run: "3: s1, s4, s7" as text, and in a page each id
+    a link that opens its case study in Browse (`?run=R&sample=ID`). At most `shown` ids
+    are listed, then how many more."""
+
+    run_id: int | None  # None: text only (no run to open them in)
+    ids: tuple[str, ...]
+    shown: int = 20
+
+    def __str__(self) -> str:
+        if not self.ids:
+            return "0"
+        more = f", +{len(self.ids) - self.shown} more" if len(self.ids) > self.shown else ""
+        return f"{len(self.ids)}: {', '.join(self.ids[:self.shown])}{more}"
+
+
 @dataclass
 class JudgeSeries:
     """One judge's per-sample values aligned with the run's samples table."""

@@ -25,9 +25,9 @@ import numpy as np
 from ragshield.evaluation import RunRecords, RunTables
 from ragshield.label_agreement import automatic_labels
 from ragshield.metrics.summary import judge_metrics
-from ragshield.reports.tables import (JudgeSeries, Table, fallback_table, fmt, grader_table,
-                                      judge_series, overview_table, quality_table, risk_table,
-                                      switch_table, threshold_table)
+from ragshield.reports.tables import (JudgeSeries, SampleLinks, Table, fallback_table, fmt,
+                                      grader_table, judge_series, overview_table, quality_table,
+                                      risk_table, switch_table, threshold_table)
 from ragshield.services.agreement import Agreement, agreement, run_keeps
 from ragshield.services.form_values import whole_number
 from ragshield.services.run_tables import RunTablesCache, remember
@@ -135,19 +135,9 @@ def correctness_part(tables: RunTables, series: dict[str, JudgeSeries]) -> Truth
     return _truth_part(tables, ("answer_correct",), sections, figures, missing)
 
 
-SHOWN_IDS = 20  # sample ids listed in a cell of false keeps / withholds; the rest counted
-
-
-def _sample_list(ids: list[str], shown: int = SHOWN_IDS) -> str:
-    """The count of `ids` and the first `shown` of them ("3: s1, s4, s7", "+k more" after
-    them); "0" for none."""
-    if not ids:
-        return "0"
-    more = f", +{len(ids) - shown} more" if len(ids) > shown else ""
-    return f"{len(ids)}: {', '.join(ids[:shown])}{more}"
-
-
-def agreement_tables(result: Agreement) -> list[Table]:
+def agreement_tables(result: Agreement, run_id: int | None = None) -> list[Table]:
+    """The agreement tables; with `run_id`, each false keep and false withhold links to its
+    case study in that run."""
     among = result.among
     statistics = [["samples with two or more labels", fmt(among["n_items"])],
                   ["percent agreement", fmt(among["percent"])],
@@ -157,8 +147,8 @@ def agreement_tables(result: Agreement) -> list[Table]:
                   *([f"Cohen's kappa {pair.replace('|', ' / ')}", fmt(kappa)]
                     for pair, kappa in among["cohen"].items())]
     against = [[who, fmt(value["n"]), fmt(value["percent"]), fmt(value["kappa"]),
-                fmt(value["ac1"]), _sample_list(value["false_keeps"]),
-                _sample_list(value["false_withholds"])]
+                fmt(value["ac1"]), SampleLinks(run_id, tuple(value["false_keeps"])),
+                SampleLinks(run_id, tuple(value["false_withholds"]))]
                for who, value in {"automatic label": result.automatic, **result.judges}.items()]
     return [Table("Agreement among annotators", ["statistic", "value"], statistics),
             Table("Agreement with the human majority",
@@ -166,8 +156,8 @@ def agreement_tables(result: Agreement) -> list[Table]:
                    "false withholds"], against,
                   note="Keep = answerable. Samples with a majority label (ties and \"unsure\" "
                        "left out). False keeps: kept, the majority says unanswerable; false "
-                       "withholds: withheld, the majority says answerable (sample ids as "
-                       "Browse shows them).")]
+                       "withholds: withheld, the majority says answerable (each id opens "
+                       "its case study in Browse).")]
 
 
 class DashboardCache:
@@ -208,7 +198,7 @@ class DashboardCache:
         series = self._series_of(tables) if not tables.samples.empty else {}
         dataset = tables.config.get("dataset")
         agreed = agreement_tables(agreement(store, dataset, self._automatic_labels(store, dataset),
-                                            run_keeps(tables, series)))
+                                            run_keeps(tables, series)), tables.run_id)
         serial = next(self._serials)
         if tables.samples.empty:
             return RunView(serial, True, [], [], [], agreed), None

@@ -53,10 +53,17 @@ def build_app(settings: Settings, store: Store | None = None,
         gr.Markdown("# ragshield\nRisk control for retrieval-augmented question answering: "
                     "does the answer deserve to be shown, or should the system say "
                     "\"I don't know\"?")
-        for tab in TABS:
-            with gr.Tab(tab.TITLE, id=tab.TITLE.lower(), elem_id=f"tab-{tab.TITLE.lower()}"):
-                tab.build(context, app)
+        with gr.Tabs() as tabs:
+            for tab in TABS:
+                with gr.Tab(tab.TITLE, id=tab.TITLE.lower(), elem_id=f"tab-{tab.TITLE.lower()}"):
+                    tab.build(context, app)
+        app.load(_tab_of_link, None, tabs, api_visibility="private")
     return app
+
+
+def _tab_of_link(request: gr.Request) -> Any:
+    """Browse, for a page link to a case study (`?run=R&sample=ID`); else no change."""
+    return gr.Tabs(selected="browse") if "sample" in request.query_params else gr.update()
 
 
 def launch_options() -> dict[str, Any]:

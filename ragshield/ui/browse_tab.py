@@ -66,6 +66,18 @@ def _run_id(run: int | str | None) -> int:
     return int(text)
 
 
+def browse_link(context: UiContext, frames: BrowseFrames,
+                query: dict[str, str]) -> tuple[Any, Any, Any]:
+    """The run, sample and case study a page link names (`?run=R&sample=ID`); no change
+    without one."""
+    run_value, sample_id = query.get("run", "").strip(), query.get("sample", "").strip()
+    if not run_value or not sample_id:
+        return gr.update(), gr.update(), gr.update()
+    run_id = int(run_value) if run_value.isdigit() else run_value
+    return (gr.update(value=run_id), sample_id,
+            browse_detail(context, frames, run_id, "auto", sample_id))
+
+
 # -- the filtered table ------------------------------------------------------------------
 
 EMPTY_TABLE = pd.DataFrame(columns=["sample", "question", "answer", DECISION])
@@ -167,8 +179,15 @@ def build(context: UiContext, page: gr.Blocks) -> None:
     def select_handler(run_value: int | str | None, truth_value: str, evt: gr.SelectData):
         return browse_row(context, frames, run_value, truth_value, evt.row_value)
 
-    gr.on([page.load, refresh.click, dataset.input], runs_handler,
-          [dataset, run], [dataset, run], api_name="browse_runs")
+    def link_handler(request: gr.Request):
+        return browse_link(context, frames, dict(request.query_params))
+
+    gr.on([refresh.click, dataset.input], runs_handler, [dataset, run], [dataset, run],
+          api_name="browse_runs")
+    # A link to a case study (?run=R&sample=ID, e.g. from the Dashboard's false keeps)
+    # opens it once the pickers are filled.
+    page.load(runs_handler, [dataset, run], [dataset, run], api_visibility="private").then(
+        link_handler, None, [run, sample, detail], api_visibility="private")
     gr.on([run.change, refresh.click, truth.input, fold_judge.input, folds.input,
            label_state.input, disagree.input, human_differs.input, search.submit],
           filter_handler,
