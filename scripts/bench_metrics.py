@@ -12,7 +12,6 @@ others with 0.3. 1% of each judge's verdicts are null (judge failed), sample ids
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import sys
@@ -25,7 +24,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench_report import publish  # noqa: E402
+from bench_report import bench_parser, publish  # noqa: E402
 from ragshield.metrics.summary import judge_metrics  # noqa: E402
 
 TARGETS = {1000: 5.0, 0: 0.5}  # seconds, by n_resamples
@@ -66,12 +65,9 @@ def timed(table: pd.DataFrame, n_resamples: int, runs: int) -> list[float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5)
+    parser = bench_parser(__doc__, "metrics.json")
     parser.add_argument("--samples", type=int, default=100_000)
     parser.add_argument("--judges", type=int, default=10)
-    parser.add_argument("--json-out", type=Path, default=ROOT / "docs" / "bench" / "metrics.json")
-    parser.add_argument("--no-append", action="store_true", help="do not write docs/BENCHMARKS.md")
     args = parser.parse_args()
 
     load_before = os.getloadavg()[0]
@@ -102,11 +98,9 @@ def main() -> None:
         "count-based metrics of every judge. Load average (1 min) at start "
         f"{load_before:.1f}, at end {os.getloadavg()[0]:.1f}."
     )
-    print(rendered)
-    print(notes)
     publish("Metrics", command, notes, rendered,
             {"runs": args.runs, "samples": args.samples, "judges": args.judges, "rows": rows},
-            args.json_out, append=not args.no_append)
+            args.json_out, append=not args.no_append, show=True)
 
 
 if __name__ == "__main__":

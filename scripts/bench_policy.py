@@ -10,7 +10,6 @@ differs per score, so some scores are informative and some barely), 2% of scores
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import sys
@@ -22,7 +21,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench_report import publish  # noqa: E402
+from bench_report import bench_parser, publish  # noqa: E402
 from ragshield.policies.fitting import LabelledScores, fit_policy  # noqa: E402
 from ragshield.policies.risk_control import PolicyFitError  # noqa: E402
 
@@ -58,12 +57,9 @@ def fit_all(good: np.ndarray, columns: list[np.ndarray], beta: float | None) -> 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5)
+    parser = bench_parser(__doc__, "policy.json")
     parser.add_argument("--samples", type=int, default=100_000)
     parser.add_argument("--scores", type=int, default=20)
-    parser.add_argument("--json-out", type=Path, default=ROOT / "docs" / "bench" / "policy.json")
-    parser.add_argument("--no-append", action="store_true", help="do not write docs/BENCHMARKS.md")
     args = parser.parse_args()
 
     load_before = os.getloadavg()[0]
@@ -99,11 +95,9 @@ def main() -> None:
         "(see the Metrics and UI rows). Load average (1 min) at start "
         f"{load_before:.1f}, at end {os.getloadavg()[0]:.1f}."
     )
-    print(rendered)
-    print(notes)
     publish("Policy fitting", command, notes, rendered,
             {"runs": args.runs, "samples": args.samples, "scores": args.scores, "rows": rows},
-            args.json_out, append=not args.no_append)
+            args.json_out, append=not args.no_append, show=True)
 
 
 if __name__ == "__main__":
