@@ -316,3 +316,14 @@ def test_value_mix_text_errors_name_the_source():
         parse_mix("random=lots")
     with pytest.raises(OptionError, match="shares >= 0 with a positive sum"):
         ValueMix(*parse_mix("band=0"))
+
+
+def test_the_demo_badge_speaks_as_the_policy():
+    from ragshield.judging import Decision
+    from ragshield.ui.demo_render import decision_html
+
+    asked = decision_html(Decision(None, "policy:x@1", "p_true score 0.5 <b>", deferred=True))
+    assert 'rs-demo-badge-ask">ask a human<' in asked and "&lt;b&gt;" in asked
+    assert ">answer<" in decision_html(Decision(True, "policy:x@1", "ok"))
+    assert ">withhold<" in decision_html(Decision(False, "policy:x@1", "no"))
+    assert ">keep<" in decision_html(Decision(True, "majority", "2 of 3"))

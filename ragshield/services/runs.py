@@ -24,7 +24,8 @@ from ragshield.pipeline import (RejudgeOutcome, RunModels, RunOutcome, execute_r
 from ragshield.run_config import RunConfig, check_config, with_default_rule
 from ragshield.services.datasets import ensure_demo_dataset
 from ragshield.services.form_values import whole_number
-from ragshield.services.policies import with_policy
+from ragshield.policies.rules import policy_rule
+from ragshield.services.policies import policy_sources, with_policy
 from ragshield.services.run_choices import newest_runs
 from ragshield.store.database import Store
 from ragshield.store.runs import RunSummary, failures, get_run, list_runs, set_run_status
@@ -155,6 +156,12 @@ def form_defaults(settings: Settings) -> RunForm:
     default = settings.decision_rule
     judges = ["trivial", default] if default in JUDGES and default != "trivial" else ["trivial"]
     return RunForm(judges, choose_rule(None, judges, default).rule)
+
+
+def rule_names(store: Store) -> list[str]:
+    """Every rule a run can be started with: the pooled rules, each judge and each stored
+    policy (`policy:NAME`, its newest version)."""
+    return [*RULES, *(policy_rule(name, None) for name in policy_sources(store))]
 
 
 def form_config(settings: Settings, dataset: str | None, limit: Any, answerer: str | None,

@@ -22,8 +22,8 @@ from ragshield.services.run_choices import pick_run, run_choices
 from ragshield.services.run_tables import TRUTHS
 from ragshield.services.run_views import (MAX_RESAMPLES, Dashboard, DashboardCache, RunView,
                                           dashboard)
-from ragshield.services.runs import (RULES, RunLauncher, form_config, form_defaults,
-                                     given_answers)
+from ragshield.services.runs import (RunLauncher, form_config, form_defaults, given_answers,
+                                     rule_names)
 from ragshield.ui.context import UiContext
 from ragshield.ui.html_render import esc, message_html
 
@@ -226,7 +226,8 @@ def build(context: UiContext, page: gr.Blocks) -> None:
                                  info=answers_note(context, names[0] if names else None)[1])
         judges_box = gr.CheckboxGroup(list(JUDGES), value=defaults.judges, label="Judges")
         with gr.Row():
-            rule_box = gr.Dropdown(list(RULES), value=defaults.rule, label="Decision rule")
+            rule_box = gr.Dropdown(rule_names(context.store), value=defaults.rule,
+                                   label="Decision rule", allow_custom_value=True)
             fallback_box = gr.Checkbox(False, label="Also store No-RAG answers (fallback curve)")
             start_button = gr.Button("Start run", variant="primary")
         start_message = gr.HTML()
