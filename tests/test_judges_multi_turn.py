@@ -25,7 +25,7 @@ from ragshield.judges.self_consistency import SelfConsistencyJudge
 from ragshield.llm.base import CHAT, LOGPROBS, LLMError
 from ragshield.refusal import is_refusal
 from ragshield.types import Answer, Passage, Sample
-from tests.fakes import ScriptedLLM
+from tests.fakes import ScriptedLLM, ScriptedReply
 
 SAMPLE = Sample(
     id="q1",
@@ -271,7 +271,8 @@ def test_ioe_keeps_an_unchanged_answer_with_one_call() -> None:
     answer = make_answer()
     llm = ScriptedLLM(["Answer: Paris"])
     verdict = IfOrElseJudge().judge(SAMPLE, answer, llm)
-    assert verdict.keep is True and verdict.score is None
+    # the scripted model gives " Paris" log-prob -0.1: P(it starts the same way) = e^-0.1
+    assert verdict.keep is True and verdict.score == pytest.approx(math.exp(-0.1))
     assert continues(llm.seen[0], answer.conversation)
     assert "confident" in llm.seen[0][-1]["content"]
     assert verdict.details["changed"] is False and verdict.details["updated"] == "Paris"
@@ -290,6 +291,22 @@ def test_ioe_changed_answer_asks_for_a_choice(reply: str, keep: bool) -> None:
     assert verdict.details["choice"] == ("A" if keep else "B")
     assert verdict.details["updated"] == "Lyon" and verdict.details["changed"] is True
     json.dumps(verdict.details)
+
+
+def test_ioe_score_reads_how_firmly_the_model_repeats_its_answer() -> None:
+    # The update's first answer token: "Paris" with probability e^-0.5, "Lyon" the rest.
+    firm = ScriptedLLM([ScriptedReply("Paris", top={"Paris": -0.5, "Lyon": -1.0})])
+    verdict = IfOrElseJudge().judge(SAMPLE, make_answer(), firm)
+    assert verdict.keep is True and verdict.score == pytest.approx(math.exp(-0.5))
+    assert firm.params[0]["logprobs"] and verdict.details["p_same_start"] == verdict.score
+    # Changed, then back to A: kept, but the score says it wavered.
+    wavered = ScriptedLLM([ScriptedReply("Lyon", top={"Lyon": -0.2, "Paris": -2.0}), "A"])
+    verdict = IfOrElseJudge().judge(SAMPLE, make_answer(), wavered)
+    assert verdict.keep is True and verdict.score == pytest.approx(math.exp(-2.0))
+    # Without log-probs the verdict stays hard.
+    plain = ScriptedLLM(["Answer: Paris"], capabilities=frozenset({CHAT}))
+    verdict = IfOrElseJudge().judge(SAMPLE, make_answer(), plain)
+    assert verdict.keep is True and verdict.score is None and not plain.params[0]["logprobs"]
 
 
 def test_ioe_unreadable_choice_discards_and_flags() -> None:

@@ -29,7 +29,7 @@ from ragshield.metrics.summary import (
 T, F = True, False
 METRIC_KEYS = ["n", "counts", "risk", "carefulness", "alignment", "coverage", "precision",
                "recall", "f1", "max_f1", "max_f1_threshold", "pr_auc", "qpp_precision",
-               "qpp_recall", "qpp_f1", "aurc", "ci"]
+               "qpp_recall", "qpp_f1", "qpp_pr_auc", "aurc", "ci"]
 
 # -- ground-truth labels -----------------------------------------------------------------
 
@@ -206,6 +206,9 @@ def test_scored_judge_by_hand(hand_metrics):
     assert m["aurc"] == pytest.approx(59 / 300)
     # QPP: keep & support = s1 s3 s5 = all 3 supported -> 1, 1, 1
     assert (m["qpp_precision"], m["qpp_recall"], m["qpp_f1"]) == (1.0, 1.0, 1.0)
+    # QPP PR-AUC: support by score s1 .9 T, s5 .8 T, s3 .6 T, s2 .4 F, s4 .2 F: the three
+    # supported first, each adding recall 1/3 at precision 1 -> 1
+    assert m["qpp_pr_auc"] == pytest.approx(1.0)
 
 
 def test_undefined_metrics_are_none(hand_metrics):
@@ -338,3 +341,14 @@ def test_validate_rejects_repeated_verdicts_and_non_objects():
         validate_verdict_table([good_row(), good_row()])
     with pytest.raises(VerdictTableError, match="line 1"):
         validate_verdict_table([["q1", "nli"]])
+
+
+def test_qpp_pr_auc_ranks_the_score_against_support_alone():
+    table = pd.DataFrame({
+        "sample_id": ["a", "b", "c", "d"], "judge": "j", "keep": True,
+        "score": [0.9, 0.8, 0.7, 0.6], "answer_correct": False,
+        "passages_support": [True, False, True, False]})
+    m = judge_metrics(table, n_resamples=0)["j"]
+    # support by score: T F T F -> recall steps 1/2 at precision 1 and 1/2 at 2/3
+    assert m["qpp_pr_auc"] == pytest.approx(1 / 2 + 1 / 3)
+    assert m["pr_auc"] == 0.0  # no answer is right: AwF has nothing to find

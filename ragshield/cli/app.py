@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from ragshield.cli import (ask, corpus, datasets, doctor, labels, metrics, models, policy, run,
-                           search)
+from ragshield.cli import (ask, corpus, datasets, doctor, judges, labels, metrics, models,
+                           policy, run, search)
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
                   help="ragshield: risk control for RAG.")
@@ -21,6 +21,7 @@ app.command()(metrics.metrics)
 app.command()(metrics.report)
 app.add_typer(labels.app, name="labels")
 app.add_typer(policy.app, name="policy")
+app.add_typer(judges.app, name="judges")
 
 
 def main() -> None:

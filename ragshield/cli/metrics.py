@@ -61,10 +61,11 @@ def metrics(
         return
     rows = [{"judge": judge, "n": m["n"], **{k: "n/a" if m[k] is None else round(m[k], 3)
                                              for k in ("risk", "carefulness", "coverage",
-                                                       "precision", "recall", "f1", "pr_auc")}}
+                                                       "precision", "recall", "f1", "pr_auc",
+                                                       "qpp_pr_auc")}}
             for judge, m in result.by_judge.items()]
     print_table(rows, ["judge", "n", "risk", "carefulness", "coverage", "precision", "recall",
-                       "f1", "pr_auc"])
+                       "f1", "pr_auc", "qpp_pr_auc"])
 
 
 def report(

@@ -11,7 +11,7 @@ from typing import Callable, TypeVar
 
 from ragshield.answerers.parsing import ParsedAnswer, parse_answer
 from ragshield.llm.traced import TracedLLM
-from ragshield.types import Message
+from ragshield.types import Message, TokenLogprob
 
 T = TypeVar("T")
 
@@ -28,6 +28,7 @@ class Reply:
     messages: list[Message]
     raw: str
     parsed: ParsedAnswer
+    tokens: list[TokenLogprob] | None = None  # with their alternatives, when asked for
 
     @property
     def text(self) -> str:
@@ -45,14 +46,17 @@ class Reply:
 def ask_answer(
     llm: TracedLLM, messages: list[Message], n_passages: int, *, purpose: str,
     max_tokens: int, temperature: float = 0.0, seed: int = 0, wants_evidence: bool = False,
-    stop: list[str] | None = None,
+    stop: list[str] | None = None, top_logprobs: int = 0,
 ) -> Reply:
-    """One answer, parsed as answerers parse theirs (final answer, cited passage ids)."""
-    raw = llm.chat(messages, purpose=purpose, max_tokens=max_tokens,
-                   temperature=temperature, seed=seed, **({"stop": stop} if stop else {})).text
-    parsed = parse_answer(raw, n_passages, wants_evidence=wants_evidence)
+    """One answer, parsed as answerers parse theirs (final answer, cited passage ids); with
+    `top_logprobs`, its tokens and their alternatives too."""
+    extra = {"logprobs": True, "top_logprobs": top_logprobs} if top_logprobs else {}
+    completion = llm.chat(messages, purpose=purpose, max_tokens=max_tokens,
+                          temperature=temperature, seed=seed,
+                          **({"stop": stop} if stop else {}), **extra)
+    parsed = parse_answer(completion.text, n_passages, wants_evidence=wants_evidence)
     llm.record_parse({"answer": parsed.text, "evidence": parsed.evidence}, parsed.parse_error)
-    return Reply(messages, raw, parsed)
+    return Reply(messages, completion.text, parsed, completion.tokens)
 
 
 def ask_value(

@@ -4,7 +4,11 @@ docs/METHODS.md 2) is kept. A changed one leads to a second question, continuing
 conversation: which of the two answers is correct, A (the original) or B (the update)?
 The answer is kept only if the model goes back to A.
 
-Hard verdict: score None (a fixed precision/recall point, like intrinsic abstention).
+Score (with a backend that gives log-probs): the probability that the update begins as
+the original answer does, read from the distribution of the update's first answer token
+(`readers.same_start_probability`): how firmly the model stood by its answer, which the
+written reply, almost always a repeat on a small model, does not show. Without log-probs,
+or when that token cannot be found, the verdict is hard (score None).
 An empty update or an unreadable choice discards (flagged as a parse error): the model did
 not stand by its answer when asked, and withholding is the conservative side.
 """
@@ -15,12 +19,15 @@ import re
 
 from ragshield.judges.base import Judge
 from ragshield.judges.follow_up import ask_answer, ask_value, follow_up
+from ragshield.judges.readers import same_start_probability
+from ragshield.llm.base import LOGPROBS
 from ragshield.llm.traced import TracedLLM
 from ragshield.metrics.correctness import same_answer
 from ragshield.types import Answer, Sample, Verdict
 
 ANSWER_TOKENS = 32
 CHOICE_TOKENS = 8
+TOP_LOGPROBS = 10
 
 UPDATE_QUESTION = (
     "If you are very confident in your answer, keep it: repeat it. Otherwise, update it. "
@@ -62,16 +69,20 @@ class IfOrElseJudge(Judge):
     def decide(self, sample: Sample, answer: Answer, llm: TracedLLM) -> Verdict:
         update = ask_answer(llm, follow_up(answer.conversation, UPDATE_QUESTION),
                             len(sample.passages), purpose="ioe: keep or update",
-                            max_tokens=ANSWER_TOKENS)
+                            max_tokens=ANSWER_TOKENS,
+                            top_logprobs=TOP_LOGPROBS if LOGPROBS in llm.capabilities else 0)
+        score = (same_start_probability(update.tokens, "Answer:", answer.text)
+                 if update.tokens else None)
         details = {"original": answer.text, "updated": update.text, "raw": update.raw,
-                   "changed": False, "choice": None}
+                   "changed": False, "choice": None, "p_same_start": score}
+        firm = "" if score is None else f"; P(it starts the same way) = {score:.2f}"
         if not update.text:
             return Verdict(judge=self.name, keep=False, details=details,
                            parse_error="empty reply to keep-or-update",
                            rationale=f"no answer read in {update.raw!r}; withheld")
         if same_answer(update.text, answer.text):
-            return Verdict(judge=self.name, keep=True, details=details,
-                           rationale=f"the model kept its answer ({update.text!r})")
+            return Verdict(judge=self.name, keep=True, score=score, details=details,
+                           rationale=f"the model kept its answer ({update.text!r}){firm}")
         details["changed"] = True
         question = CHOICE_QUESTION.format(original=answer.text, updated=update.text)
         choice, reply = ask_value(
@@ -82,11 +93,12 @@ class IfOrElseJudge(Judge):
         details.update(choice=choice, choice_reply=reply)
         changed = f"the model changed its answer to {update.text!r}"
         if choice is None:
-            return Verdict(judge=self.name, keep=False, details=details,
+            return Verdict(judge=self.name, keep=False, score=score, details=details,
                            parse_error=f"no choice of A or B in {reply!r}",
-                           rationale=f"{changed} and its choice was unreadable; withheld")
+                           rationale=f"{changed} and its choice was unreadable; withheld{firm}")
         if choice == "A":
-            return Verdict(judge=self.name, keep=True, details=details,
-                           rationale=f"{changed}, then chose the original {answer.text!r}")
-        return Verdict(judge=self.name, keep=False, details=details,
-                       rationale=f"{changed} and chose the update")
+            return Verdict(judge=self.name, keep=True, score=score, details=details,
+                           rationale=f"{changed}, then chose the original "
+                                     f"{answer.text!r}{firm}")
+        return Verdict(judge=self.name, keep=False, score=score, details=details,
+                       rationale=f"{changed} and chose the update{firm}")

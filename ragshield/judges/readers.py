@@ -100,6 +100,30 @@ def expected_digit(first_token: TokenLogprob) -> float | None:
     return sum(digit * weight for digit, weight in enumerate(weights)) / (9 * total)
 
 
+def same_start_probability(tokens: Sequence[TokenLogprob], marker: str,
+                           expected: str) -> float | None:
+    """The probability that the reply's first word after `marker` (e.g. "Answer:"; the
+    reply's first word when it has no marker) starts as `expected` starts: the summed
+    probability of the alternatives at that token that are a beginning of `expected` (case
+    and spaces ignored). None when no word is found, or `expected` is empty."""
+    target = expected.strip().lower()
+    text, after = "", 0
+    for index, token in enumerate(tokens):
+        text += token.token
+        if marker.lower() in text.lower():
+            after = index + 1
+            break
+    if not target:
+        return None
+    first = first_word_token(tokens[after:])
+    if first is None:
+        return None
+    candidates = dict(first.top)
+    candidates.setdefault(first.token, first.logprob)
+    return min(1.0, sum(math.exp(logprob) for token, logprob in candidates.items()
+                        if token.strip() and target.startswith(token.strip().lower())))
+
+
 def read_confidence_digit(text: str) -> float | None:
     """A confidence in [0, 1] from a written reply: a lone digit 0-9 (divided by 9; a 10 is
     read as 9), else a probability as `read_probability` reads it ("0.8", "80%")."""

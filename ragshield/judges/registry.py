@@ -22,6 +22,8 @@ from ragshield.judges.pre_answer import PreAnswerJudge
 from ragshield.judges.priori import PrioriJudge
 from ragshield.judges.self_consistency import SelfConsistencyJudge
 from ragshield.judges.token_prob import TokenProbJudge
+from ragshield.judges.trained import PREFIX as TRAINED
+from ragshield.judges.trained import TrainedJudge, judges_dir, valid_name
 from ragshield.judges.trivial import TrivialJudge
 from ragshield.judges.unavailable import UnavailableJudge
 
@@ -53,23 +55,33 @@ def run_rescored() -> dict[str, type[Judge]]:
 
 def judge_class(name: str) -> type[Judge] | None:
     """The registered class of a judge stored under `name`, None for a name no longer known."""
-    return JUDGES.get(name)
+    return TrainedJudge if name.startswith(TRAINED) else JUDGES.get(name)
+
+
+def _known(name: str) -> bool:
+    """A registered name, or trained:NAME (whether it exists is checked when it is made)."""
+    return name in JUDGES or (name.startswith(TRAINED) and valid_name(name[len(TRAINED):]))
 
 
 def judge_names(spec: str) -> list[str]:
-    """"all" or a comma-separated list of registered names, validated, in the given order."""
+    """"all" or a comma-separated list of registered names (and trained:NAME), validated,
+    in the given order. "all" is the registered judges; trained ones are named."""
     if spec.strip().lower() == "all":
         return list(JUDGES)
     names = [name.strip().lower() for name in spec.split(",") if name.strip()]
-    unknown = [name for name in names if name not in JUDGES]
+    unknown = [name for name in names if not _known(name)]
     if unknown or not names:
-        raise OptionError(f"unknown judge(s) {unknown or spec!r}; valid names: all, {', '.join(JUDGES)}")
+        raise OptionError(f"unknown judge(s) {unknown or spec!r}; valid names: all, "
+                          f"{', '.join(JUDGES)}, or trained:NAME")
     return list(dict.fromkeys(names))
 
 
 def make_judge(name: str, settings: Settings, **options: Any) -> Judge:
     """The judge `name`. The classifier NLI judge needs a model that is not packaged: without
-    RAGSHIELD_NLI_MODEL it is reported unavailable rather than failing or being skipped."""
+    RAGSHIELD_NLI_MODEL it is reported unavailable rather than failing or being skipped.
+    trained:NAME is read from the cache directory (TrainedJudgeError when missing or stale)."""
+    if name.startswith(TRAINED):
+        return TrainedJudge(judges_dir(settings.cache_dir) / name[len(TRAINED):], **options)
     if name == ClassifierNLIJudge.name and "model" not in options:
         if not settings.nli_model:
             return UnavailableJudge(

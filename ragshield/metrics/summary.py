@@ -8,7 +8,9 @@ V = answer_correct & passages_support with recall over sum(passages_support); QP
 use truth = passages_support.
 
 A judge without any score (a hard judge) has max_f1 = its f1 with max_f1_threshold None,
-pr_auc = precision x recall (docs/METHODS.md 5.2) and aurc None. For a scored judge the sweeps use
+pr_auc = precision x recall (docs/METHODS.md 5.2), qpp_pr_auc = qpp_precision x qpp_recall
+and aurc None. qpp_pr_auc ranks the judge's score against passages_support alone: how well
+it tells answerable questions from the others, whatever the answer. For a scored judge the sweeps use
 keep = score >= threshold and never keep a sample whose score is NaN. Confidence intervals
 (percentile bootstrap over the sample ids, the same resamples for every judge) cover the
 count-based metrics only; see ragshield.metrics.bootstrap for why. Undefined values are None.
@@ -35,7 +37,7 @@ CI_METRICS = ("risk", "carefulness", "alignment", "coverage", "precision", "reca
               "qpp_precision", "qpp_recall", "qpp_f1")
 OUTPUT_METRICS = ("risk", "carefulness", "alignment", "coverage", "precision", "recall", "f1",
                   "max_f1", "max_f1_threshold", "pr_auc", "qpp_precision", "qpp_recall",
-                  "qpp_f1", "aurc")
+                  "qpp_f1", "qpp_pr_auc", "aurc")
 
 
 class VerdictTableError(UserError, ValueError):
@@ -115,6 +117,7 @@ def _scored_metrics(score: np.ndarray, correct: np.ndarray,
     curve = pr_curve(score, correct & support, support)
     best, threshold = max_f1(curve)
     return {"max_f1": best, "max_f1_threshold": threshold, "pr_auc": pr_auc(curve),
+            "qpp_pr_auc": pr_auc(pr_curve(score, support, support)),
             "aurc": aurc(risk_coverage_curve(score, correct))}
 
 
@@ -148,7 +151,8 @@ def judge_metrics(table: pd.DataFrame, n_resamples: int = N_RESAMPLES,
         point = _count_metrics(counts)
         if np.isnan(score[index]).all():
             ranked = {"max_f1": point["f1"], "max_f1_threshold": None,
-                      "pr_auc": point["precision"] * point["recall"], "aurc": None}
+                      "pr_auc": point["precision"] * point["recall"],
+                      "qpp_pr_auc": point["qpp_precision"] * point["qpp_recall"], "aurc": None}
         else:
             ranked = _scored_metrics(score[index], correct[index], support[index])
         metrics = {**point, **ranked}

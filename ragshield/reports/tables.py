@@ -106,14 +106,16 @@ def risk_table(metrics: dict[str, dict[str, Any]]) -> Table:
 def quality_table(metrics: dict[str, dict[str, Any]]) -> Table:
     rows = [[judge, with_ci(m, "precision"), with_ci(m, "recall"), with_ci(m, "f1"),
              fmt(m["max_f1"]), fmt(m["max_f1_threshold"]), fmt(m["pr_auc"]),
-             fmt(m["qpp_precision"]), fmt(m["qpp_recall"]), fmt(m["aurc"])]
+             fmt(m["qpp_precision"]), fmt(m["qpp_recall"]), fmt(m["qpp_pr_auc"]),
+             fmt(m["aurc"])]
             for judge, m in metrics.items()]
     return Table("Answer with faithfulness (AwF)",
                  ["judge", "precision", "recall", "F1", "max F1", "at threshold", "PR-AUC",
-                  "QPP precision", "QPP recall", "AURC ↓"], rows,
+                  "QPP precision", "QPP recall", "QPP PR-AUC", "AURC ↓"], rows,
                  "Truth V = the answer is correct and the passages support a reference; recall "
                  "is over the questions whose passages support an answer (F-Answerable). "
-                 "Hard judges: max F1 = F1 and PR-AUC = precision x recall.")
+                 "QPP: the same against 'the passages support an answer' alone. Hard judges: "
+                 "max F1 = F1 and PR-AUC = precision x recall.")
 
 
 def _crag_row(name: str, grades: np.ndarray) -> list[str]:
