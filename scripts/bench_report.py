@@ -32,10 +32,11 @@ def machine() -> str:
 
 
 def publish(title: str, command: str, notes: str, body: str, data: dict[str, Any],
-            json_out: Path, append: bool = True, show: bool = False) -> None:
+            json_out: Path, append: bool = True, show: bool = False,
+            markdown: Path = BENCHMARKS_MD) -> None:
     """Write `data` to `json_out` and, unless `append` is False, a dated section to
-    docs/BENCHMARKS.md: the command, the notes (what the numbers are) and the body; with
-    `show`, print the body and the notes first."""
+    `markdown` (docs/BENCHMARKS.md; docs/QUALITY.md for quality): the command, the notes
+    (what the numbers are) and the body; with `show`, print the body and the notes first."""
     if show:
         print(f"{body}\n{notes}")
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -43,6 +44,6 @@ def publish(title: str, command: str, notes: str, body: str, data: dict[str, Any
     json_out.write_text(json.dumps({"date": stamp, "machine": machine(), "command": command,
                                     **data}, indent=2))
     if append:
-        with open(BENCHMARKS_MD, "a") as out:
+        with open(markdown, "a") as out:
             out.write(f"\n## {title} ({stamp})\n\nMachine: {machine()}. Command: `{command}`. "
                       f"{notes}\n\n{body}\n")

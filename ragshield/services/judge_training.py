@@ -88,7 +88,7 @@ def _check_counts(examples: list[Example], where: str) -> None:
                         "import a dataset with answerable flags)")
 
 
-def _held_out_metrics(scores: np.ndarray, labels: np.ndarray, seed: int = 0) -> dict:
+def held_out_metrics(scores: np.ndarray, labels: np.ndarray, seed: int = 0) -> dict:
     """PR-AUC of P(good) against the labels (keep-all: the positive rate) with a 95%
     percentile bootstrap interval, and accuracy at 0.5."""
     from sklearn.metrics import roc_auc_score
@@ -156,7 +156,7 @@ def train_judge(store: Store, settings: Settings, name: str, dataset: str, *,
                    "training": len(training), "held_out": len(held_out),
                    "held_out_groups": sorted({e.group for e in held_out})[:20],
                    "run": run_id},
-            metrics=_held_out_metrics(scores, labels), epochs=epochs,
+            metrics=held_out_metrics(scores, labels), epochs=epochs,
             train_seconds=round(seconds, 1), code_version=code_version(),
             created_at=datetime.now(timezone.utc).isoformat(),
             weights_sha256=weights_digest(work))

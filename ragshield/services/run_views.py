@@ -25,6 +25,7 @@ import numpy as np
 from ragshield.evaluation import RunRecords, RunTables
 from ragshield.label_agreement import automatic_labels
 from ragshield.metrics.summary import judge_metrics
+from ragshield.reports.stacking import with_stacked_judge
 from ragshield.reports.tables import (JudgeSeries, SampleLinks, Table, fallback_table, fmt,
                                       grader_table, judge_series, overview_table, quality_table,
                                       risk_table, switch_table, threshold_table)
@@ -107,12 +108,15 @@ def _figure(name: str, tables: RunTables, series: dict[str, JudgeSeries]) -> Fig
 
 
 def awf_part(tables: RunTables, series: dict[str, JudgeSeries], resamples: int) -> TruthPart:
-    """The metric tables (judge_metrics with `resamples` bootstrap resamples) and the PR
-    curves: they read whether each answer is correct and whether its passages support one."""
-    metrics = judge_metrics(tables.verdicts, n_resamples=resamples, seed=SEED)
+    """The metric tables (judge_metrics with `resamples` bootstrap resamples, the stacked
+    judge among them once there are enough labels, as in reports) and the PR curves: they
+    read whether each answer is correct and whether its passages support one."""
+    verdicts, stacking_note = with_stacked_judge(tables.verdicts, seed=SEED)
+    metrics = judge_metrics(verdicts, n_resamples=resamples, seed=SEED)
+    risk = risk_table(metrics)
+    risk.note += " " + stacking_note
     return _truth_part(tables, ("answer_correct", "passages_support"),
-                       [risk_table(metrics), quality_table(metrics)],
-                       [_figure("pr", tables, series)])
+                       [risk, quality_table(metrics)], [_figure("pr", tables, series)])
 
 
 def correctness_part(tables: RunTables, series: dict[str, JudgeSeries]) -> TruthPart:

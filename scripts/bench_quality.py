@@ -1,0 +1,193 @@
+"""Quality of every judge on real labelled data: a balanced sample of SQuAD 2.0 part A and of
+ClapNQ (../shared/data), answered by the default answerer on the configured model and judged
+by the chosen judges; per judge AwF PR-AUC and QPP PR-AUC with 95% bootstrap intervals, the
+paired gap to keep-all and to the best judge, how many distinct scores it gave, and seconds
+per sample. Appends to docs/QUALITY.md.
+
+    python scripts/bench_quality.py [--samples 300] [--judges all] [--datasets squad2-part-a,clapnq]
+
+Each dataset's sample is a run in the configured store (RAGSHIELD_DATABASE_URL), found again
+by its name: run the command again after an interruption and it resumes where it stopped.
+The stacked judge (out of fold) is added when there are 20 labels of each class.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from sqlalchemy import func, select
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench_report import bench_parser, publish  # noqa: E402
+from ragshield.config import Settings  # noqa: E402
+from ragshield.datasets.registry import load_dataset  # noqa: E402
+from ragshield.evaluation import run_tables  # noqa: E402
+from ragshield.judges.registry import judge_names  # noqa: E402
+from ragshield.metrics.precision_recall import pr_auc, pr_curve  # noqa: E402
+from ragshield.metrics.ratio import ratio  # noqa: E402
+from ragshield.reports.stacking import with_stacked_judge  # noqa: E402
+from ragshield.run_config import RunConfig  # noqa: E402
+from ragshield.services.runs import execute, record_run  # noqa: E402
+from ragshield.store.database import open_store  # noqa: E402
+from ragshield.store.models import AnswerRow, Run, VerdictRow  # noqa: E402
+from ragshield.store.samples import has_dataset, import_samples  # noqa: E402
+
+DATA = ROOT.parent / "shared" / "data"
+DATASETS = {"squad2-part-a": DATA / "squad2_dev_part_a.jsonl", "clapnq": DATA / "clapnq_dev.jsonl"}
+QUALITY_MD = ROOT / "docs" / "QUALITY.md"
+KEEP_ALL = "trivial"
+RESAMPLES = 1000
+
+
+def balanced(path: Path, count: int, seed: int = 0) -> list:
+    """`count` samples, half answerable, half not, drawn with `seed`."""
+    samples = [s for s in load_dataset(path) if s.answerable is not None]
+    rng = random.Random(seed)
+    halves = [[s for s in samples if s.answerable is flag] for flag in (True, False)]
+    return [s for half in halves for s in rng.sample(half, min(count // 2, len(half)))]
+
+
+def quality_run(store, settings: Settings, name: str, count: int, judges: list[str]) -> int:
+    """The run of this benchmark's settings (resumed when it exists), executed to the end."""
+    dataset = f"quality-{name}-{count}"
+    if not has_dataset(store, dataset):
+        import_samples(store, dataset, balanced(DATASETS[name], count))
+    run_name = f"quality {name} {count} {','.join(judges)}"
+    with store.session() as session:
+        run_id = session.scalar(select(Run.id).where(Run.name == run_name).limit(1))
+    if run_id is None:
+        run_id = record_run(store, settings, RunConfig(dataset=dataset, judges=judges,
+                                                       rule="majority"), name=run_name).run_id
+    execute(store, settings, run_id, progress=True)
+    return run_id
+
+
+def _area(score: np.ndarray, keep: np.ndarray, truth: np.ndarray,
+          support: np.ndarray) -> float:
+    """PR-AUC of a scored judge; precision x recall of a hard one (docs/METHODS.md 5.2)."""
+    if not np.isnan(score).all():
+        return pr_auc(pr_curve(score, truth, support))
+    found = np.count_nonzero(keep & truth)
+    return float(ratio(found, keep.sum()) * ratio(found, support.sum()))
+
+
+def _areas(verdicts: pd.DataFrame, rows: np.ndarray | None = None) -> dict[str, tuple[float, float]]:
+    """judge -> (AwF PR-AUC, QPP PR-AUC) over the samples `rows` (positions; None: all)."""
+    out = {}
+    for judge, group in verdicts.groupby("judge", sort=False):
+        group = group if rows is None else group.iloc[rows]
+        score = group["score"].to_numpy(dtype=float)
+        keep = group["keep"].to_numpy(dtype=bool)
+        correct = group["answer_correct"].to_numpy(bool)
+        support = group["passages_support"].to_numpy(bool)
+        out[str(judge)] = (_area(score, keep, correct & support, support),
+                           _area(score, keep, support, support))
+    return out
+
+
+def judge_quality(verdicts: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
+    """Per judge: the two areas with 95% percentile intervals, and the paired gaps (the same
+    resamples for every judge) to keep-all and to the best judge by AwF PR-AUC."""
+    decided = verdicts[verdicts["keep"].notna()]
+    samples = sorted(set(decided["sample_id"]))
+    # every judge on the same samples, in the same order, so that resamples pair up
+    judges = [j for j, g in decided.groupby("judge") if len(g) == len(samples)]
+    table = (decided[decided["judge"].isin(judges)]
+             .sort_values(["judge", "sample_id"]).reset_index(drop=True))
+    point = _areas(table)
+    rng = np.random.default_rng(seed)
+    draws = [_areas(table, rng.integers(0, len(samples), len(samples))) for _ in range(RESAMPLES)]
+    best = max(point, key=lambda j: point[j][0])
+    rows = []
+    for judge in point:
+        awf = np.array([d[judge][0] for d in draws])
+        qpp = np.array([d[judge][1] for d in draws])
+        gap_all = awf - np.array([d[KEEP_ALL][0] for d in draws]) if KEEP_ALL in point else None
+        gap_best = awf - np.array([d[best][0] for d in draws])
+        rows.append({
+            "judge": judge, "awf_pr_auc": point[judge][0],
+            "awf_interval": np.nanpercentile(awf, [2.5, 97.5]).tolist(),
+            "qpp_pr_auc": point[judge][1],
+            "qpp_interval": np.nanpercentile(qpp, [2.5, 97.5]).tolist(),
+            "gap_to_keep_all": None if gap_all is None else np.nanpercentile(
+                gap_all, [2.5, 50, 97.5]).tolist(),
+            "gap_to_best": np.nanpercentile(gap_best, [2.5, 50, 97.5]).tolist(),
+            "distinct_scores": int(table.loc[table["judge"] == judge, "score"].nunique()),
+        })
+    return pd.DataFrame(rows).sort_values("awf_pr_auc", ascending=False)
+
+
+def seconds_per_sample(store, run_id: int) -> dict[str, float]:
+    with store.session() as session:
+        rows = session.execute(
+            select(VerdictRow.judge, func.avg(VerdictRow.seconds))
+            .join(AnswerRow, AnswerRow.id == VerdictRow.answer_id)
+            .where(AnswerRow.run_id == run_id).group_by(VerdictRow.judge)).all()
+        answer = session.scalar(select(func.avg(AnswerRow.seconds))
+                                .where(AnswerRow.run_id == run_id))
+    return {"(base answer)": float(answer or 0), **{j: float(s) for j, s in rows}}
+
+
+def _fmt(value: float, bounds: list[float]) -> str:
+    return f"{value:.3f} [{bounds[0]:.3f}, {bounds[1]:.3f}]"
+
+
+def _gap(bounds: list[float] | None) -> str:
+    return "-" if bounds is None else f"{bounds[1]:+.3f} [{bounds[0]:+.3f}, {bounds[2]:+.3f}]"
+
+
+def main() -> None:
+    parser = bench_parser(__doc__, "quality.json", runs=1)
+    parser.add_argument("--samples", type=int, default=300)
+    parser.add_argument("--judges", default="all")
+    parser.add_argument("--datasets", default=",".join(DATASETS))
+    args = parser.parse_args()
+
+    settings = Settings()
+    store = open_store(settings.database_url)
+    judges = judge_names(args.judges)
+    if KEEP_ALL not in judges:
+        judges = [KEEP_ALL, *judges]
+    load_before = os.getloadavg()[0]
+    sections, data = [], {}
+    for name in args.datasets.split(","):
+        run_id = quality_run(store, settings, name, args.samples, judges)
+        tables = run_tables(store, run_id)
+        verdicts, stacked_note = with_stacked_judge(tables.verdicts)
+        quality = judge_quality(verdicts)
+        seconds = seconds_per_sample(store, run_id)
+        right = float(tables.samples["answer_correct"].mean())
+        lines = [f"**{name}** (run {run_id}, {len(tables.samples)} samples, the answer right "
+                 f"{right:.0%} of the time). {stacked_note}", "",
+                 "| judge | AwF PR-AUC [95%] | QPP PR-AUC [95%] | AwF gap to keep-all | AwF gap "
+                 "to the best | distinct scores | s / sample |", "|---|---|---|---|---|---|---|"]
+        for row in quality.itertuples():
+            lines.append(f"| {row.judge} | {_fmt(row.awf_pr_auc, row.awf_interval)} | "
+                         f"{_fmt(row.qpp_pr_auc, row.qpp_interval)} | {_gap(row.gap_to_keep_all)}"
+                         f" | {_gap(row.gap_to_best)} | {row.distinct_scores} | "
+                         f"{seconds.get(row.judge, float('nan')):.2f} |")
+        sections.append("\n".join(lines))
+        data[name] = {"run": run_id, "judges": quality.to_dict(orient="records"),
+                      "seconds": seconds}
+    store.close()
+    command = (f"python scripts/bench_quality.py --samples {args.samples} --judges {args.judges}"
+               f" --datasets {args.datasets}")
+    notes = (f"Balanced samples ({args.samples} per dataset, half answerable), the default "
+             f"answerer and the {settings.backend} model. PR-AUC: average precision of the "
+             "judge's score (a hard judge: its keep bit) against V (AwF: right and supported) "
+             "and against S (QPP: the passages support an answer). Intervals and gaps: 1000 "
+             "paired bootstrap resamples of the samples (gaps: median [2.5%, 97.5%]). Load "
+             f"average (1 min) at start {load_before:.1f}, at end {os.getloadavg()[0]:.1f}.")
+    publish("Judge quality", command, notes, "\n\n".join(sections), data, args.json_out,
+            append=not args.no_append, show=True, markdown=QUALITY_MD)
+
+
+if __name__ == "__main__":
+    main()
