@@ -129,3 +129,25 @@ def test_bad_training_requests_are_refused_with_the_reason(store, cache_settings
         make_judge("trained:missing", cache_settings)
     with pytest.raises(OptionError, match=r"unknown judge\(s\) \['trained:../x'\]"):
         judge_names("trained:../x")
+
+
+def test_the_dashboard_trains_a_judge_on_its_labels(squad_store, cache_settings):
+    from ragshield.services.judge_training import JudgeTrainer
+    from ragshield.ui.context import UiContext
+    from ragshield.ui.dashboard_tab import start_training, training_html
+
+    context = UiContext(settings=cache_settings, store=squad_store)
+    trainer = JudgeTrainer(squad_store, cache_settings)
+    import_samples(squad_store, "tiny", squad_subset(per_article=2))
+    assert "a judge needs about 26 of each" in training_html(context, trainer, "tiny")
+    assert "enough to train a judge" in training_html(context, trainer, "squad")
+    assert "rs-msg-error" in start_training(context, trainer, "tiny", "tiny-qpp", 1)
+    assert "judge name &#x27;Bad&#x27;" in start_training(context, trainer, "squad", "Bad", 1)
+    started = start_training(context, trainer, "squad", "dash-qpp", 1)
+    assert "training dash-qpp on squad" in started  # about 20 s of training follow
+    again = start_training(context, trainer, "squad", "other", 1)
+    assert "dash-qpp is still training" in again
+    for training in trainer.trainings():
+        training.thread.join(300)
+    shown = training_html(context, trainer, "squad")
+    assert "trained:dash-qpp is ready: PR-AUC" in shown and "rs-msg-error" not in shown

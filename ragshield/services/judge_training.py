@@ -9,8 +9,10 @@ from that run under truth "human")."""
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import tempfile
+import threading
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -33,6 +35,8 @@ from ragshield.store.labels import current_labels
 from ragshield.store.runs import get_run
 from ragshield.store.samples import dataset_id_of, iter_sample_rows
 from ragshield.version import code_version
+
+log = logging.getLogger(__name__)
 
 MIN_PER_CLASS = 20  # in the training part: fewer cannot teach a classifier both sides
 BOOTSTRAP = 500
@@ -167,6 +171,102 @@ def train_judge(store: Store, settings: Settings, name: str, dataset: str, *,
         shutil.rmtree(work, ignore_errors=True)
         raise
     return TrainedJudgeInfo(f"{PREFIX}{name}", final, card)
+
+
+@dataclass(frozen=True)
+class Readiness:
+    """Whether a dataset holds the labels to train a judge on (target answerable)."""
+
+    dataset: str
+    good: int
+    bad: int
+    from_people: int
+
+    @property
+    def enough(self) -> bool:
+        # the training part keeps about three quarters of them
+        return min(self.good, self.bad) >= MIN_PER_CLASS * 4 // 3
+
+    def message(self) -> str:
+        counts = (f"dataset {self.dataset}: {self.good} answerable and {self.bad} "
+                  f"unanswerable labelled samples ({self.from_people} labelled by people)")
+        if self.enough:
+            return f"{counts}: enough to train a judge on them."
+        return (f"{counts}: a judge needs about {MIN_PER_CLASS * 4 // 3} of each (label more, "
+                "or import a dataset with answerable flags).")
+
+
+def readiness(store: Store, dataset: str) -> Readiness:
+    examples, from_people = _answerable_examples(store, dataset)
+    good = sum(e.label for e in examples)
+    return Readiness(dataset, good, len(examples) - good, from_people)
+
+
+@dataclass
+class Training:
+    """A training started from the app: its progress, and then its judge or its error."""
+
+    name: str
+    dataset: str
+    done: int = 0
+    total: int = 0
+    info: TrainedJudgeInfo | None = None
+    error: str | None = None
+    thread: threading.Thread | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.thread is not None and self.thread.is_alive()
+
+
+class JudgeTrainer:
+    """The trainings this app started, one at a time, each in a daemon thread at the lower
+    CPU priority of the app's runs."""
+
+    def __init__(self, store: Store, settings: Settings) -> None:
+        self.store, self.settings = store, settings
+        self._trainings: list[Training] = []
+        self._lock = threading.Lock()
+
+    def start(self, name: str, dataset: str, *, epochs: int = 2) -> Training:
+        """Start training trained:NAME on the dataset's answerable labels; UserError at
+        once for a bad name, too few labels, or a training still going."""
+        if not valid_name(name):
+            raise OptionError(f"judge name {name!r}: lower-case letters, digits, '_', '.', "
+                              "'-' (at most 64), starting with a letter or digit")
+        ready = readiness(self.store, dataset)
+        if not ready.enough:
+            raise UserError(ready.message())
+        with self._lock:
+            going = next((t for t in self._trainings if t.running), None)
+            if going is not None:
+                raise UserError(f"judge {going.name} is still training: start the next one "
+                                "when it is done")
+            training = Training(name, dataset)
+            training.thread = threading.Thread(target=self._train, args=(training, epochs),
+                                               daemon=True, name=f"ragshield-train-{name}")
+            self._trainings.append(training)
+        training.thread.start()
+        return training
+
+    def _train(self, training: Training, epochs: int) -> None:
+        from ragshield.services.runs import lower_thread_priority
+
+        lower_thread_priority()
+
+        def progress(done: int, total: int) -> None:
+            training.done, training.total = done, total
+
+        try:
+            training.info = train_judge(self.store, self.settings, training.name,
+                                        training.dataset, epochs=epochs, progress=progress)
+        except Exception as exc:  # the thread's end: keep the reason for the page
+            log.exception("training %s stopped", training.name)
+            training.error = f"{type(exc).__name__}: {exc}"
+
+    def trainings(self) -> list[Training]:
+        """Newest first."""
+        return self._trainings[::-1]
 
 
 def trained_judges(settings: Settings) -> list[TrainedJudgeInfo | TrainedJudgeError]:

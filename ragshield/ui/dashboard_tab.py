@@ -18,6 +18,8 @@ from ragshield.reports.render import table_html
 from ragshield.reports.tables import Table
 from ragshield.run_config import RETRIEVAL_CHOICES
 from ragshield.services.datasets import dataset_names
+from ragshield.services.form_values import whole_number
+from ragshield.services.judge_training import JudgeTrainer, readiness
 from ragshield.services.run_choices import pick_run, run_choices
 from ragshield.services.run_tables import TRUTHS
 from ragshield.services.run_views import (MAX_RESAMPLES, Dashboard, DashboardCache, RunView,
@@ -117,6 +119,45 @@ def refresh_dashboard(context: UiContext, cache: DashboardCache, run_id: Any, tr
     return shown if isinstance(shown, Refresh) else _rendered(shown)
 
 
+def training_html(context: UiContext, trainer: JudgeTrainer, dataset: str | None) -> str:
+    """Whether the dataset can teach a judge, and each training started here."""
+    parts = []
+    for training in trainer.trainings():
+        if training.error:
+            parts.append(message_html(f"trained:{training.name}: {training.error}", "error"))
+        elif training.info is not None:
+            held = training.info.card.metrics
+            parts.append(message_html(
+                f"trained:{training.name} is ready: PR-AUC {held['pr_auc']:.3f} on "
+                f"{held['n']} held-out samples (keep-all {held['positive_rate']:.3f}); choose "
+                "it as a judge in a run, the Demo or the API."))
+        else:
+            text = (f"training {training.name} on {training.dataset}: {training.done} of "
+                    f"{training.total or '?'} batches")
+            parts.append(f'<div class="rs-run-progress"><div>{esc(text)}</div><progress '
+                         f'value="{training.done}" max="{max(training.total, 1)}"></progress>'
+                         "</div>")
+    if dataset:
+        try:
+            parts.append(message_html(readiness(context.store, dataset).message()))
+        except UserError as error:
+            parts.append(message_html(str(error), "error"))
+    return "".join(parts)
+
+
+def start_training(context: UiContext, trainer: JudgeTrainer, dataset: str | None,
+                   name: str | None, epochs: Any) -> str:
+    """Start a training from the form; its progress shows with the next refresh."""
+    try:
+        if not dataset:
+            raise UserError("choose a dataset")
+        trainer.start((name or "").strip(), dataset,
+                      epochs=whole_number(epochs, "epochs", minimum=1, maximum=20))
+    except UserError as error:
+        return message_html(str(error), "error")
+    return training_html(context, trainer, dataset)
+
+
 def run_progress_html(launcher: RunLauncher) -> str:
     """A progress bar for each run going on (from the CLI too) and each run started here."""
     parts = []
@@ -191,6 +232,7 @@ def build(context: UiContext, page: gr.Blocks) -> None:
     Blocks, whose load event fills the tab)."""
     cache = DashboardCache()
     launcher = RunLauncher(context.store, context.settings)
+    trainer = JudgeTrainer(context.store, context.settings)
     settings = context.settings
     defaults = form_defaults(settings)
     choices = run_choices(context.store)
@@ -231,6 +273,17 @@ def build(context: UiContext, page: gr.Blocks) -> None:
             fallback_box = gr.Checkbox(False, label="Also store No-RAG answers (fallback curve)")
             start_button = gr.Button("Start run", variant="primary")
         start_message = gr.HTML()
+    with gr.Accordion("Train a judge on these labels", open=False):
+        gr.Markdown("Fine-tunes a small cross-encoder (the packaged MiniLM) on the dataset's "
+                    "answerability labels, people's first, then its flags, on the CPU; it "
+                    "becomes the judge `trained:NAME`, measured on held-out articles.")
+        with gr.Row():
+            train_dataset = gr.Dropdown(names, value=names[0] if names else None,
+                                        label="Dataset", allow_custom_value=True)
+            train_name = gr.Textbox(label="Judge name (lower case)", placeholder="e.g. my-qpp")
+            train_epochs = gr.Number(2, precision=0, minimum=1, maximum=20, label="Epochs")
+            train_button = gr.Button("Train judge")
+        train_status = gr.HTML(elem_id="dashboard-training")
     timer = gr.Timer(LIVE_SECONDS)
     shown = gr.State(None)  # serial of the view this page shows
     known_runs = gr.State(choices)  # the picker's choices in this page
@@ -276,6 +329,12 @@ def build(context: UiContext, page: gr.Blocks) -> None:
         return (message, run_progress_html(launcher),
                 *runs_update(run_id, known, select=new_run))
 
+    def training_view(dataset: str | None) -> str:
+        return training_html(context, trainer, dataset)
+
+    def train(dataset: str | None, name: str | None, epochs: Any) -> str:
+        return start_training(context, trainer, dataset, name, epochs)
+
     view_inputs = [run_picker, truth_radio, resamples_box]
     view_outputs = [tables_out, figures_out, annotation_out, agreement_out, shown]
     picker = [run_picker, known_runs]
@@ -298,6 +357,11 @@ def build(context: UiContext, page: gr.Blocks) -> None:
     answers_radio.change(answer_source_form, answers_radio, [answerer_box, retrieval_box],
                          api_name="dashboard_answer_source", api_visibility="private")
     live_box.change(lambda on: gr.Timer(active=on), live_box, timer, api_name="dashboard_live")
+    gr.on([page.load, train_dataset.change, timer.tick], training_view, train_dataset,
+          train_status, api_name="dashboard_training", trigger_mode="always_last",
+          show_progress="hidden")
+    train_button.click(train, [train_dataset, train_name, train_epochs], train_status,
+                       api_name="dashboard_train_judge")
     # The Answers choice comes last, so that callers of the API from before it still work
     # (a missing argument is the form's default: generated).
     start_button.click(start, [*picker, dataset_box, limit_box, answerer_box, judges_box, rule_box,
