@@ -148,6 +148,9 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=300)
     parser.add_argument("--judges", default="all")
     parser.add_argument("--datasets", default=",".join(DATASETS))
+    parser.add_argument("--llm-grader", action="store_true",
+                        help="also grade each answer with the model (docs/METHODS.md 2): "
+                             "needed where references are long-form, as ClapNQ's")
     args = parser.parse_args()
 
     settings = Settings()
@@ -157,9 +160,15 @@ def main() -> None:
         judges = [KEEP_ALL, *judges]
     load_before = os.getloadavg()[0]
     sections, data = [], {}
+    grader = None
+    if args.llm_grader:
+        from ragshield.grading import LLMGrader
+        from ragshield.llm.factory import make_llm
+
+        grader = LLMGrader(make_llm(settings, store=store))
     for name in args.datasets.split(","):
         run_id = quality_run(store, settings, name, args.samples, judges)
-        tables = run_tables(store, run_id)
+        tables = run_tables(store, run_id, grader=grader)
         verdicts, stacked_note = with_stacked_judge(tables.verdicts)
         quality = judge_quality(verdicts)
         seconds = seconds_per_sample(store, run_id)
@@ -178,9 +187,11 @@ def main() -> None:
                       "seconds": seconds}
     store.close()
     command = (f"python scripts/bench_quality.py --samples {args.samples} --judges {args.judges}"
-               f" --datasets {args.datasets}")
+               f" --datasets {args.datasets}" + (" --llm-grader" if args.llm_grader else ""))
+    graded = ("answers right by the matcher or the LLM grader" if args.llm_grader
+              else "answers right by the matcher")
     notes = (f"Balanced samples ({args.samples} per dataset, half answerable), the default "
-             f"answerer and the {settings.backend} model. PR-AUC: average precision of the "
+             f"answerer and the {settings.backend} model; {graded}. PR-AUC: average precision of the "
              "judge's score (a hard judge: its keep bit) against V (AwF: right and supported) "
              "and against S (QPP: the passages support an answer). Intervals and gaps: 1000 "
              "paired bootstrap resamples of the samples (gaps: median [2.5%, 97.5%]). Load "
