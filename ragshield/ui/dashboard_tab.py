@@ -358,10 +358,10 @@ def build(context: UiContext, page: gr.Blocks) -> None:
                          api_name="dashboard_answer_source", api_visibility="private")
     live_box.change(lambda on: gr.Timer(active=on), live_box, timer, api_name="dashboard_live")
     gr.on([page.load, train_dataset.change, timer.tick], training_view, train_dataset,
-          train_status, api_name="dashboard_training", trigger_mode="always_last",
-          show_progress="hidden")
+          train_status, api_name="dashboard_training", api_visibility="private",
+          trigger_mode="always_last", show_progress="hidden")
     train_button.click(train, [train_dataset, train_name, train_epochs], train_status,
-                       api_name="dashboard_train_judge")
+                       api_name="dashboard_train_judge", api_visibility="private")
     # The Answers choice comes last, so that callers of the API from before it still work
     # (a missing argument is the form's default: generated).
     start_button.click(start, [*picker, dataset_box, limit_box, answerer_box, judges_box, rule_box,
