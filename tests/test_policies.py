@@ -327,3 +327,12 @@ def test_the_demo_badge_speaks_as_the_policy():
     assert ">answer<" in decision_html(Decision(True, "policy:x@1", "ok"))
     assert ">withhold<" in decision_html(Decision(False, "policy:x@1", "no"))
     assert ">keep<" in decision_html(Decision(True, "majority", "2 of 3"))
+
+
+def test_the_rule_choices_offer_the_policies_that_fit():
+    from ragshield.services.ask_choices import rule_choices
+
+    choices, chosen = rule_choices(["p_true"], "policy:a",
+                                   {"a": "p_true", "b": "token_prob", "s": "stacked"})
+    assert choices == ["majority", "all", "p_true", "policy:a", "policy:s"]
+    assert chosen == "policy:a"

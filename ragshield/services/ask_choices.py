@@ -8,6 +8,7 @@ from typing import Mapping
 
 from ragshield.judging import POOLED_RULES
 from ragshield.policies.rules import policy_rule
+from ragshield.policies.stacked_score import STACKED
 from ragshield.retrieval.corpus_store import list_corpora
 from ragshield.retrieval.demo_corpus import DEMO_CORPUS_NAME
 from ragshield.store.database import Store
@@ -19,9 +20,10 @@ SAMPLE_LABEL_CHARS = 120
 def rule_choices(judges: list[str], rule: str | None,
                  policies: Mapping[str, str] | None = None) -> tuple[list[str], str]:
     """The decision rules that fit the chosen judges (with the stored policies, name ->
-    the judge each reads, whose judge is chosen), and the rule to select."""
+    the judge each reads, whose judge is chosen; a stacked policy is offered always and
+    names the judges it still needs when chosen), and the rule to select."""
     fitting = [policy_rule(name, None) for name, source in (policies or {}).items()
-               if source in judges]
+               if source in judges or source == STACKED]
     choices = [*POOLED_RULES, *judges, *fitting]
     return choices, rule if rule in choices else POOLED_RULES[0]
 
