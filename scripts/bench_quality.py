@@ -143,6 +143,10 @@ def _gap(bounds: list[float] | None) -> str:
     return "-" if bounds is None else f"{bounds[1]:+.3f} [{bounds[0]:+.3f}, {bounds[2]:+.3f}]"
 
 
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"  # the stacked judge makes no call
+
+
 def main() -> None:
     parser = bench_parser(__doc__, "quality.json", runs=1)
     parser.add_argument("--samples", type=int, default=300)
@@ -181,7 +185,7 @@ def main() -> None:
             lines.append(f"| {row.judge} | {_fmt(row.awf_pr_auc, row.awf_interval)} | "
                          f"{_fmt(row.qpp_pr_auc, row.qpp_interval)} | {_gap(row.gap_to_keep_all)}"
                          f" | {_gap(row.gap_to_best)} | {row.distinct_scores} | "
-                         f"{seconds.get(row.judge, float('nan')):.2f} |")
+                         f"{_seconds(seconds.get(row.judge))} |")
         sections.append("\n".join(lines))
         data[name] = {"run": run_id, "judges": quality.to_dict(orient="records"),
                       "seconds": seconds}
