@@ -11,8 +11,7 @@ from datetime import datetime, timezone
 import numpy as np
 
 from ragshield.judging import ABSTAINED, KEPT
-from ragshield.policies.policy import (Calibration, FittedOn, Policy, PolicyFormatError,
-                                       outcome_codes)
+from ragshield.policies.policy import Calibration, FittedOn, Policy, check_name, outcome_codes
 from ragshield.policies.risk_control import clopper_pearson, fit_thresholds
 from ragshield.policies.stacked_score import StackedScore
 from ragshield.version import code_version
@@ -65,9 +64,7 @@ def fit_policy(name: str, source: str, data: LabelledScores, *, alpha: float, de
     """Fit the thresholds on `data` and describe the result (PolicyFitError when the labels
     cannot support the promise). `stacker`: the model that gave the scores, trained on the
     samples `trained_on` (kept apart from `data`)."""
-    if not name or len(name) > 100 or "@" in name or not name.isprintable():
-        raise PolicyFormatError(f"policy name: 1-100 printable characters without '@', "
-                                f"got {name!r:.60}")
+    check_name(name, "policy name")
     fitted = fit_thresholds(data.scores, data.good, alpha, delta, beta)
     scored = ~np.isnan(data.scores)
     notes = []

@@ -28,6 +28,14 @@ class PolicyFormatError(UserError, ValueError):
     """A policy file or record that is not a valid policy; the message names the field."""
 
 
+def check_name(name: str, where: str) -> str:
+    """A policy name: 1-100 printable characters without '@' (it ends a rule's name)."""
+    if not name or len(name) > 100 or "@" in name or not name.isprintable():
+        raise PolicyFormatError(f"{where}: 1-100 printable characters without '@', "
+                                f"got {name!r:.60}")
+    return name
+
+
 def outcome(score: float | None, answer_at: float, withhold_below: float | None) -> str:
     """answer (score >= answer_at), withhold (score < withhold_below) or defer (between,
     or no score)."""
@@ -264,12 +272,8 @@ def _read_policy(body: Any, where: str) -> Policy:
     if body.get("format") != FORMAT:
         raise PolicyFormatError(f"{where}.format: expected {FORMAT!r}, got "
                                 f"{body.get('format')!r:.60}")
-    name = _field(body, "name", str, where)
-    if not name or len(name) > 100 or "@" in name or not name.isprintable():
-        raise PolicyFormatError(f"{where}.name: 1-100 printable characters without '@', "
-                                f"got {name!r:.60}")
     policy = Policy(
-        name=name, source=_field(body, "source", str, where),
+        name=check_name(_field(body, "name", str, where), f"{where}.name"), source=_field(body, "source", str, where),
         answer_at=_number(body, "answer_at", where),
         withhold_below=_number(body, "withhold_below", where, optional=True),
         alpha=_number(body, "alpha", where, low=0, high=1),
