@@ -10,9 +10,8 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from ragshield.judging import ABSTAINED, KEPT
-from ragshield.policies.policy import Calibration, FittedOn, Policy, check_name, outcome_codes
-from ragshield.policies.risk_control import clopper_pearson, fit_thresholds
+from ragshield.policies.policy import FittedOn, Policy, calibration_of, check_name
+from ragshield.policies.risk_control import fit_thresholds
 from ragshield.policies.stacked_score import StackedScore
 from ragshield.version import code_version
 
@@ -34,27 +33,6 @@ def fingerprint(sample_ids: np.ndarray, good: np.ndarray) -> str:
     digest = hashlib.sha256("\n".join(ids[order].tolist()).encode())
     digest.update(np.packbits(np.asarray(good, dtype=bool)[order]).tobytes())
     return digest.hexdigest()
-
-
-def _rate(part: int, whole: int) -> tuple[float | None, tuple[float, float] | None]:
-    return (part / whole, clopper_pearson(part, whole)) if whole else (None, None)
-
-
-def calibration_of(answer_at: float, withhold_below: float | None, scores: np.ndarray,
-                   good: np.ndarray) -> Calibration:
-    """What these thresholds do on labelled samples: counts, and the answered risk and the
-    good share among the withheld, with 95% intervals."""
-    codes = outcome_codes(scores, answer_at, withhold_below)
-    answered, withheld = codes == KEPT, codes == ABSTAINED
-    bad_answered = int(np.count_nonzero(answered & ~good))
-    good_withheld = int(np.count_nonzero(withheld & good))
-    risk, risk_interval = _rate(bad_answered, int(answered.sum()))
-    share, share_interval = _rate(good_withheld, int(withheld.sum()))
-    return Calibration(labels=len(scores), answered=int(answered.sum()),
-                       withheld=int(withheld.sum()), deferred=int((~answered & ~withheld).sum()),
-                       bad_answered=bad_answered, good_withheld=good_withheld, risk=risk,
-                       risk_interval=risk_interval, withheld_good=share,
-                       withheld_good_interval=share_interval)
 
 
 def fit_policy(name: str, source: str, data: LabelledScores, *, alpha: float, delta: float,

@@ -16,6 +16,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from ragshield.errors import UserError
 from ragshield.judging import ABSTAINED, DEFERRED, KEPT, Decision, Rule
+from ragshield.policies.risk_control import clopper_pearson
 from ragshield.policies.rules import policy_rule
 from ragshield.policies.stacked_score import STACKED, StackedScore, read_stacked
 from ragshield.types import Verdict
@@ -79,6 +80,27 @@ class Calibration:
     @property
     def deferral(self) -> float:
         return self.deferred / self.labels if self.labels else math.nan
+
+
+def _rate(part: int, whole: int) -> tuple[float | None, tuple[float, float] | None]:
+    return (part / whole, clopper_pearson(part, whole)) if whole else (None, None)
+
+
+def calibration_of(answer_at: float, withhold_below: float | None, scores: np.ndarray,
+                   good: np.ndarray) -> Calibration:
+    """What these thresholds do on labelled samples: counts, and the answered risk and the
+    good share among the withheld, with 95% intervals."""
+    codes = outcome_codes(scores, answer_at, withhold_below)
+    answered, withheld = codes == KEPT, codes == ABSTAINED
+    bad_answered = int(np.count_nonzero(answered & ~good))
+    good_withheld = int(np.count_nonzero(withheld & good))
+    risk, risk_interval = _rate(bad_answered, int(answered.sum()))
+    share, share_interval = _rate(good_withheld, int(withheld.sum()))
+    return Calibration(labels=len(scores), answered=int(answered.sum()),
+                       withheld=int(withheld.sum()), deferred=int((~answered & ~withheld).sum()),
+                       bad_answered=bad_answered, good_withheld=good_withheld, risk=risk,
+                       risk_interval=risk_interval, withheld_good=share,
+                       withheld_good_interval=share_interval)
 
 
 @dataclass(frozen=True)

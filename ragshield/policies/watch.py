@@ -7,10 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ragshield.judging import ABSTAINED, KEPT
 from ragshield.holdout import in_holdout
-from ragshield.policies.policy import Policy
-from ragshield.policies.risk_control import clopper_pearson
+from ragshield.policies.policy import Policy, calibration_of
 
 RANDOM_SLICE, UNUSED = "random slice", "every unused label"
 
@@ -32,14 +30,10 @@ class WatchRow:
         return self.risk_interval is not None and self.risk_interval[0] > self.promised
 
 
-def _row(name: str, codes: np.ndarray, good: np.ndarray, alpha: float) -> WatchRow:
-    answered = codes == KEPT
-    bad = int(np.count_nonzero(answered & ~good))
-    kept = int(answered.sum())
-    return WatchRow(name, len(codes), kept, int((codes == ABSTAINED).sum()),
-                    int(len(codes) - kept - (codes == ABSTAINED).sum()), bad,
-                    bad / kept if kept else None,
-                    clopper_pearson(bad, kept) if kept else None, alpha)
+def _row(name: str, policy: Policy, scores: np.ndarray, good: np.ndarray) -> WatchRow:
+    seen = calibration_of(policy.answer_at, policy.withhold_below, scores, good)
+    return WatchRow(name, seen.labels, seen.answered, seen.withheld, seen.deferred,
+                    seen.bad_answered, seen.risk, seen.risk_interval, policy.alpha)
 
 
 def watch(policy: Policy, dataset: str | None, sample_ids: np.ndarray, scores: np.ndarray,
@@ -50,11 +44,10 @@ def watch(policy: Policy, dataset: str | None, sample_ids: np.ndarray, scores: n
     used = (set(policy.fitted_on.sample_ids) if dataset == policy.fitted_on.dataset
             else set())
     unused = np.asarray([str(i) not in used for i in sample_ids], dtype=bool)
-    codes = policy.decision_codes(scores)
     rows = []
     if policy.holdout > 0:
         held = unused & np.asarray([in_holdout(str(i), policy.holdout) for i in sample_ids],
                                    dtype=bool)
-        rows.append(_row(RANDOM_SLICE, codes[held], good[held], policy.alpha))
-    rows.append(_row(UNUSED, codes[unused], good[unused], policy.alpha))
+        rows.append(_row(RANDOM_SLICE, policy, scores[held], good[held]))
+    rows.append(_row(UNUSED, policy, scores[unused], good[unused]))
     return rows
