@@ -148,7 +148,8 @@ def test_fit_decide_and_watch_on_the_demo_set(store, settings, demo_run):
     slice_row, unused_row = watch_stored_policy(store, "demo-guard", None, second)
     assert slice_row.samples == len(held) and unused_row.samples == len(held)
     assert slice_row.answered > 0 and not slice_row.breach
-    table = policy_watch_table(store, cache.get(second, "human"), "demo")
+    human = cache.get(second, "human")
+    table = policy_watch_table(store, human, lambda: human, "demo")
     assert [row[0] for row in table.rows] == ["policy:demo-guard@1"] * 2
     assert table.rows[0][2] == "random slice" and table.rows[0][-1] == "kept"
     # The Dashboard's watch panel, as the page gets it.

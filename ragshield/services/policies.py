@@ -12,7 +12,7 @@ import json
 import math
 from dataclasses import replace
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -207,26 +207,32 @@ def watch_stored_policy(store: Store, name: str, version: int | None,
                      get_run(store, run_id).dataset)
 
 
-def _latest(policies: list[Policy]) -> list[Policy]:
-    newest = {policy.name: policy for policy in policies}  # listed by version, oldest first
-    return list(newest.values())
-
-
 def _interval_text(bounds: tuple[float, float] | None) -> str:
     return "-" if bounds is None else f"[{fmt(bounds[0], 3)}, {fmt(bounds[1], 3)}]"
 
 
-def policy_watch_table(store: Store, tables: RunTables, dataset: str | None) -> Table:
-    """The newest version of every stored policy whose judge scored this run: its promised
-    risk against the risk observed on labels it was not fitted on (tables under truth
-    "human")."""
+def _reading(store: Store, tables: RunTables) -> list[Policy]:
+    """The newest version of each stored policy whose judges gave this run what it reads
+    (only those bodies are read: the Dashboard asks on every refresh)."""
     scored = set(tables.verdicts.loc[tables.verdicts["score"].notna(), "judge"])
     ran = set(tables.verdicts["judge"])
+    heads = [h for h in policy_store.policy_heads(store)
+             if h.source in scored or h.source == STACKED]
+    policies = [get_policy(store, h.name, h.version) for h in heads]
+    return [p for p in policies if set(p.judges) <= ran]
+
+
+def policy_watch_table(store: Store, tables: RunTables, human: Callable[[], RunTables],
+                       dataset: str | None) -> Table:
+    """The newest version of every stored policy whose judge scored this run (`tables`,
+    any truth): its promised risk against the risk observed on labels it was not fitted
+    on. `human` gives the run's tables under truth "human", asked for only when some
+    policy applies."""
     rows = []
-    for policy in _latest(list_policies(store)):
-        if not (set(policy.judges) <= ran if policy.stacker else policy.source in scored):
-            continue
-        for row in watch_run(tables, policy, dataset):
+    policies = _reading(store, tables)
+    human_tables = human() if policies else None
+    for policy in policies:
+        for row in watch_run(human_tables, policy, dataset):
             status = ("no answer to check" if row.risk is None
                       else "BREACH" if row.breach else "kept")
             rows.append([policy.rule, policy.source, row.labels, fmt(row.samples),

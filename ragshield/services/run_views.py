@@ -273,4 +273,5 @@ def dashboard(store: Store, tables: RunTablesCache, views: DashboardCache, run_i
     run_tables = tables.get(run, truth)
     dataset = run_tables.config["dataset"]
     return Dashboard(run, views.view(store, run_tables, count), annotation_table(store, dataset),
-                     policy_watch_table(store, tables.get(run, "human"), dataset))
+                     policy_watch_table(store, run_tables, lambda: tables.get(run, "human"),
+                                        dataset))
