@@ -20,15 +20,13 @@ JSON = typer.Option(False, "--json", help="Print JSON.")
 VERSION = typer.Option(None, "--version", help="The version (default: the newest).")
 
 
-def _interval(bounds: Any) -> str:
-    return "-" if bounds is None else f"[{bounds[0]:.3f}, {bounds[1]:.3f}]"
-
-
 def _rate(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
 def _describe(policy) -> list[str]:
+    from ragshield.services.policies import interval_text
+
     c, on = policy.calibration, policy.fitted_on
     withhold = ("never" if policy.withhold_below is None
                 else f"score < {policy.withhold_below:.4g}")
@@ -42,8 +40,8 @@ def _describe(policy) -> list[str]:
         f"fingerprint {on.fingerprint[:12]}",
         f"on those labels: coverage {c.coverage:.3f} ({c.answered} answered), "
         f"{c.withheld} withheld, deferral {c.deferral:.3f}; risk {_rate(c.risk)} "
-        f"{_interval(c.risk_interval)}; good among withheld {_rate(c.withheld_good)} "
-        f"{_interval(c.withheld_good_interval)}",
+        f"{interval_text(c.risk_interval)}; good among withheld {_rate(c.withheld_good)} "
+        f"{interval_text(c.withheld_good_interval)}",
         f"{policy.tested} thresholds tested; code {policy.code_version}; {policy.created_at}",
         *(f"note: {note}" for note in policy.notes),
     ]
@@ -141,7 +139,7 @@ def watch(name: str = typer.Argument(...),
           run: int = typer.Option(..., "--run", help="A run with labels to check it on."),
           version: Optional[int] = VERSION, as_json: bool = JSON) -> None:
     """The policy's observed risk on labels it was not fitted on, against its promise."""
-    from ragshield.services.policies import watch_stored_policy
+    from ragshield.services.policies import interval_text, watch_stored_policy
 
     with user_errors(), opened_store() as store:
         rows = watch_stored_policy(store, name, version, run)
@@ -149,7 +147,8 @@ def watch(name: str = typer.Argument(...),
     if as_json:
         emit_json(records)
         return
-    print_table([{**r, "risk": _rate(r["risk"]), "risk_interval": _interval(r["risk_interval"])}
+    print_table([{**r, "risk": _rate(r["risk"]),
+                  "risk_interval": interval_text(r["risk_interval"])}
                  for r in records], ["labels", "samples", "answered", "withheld", "deferred",
                                      "bad_answered", "risk", "risk_interval", "promised",
                                      "breach"])

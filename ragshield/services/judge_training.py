@@ -121,14 +121,18 @@ def _publish(directory: Path, final: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
+def check_judge_name(name: str) -> None:
+    if not valid_name(name):
+        raise OptionError(f"judge name {name!r}: lower-case letters, digits, '_', '.', '-' "
+                          "(at most 64), starting with a letter or digit")
+
+
 def train_judge(store: Store, settings: Settings, name: str, dataset: str, *,
                 target: str = "answerable", run_id: int | None = None, epochs: int = 2,
                 progress: Callable[[int, int], None] | None = None) -> TrainedJudgeInfo:
     """Train trained:NAME on the dataset's labels, measure it on held-out groups, and keep
     it in the cache directory with its card."""
-    if not valid_name(name):
-        raise OptionError(f"judge name {name!r}: lower-case letters, digits, '_', '.', '-' "
-                          "(at most 64), starting with a letter or digit")
+    check_judge_name(name)
     if target not in TARGETS:
         raise OptionError(f"target must be one of {', '.join(TARGETS)}, got {target!r}")
     if target == "answer_ok" and run_id is None:
@@ -231,9 +235,7 @@ class JudgeTrainer:
     def start(self, name: str, dataset: str, *, epochs: int = 2) -> Training:
         """Start training trained:NAME on the dataset's answerable labels; UserError at
         once for a bad name, too few labels, or a training still going."""
-        if not valid_name(name):
-            raise OptionError(f"judge name {name!r}: lower-case letters, digits, '_', '.', "
-                              "'-' (at most 64), starting with a letter or digit")
+        check_judge_name(name)
         ready = readiness(self.store, dataset)
         if not ready.enough:
             raise UserError(ready.message())

@@ -207,7 +207,8 @@ def watch_stored_policy(store: Store, name: str, version: int | None,
                      get_run(store, run_id).dataset)
 
 
-def _interval_text(bounds: tuple[float, float] | None) -> str:
+def interval_text(bounds: tuple[float, float] | None) -> str:
+    """"[low, high]" to 3 decimals, "-" without an interval."""
     return "-" if bounds is None else f"[{fmt(bounds[0], 3)}, {fmt(bounds[1], 3)}]"
 
 
@@ -237,7 +238,7 @@ def policy_watch_table(store: Store, tables: RunTables, human: Callable[[], RunT
                       else "BREACH" if row.breach else "kept")
             rows.append([policy.rule, policy.source, row.labels, fmt(row.samples),
                          fmt(row.answered), fmt(row.deferred), fmt(row.risk, 3),
-                         _interval_text(row.risk_interval), f"<= {policy.alpha:g}", status])
+                         interval_text(row.risk_interval), f"<= {policy.alpha:g}", status])
     note = ("Each stored policy whose judge scored this run: the risk it promised and the "
             "risk observed on labels it was not fitted on, with a 95% interval. BREACH: "
             "even the interval's lower end is above the promise. The random slice was kept "
