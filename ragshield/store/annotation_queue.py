@@ -106,8 +106,10 @@ _WITH_COUNT = (select(_IN_ORDER.c.external_id)
                .where(_open_to(_IN_ORDER.c.id, _IN_ORDER),
                       _labellers(_IN_ORDER.c.id, _IN_ORDER) == bindparam("count"))
                .limit(1))
-_FROM = _ELIGIBLE_IDS.where(Sample.id >= bindparam("start")).order_by(Sample.id).limit(1)
-_BEFORE = _ELIGIBLE_IDS.where(Sample.id < bindparam("start")).order_by(Sample.id).limit(1)
+# Open samples from row id :start on, and before it (a walk that wraps around).
+_FROM_ALL = _ELIGIBLE_IDS.where(Sample.id >= bindparam("start")).order_by(Sample.id)
+_BEFORE_ALL = _ELIGIBLE_IDS.where(Sample.id < bindparam("start")).order_by(Sample.id)
+_FROM, _BEFORE = _FROM_ALL.limit(1), _BEFORE_ALL.limit(1)
 _JUDGED = _ELIGIBLE_IDS.join(AnswerRow, and_(AnswerRow.sample_id == Sample.id,
                                              AnswerRow.run_id == bindparam("run_id"),
                                              AnswerRow.role == MAIN))
@@ -122,8 +124,6 @@ _IN_BAND = (_JUDGED.join(VerdictRow, and_(VerdictRow.answer_id == AnswerRow.id,
                                           VerdictRow.judge == bindparam("judge")))
             .where(VerdictRow.score >= bindparam("low"), VerdictRow.score < bindparam("high"))
             .order_by(Sample.id))
-_FROM_ALL = _ELIGIBLE_IDS.where(Sample.id >= bindparam("start")).order_by(Sample.id)
-_BEFORE_ALL = _ELIGIBLE_IDS.where(Sample.id < bindparam("start")).order_by(Sample.id)
 
 
 def _unlabelled(session: Session, params: dict[str, int]) -> str | None:
@@ -141,19 +141,21 @@ def _labels_given(session: Session, annotator_id: int) -> int:
                           .where(Label.annotator_id == annotator_id)) or 0
 
 
-def _random_start(session: Session, params: dict[str, Any], seed: int) -> int | None:
-    """A pseudo-random row id of the dataset that moves on with each label given."""
+def _random_start(session: Session, params: dict[str, Any], seed: int,
+                  done: int) -> int | None:
+    """A pseudo-random row id of the dataset that moves on with each label given (`done`:
+    how many the annotator has given)."""
     low, high = session.execute(select(func.min(Sample.id), func.max(Sample.id))
                                 .where(Sample.dataset_id == params["dataset_id"])).one()
     if low is None:
         return None
     annotator_id = params["annotator_id"]
-    done = _labels_given(session, annotator_id)
     return low + zlib.crc32(f"{seed}:{annotator_id}:{done}".encode()) % (high - low + 1)
 
 
 def _random(session: Session, params: dict[str, int], seed: int) -> str | None:
-    start = _random_start(session, params, seed)
+    start = _random_start(session, params, seed,
+                          _labels_given(session, params["annotator_id"]))
     if start is None:
         return None
     return (session.scalar(_FROM, {**params, "start": start})
@@ -195,8 +197,8 @@ def _value(session: Session, params: dict[str, Any], seed: int, run_id: int | No
         return _first_passing(session, _DISAGREED, {**params, "run_id": run_id}, teaching)
 
     def random_slice() -> str | None:
-        start = _random_start(session, params, seed)
-        if start is None or mix.random == 0:
+        start = None if mix.random == 0 else _random_start(session, params, seed, done)
+        if start is None:
             return None
         at = {**params, "start": start}
         return (_first_passing(session, _FROM_ALL, at, kept_apart)
