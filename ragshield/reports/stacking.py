@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ragshield.metrics.stacked import NotEnoughLabels, stack_features, stacked_oof_probabilities
-
-STACKED = "stacked"
+from ragshield.metrics.stacked import NotEnoughLabels, stacked_oof_probabilities
+from ragshield.policies.stacked_score import STACKED, run_features
 
 
 def with_stacked_judge(verdicts: pd.DataFrame, seed: int = 0) -> tuple[pd.DataFrame, str]:
@@ -17,19 +16,17 @@ def with_stacked_judge(verdicts: pd.DataFrame, seed: int = 0) -> tuple[pd.DataFr
     decided = verdicts[verdicts["keep"].notna()]
     if decided.empty:
         return verdicts, "Stacked judge: no verdicts to stack."
-    scores = decided.pivot(index="sample_id", columns="judge", values="score")
-    keeps = decided.pivot(index="sample_id", columns="judge", values="keep")
-    features = stack_features({j: scores[j] for j in scores.columns if scores[j].notna().any()},
-                              {j: keeps[j] for j in keeps.columns})
+    samples = pd.Index(sorted(decided["sample_id"].unique()), name="sample_id")
+    features = run_features(decided, samples)
     labels = (decided.drop_duplicates("sample_id").set_index("sample_id")
-              .loc[keeps.index, ["answer_correct", "passages_support"]])
+              .loc[samples, ["answer_correct", "passages_support"]])
     try:
         probability = stacked_oof_probabilities(features, labels["answer_correct"].to_numpy(bool),
                                                 seed=seed)
     except NotEnoughLabels as exc:
         return verdicts, f"Stacked judge: not fitted, {exc}."
     stacked = pd.DataFrame({
-        "sample_id": keeps.index, "judge": STACKED, "keep": probability >= 0.5,
+        "sample_id": samples, "judge": STACKED, "keep": probability >= 0.5,
         "score": probability, "answer_correct": labels["answer_correct"].to_numpy(bool),
         "passages_support": labels["passages_support"].to_numpy(bool)})
     note = (f"Stacked judge: logistic regression over {features.shape[1]} judge features, "
