@@ -8,6 +8,7 @@ from typing import Any, Callable
 from ragshield.config import Settings
 from ragshield.llm.base import LLM, LOGPROBS
 from ragshield.llm.factory import make_llm
+from ragshield.llm.packaged_models import LARGER_MODEL, SMALLEST_MODEL
 from ragshield.retrieval.embeddings import load_embedder
 from ragshield.store.database import masked, open_store
 
@@ -37,9 +38,9 @@ def generation_speed(llm: LLM) -> float | None:
     return round(tokens / seconds, 2) if tokens > 0 and seconds > 0 else None
 
 
-def _llm_check(settings: Settings, small: bool) -> dict[str, Any]:
+def _llm_check(settings: Settings, packaged: str | None = None) -> dict[str, Any]:
     started = time.perf_counter()
-    llm = make_llm(settings, small=small)  # no call cache: the doctor measures the model
+    llm = make_llm(settings, packaged=packaged)  # no call cache: the doctor measures the model
     load_s = time.perf_counter() - started
     can_logprobs = LOGPROBS in llm.capabilities
     reply = llm.chat(
@@ -105,8 +106,9 @@ def _guarded(check: Callable[[], dict[str, Any]], **context: Any) -> dict[str, A
 
 def run_doctor(settings: Settings) -> dict[str, Any]:
     return {
-        "llm": _guarded(lambda: _llm_check(settings, small=False), backend=settings.backend),
-        "small_llm": _guarded(lambda: _llm_check(settings, small=True)),
+        "llm": _guarded(lambda: _llm_check(settings), backend=settings.backend),
+        "small_llm": _guarded(lambda: _llm_check(settings, SMALLEST_MODEL)),
+        "larger_llm": _guarded(lambda: _llm_check(settings, LARGER_MODEL)),
         "embeddings": _guarded(lambda: _embeddings_check(settings)),
         "database": _guarded(
             lambda: _database_check(settings), url=masked(settings.database_url)

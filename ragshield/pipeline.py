@@ -80,10 +80,12 @@ def start_run(store: Store, config: RunConfig, *, name: str | None = None) -> in
 
 def open_models(config: RunConfig, settings: Settings, store: Store) -> RunModels:
     from ragshield.llm.factory import make_llm
+    from ragshield.llm.packaged_models import LARGER_MODEL, SMALLEST_MODEL
 
     settings = config.settings(settings)
-    main = make_llm(settings, store=store, small=config.small_model)
-    larger = make_llm(settings, store=store) if config.switch else None
+    main = make_llm(settings, store=store,
+                    packaged=SMALLEST_MODEL if config.small_model else None)
+    larger = make_llm(settings, store=store, packaged=LARGER_MODEL) if config.switch else None
     return RunModels(main=main, larger=larger)
 
 

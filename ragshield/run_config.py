@@ -8,6 +8,7 @@ from typing import Any, get_args
 from ragshield.config import Settings
 from ragshield.errors import OptionError
 from ragshield.judging import choose_rule
+from ragshield.llm.packaged_models import LARGER_MODEL
 from ragshield.retrieval.factory import RetrievalMode
 
 RETRIEVAL_CHOICES = ("given", *get_args(RetrievalMode))
@@ -31,11 +32,11 @@ class RunConfig:
     k: int = 3
     noise: int = 0
     backend: str = "embedded"
-    model: str | None = None
+    model: str | None = None  # embedded: a packaged model's name or a GGUF path
     base_url: str | None = None
-    small_model: bool = False  # answer with the packaged small model (switch-to-larger demo)
+    small_model: bool = False  # answer with the packaged smallest model, SmolLM2-135M
     fallback: bool = False  # also store the No-RAG answer of every sample (fallback curve)
-    switch: bool = False  # also store the larger model's answer (switch curve; needs small_model)
+    switch: bool = False  # also store the packaged larger model's answer (switch curve)
     seed: int = 0
     concurrency: int = 1
     live: bool = False  # collects asked questions (services/live_runs.py); never executed
@@ -96,9 +97,12 @@ def check_config(config: RunConfig) -> RunConfig:
         problems.append(f"backend must be embedded, openai or transformers, got {config.backend!r}")
     if config.small_model and config.backend != "embedded":
         problems.append("small_model is the packaged small model: it needs backend 'embedded'")
-    if config.switch and not config.small_model:
-        problems.append("switch compares with a larger model: use it with small_model, whose "
-                        "larger partner is the embedded default model")
+    if config.switch and config.backend != "embedded":
+        problems.append("switch compares the embedded model with the packaged larger one: it "
+                        "needs backend 'embedded'")
+    if config.switch and config.model == LARGER_MODEL and not config.small_model:
+        problems.append(f"switch hands withheld answers to the larger model {LARGER_MODEL}, "
+                        "which already answers this run: answer with a smaller model")
     try:
         rule = choose_rule(config.rule, judges).rule
     except OptionError as exc:

@@ -157,6 +157,15 @@ def small_model_path(model_cache_dir: Path) -> Path:
 
 @pytest.fixture(scope="session")
 @lane("model")
+def larger_model_path(model_cache_dir: Path) -> Path:
+    """The packaged Qwen2.5-Coder-1.5B GGUF (the larger model), assembled in the cache."""
+    from ragshield.llm.packaged_models import QWEN_15B, ensure_model
+
+    return ensure_model(QWEN_15B, model_cache_dir)
+
+
+@pytest.fixture(scope="session")
+@lane("model")
 def embedded_llm(qwen_path: Path):
     from ragshield.llm.llama_cpp_backend import LlamaCppLLM
 
@@ -184,12 +193,13 @@ def recording_embedder(embedder):
 
 @pytest.fixture(scope="session")
 @lane("model")
-def packaged_models(qwen_path: Path, small_model_path: Path) -> dict[str, Path]:
+def packaged_models(qwen_path: Path, small_model_path: Path,
+                    larger_model_path: Path) -> dict[str, Path]:
     """Every packaged model, ready, for tests whose subprocesses (the CLI, app.py) load them:
-    the two GGUF files assembled in the cache, and the MiniLM folder."""
+    the three GGUF files assembled in the cache, and the MiniLM folder."""
     from ragshield.retrieval.embeddings import packaged_embedding_path
 
-    return {"qwen": qwen_path, "smollm2": small_model_path,
+    return {"qwen": qwen_path, "smollm2": small_model_path, "qwen-1.5b": larger_model_path,
             "embeddings": packaged_embedding_path()}
 
 

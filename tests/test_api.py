@@ -43,7 +43,7 @@ class FakeModels:
     def __init__(self, llm: LLM) -> None:
         self.llm_ = llm
 
-    def llm(self, *, small: bool = False) -> LLM:
+    def llm(self, packaged: str | None = None) -> LLM:
         return self.llm_
 
 
@@ -411,6 +411,7 @@ def test_web_app_and_api_share_one_lock(settings: Settings) -> None:
     settings.backend = "openai"
     gate = ModelGate(settings, lock)
     assert gate.for_request(AskRequest(question="q", fallback=LARGER_FALLBACK)) is lock
+    assert gate.for_request(AskRequest(question="q", model="qwen-1.5b")) is lock
     assert gate.for_request(AskRequest(question="q")) is gate.remote
     settings.backend = "embedded"
     assert ModelGate(settings, lock).for_request(AskRequest(question="q")) is lock

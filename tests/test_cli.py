@@ -26,12 +26,14 @@ def test_doctor_reports_every_part_ok(python_processes, tmp_path, packaged_model
     result = run_cli("doctor", "--json", env={"RAGSHIELD_DATABASE_URL": f"sqlite:///{tmp_path}/d.db"})
     assert result.returncode == 0, result.stdout + result.stderr
     report = json.loads(result.stdout)
-    assert set(report) == {"llm", "small_llm", "embeddings", "database"}
+    assert set(report) == {"llm", "small_llm", "larger_llm", "embeddings", "database"}
     assert all(part["ok"] for part in report.values())
     llm = report["llm"]
     assert "paris" in llm["answer"].lower()
     assert llm["model"] == "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
     assert llm["logprobs"] is True and llm["tokens_per_s"] > 0
+    assert report["larger_llm"]["model"] == "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+    assert "paris" in report["larger_llm"]["answer"].lower()
     assert report["embeddings"]["dimension"] == 384
     assert report["database"]["revision"]
 

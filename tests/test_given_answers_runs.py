@@ -124,7 +124,7 @@ class Models:
     def __init__(self) -> None:
         self.llm = ScriptedLLM()
 
-    def __call__(self, settings: Any, store: Any = None, small: bool = False) -> ScriptedLLM:
+    def __call__(self, settings: Any, store: Any = None, packaged: str | None = None) -> ScriptedLLM:
         return self.llm
 
 

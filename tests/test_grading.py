@@ -230,7 +230,7 @@ def test_metrics_cli_with_the_grader(store, store_url, run_id, monkeypatch, tmp_
 
     monkeypatch.setenv("RAGSHIELD_DATABASE_URL", store_url)
     monkeypatch.setattr(factory, "make_llm",
-                        lambda settings, store=None, small=False: CachedLLM(
+                        lambda settings, store=None, packaged=None: CachedLLM(
                             ScriptedLLM(respond=grade), store))
     runner = CliRunner()
     result = runner.invoke(app, ["metrics", str(run_id), "--llm-grader", "--json",

@@ -182,7 +182,8 @@ def test_extra_answers_for_fallback_are_saved_by_role(store, dataset, settings):
     (RunConfig(dataset="toy", judges=["oracle"]), "unknown judge"),
     (RunConfig(dataset="toy", answerer="poet"), "unknown answerer"),
     (RunConfig(dataset="toy", retrieval="grep"), "retrieval must be one of"),
-    (RunConfig(dataset="toy", switch=True), "switch compares with a larger model"),
+    (RunConfig(dataset="toy", switch=True, model="qwen-1.5b"), "already answers this run"),
+    (RunConfig(dataset="toy", switch=True, backend="openai"), "needs backend 'embedded'"),
     (RunConfig(dataset="toy", judges=["trivial"], rule="p_true"), "rule 'p_true'"),
     (RunConfig(dataset="toy", noise=2), "noise chunks come from a corpus"),
 ])

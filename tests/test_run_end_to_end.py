@@ -118,7 +118,7 @@ def test_small_model_run_with_switch_answers_reports_the_switch_curve(
     with sqlite3.connect(tmp_path / "switch.db") as connection:
         models = dict(connection.execute("SELECT role, model FROM answers GROUP BY role"))
     assert set(models) == {"main", "larger"}
-    assert "smollm2" in models["main"].lower() and "qwen" in models["larger"].lower()
+    assert "smollm2" in models["main"].lower() and "1.5b" in models["larger"].lower()
     report = run_cli("report", "1", "--out", str(tmp_path / "r"), env=env)
     assert report.returncode == 0, report.stderr
     assert "Switch to a larger model" in (tmp_path / "r" / "report.md").read_text()

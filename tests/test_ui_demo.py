@@ -11,6 +11,7 @@ from typing import Iterator
 import numpy as np
 import pytest
 
+from ragshield.llm.packaged_models import LARGER_MODEL
 from ragshield.datasets.demo import DEMO_DATASET
 from ragshield.judges.calibration import QUESTION as CALIBRATION_QUESTION
 from ragshield.services.datasets import ensure_demo_dataset
@@ -63,9 +64,9 @@ def context(settings, tmp_path) -> Iterator[UiContext]:
     store.close()
 
 
-def with_model(context: UiContext, llm: LLM, *, small: bool = False) -> LLM:
-    """Put `llm` where context.llm(small=...) finds it (instead of opening a model)."""
-    context.models._opened[small] = llm
+def with_model(context: UiContext, llm: LLM, packaged: str | None = None) -> LLM:
+    """Put `llm` where context.llm(packaged) finds it (instead of opening a model)."""
+    context.models._opened[packaged] = llm
     return llm
 
 
@@ -139,9 +140,10 @@ def test_a_kept_answer_has_no_fallback(context):
     assert not any("No passages are given" in m[-1]["content"] for m in llm.seen)
 
 
-def test_larger_model_mode_judges_with_the_small_model_and_falls_back_to_the_default(context):
-    small = with_model(context, ScriptedLLM(respond=replies("0.2")), small=True)
-    larger = with_model(context, ScriptedLLM(["Answer: Paris, from the larger model"]))
+def test_larger_model_mode_falls_back_to_the_packaged_larger_model(context):
+    small = with_model(context, ScriptedLLM(respond=replies("0.2")))
+    larger = with_model(context, ScriptedLLM(["Answer: Paris, from the larger model"]),
+                        LARGER_MODEL)
     final = list(ask(context, request(rule="calibration", fallback=LARGER)))[-1]
     assert decision(final) == "abstain"
     assert len(small.seen) == 3 and len(larger.seen) == 1  # answer + 2 judges; the fallback

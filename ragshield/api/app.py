@@ -96,7 +96,8 @@ def build_api(settings: Settings, guard: Guard, keys: KeyCheck) -> FastAPI:
             passages=_passages(body.passages) if body.passages is not None else None,
             **({"corpus": body.corpus} if body.corpus else {}), mode=body.mode, k=body.k,
             noise=body.noise, answerer=body.answerer, judges=_judges(body.judges),
-            rule=body.rule, fallback=body.fallback, keep_record=body.store)
+            rule=body.rule, fallback=body.fallback, model=body.model,
+            keep_record=body.store)
         result = await deadlines.run(lambda outcome, deadline:
                                      guard.ask(request, outcome, deadline))
         return judged_json(result, trace=body.trace, passages=True)

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ragshield.datasets.validation import MAX_MODEL_LENGTH
+from ragshield.llm.packaged_models import PACKAGED_MODELS
 from ragshield.services.asking import FALLBACKS, MAX_NOISE, MAX_QUESTION_CHARS, RETRIEVAL_MODES
 
 MAX_PASSAGES = 50
@@ -73,6 +74,8 @@ class AskBody(Judging):
     noise: int = Field(default=0, ge=0, le=MAX_NOISE)
     answerer: Name = "evidence"
     fallback: str = Field(default=FALLBACKS[0], description=" | ".join(FALLBACKS))
+    model: str | None = Field(default=None, description="a packaged model to answer with: "
+                              + " | ".join(PACKAGED_MODELS) + "; default: the configured one")
 
 
 class ProxyField(Strict):

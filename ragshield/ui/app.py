@@ -38,13 +38,14 @@ def build_app(settings: Settings, store: Store | None = None,
               models: OpenedModels | None = None,
               model_lock: threading.Lock | None = None) -> gr.Blocks:
     """The app on `settings` (and `store`, opened from settings.database_url if not given).
-    The demo dataset is loaded into an empty database first. A server that also serves the
+    The demo dataset and the shipped demo run are loaded into an empty database first (the
+    run only where the database holds no run). A server that also serves the
     guard API passes the models and the lock on them that the API uses, so that the two
     take turns at the one in-process model."""
-    from ragshield.services.datasets import ensure_demo_dataset
+    from ragshield.services.demo_run import load_demo_run
 
     store = store or open_store(settings.database_url)
-    ensure_demo_dataset(store)
+    load_demo_run(store)
     context = UiContext(settings=settings, store=store,
                         model_lock=model_lock or threading.Lock())
     if models is not None:

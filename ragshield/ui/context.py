@@ -27,6 +27,6 @@ class UiContext:
         self.tables = RunTablesCache(self.store)
         self.models = OpenedModels(self.settings, self.store)
 
-    def llm(self, *, small: bool = False) -> LLM:
-        """The configured model (or the packaged small one), opened on first use."""
-        return self.models.llm(small=small)
+    def llm(self, packaged: str | None = None) -> LLM:
+        """The configured model (or a packaged one by name), opened on first use."""
+        return self.models.llm(packaged)

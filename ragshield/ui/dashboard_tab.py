@@ -48,7 +48,7 @@ MISSING_CURVES = {
     "fallback": "No-RAG fallback: this run stored no No-RAG answers (start a run with "
                 "\"also store No-RAG answers\", or \"python -m ragshield run --fallback\").",
     "switch": "Switch to a larger model: this run stored no larger model's answers "
-              "(\"python -m ragshield run --small-model --switch\").",
+              "(\"python -m ragshield run --switch\").",
 }
 # Where a run's answers come from (services.runs.ANSWER_SOURCES, as `run --answers`).
 ANSWER_CHOICES = [("generate them with the answerer", "generated"),

@@ -40,7 +40,11 @@ CSS = """
 .rs-demo-badge-pending, .rs-demo-badge-undecided { background: #ccc; color: #333; }
 .rs-demo-badge-cited, .rs-demo-badge-noise { background: #e7e7e7; color: #333; min-width: 0; }
 .rs-demo-decision { font-size: 1.1em; }
+.rs-demo-partial { font-size: 1.15em; white-space: pre-wrap; color: #444; }
+.rs-demo-replayed { display: inline-block; background: #e8eefa; color: #1f3f78; border-radius: 4px;
+  padding: 0 0.4em; margin-left: 0.5em; font-size: 0.85em; font-weight: 600; }
 """
+LLM_CALLS = ("chat", "score")  # the trace entries that the call cache can answer
 
 
 def badge_html(word: str, shown: str | None = None) -> str:
@@ -138,6 +142,7 @@ class AskView:
     passages: list[Passage]
     judges: list[str]  # in the order they run
     status: str = ""
+    partial: str = ""  # the answer's text while the model writes it
     answer: Answer | None = None
     answer_model: str = ""
     verdicts: list[Verdict] = field(default_factory=list)
@@ -146,16 +151,32 @@ class AskView:
     record: LiveRecord | None = None  # where the ask was kept
     error: str | None = None
 
+    @property
+    def replayed(self) -> bool:
+        """True when the answer and every verdict so far came from the call cache alone
+        (a stored question asked again with the same settings), with at least one call."""
+        if self.answer is None:
+            return False
+        calls = [c for c in [*self.answer.calls, *(c for v in self.verdicts for c in v.trace)]
+                 if c.kind in LLM_CALLS]
+        return bool(calls) and all(c.cache_hit for c in calls)
+
     def html(self) -> str:
         cited = set(self.answer.evidence) if self.answer else set()
         passages = "".join(passage_html(i, p, i in cited) for i, p in enumerate(self.passages))
-        parts = [f'<div class="rs-demo-status">{esc(self.status)}</div>',
+        replayed = ('<span class="rs-demo-replayed" title="every model call of this question '
+                    'was answered from the call cache">replayed</span>' if self.replayed else "")
+        parts = [f'<div class="rs-demo-status">{esc(self.status)}{replayed}</div>',
                  section(f"Question ({self.source})", f"<div>{esc(self.question)}</div>",
                          "rs-demo-question"),
                  section(f"Passages ({len(self.passages)})",
                          passages or "<div>no passages</div>", "rs-demo-passages")]
         if self.answer is not None:
             parts.append(section("Answer", answer_html(self.answer, self.answer_model),
+                                 "rs-demo-answer-section"))
+        elif self.partial:
+            parts.append(section("Answer (being written)",
+                                 f'<div class="rs-demo-partial">{esc(self.partial)}</div>',
                                  "rs-demo-answer-section"))
         if self.answer is not None or self.verdicts:
             done = {v.judge: v for v in self.verdicts}

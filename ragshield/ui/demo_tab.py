@@ -21,7 +21,9 @@ import gradio as gr
 from ragshield.answerers.registry import ANSWERERS
 from ragshield.errors import UserError
 from ragshield.judges.registry import JUDGES, quick_judges
+from ragshield.datasets.demo import DEMO_DATASET
 from ragshield.judging import DEFAULT_DECISION_RULE, decision_word
+from ragshield.llm.packaged_models import DEFAULT_MODEL, LARGER_MODEL, PACKAGED_MODELS
 from ragshield.services.ask_choices import corpus_names, rule_choices, sample_choices
 from ragshield.services.policies import policy_sources
 from ragshield.services.asking import (ABSTAIN_FALLBACK, FALLBACKS, LARGER_FALLBACK, MAX_NOISE,
@@ -29,6 +31,7 @@ from ragshield.services.asking import (ABSTAIN_FALLBACK, FALLBACKS, LARGER_FALLB
                                        AskRequest, PassageFinders, Prepared, answer_and_judge,
                                        prepare)
 from ragshield.services.datasets import dataset_names
+from ragshield.services.demo_examples import DemoExample, read_examples
 from ragshield.types import KEEP
 from ragshield.ui import demo_render
 from ragshield.ui.context import UiContext
@@ -43,9 +46,13 @@ HEAD = ""
 SOURCES = ("type a question", "stored sample")
 TYPED, STORED = SOURCES
 ABSTAIN, NORAG, LARGER = ABSTAIN_FALLBACK, NORAG_FALLBACK, LARGER_FALLBACK
-LARGER_NOTE = ("larger-model answer: the question is answered and judged by the small "
-               "packaged model (SmolLM2-135M); when it does not keep its answer, the default "
-               "model answers instead, like a run's switch to a larger model.")
+LARGER_NOTE = ("larger-model answer: when the answer is not kept, the packaged larger model "
+               f"({LARGER_MODEL}) answers the same question from the same passages, like a "
+               "run's switch to a larger model.")
+CONFIGURED = "configured"  # the model choice that means the configured model
+MODEL_CHOICES = (CONFIGURED, *PACKAGED_MODELS)
+MODEL_NOTE = (f"{CONFIGURED}: the model ragshield is set up with (the embedded {DEFAULT_MODEL} "
+              "unless RAGSHIELD_MODEL or the backend say otherwise); or a packaged model.")
 # Free and cheap judges (each judge states its cost) and the default rule's judge.
 FAST_JUDGES = tuple(quick_judges(DEFAULT_DECISION_RULE))
 ASK_DEFAULTS = AskRequest()  # the form starts from the service's defaults
@@ -68,6 +75,7 @@ class DemoForm:
     judges: tuple[str, ...] = FAST_JUDGES
     rule: str = "majority"
     fallback: str = ASK_DEFAULTS.fallback
+    model: str = CONFIGURED
 
     def request(self) -> AskRequest:
         """The ask this form stands for; AskInputError for a source that is neither."""
@@ -78,7 +86,8 @@ class DemoForm:
                           sample_id=(self.sample_id or "") if stored else None,
                           dataset=self.dataset, corpus=self.corpus, mode=self.mode, k=self.k,
                           noise=self.noise, answerer=self.answerer, judges=self.judges,
-                          rule=self.rule or None, fallback=self.fallback)
+                          rule=self.rule or None, fallback=self.fallback,
+                          model=None if self.model in ("", CONFIGURED) else self.model)
 
 
 Event = tuple[str, Any]  # (kind, payload), from the model thread to the page
@@ -115,6 +124,9 @@ def _apply(view: AskView, kind: str, payload: Any) -> None:
     """Update the view with one event of the model thread."""
     if kind == "status":
         view.status = payload
+    elif kind == "partial":
+        view.partial = payload
+        view.status = "Writing the answer…"
     elif kind == "answer":
         view.answer, view.answer_model = payload
     elif kind == "verdict":
@@ -158,6 +170,8 @@ def ask(context: UiContext, form: DemoForm,
         yield view.html()
     view.status = ("Stopped by an error." if view.error else
                    f"Done in {time.monotonic() - started:.1f} s.")
+    if view.replayed:
+        view.status += " Every model call was stored: replayed from the call cache."
     yield view.html()
 
 
@@ -213,7 +227,10 @@ def build(context: UiContext, page: gr.Blocks) -> None:
                                allow_custom_value=True)
             fallback = gr.Radio(list(FALLBACKS), value=ABSTAIN, label="When it abstains, show",
                                 info=LARGER_NOTE)
+            model = gr.Dropdown(list(MODEL_CHOICES), value=CONFIGURED, label="Answer model",
+                                info=MODEL_NOTE)
             ask_button = gr.Button("Ask", variant="primary")
+            example_buttons = _example_buttons()
         with gr.Column(scale=3):
             result = gr.HTML(message_html("The answer and the judges' verdicts appear here."),
                              elem_id="demo-result")
@@ -222,10 +239,11 @@ def build(context: UiContext, page: gr.Blocks) -> None:
     def on_ask(source_value: str, question_text: str, dataset_name: str, sample_id: str | None,
                corpus_name: str, mode_name: str, k_value: float, noise_value: float,
                answerer_name: str, judge_names: list[str] | None, rule_name: str | None,
-               fallback_name: str) -> Iterator[str]:
+               fallback_name: str, model_name: str | None) -> Iterator[str]:
         form = DemoForm(source_value, question_text or "", dataset_name or "", sample_id,
                         corpus_name or "", mode_name, int(k_value), int(noise_value),
-                        answerer_name, tuple(judge_names or ()), rule_name or "", fallback_name)
+                        answerer_name, tuple(judge_names or ()), rule_name or "", fallback_name,
+                        model_name or CONFIGURED)
         yield from ask(context, form, finders)
 
     def on_dataset(dataset_name: str) -> tuple[gr.Dropdown, str]:
@@ -242,9 +260,14 @@ def build(context: UiContext, page: gr.Blocks) -> None:
                                       policy_sources(context.store))
         return gr.Dropdown(choices=choices, value=value)
 
-    gr.on([ask_button.click, question.submit], on_ask,
-          inputs=[source, question, dataset, sample, corpus, mode, k, noise, answerer, judges,
-                  rule, fallback], outputs=result, api_name="demo_ask")
+    form_inputs = [source, question, dataset, sample, corpus, mode, k, noise, answerer, judges,
+                   rule, fallback, model]
+    gr.on([ask_button.click, question.submit], on_ask, inputs=form_inputs, outputs=result,
+          api_name="demo_ask")
+    for button, example in example_buttons:
+        button.click(lambda e=example: example_form(e, settings.decision_rule),
+                     outputs=form_inputs, api_visibility="private").then(
+            on_ask, inputs=form_inputs, outputs=result, api_visibility="private")
     dataset.change(on_dataset, inputs=dataset, outputs=[sample, result], api_name="demo_samples")
     judges.change(on_judges, inputs=[judges, rule], outputs=rule, api_name="demo_rules")
     all_judges.click(lambda: list(JUDGES), outputs=judges, api_name="demo_all_judges")
@@ -253,6 +276,28 @@ def build(context: UiContext, page: gr.Blocks) -> None:
     # Picking a sample or typing switches the question's source (in the browser only).
     sample.input(None, outputs=source, js=f"() => {json.dumps(STORED)}")
     question.input(None, outputs=source, js=f"() => {json.dumps(TYPED)}")
+
+
+def example_form(example: DemoExample, decision_rule: str) -> list[Any]:
+    """The form's values for an example: the stored sample with the Demo's defaults (and the
+    example's noise), in the order of the form's inputs."""
+    judges = quick_judges(decision_rule)
+    rule = rule_choices(judges, decision_rule)[1]
+    return [STORED, "", DEMO_DATASET, example.sample_id, ASK_DEFAULTS.corpus,
+            ASK_DEFAULTS.mode, ASK_DEFAULTS.k, example.noise, ASK_DEFAULTS.answerer, judges,
+            rule, ABSTAIN, CONFIGURED]
+
+
+def _example_buttons() -> list[tuple[gr.Button, DemoExample]]:
+    """A row of buttons, one per shipped example question (none when none ship)."""
+    examples = read_examples()
+    if not examples:
+        return []
+    gr.Markdown("**Examples** (stored demo samples, replayed from the shipped demo run):")
+    with gr.Row():
+        return [(gr.Button(example.title, size="sm", elem_classes="rs-demo-example",
+                           tooltip=f"{example.question} — {example.shows}"), example)
+                for example in examples]
 
 
 def _initial_samples(context: UiContext) -> list[tuple[str, str]]:

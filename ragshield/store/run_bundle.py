@@ -1,0 +1,180 @@
+"""A run in one file: its configuration, every answer and verdict (traces included) and the
+LLM calls behind them, as xz-compressed JSON. `write_bundle` takes a finished run out of a
+store; `read_bundle` checks a file and `load_bundle` puts it into another store, where the
+run shows like any other and an identical question is replayed from the call cache.
+
+The app ships one (assets/demo/run.json.xz, made by scripts/make_demo_run.py) so that a new
+database has a full demo run at first launch."""
+
+from __future__ import annotations
+
+import json
+import lzma
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Table, func, insert, select
+
+from ragshield.errors import UserError
+from ragshield.store.database import Store
+from ragshield.store.models import AnswerRow, Dataset, LLMCallRow, Run, Sample, VerdictRow
+
+FORMAT = "ragshield.run-bundle"
+FORMAT_VERSION = 1
+# Columns a bundle leaves out: ids and links of the store it came from, and times.
+_LOCAL = {"id", "run_id", "sample_id", "answer_id", "created_at"}
+
+
+class BundleError(UserError, ValueError):
+    """A bundle file that cannot be read or does not fit the store; names the file and
+    the field at fault."""
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """A read bundle: what it says about itself, and its rows as plain dicts."""
+
+    path: Path
+    code_version: str
+    created_at: str
+    dataset: str
+    run: dict[str, Any]
+    answers: list[dict[str, Any]]  # each with "sample" (its external id) and "verdicts"
+    llm_calls: list[dict[str, Any]]
+
+
+def _columns(table: Table) -> list[str]:
+    return [column.name for column in table.columns if column.name not in _LOCAL]
+
+
+def _row(obj: Any, columns: list[str]) -> dict[str, Any]:
+    return {name: getattr(obj, name) for name in columns}
+
+
+def write_bundle(store: Store, run_id: int, path: Path, *, code_version: str) -> Path:
+    """Write run `run_id` of `store`, with every LLM call the store holds, to `path`."""
+    answer_columns = _columns(AnswerRow.__table__)
+    verdict_columns = _columns(VerdictRow.__table__)
+    call_columns = _columns(LLMCallRow.__table__)
+    with store.session() as session:
+        run = session.get(Run, run_id)
+        if run is None:
+            raise BundleError(f"no run {run_id} in the store")
+        dataset = session.scalar(select(Dataset.name).where(Dataset.id == run.dataset_id))
+        external = dict(session.execute(select(Sample.id, Sample.external_id).join(
+            AnswerRow, AnswerRow.sample_id == Sample.id).where(AnswerRow.run_id == run_id)).all())
+        verdicts: dict[int, list[dict[str, Any]]] = {}
+        for verdict in session.scalars(select(VerdictRow).join(AnswerRow).where(
+                AnswerRow.run_id == run_id).order_by(VerdictRow.id)):
+            verdicts.setdefault(verdict.answer_id, []).append(_row(verdict, verdict_columns))
+        answers = [{"sample": external[answer.sample_id], **_row(answer, answer_columns),
+                    "verdicts": verdicts.get(answer.id, [])}
+                   for answer in session.scalars(select(AnswerRow).where(
+                       AnswerRow.run_id == run_id).order_by(AnswerRow.id))]
+        calls = [_row(call, call_columns)
+                 for call in session.scalars(select(LLMCallRow).order_by(LLMCallRow.id))]
+        body = {
+            "format": FORMAT, "format_version": FORMAT_VERSION, "code_version": code_version,
+            "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "dataset": dataset,
+            "run": {"name": run.name, "config": run.config, "seed": run.seed,
+                    "status": run.status, "samples_total": run.samples_total,
+                    "code_version": run.code_version},
+            "answers": answers, "llm_calls": calls,
+        }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.name + ".partial")
+    with lzma.open(temporary, "wt", encoding="utf-8", preset=9) as handle:
+        json.dump(body, handle, ensure_ascii=False, separators=(",", ":"))
+    temporary.replace(path)
+    return path
+
+
+def _field(body: dict[str, Any], name: str, kind: type, path: Path) -> Any:
+    value = body.get(name)
+    if not isinstance(value, kind):
+        raise BundleError(f"{path}: field {name!r} must be a {kind.__name__}, "
+                          f"got {type(value).__name__}")
+    return value
+
+
+def read_bundle(path: Path) -> Bundle:
+    """The bundle at `path`; BundleError naming the file and field when it is not one."""
+    try:
+        with lzma.open(path, "rt", encoding="utf-8") as handle:
+            body = json.load(handle)
+    except FileNotFoundError:
+        raise BundleError(f"{path}: no such file") from None
+    except (lzma.LZMAError, EOFError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BundleError(f"{path}: not an xz-compressed JSON run bundle ({exc})") from None
+    if not isinstance(body, dict) or body.get("format") != FORMAT:
+        raise BundleError(f"{path}: field 'format' must be {FORMAT!r}")
+    if body.get("format_version") != FORMAT_VERSION:
+        raise BundleError(f"{path}: field 'format_version' is {body.get('format_version')!r}; "
+                          f"this version of ragshield reads {FORMAT_VERSION}")
+    answers = _field(body, "answers", list, path)
+    for index, answer in enumerate(answers):
+        if not isinstance(answer, dict) or not isinstance(answer.get("sample"), str) \
+                or not isinstance(answer.get("verdicts"), list):
+            raise BundleError(f"{path}: answers[{index}] needs a 'sample' id and 'verdicts'")
+    run = _field(body, "run", dict, path)
+    _field(run, "config", dict, path)
+    return Bundle(path, _field(body, "code_version", str, path),
+                  _field(body, "created_at", str, path), _field(body, "dataset", str, path),
+                  run, answers, _field(body, "llm_calls", list, path))
+
+
+def _known(row: dict[str, Any], columns: list[str], path: Path, where: str) -> dict[str, Any]:
+    unknown = sorted(set(row) - set(columns))
+    if unknown:
+        raise BundleError(f"{path}: {where} has unknown field(s) {unknown}")
+    return row
+
+
+def load_bundle(store: Store, bundle: Bundle) -> int:
+    """Add the bundle's run to `store` (whose dataset `bundle.dataset` must hold every
+    sample it answers) with its LLM calls, in one transaction; returns the new run's id.
+    Calls the store already holds are kept as they are."""
+    answer_columns = _columns(AnswerRow.__table__)
+    verdict_columns = _columns(VerdictRow.__table__)
+    call_columns = _columns(LLMCallRow.__table__)
+    path = bundle.path
+    with store.session() as session:
+        dataset_id = session.scalar(select(Dataset.id).where(Dataset.name == bundle.dataset))
+        if dataset_id is None:
+            raise BundleError(f"{path}: dataset {bundle.dataset!r} is not in the store")
+        samples = dict(session.execute(select(Sample.external_id, Sample.id).where(
+            Sample.dataset_id == dataset_id)).all())
+        missing = sorted({a["sample"] for a in bundle.answers} - set(samples))
+        if missing:
+            raise BundleError(f"{path}: {len(missing)} answered sample(s) are not in dataset "
+                              f"{bundle.dataset!r}, e.g. {missing[:3]}")
+        run = Run(name=bundle.run.get("name"), dataset_id=dataset_id,
+                  config=bundle.run["config"], code_version=bundle.run.get("code_version"),
+                  seed=int(bundle.run.get("seed") or 0), status=bundle.run.get("status", "done"),
+                  samples_total=int(bundle.run.get("samples_total") or 0))
+        session.add(run)
+        session.flush()
+        for index, item in enumerate(bundle.answers):
+            fields = {k: v for k, v in item.items() if k not in ("sample", "verdicts")}
+            answer = AnswerRow(run_id=run.id, sample_id=samples[item["sample"]],
+                               **_known(fields, answer_columns, path, f"answers[{index}]"))
+            session.add(answer)
+            session.flush()
+            session.add_all(VerdictRow(answer_id=answer.id,
+                                       **_known(v, verdict_columns, path,
+                                                f"answers[{index}].verdicts"))
+                            for v in item["verdicts"])
+        held = set(session.scalars(select(LLMCallRow.key)))
+        fresh = [_known(call, call_columns, path, "llm_calls") for call in bundle.llm_calls
+                 if call.get("key") not in held]
+        if fresh:
+            session.execute(insert(LLMCallRow), fresh)
+        return run.id
+
+
+def run_count(store: Store) -> int:
+    with store.session() as session:
+        return session.scalar(select(func.count()).select_from(Run)) or 0

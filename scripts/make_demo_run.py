@@ -1,0 +1,74 @@
+"""Make the demo run that ships with the app (assets/demo/run.json.xz) and the Demo's example
+questions (assets/demo/examples.json).
+
+    python scripts/make_demo_run.py            # about 1.5 h on 2 cores; resumable
+    python scripts/make_demo_run.py --limit 5  # a quick look (writes elsewhere with --out)
+
+Steps, each picking up where an interrupted one stopped (the work database is kept):
+1. a run of the demo set with every judge on the embedded model, with the No-RAG answers
+   (fallback curve) and the packaged larger model's answers (switch curve);
+2. the example questions: a kept answer, a withheld one, and one that noise flips, each
+   asked once as the Demo asks it, so their calls are in the cache too;
+3. the bundle: the run with every LLM call of the work database, xz-compressed.
+
+Run it again when a prompt changes: tests/test_demo_run.py fails while the shipped file's
+calls no longer match what the code asks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from ragshield.config import Settings  # noqa: E402
+from ragshield.datasets.demo import DEMO_DATASET, DEMO_EXAMPLES, DEMO_RUN  # noqa: E402
+from ragshield.run_config import RunConfig  # noqa: E402
+from ragshield.services.demo_examples import find_examples, write_examples  # noqa: E402
+from ragshield.services.runs import execute, record_run  # noqa: E402
+from ragshield.store.database import open_store  # noqa: E402
+from ragshield.store.models import Run  # noqa: E402
+from ragshield.store.run_bundle import write_bundle  # noqa: E402
+from ragshield.version import code_version  # noqa: E402
+
+RUN_NAME = "demo run (shipped with the app)"
+
+
+def demo_config(limit: int | None) -> RunConfig:
+    return RunConfig(dataset=DEMO_DATASET, limit=limit, judges=["all"], fallback=True,
+                     switch=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--db", type=Path, default=ROOT / "db" / "demo-run.db",
+                        help="the work database (kept between attempts)")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N samples")
+    parser.add_argument("--out", type=Path, default=DEMO_RUN)
+    parser.add_argument("--examples", type=Path, default=DEMO_EXAMPLES)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    settings = Settings(database_url=f"sqlite:///{args.db}")
+    args.db.parent.mkdir(parents=True, exist_ok=True)
+    store = open_store(settings.database_url)
+    with store.session() as session:
+        run_id = session.query(Run.id).filter(Run.name == RUN_NAME).scalar()
+    if run_id is None:
+        run_id = record_run(store, settings, demo_config(args.limit), name=RUN_NAME).run_id
+    result = execute(store, settings, run_id, progress=True)
+    if result.failures:
+        sys.exit(f"{len(result.failures)} samples failed; run the script again to retry them: "
+                 f"{result.failures}")
+    examples = find_examples(store, settings, run_id)
+    write_examples(examples, args.examples)
+    path = write_bundle(store, run_id, args.out, code_version=code_version())
+    print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB) and {args.examples}: "
+          f"{', '.join(example.title for example in examples)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,220 @@
+"""The demo run that ships with the app: a run bundle written from one store loads into
+another whole (answers, verdicts with traces, the LLM calls behind them); a bad file is
+refused naming the file and field and stores nothing; a new database gets the shipped run
+once; and the shipped file is not stale: every call the code makes for it today is in it."""
+
+from __future__ import annotations
+
+import lzma
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select
+
+from ragshield.datasets.demo import DEMO_EXAMPLES, DEMO_RUN
+from ragshield.llm.base import CHAT, LOGPROBS, SCORE, BackendBase
+from ragshield.llm.call_cache import CachedLLM
+from ragshield.pipeline import RunModels
+from ragshield.run_config import RunConfig
+from ragshield.services.asking import OpenedModels, ask
+from ragshield.services.datasets import ensure_demo_dataset
+from ragshield.services.demo_examples import demo_request, read_examples
+from ragshield.services.demo_run import load_demo_run
+from ragshield.services.runs import execute, record_run
+from ragshield.store.database import open_store
+from ragshield.store.models import AnswerRow, LLMCallRow, Run, VerdictRow
+from ragshield.store.run_bundle import (BundleError, load_bundle, read_bundle, run_count,
+                                        write_bundle)
+from ragshield.store.runs import answer_records, verdict_records
+from tests.fakes import ScriptedLLM, ScriptedReply
+
+SHIPPED_STALE = ("the shipped demo run (assets/demo/run.json.xz) is stale: the code now makes "
+                 "a call it does not hold; regenerate it with `python scripts/make_demo_run.py`")
+
+
+def scripted(messages) -> ScriptedReply:
+    text = messages[-1]["content"]
+    if "yes" in text.lower() and "no" in text.lower():
+        return ScriptedReply("Yes", top={"Yes": -0.2, "No": -1.7})
+    return ScriptedReply("Answer: Paris\nEvidence: ## Passage-0 ##")
+
+
+@pytest.fixture
+def bundled(store, settings, tmp_path) -> tuple[int, Path]:
+    """A cached, scripted run of 6 demo samples by two judges, written to a bundle."""
+    ensure_demo_dataset(store)
+    run_id = record_run(store, settings, RunConfig(dataset="demo", limit=6,
+                                                   judges=["trivial", "p_true"],
+                                                   rule="p_true"), name="shipped").run_id
+    llm = CachedLLM(ScriptedLLM(respond=scripted), store)
+    execute(store, settings, run_id, models=RunModels(main=llm))
+    return run_id, write_bundle(store, run_id, tmp_path / "run.json.xz", code_version="0.1.0+t")
+
+
+def verdict_scores(store, run_id: int) -> dict[tuple[int, str], float | None]:
+    """(sample row id, judge) -> score, of the run's main answers."""
+    return {(v["sample_id"], v["judge"]): v["score"] for v in verdict_records(store, run_id)}
+
+
+def _without_ids(rows: list[dict]) -> list[dict]:
+    local = {"id", "answer_id", "run_id", "sample_id", "created_at"}
+    return [{k: v for k, v in row.items() if k not in local} for row in rows]
+
+
+def test_a_bundle_loads_into_a_new_store_whole(store, bundled, tmp_path):
+    run_id, path = bundled
+    other = open_store(f"sqlite:///{tmp_path / 'other.db'}")
+    try:
+        new_id = load_demo_run(other, path)
+        assert new_id is not None
+        assert load_demo_run(other, path) is None  # a store with a run gets no second one
+        assert run_count(other) == 1
+        with other.session() as session:
+            run = session.get(Run, new_id)
+            assert run.name == "shipped" and run.config["judges"] == ["trivial", "p_true"]
+        for read in (answer_records, verdict_records):
+            assert _without_ids(read(other, new_id)) == _without_ids(read(store, run_id))
+        with store.session() as a, other.session() as b:
+            calls = sorted(a.scalars(select(LLMCallRow.key)))
+            assert calls and sorted(b.scalars(select(LLMCallRow.key))) == calls
+    finally:
+        other.close()
+
+
+def test_a_loaded_run_replays_from_the_call_cache(store, settings, bundled, tmp_path):
+    """Asking a stored sample again with the run's settings calls no model."""
+    _, path = bundled
+    other = open_store(f"sqlite:///{tmp_path / 'other.db'}")
+    try:
+        new_id = load_demo_run(other, path)
+        sample = answer_records(other, new_id)[0]
+        refusing = RunModels(main=CachedLLM(Refusing("scripted", "test-double"), other))
+        rerun = record_run(other, settings, RunConfig(dataset="demo", limit=6,
+                                                      judges=["trivial", "p_true"],
+                                                      rule="p_true")).run_id
+        result = execute(other, settings, rerun, models=refusing)
+        assert not result.failures and result.outcome.done == 6
+        assert verdict_scores(other, rerun) == verdict_scores(other, new_id)
+        assert sample["text"] == "Paris"
+    finally:
+        other.close()
+
+
+def _rewrite(path: Path, change) -> Path:
+    import json
+
+    with lzma.open(path, "rt") as handle:
+        body = json.load(handle)
+    change(body)
+    bad = path.with_name("bad.json.xz")
+    with lzma.open(bad, "wt") as handle:
+        json.dump(body, handle)
+    return bad
+
+
+@pytest.mark.parametrize("change, fragment", [
+    (lambda b: b.update(format="something else"), "field 'format'"),
+    (lambda b: b.update(format_version=99), "field 'format_version' is 99"),
+    (lambda b: b.update(answers="many"), "field 'answers' must be a list"),
+    (lambda b: b["answers"][0].pop("sample"), "answers[0] needs a 'sample' id"),
+    (lambda b: b["answers"][2].update(colour="red"), "answers[2] has unknown field(s) ['colour']"),
+    (lambda b: b["answers"][1].update(sample="demo:nope"), "not in dataset 'demo'"),
+    (lambda b: b["llm_calls"][0].update(extra=1), "llm_calls has unknown field(s) ['extra']"),
+])
+def test_a_bad_bundle_names_the_file_and_field_and_stores_nothing(store, bundled, tmp_path,
+                                                                  change, fragment):
+    _, path = bundled
+    bad = _rewrite(path, change)
+    other = open_store(f"sqlite:///{tmp_path / 'other.db'}")
+    try:
+        ensure_demo_dataset(other)
+        with pytest.raises(BundleError, match="bad.json.xz") as error:
+            load_bundle(other, read_bundle(bad))
+        assert fragment in str(error.value)
+        with other.session() as session:
+            for table in (Run, AnswerRow, VerdictRow, LLMCallRow):
+                assert session.scalar(select(func.count()).select_from(table)) == 0
+    finally:
+        other.close()
+
+
+def test_a_file_that_is_no_bundle_is_refused(tmp_path):
+    plain = tmp_path / "plain.json.xz"
+    plain.write_text("{}")
+    with pytest.raises(BundleError, match="plain.json.xz: not an xz-compressed JSON"):
+        read_bundle(plain)
+    with pytest.raises(BundleError, match="missing.json.xz: no such file"):
+        read_bundle(tmp_path / "missing.json.xz")
+
+
+class Refusing(BackendBase):
+    """A model that is never to be called: the call cache must answer everything."""
+
+    capabilities = frozenset({CHAT, LOGPROBS, SCORE})
+
+    def __init__(self, backend: str, model: str) -> None:
+        self.backend, self.model = backend, model
+
+    def chat(self, messages, **_options):
+        raise AssertionError(SHIPPED_STALE)
+
+    def score(self, prompt_messages, continuation):
+        raise AssertionError(SHIPPED_STALE)
+
+
+@pytest.fixture(scope="module")
+def shipped(tmp_path_factory):
+    """A new database with the shipped demo run loaded, and the run's id."""
+    if not DEMO_RUN.is_file():
+        pytest.fail(f"{DEMO_RUN} is missing: make it with `python scripts/make_demo_run.py`")
+    store = open_store(f"sqlite:///{tmp_path_factory.mktemp('shipped') / 'demo.db'}")
+    run_id = load_demo_run(store)
+    yield store, run_id
+    store.close()
+
+
+def _replaying(store, model: str) -> CachedLLM:
+    return CachedLLM(Refusing("llama.cpp", model), store)
+
+
+def test_the_shipped_demo_run_is_full_and_not_stale(shipped, settings):
+    """Run the shipped run's configuration again over models that refuse every call: each
+    call the code makes today must be in the file, and every verdict must come out the
+    same. A prompt changed without regenerating the file fails here."""
+    store, run_id = shipped
+    with store.session() as session:
+        run = session.get(Run, run_id)
+        config = RunConfig.from_dict(run.config)
+        models = dict(session.execute(select(AnswerRow.role, AnswerRow.model).where(
+            AnswerRow.run_id == run_id).group_by(AnswerRow.role, AnswerRow.model)).all())
+    assert run.samples_total == 160 and config.switch and config.fallback
+    assert set(models) == {"main", "norag", "larger"} and "1.5b" in models["larger"]
+    rerun = record_run(store, settings, RunConfig(**{**config.to_dict(), "policy": None})).run_id
+    result = execute(store, settings, rerun, models=RunModels(
+        main=_replaying(store, models["main"]), larger=_replaying(store, models["larger"])))
+    assert not result.failures, f"{SHIPPED_STALE}: {list(result.failures.items())[:2]}"
+    assert result.outcome.done == 160
+    assert verdict_scores(store, rerun) == verdict_scores(store, run_id)
+
+
+def test_the_shipped_examples_replay_and_show_what_they_say(shipped, settings):
+    store, run_id = shipped
+    examples = {example.title: example for example in read_examples(DEMO_EXAMPLES)}
+    assert set(examples) == {"A kept answer", "A withheld answer", "Noise flips it"}
+    with store.session() as session:
+        model = session.scalar(select(AnswerRow.model).where(AnswerRow.run_id == run_id,
+                                                             AnswerRow.role == "main"))
+
+    class Replaying(OpenedModels):
+        def llm(self, packaged=None):
+            return _replaying(store, model)
+
+    words = {}
+    for title, example in examples.items():
+        result = ask(store, settings, Replaying(settings, store),
+                     demo_request(example.sample_id, settings, example.noise))
+        words[title] = result.judged.decision.keep
+    assert words == {"A kept answer": True, "A withheld answer": False, "Noise flips it": False}
+    kept_without_noise = ask(store, settings, Replaying(settings, store),
+                             demo_request(examples["Noise flips it"].sample_id, settings))
+    assert kept_without_noise.judged.decision.keep
