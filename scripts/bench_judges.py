@@ -3,6 +3,12 @@ samples with the embedded model, as ratios to the base answer's own time, and th
 fully cached rerun. Prints a table, writes JSON, appends to docs/BENCHMARKS.md.
 
     python scripts/bench_judges.py [--samples 20] [--judges all] [--seed 0]
+    python scripts/bench_judges.py --demo [--samples 10]
+
+--demo times what a Demo user waits for, asking stored demo samples as the Demo does by
+default (its judges and rule): the first streamed answer token against the time the model
+takes to read the prompt, the default judges against the base answer, and the same question
+asked again (replayed from the call cache).
 """
 
 from __future__ import annotations
@@ -36,10 +42,91 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=20)
     parser.add_argument("--judges", default="all")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--json-out", type=Path, default=ROOT / "docs" / "bench" / "judges.json")
+    parser.add_argument("--demo", action="store_true",
+                        help="time the Demo's default ask instead (first token, judges, replay)")
+    parser.add_argument("--json-out", type=Path, default=None)
     parser.add_argument("--no-append", action="store_true")
     args = parser.parse_args()
+    if args.demo:
+        demo_latency(args)
+    else:
+        judge_costs(args)
 
+
+def _read_only(llm, messages) -> float:
+    """Seconds the model takes to read `messages` (and write one token), from a cold prefix:
+    an unrelated prompt goes first, so nothing of this one is in llama.cpp's KV cache."""
+    llm.chat([{"role": "user", "content": "Say nothing."}], max_tokens=1)
+    return llm.chat(messages, max_tokens=1).seconds
+
+
+def demo_latency(args: argparse.Namespace) -> None:
+    from ragshield.services.asking import OpenedModels, ask
+    from ragshield.services.datasets import ensure_demo_dataset
+    from ragshield.services.demo_examples import demo_request
+    from ragshield.store.samples import list_samples
+
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        settings = Settings(database_url=f"sqlite:///{folder}/bench.db")
+        store = open_store(settings.database_url)
+        ensure_demo_dataset(store)
+        ids = [s.id for s in list_samples(store, "demo")]
+        ids = random.Random(args.seed).sample(ids, min(args.samples, len(ids)))
+        models = OpenedModels(settings, store)
+        inner = models.llm().inner  # the model itself, under the call cache
+        for sample_id in ids:
+            request = demo_request(sample_id, settings)
+            inner.chat([{"role": "user", "content": "Say nothing."}], max_tokens=1)
+            seen: dict[str, float] = {}
+            started = time.perf_counter()
+            result = ask(store, settings, models, request,
+                         post=lambda kind, _: seen.setdefault(kind, time.perf_counter()))
+            done = time.perf_counter()
+            answer_at = seen["answer"] - started
+            first = seen.get("partial", seen["answer"]) - started
+            read = _read_only(inner, result.judged.answer.messages)
+            started = time.perf_counter()
+            ask(store, settings, models, request)
+            replay = time.perf_counter() - started
+            rows.append({"sample": sample_id, "first_token_s": first, "prompt_read_s": read,
+                         "answer_s": answer_at, "judges_s": done - seen["answer"],
+                         "replay_s": replay, "judges": len(result.judged.verdicts)})
+            print(f"{sample_id}: first token {first:.2f} s (prompt read {read:.2f} s), "
+                  f"answer {answer_at:.2f} s, judges {done - seen['answer']:.2f} s, "
+                  f"replayed {replay:.3f} s", flush=True)
+        store.close()
+
+    def median(key: str) -> float:
+        return statistics.median(row[key] for row in rows)
+    first_ratio = statistics.median(r["first_token_s"] / r["prompt_read_s"] for r in rows)
+    judges_ratio = statistics.median(r["judges_s"] / r["answer_s"] for r in rows)
+    table = "\n".join([
+        "| measure | median | target |", "|---|---|---|",
+        f"| first answer token | {median('first_token_s'):.2f} s | |",
+        f"| prompt read (cold, 1 token) | {median('prompt_read_s'):.2f} s | |",
+        f"| first token / prompt read | {first_ratio:.2f}x | <= 1.5x |",
+        f"| base answer | {median('answer_s'):.2f} s | |",
+        f"| default judges after the answer | {median('judges_s'):.2f} s | |",
+        f"| judges / base answer | {judges_ratio:.2f}x | <= 2x |",
+        f"| the same question again (replayed) | {median('replay_s'):.3f} s | < 1 s |",
+    ])
+    print(table)
+    judges = ", ".join(demo_request("x", Settings()).judges)
+    publish(
+        "Demo latency",
+        f"python scripts/bench_judges.py --demo --samples {args.samples} --seed {args.seed}",
+        f"Embedded Qwen2.5-0.5B; {len(rows)} stored demo samples asked as the Demo asks by "
+        f"default (judges {judges}; rule {Settings().decision_rule}), from an empty call "
+        "cache; times from the click's start.",
+        table, {"samples": rows, "first_token_ratio": first_ratio,
+                "judges_ratio": judges_ratio},
+        args.json_out or ROOT / "docs" / "bench" / "demo_latency.json",
+        append=not args.no_append,
+    )
+
+
+def judge_costs(args: argparse.Namespace) -> None:
     settings = Settings()
     samples = list(load_dataset(DEMO_SAMPLES))
     samples = random.Random(args.seed).sample(samples, min(args.samples, len(samples)))
@@ -106,7 +193,7 @@ def main() -> None:
         {"samples": len(samples), "per_judge_median": summary, "base_seconds": base_seconds,
          "all_judges_ratio": all_ratio, "live_total_s": live_total,
          "cached_rerun_s": cached_total},
-        args.json_out, append=not args.no_append,
+        args.json_out or ROOT / "docs" / "bench" / "judges.json", append=not args.no_append,
     )
 
 

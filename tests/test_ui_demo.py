@@ -26,7 +26,10 @@ from ragshield.ui.context import UiContext
 from ragshield.services.asking import ABSTAIN_MESSAGE
 from ragshield.services.ask_choices import rule_choices, sample_choices
 from ragshield.ui.demo_tab import (ABSTAIN, LARGER, NORAG, STORED, DemoForm, PassageFinders,
-                                   ask)
+                                   ask, example_form)
+from ragshield.services.demo_examples import DemoExample
+from ragshield.llm.call_cache import CachedLLM
+from ragshield.llm.streaming import text_sink
 from ragshield.services.thresholds import score_range, scored_judges, threshold_choice
 from ragshield.ui.threshold_panel import choice_html, threshold_html
 from tests.fakes import ScriptedLLM, ScriptedReply
@@ -315,8 +318,12 @@ SHORT_DEMO_SAMPLE = "clapnq:-3438511383213545458"  # one short passage: a quick 
 def test_one_demo_sample_through_the_embedded_model(context, embedded_llm):
     ensure_demo_dataset(context.store)
     with_model(context, embedded_llm)
-    final = list(ask(context, request(dataset=DEMO_DATASET, sample_id=SHORT_DEMO_SAMPLE,
-                                      judges=("token_prob", "p_true"), rule="majority")))[-1]
+    frames = list(ask(context, request(dataset=DEMO_DATASET, sample_id=SHORT_DEMO_SAMPLE,
+                                       judges=("token_prob", "p_true"), rule="majority")))
+    final = frames[-1]
+    written = [re.search(r'rs-demo-partial">(.*?)</div>', f, re.S).group(1)
+               for f in frames if "Answer (being written)" in f]
+    assert len(written) >= 2 and all(b.startswith(a) for a, b in zip(written, written[1:]))
     found = badges(final)
     assert set(found) == {"token_prob", "p_true"}
     assert set(found.values()) <= {"keep", "abstain"}
@@ -400,3 +407,61 @@ def test_every_ask_is_kept_in_a_live_run_and_shows_up_in_browse_and_the_queue(co
     assert next_sample(context.store, LIVE_DATASET, "ann") == rows["sample"].iloc[0]
     with pytest.raises(LiveRunError, match="live run"):
         execute_run(context.store, typed_run.id, context.settings)
+
+
+class WritingLLM(ScriptedLLM):
+    """A scripted model that hands the text sink its reply a few characters at a time, as
+    the embedded backend does token by token."""
+
+    def chat(self, messages, **options):
+        completion = super().chat(messages, **options)
+        sink = text_sink()
+        if sink is not None:
+            for end in range(4, len(completion.text) + 4, 4):
+                sink(completion.text[:end])
+        return completion
+
+
+def test_the_answer_shows_while_it_is_written(context):
+    with_model(context, WritingLLM(respond=replies()))
+    frames = list(ask(context, request()))
+    writing = [f for f in frames if "Answer (being written)" in f]
+    assert len(writing) >= 5 and "Writing the answer" in writing[0]
+    texts = [re.search(r'rs-demo-partial">(.*?)</div>', f, re.S).group(1) for f in writing]
+    assert all(b.startswith(a) for a, b in zip(texts, texts[1:]))  # it only grows
+    assert texts[0] == "Answ" and "Paris &lt;img" in texts[-1]  # escaped as it goes
+    first_verdict = next(i for i, f in enumerate(frames) if "rs-demo-badge-keep" in f)
+    assert frames.index(writing[-1]) < first_verdict  # judges only judge a written answer
+    assert "Answer (being written)" not in frames[-1]  # the parsed answer replaced it
+
+
+def test_a_stored_question_asked_again_is_replayed_from_the_call_cache(context):
+    with_model(context, CachedLLM(ScriptedLLM(respond=replies()), context.store))
+    first = list(ask(context, request()))[-1]
+    again = list(ask(context, request()))[-1]
+    assert "rs-demo-replayed" not in first and "replayed from the call cache" not in first
+    assert 'class="rs-demo-replayed"' in again and "replayed from the call cache" in again
+    assert decision(again) == decision(first)
+    other = list(ask(context, request(answerer="vanilla")))[-1]
+    assert "rs-demo-replayed" not in other  # another answerer's prompt: a new call
+
+
+def test_the_answer_model_is_chosen_by_name(context):
+    small = with_model(context, ScriptedLLM(respond=replies()), "smollm2-135m")
+    final = list(ask(context, request(model="smollm2-135m")))[-1]
+    assert decision(final) == "keep" and len(small.seen) == 3
+    assert DemoForm(model="configured").request().model is None
+    unknown = list(ask(context, request(model="gpt-9")))[-1]
+    assert "unknown model &#x27;gpt-9&#x27;; one of qwen-0.5b, qwen-1.5b, smollm2-135m" in unknown
+    same = list(ask(context, request(model=LARGER_MODEL, fallback=LARGER)))[-1]
+    assert "already answers: answer with a smaller model" in same
+
+
+def test_an_example_fills_the_form_with_the_demo_defaults():
+    example = DemoExample("Noise flips it", "demo:1", "Who?", noise=2)
+    values = example_form(example, "counterfactual")
+    form = DemoForm(*values)
+    asked = form.request()
+    assert asked.sample_id == "demo:1" and asked.question is None and asked.noise == 2
+    assert asked.rule == "counterfactual" and "counterfactual" in asked.judges
+    assert asked.model is None and asked.fallback == ABSTAIN
