@@ -118,7 +118,7 @@ def ask_one_question(url: str, judges: str, typed: str | None, sample_id: str) -
             ("stored sample", "", sample_id)
         html = client.predict(source, question, DEMO_DATASET, sample, "demo", "hybrid", 3, 0,
                               "evidence", judge_names, "majority", "abstain message",
-                              api_name="/demo_ask")
+                              "configured", api_name="/demo_ask")
         seconds = time.monotonic() - started
     finally:
         client.close()

@@ -217,7 +217,7 @@ def ask(client: Client, **fields: Any) -> str:
     form = {"source": "stored sample", "question": "", "dataset": "demo", "sample": None,
             "corpus": "demo", "mode": "hybrid", "k": 3, "noise": 0, "answerer": "evidence",
             "judges": list(CHEAP_JUDGES), "rule": "majority",
-            "fallback": "abstain message", **fields}
+            "fallback": "abstain message", "model": "configured", **fields}
     return client.predict(*form.values(), api_name="/demo_ask")
 
 

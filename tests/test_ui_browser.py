@@ -2,8 +2,8 @@
 renders; a stored demo question yields verdict badges; a label keyed with a hotkey lands in
 the database and `u` takes it back; a Browse filter narrows the table; the Dashboard shows
 figures and its metric table; hostile dataset text shows as text and runs no script; errors
-are readable messages. With RAGSHIELD_SCREENSHOTS=1 each tab's screenshot is saved to
-docs/screenshots/, for the README."""
+are readable messages. With RAGSHIELD_SCREENSHOTS=1 the Annotate tab's screenshot is saved
+to docs/screenshots/, for the README (the other tabs' come from test_ui_first_launch.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import re
 import pytest
 
 from ragshield.judges.registry import JUDGES
-from tests.ui_launch import (CHEAP_JUDGES, HOSTILE_DATASET, HOSTILE_IMG, HOSTILE_SCRIPT, ROOT,
+from tests.ui_launch import (CHEAP_JUDGES, HOSTILE_DATASET, HOSTILE_IMG, HOSTILE_SCRIPT,
                              SYNTHETIC_JUDGES, SYNTHETIC_SAMPLES, PreparedStore, current_label)
 
 if os.environ.get("RAGSHIELD_SKIP_BROWSER") == "1":
@@ -21,27 +21,10 @@ if os.environ.get("RAGSHIELD_SKIP_BROWSER") == "1":
 
 from playwright.sync_api import Locator, Page, expect  # noqa: E402
 
-from tests.browser_support import VIEWPORT, no_traceback, open_tab, pick  # noqa: E402
+from tests.browser_support import (no_traceback, open_tab, pick,  # noqa: E402
+                                   save_screenshot)
 
 ANSWER_WAIT_MS = 150_000  # the embedded model answers and judges a demo question
-SCREENSHOTS = ROOT / "docs" / "screenshots"
-SCREENSHOT_MAX_HEIGHT = 2000  # px: keeps each PNG well under 400 KB
-
-
-def save_screenshot(page: Page, name: str) -> None:
-    """docs/screenshots/<name>.png, the whole page up to SCREENSHOT_MAX_HEIGHT, written only
-    with RAGSHIELD_SCREENSHOTS=1 (so a plain test run leaves the repository alone)."""
-    if os.environ.get("RAGSHIELD_SCREENSHOTS") != "1":
-        return
-    page.wait_for_timeout(500)  # let the last re-render settle
-    height = page.evaluate("document.documentElement.scrollHeight")
-    path = SCREENSHOTS / f"{name}.png"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(path), full_page=True, clip={
-        "x": 0, "y": 0, "width": VIEWPORT["width"], "height": min(height, SCREENSHOT_MAX_HEIGHT)})
-    assert path.stat().st_size < 400_000, f"{path} is {path.stat().st_size} bytes"
-
-
 # -- every tab ------------------------------------------------------------------------------
 
 TAB_LANDMARKS = {"Demo": "#demo-result", "Annotate": "#annotate-help",
@@ -76,7 +59,6 @@ def test_demo_stored_question_gets_verdict_badges(page: Page, prepared: Prepared
     expect(result.locator(".rs-demo-answer").first).not_to_be_empty()
     expect(result.locator(".rs-demo-status")).to_contain_text("Done in")
     no_traceback(page)
-    save_screenshot(page, "demo")
 
 
 # -- Annotate -------------------------------------------------------------------------------
@@ -161,7 +143,6 @@ def test_browse_filters_narrow_the_table_and_a_row_opens_its_case(
     for judge in SYNTHETIC_JUDGES:
         expect(case).to_contain_text(judge)
     no_traceback(page)
-    save_screenshot(page, "browse")
 
 
 def test_browse_unknown_sample_is_a_readable_error(page: Page) -> None:
@@ -189,7 +170,6 @@ def test_dashboard_shows_figures_and_the_metric_table(page: Page) -> None:
         expect(tables).to_contain_text(judge)
     expect(page.locator("#dashboard-annotation")).to_contain_text("synthetic-annotator")
     no_traceback(page)
-    save_screenshot(page, "dashboard")
 
 
 def test_a_false_keep_opens_its_case_study_in_one_click(page: Page,

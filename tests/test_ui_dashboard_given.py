@@ -74,6 +74,12 @@ def test_the_form_builds_a_config_with_the_given_answerer_when_chosen(settings):
         "d", 2, ["trivial"], "given")
     with pytest.raises(OptionError, match="answers must be generated or given"):
         config("telepathy")
+    configured = config("generated", "configured")
+    assert (configured.model, configured.backend, configured.switch) == (
+        None, settings.backend, False)
+    larger = config("generated", "qwen-1.5b")
+    assert (larger.model, larger.backend) == ("qwen-1.5b", "embedded")
+    assert config("generated", None, True).switch
 
 
 def test_given_answers_are_counted_among_the_samples_a_run_takes(context):
@@ -164,12 +170,13 @@ def test_the_answers_choice_follows_the_dataset_and_the_answerer_box_follows_it(
 
 
 @SQLITE_ONLY
-def test_the_named_endpoint_takes_the_answers_choice_last_and_optional(context):
+def test_the_named_endpoint_takes_the_newer_choices_last_and_optional(context):
     with dashboard_client(context) as client:
         api = client.view_api(return_format="dict", print_info=False)
         parameters = api["named_endpoints"]["/dashboard_start_run"]["parameters"]
-        assert parameters[-1]["label"] == "Answers"
-        assert parameters[-1]["parameter_default"] == "generated"
+        newest = {p["label"]: p["parameter_default"] for p in parameters[-3:]}
+        assert newest == {"Answers": "generated", "Answer model": "configured",
+                          "Also store the larger model's answers (switch curve)": False}
         # the form's own events stay private: the app's API is as before (tests/test_app.py)
         assert set(api["named_endpoints"]) == {
             "/dashboard_refresh", "/dashboard_live_refresh", "/dashboard_runs",

@@ -352,12 +352,14 @@ def test_named_endpoints_stream_and_answer_through_gradio(context):
         _, notice = client.predict("toy", api_name="/demo_samples")
         assert "Dataset toy: 1 sample;" in notice
         job = client.submit(STORED, "", "toy", "q1", "demo", "hybrid", 3, 0, "evidence",
-                            list(JUDGES), "calibration", NORAG, api_name="/demo_ask")
+                            list(JUDGES), "calibration", NORAG, "configured",
+                            api_name="/demo_ask")
         frames = list(job)
         assert len(frames) > 4 and decision(frames[-1]) == "abstain"
         assert "Rome &lt;b&gt;norag&lt;/b&gt;" in frames[-1]
         bad_rule = client.predict(STORED, "", "toy", "q1", "demo", "hybrid", 3, 0, "evidence",
-                                  ["trivial"], "p_true", ABSTAIN, api_name="/demo_ask")
+                                  ["trivial"], "p_true", ABSTAIN, "configured",
+                                  api_name="/demo_ask")
         assert "rs-msg-error" in bad_rule and "one of the chosen judges" in bad_rule
         assert "No stored runs yet" in client.predict(None, None, 0.5,
                                                       api_name="/demo_threshold")

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Mapping
 
 from ragshield.judging import POOLED_RULES
+from ragshield.llm.packaged_models import DEFAULT_MODEL, PACKAGED_MODELS
 from ragshield.policies.rules import policy_rule
 from ragshield.policies.stacked_score import STACKED
 from ragshield.retrieval.corpus_store import list_corpora
@@ -15,6 +16,16 @@ from ragshield.store.database import Store
 from ragshield.store.samples import list_samples
 
 SAMPLE_LABEL_CHARS = 120
+CONFIGURED_MODEL = "configured"  # the model choice that means the configured model
+MODEL_CHOICES = (CONFIGURED_MODEL, *PACKAGED_MODELS)
+MODEL_NOTE = (f"{CONFIGURED_MODEL}: the model ragshield is set up with (the embedded "
+              f"{DEFAULT_MODEL} unless RAGSHIELD_MODEL or the backend say otherwise); or a "
+              "packaged model by name.")
+
+
+def packaged_choice(choice: str | None) -> str | None:
+    """The packaged model a model choice names; None for the configured model."""
+    return None if choice in (None, "", CONFIGURED_MODEL) else choice
 
 
 def rule_choices(judges: list[str], rule: str | None,

@@ -22,6 +22,7 @@ from ragshield.judging import POOLED_RULES, choose_rule
 from ragshield.pipeline import (RejudgeOutcome, RunModels, RunOutcome, execute_run, rejudge_run,
                                 start_run)
 from ragshield.run_config import RunConfig, check_config, with_default_rule
+from ragshield.services.ask_choices import packaged_choice
 from ragshield.services.datasets import ensure_demo_dataset
 from ragshield.services.form_values import whole_number
 from ragshield.policies.rules import policy_rule
@@ -166,23 +167,28 @@ def rule_names(store: Store) -> list[str]:
 
 def form_config(settings: Settings, dataset: str | None, limit: Any, answerer: str | None,
                 judges: list[str] | None, rule: str, retrieval: str,
-                fallback: bool, answers: str | None = "generated") -> RunConfig:
+                fallback: bool, answers: str | None = "generated", model: str | None = None,
+                switch: bool = False) -> RunConfig:
     """The RunConfig of the start form, with the configured backend and concurrency as the
     CLI takes them; the rest is checked by record_run. `answers` is one of ANSWER_SOURCES
     (None: generated): "given" judges the dataset's own answers, whatever the answerer box
-    holds (the form disables it then)."""
+    holds (the form disables it then). `model` is a model choice (ask_choices.MODEL_CHOICES):
+    a packaged model answers on the embedded backend; `switch` also stores the larger
+    model's answers."""
     if not dataset:
         raise OptionError("choose a dataset")
     if not judges:
         raise OptionError("choose at least one judge")
     answers = answers or "generated"
+    packaged = packaged_choice(model)
     return RunConfig(
         dataset=dataset,
         limit=None if limit in (None, "") else whole_number(limit, "limit", minimum=1),
         answerer=run_answerer(answers, answerer if answers == "generated" else None,
                               settings.answerer),
         judges=list(judges), rule=rule, retrieval=retrieval,
-        backend=settings.backend, fallback=bool(fallback), concurrency=settings.concurrency)
+        backend="embedded" if packaged else settings.backend, model=packaged,
+        fallback=bool(fallback), switch=bool(switch), concurrency=settings.concurrency)
 
 
 # -- runs in the background ------------------------------------------------------------------

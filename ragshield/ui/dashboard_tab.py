@@ -17,6 +17,7 @@ from ragshield.judges.registry import JUDGES
 from ragshield.reports.render import table_html
 from ragshield.reports.tables import Table
 from ragshield.run_config import RETRIEVAL_CHOICES
+from ragshield.services.ask_choices import CONFIGURED_MODEL, MODEL_CHOICES, MODEL_NOTE
 from ragshield.services.datasets import dataset_names
 from ragshield.services.form_values import whole_number
 from ragshield.services.judge_training import JudgeTrainer, readiness
@@ -176,13 +177,14 @@ def run_progress_html(launcher: RunLauncher) -> str:
 def start_run_from_form(context: UiContext, launcher: RunLauncher, dataset: str | None,
                         limit: Any, answerer: str | None, judges: list[str] | None, rule: str,
                         retrieval: str, fallback: bool = False,
-                        answers: str | None = "generated") -> tuple[str, int | None]:
+                        answers: str | None = "generated", model: str | None = None,
+                        switch: bool = False) -> tuple[str, int | None]:
     """(message, new run id or None): the run is recorded and started in the background;
     a bad configuration is a readable message and starts nothing. `answers` "given" judges
     the dataset's own answers (the answerer is not used then)."""
     try:
         config = form_config(context.settings, dataset, limit, answerer, judges, rule,
-                             retrieval, fallback, answers)
+                             retrieval, fallback, answers, model, switch)
         run_id = launcher.start(config)
     except UserError as error:
         return message_html(str(error), "error"), None
@@ -271,6 +273,11 @@ def build(context: UiContext, page: gr.Blocks) -> None:
             rule_box = gr.Dropdown(rule_names(context.store), value=defaults.rule,
                                    label="Decision rule", allow_custom_value=True)
             fallback_box = gr.Checkbox(False, label="Also store No-RAG answers (fallback curve)")
+            switch_box = gr.Checkbox(False, label="Also store the larger model's answers "
+                                                  "(switch curve)")
+        with gr.Row():
+            model_box = gr.Dropdown(list(MODEL_CHOICES), value=CONFIGURED_MODEL,
+                                    label="Answer model", info=MODEL_NOTE)
             start_button = gr.Button("Start run", variant="primary")
         start_message = gr.HTML()
     with gr.Accordion("Train a judge on these labels", open=False):
@@ -323,9 +330,11 @@ def build(context: UiContext, page: gr.Blocks) -> None:
 
     def start(run_id: Any, known: list, dataset: str | None, limit: Any, answerer: str,
               judges: list[str] | None, rule: str, retrieval: str, fallback: bool,
-              answers: str | None = "generated") -> tuple:
+              answers: str | None = "generated", model: str | None = None,
+              switch: bool = False) -> tuple:
         message, new_run = start_run_from_form(context, launcher, dataset, limit, answerer,
-                                               judges, rule, retrieval, fallback, answers)
+                                               judges, rule, retrieval, fallback, answers,
+                                               model, switch)
         return (message, run_progress_html(launcher),
                 *runs_update(run_id, known, select=new_run))
 
@@ -362,8 +371,9 @@ def build(context: UiContext, page: gr.Blocks) -> None:
           trigger_mode="always_last", show_progress="hidden")
     train_button.click(train, [train_dataset, train_name, train_epochs], train_status,
                        api_name="dashboard_train_judge", api_visibility="private")
-    # The Answers choice comes last, so that callers of the API from before it still work
-    # (a missing argument is the form's default: generated).
+    # Newer choices come last, so that callers of the API from before them still work (a
+    # missing argument is the form's default).
     start_button.click(start, [*picker, dataset_box, limit_box, answerer_box, judges_box, rule_box,
-                               retrieval_box, fallback_box, answers_radio],
+                               retrieval_box, fallback_box, answers_radio, model_box,
+                               switch_box],
                        [start_message, run_progress, *picker], api_name="dashboard_start_run")

@@ -23,8 +23,10 @@ from ragshield.errors import UserError
 from ragshield.judges.registry import JUDGES, quick_judges
 from ragshield.datasets.demo import DEMO_DATASET
 from ragshield.judging import DEFAULT_DECISION_RULE, decision_word
-from ragshield.llm.packaged_models import DEFAULT_MODEL, LARGER_MODEL, PACKAGED_MODELS
-from ragshield.services.ask_choices import corpus_names, rule_choices, sample_choices
+from ragshield.llm.packaged_models import LARGER_MODEL
+from ragshield.services.ask_choices import (CONFIGURED_MODEL as CONFIGURED, MODEL_CHOICES,
+                                           MODEL_NOTE, corpus_names, packaged_choice,
+                                           rule_choices, sample_choices)
 from ragshield.services.policies import policy_sources
 from ragshield.services.asking import (ABSTAIN_FALLBACK, FALLBACKS, LARGER_FALLBACK, MAX_NOISE,
                                        NORAG_FALLBACK, RETRIEVAL_MODES, AskInputError,
@@ -49,10 +51,7 @@ ABSTAIN, NORAG, LARGER = ABSTAIN_FALLBACK, NORAG_FALLBACK, LARGER_FALLBACK
 LARGER_NOTE = ("larger-model answer: when the answer is not kept, the packaged larger model "
                f"({LARGER_MODEL}) answers the same question from the same passages, like a "
                "run's switch to a larger model.")
-CONFIGURED = "configured"  # the model choice that means the configured model
-MODEL_CHOICES = (CONFIGURED, *PACKAGED_MODELS)
-MODEL_NOTE = (f"{CONFIGURED}: the model ragshield is set up with (the embedded {DEFAULT_MODEL} "
-              "unless RAGSHIELD_MODEL or the backend say otherwise); or a packaged model.")
+
 # Free and cheap judges (each judge states its cost) and the default rule's judge.
 FAST_JUDGES = tuple(quick_judges(DEFAULT_DECISION_RULE))
 ASK_DEFAULTS = AskRequest()  # the form starts from the service's defaults
@@ -87,7 +86,7 @@ class DemoForm:
                           dataset=self.dataset, corpus=self.corpus, mode=self.mode, k=self.k,
                           noise=self.noise, answerer=self.answerer, judges=self.judges,
                           rule=self.rule or None, fallback=self.fallback,
-                          model=None if self.model in ("", CONFIGURED) else self.model)
+                          model=packaged_choice(self.model))
 
 
 Event = tuple[str, Any]  # (kind, payload), from the model thread to the page
