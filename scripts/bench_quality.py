@@ -5,6 +5,7 @@ paired gap to keep-all and to the best judge, how many distinct scores it gave, 
 per sample. Appends to docs/QUALITY.md.
 
     python scripts/bench_quality.py [--samples 300] [--judges all] [--datasets squad2-part-a,clapnq]
+                                    [--model qwen-1.5b]
 
 Each dataset's sample is a run in the configured store (RAGSHIELD_DATABASE_URL), found again
 by its name: run the command again after an interruption and it resumes where it stopped.
@@ -54,17 +55,20 @@ def balanced(path: Path, count: int, seed: int = 0) -> list:
     return [s for half in halves for s in rng.sample(half, min(count // 2, len(half)))]
 
 
-def quality_run(store, settings: Settings, name: str, count: int, judges: list[str]) -> int:
-    """The run of this benchmark's settings (resumed when it exists), executed to the end."""
+def quality_run(store, settings: Settings, name: str, count: int, judges: list[str],
+                model: str | None = None) -> int:
+    """The run of this benchmark's settings (resumed when it exists), executed to the end;
+    `model` a packaged model's name (None: the configured model)."""
     dataset = f"quality-{name}-{count}"
     if not has_dataset(store, dataset):
         import_samples(store, dataset, balanced(DATASETS[name], count))
-    run_name = f"quality {name} {count} {','.join(judges)}"
+    run_name = f"quality {name} {count} {','.join(judges)}" + (f" {model}" if model else "")
     with store.session() as session:
         run_id = session.scalar(select(Run.id).where(Run.name == run_name).limit(1))
     if run_id is None:
         run_id = record_run(store, settings, RunConfig(dataset=dataset, judges=judges,
-                                                       rule="majority"), name=run_name).run_id
+                                                       rule="majority", model=model),
+                            name=run_name).run_id
     execute(store, settings, run_id, progress=True)
     return run_id
 
@@ -155,6 +159,9 @@ def main() -> None:
     parser.add_argument("--llm-grader", action="store_true",
                         help="also grade each answer with the model (docs/METHODS.md 2): "
                              "needed where references are long-form, as ClapNQ's")
+    parser.add_argument("--model", default=None,
+                        help="a packaged model that answers and judges (default: the configured "
+                             "one), e.g. qwen-1.5b")
     args = parser.parse_args()
 
     settings = Settings()
@@ -171,7 +178,7 @@ def main() -> None:
 
         grader = LLMGrader(make_llm(settings, store=store))
     for name in args.datasets.split(","):
-        run_id = quality_run(store, settings, name, args.samples, judges)
+        run_id = quality_run(store, settings, name, args.samples, judges, args.model)
         tables = run_tables(store, run_id, grader=grader)
         verdicts, stacked_note = with_stacked_judge(tables.verdicts)
         quality = judge_quality(verdicts)
@@ -191,11 +198,13 @@ def main() -> None:
                       "seconds": seconds}
     store.close()
     command = (f"python scripts/bench_quality.py --samples {args.samples} --judges {args.judges}"
-               f" --datasets {args.datasets}" + (" --llm-grader" if args.llm_grader else ""))
+               f" --datasets {args.datasets}" + (" --llm-grader" if args.llm_grader else "")
+               + (f" --model {args.model}" if args.model else ""))
     graded = ("answers right by the matcher or the LLM grader" if args.llm_grader
               else "answers right by the matcher")
     notes = (f"Balanced samples ({args.samples} per dataset, half answerable), the default "
-             f"answerer and the {settings.backend} model; {graded}. PR-AUC: average precision of the "
+             f"answerer and the {args.model or settings.model or settings.backend} model; "
+             f"{graded}. PR-AUC: average precision of the "
              "judge's score (a hard judge: its keep bit) against V (AwF: right and supported) "
              "and against S (QPP: the passages support an answer). Intervals and gaps: 1000 "
              "paired bootstrap resamples of the samples (gaps: median [2.5%, 97.5%]). Load "
