@@ -16,7 +16,7 @@ import numpy as np
 
 from ragshield.answerers.base import Answerer
 from ragshield.errors import OptionError
-from ragshield.judges.base import Judge
+from ragshield.judges.base import COSTS, Judge
 from ragshield.llm.base import LLM
 from ragshield.policies.rules import parse_rule
 from ragshield.types import Answer, CostSummary, Sample, Verdict, keep_word
@@ -56,10 +56,20 @@ class JudgedSample:
     decision: Decision | None = None
 
 
+def _prefix_group(judge: Judge) -> int:
+    return 0 if judge.continues_answer else 1 if judge.shares_prefix else 2
+
+
 def judging_order(judges: Sequence[Judge]) -> list[Judge]:
-    """Answer-continuing judges, then prefix-sharing ones, then the rest (stable)."""
-    return sorted(judges, key=lambda judge: 0 if judge.continues_answer
-                  else 1 if judge.shares_prefix else 2)
+    """Answer-continuing judges, then prefix-sharing ones, then the rest (stable): the order
+    that keeps the most of each call's prompt in the model's cache (runs)."""
+    return sorted(judges, key=_prefix_group)
+
+
+def cheapest_first(judges: Sequence[Judge]) -> list[Judge]:
+    """By cost (judges.base.COSTS), in judging order within a cost: for a person watching
+    the verdicts arrive (the Demo), the quick ones come first and a costly one last."""
+    return sorted(judges, key=lambda judge: (COSTS.index(judge.cost), _prefix_group(judge)))
 
 
 @dataclass(frozen=True)
@@ -134,14 +144,15 @@ def judge_sample(
     judges: Sequence[Judge],
     rule: Rule = DEFAULT_DECISION_RULE,
     on_verdict: Callable[[Verdict], None] | None = None,
+    order: Callable[[Sequence[Judge]], list[Judge]] = judging_order,
 ) -> JudgedSample:
-    """Generate the base answer once, run every judge on it, and decide.
+    """Generate the base answer once, run every judge on it (in `order`), and decide.
 
     `on_verdict` is called as each verdict arrives (the UI streams them).
     """
     answer = answerer.answer(sample, llm)
     result = JudgedSample(sample=sample, answer=answer)
-    for judge in judging_order(judges):
+    for judge in order(judges):
         verdict = judge.judge(sample, answer, llm)
         result.verdicts.append(verdict)
         if on_verdict is not None:

@@ -16,7 +16,8 @@ from ragshield.datasets import load_dataset
 from ragshield.datasets.demo import DEMO_SAMPLES
 from ragshield.judges.registry import JUDGES, judge_names, make_judges
 from ragshield.judging import (ABSTAINED, KEPT, NOT_RUN, UNDECIDED, decide, decision_codes,
-                               judge_sample, judge_samples, judged_sample_dict, judging_order)
+                               judge_sample, judge_samples, judged_sample_dict, judging_order,
+                               cheapest_first)
 from ragshield.types import Passage, Sample, Verdict
 from tests.fakes import ScriptedLLM, ScriptedReply
 
@@ -68,6 +69,9 @@ def test_judges_run_in_cache_friendly_order():
     # answer-continuing judges first, then prefix-sharing ones, each group in given order
     assert [j.name for j in judging_order(judges)] == [
         "self_consistency", "counterfactual", "trivial", "p_true", "dual_generation"]
+    # for a person watching (the Demo): by cost, in that order within a cost
+    assert [j.name for j in cheapest_first(judges)] == [
+        "trivial", "p_true", "self_consistency", "counterfactual", "dual_generation"]
 
 
 def test_judge_names_validate():

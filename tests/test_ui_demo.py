@@ -40,7 +40,7 @@ HOSTILE = [
     Passage(text="Lyon is big. <img src=x onerror=alert('p1')>", doc_id="ly"),
 ]
 BASE_ANSWER = "Answer: Paris <img src=x onerror=alert('a')>\nEvidence: ## Passage-1 ##"
-JUDGES = ("trivial", "p_true", "calibration")  # runs as calibration, trivial, p_true
+JUDGES = ("p_true", "calibration", "trivial")  # runs cheapest first: trivial, calibration, p_true
 
 
 def replies(probability: str = "0.9"):
@@ -94,15 +94,16 @@ def table_rows(html: str) -> list[list[str]]:
     return [re.findall(r"<td>(.*?)</td>", row) for row in body.split("</tr>") if "<td>" in row]
 
 
-def test_verdicts_stream_in_one_by_one_in_judging_order(context):
+def test_verdicts_stream_in_one_by_one_cheapest_first(context):
     with_model(context, ScriptedLLM(respond=replies()))
     frames = list(ask(context, request()))
     done = [sum(word != "pending" for word in badges(f).values()) for f in frames]
     assert [n for n in done if n] == sorted(n for n in done if n)  # never goes back
     by_count = {n: badges(f) for n, f in zip(done, frames)}
     assert {1, 2, 3} <= set(by_count)
-    assert by_count[1] == {"calibration": "keep", "trivial": "pending", "p_true": "pending"}
-    assert by_count[2]["trivial"] == "keep" and by_count[2]["p_true"] == "pending"
+    # free first; among the cheap ones, the one that continues the answer's conversation
+    assert by_count[1] == {"trivial": "keep", "calibration": "pending", "p_true": "pending"}
+    assert by_count[2]["calibration"] == "keep" and by_count[2]["p_true"] == "pending"
     assert "Paris" in frames[1] and "rs-demo-answer" not in frames[1]  # passages first
     assert "Done in" in frames[-1] and decision(frames[-1]) == "keep"
 

@@ -22,7 +22,7 @@ from ragshield.errors import UserError
 from ragshield.judges.base import Judge
 from ragshield.judges.registry import make_judges
 from ragshield.judging import (JudgedSample, Rule, choose_rule, decision_word, judge_sample,
-                               judging_order)
+                               cheapest_first)
 from ragshield.llm.base import LLM
 from ragshield.llm.packaged_models import LARGER_MODEL, PACKAGED_MODELS
 from ragshield.llm.streaming import streaming_to
@@ -165,7 +165,8 @@ class PassageFinders:
 @dataclass(frozen=True)
 class Prepared:
     """A checked request made concrete: the sample with its passages, where they came from
-    in words, and the answerer, judges (in judging order) and rule that will run."""
+    in words, and the answerer, judges (cheapest first, the order they run in) and rule
+    that will run."""
 
     request: AskRequest
     sample: Sample
@@ -180,7 +181,7 @@ def prepare(store: Store, settings: Settings, request: AskRequest,
             finders: PassageFinders | None = None) -> Prepared:
     """Everything before the first model call; user errors surface here, at once."""
     check_request(request)
-    judges = judging_order(make_judges(",".join(request.judges), settings))
+    judges = cheapest_first(make_judges(",".join(request.judges), settings))
     names = [judge.name for judge in judges]
     choice = choose_rule(request.rule, names, settings.decision_rule)
     rule: Rule = choice.rule
@@ -291,7 +292,8 @@ def answer_and_judge(store: Store, settings: Settings, models: Models, prepared:
     main = models.llm(request.model)
     judged = judge_sample(prepared.sample, main, _Reporting(prepared.answerer, post, main.name),
                           prepared.judges, prepared.rule,
-                          on_verdict=lambda verdict: post("verdict", verdict))
+                          on_verdict=lambda verdict: post("verdict", verdict),
+                          order=cheapest_first)
     post("decision", judged.decision)
     result = AskResult(prepared, judged, main.name)
     if decision_word(judged.decision) != KEEP:
