@@ -173,8 +173,11 @@ def shipped(tmp_path_factory):
     store.close()
 
 
-def _replaying(store, model: str) -> CachedLLM:
-    return CachedLLM(Refusing("llama.cpp", model), store)
+def _replaying(store, answered_by: str) -> CachedLLM:
+    """The call cache over a model that refuses every call, named as the answers name theirs
+    ("backend:model")."""
+    backend, model = answered_by.split(":", 1)
+    return CachedLLM(Refusing(backend, model), store)
 
 
 def test_the_shipped_demo_run_is_full_and_not_stale(shipped, settings):

@@ -9,6 +9,7 @@ import pytest
 
 from ragshield.llm.base import LLM, LLMError
 from ragshield.llm.llama_cpp_backend import LlamaCppLLM
+from ragshield.llm.streaming import streaming_to
 
 PASSAGES = (
     "Passage-0: The Eiffel Tower is in Paris and was completed in 1889.\n"
@@ -108,6 +109,17 @@ def test_stop_strings_cut_the_answer(embedded_llm):
     cut = embedded_llm.chat(messages, max_tokens=30, stop=["4"])
     assert "4" not in cut.text and cut.finish_reason == "stop"
     assert full.text.startswith(cut.text)
+
+
+def test_a_text_sink_sees_the_reply_grow_token_by_token(embedded_llm):
+    messages = [{"role": "user", "content": "Count from 1 to 10, separated by commas."}]
+    seen: list[str] = []
+    with streaming_to(seen.append):
+        reply = embedded_llm.chat(messages, max_tokens=20)
+    quiet = embedded_llm.chat(messages, max_tokens=20)  # outside the block: no sink
+    assert len(seen) == reply.completion_tokens == quiet.completion_tokens
+    assert all(b.startswith(a) for a, b in zip(seen, seen[1:]))
+    assert seen[-1] == reply.text == quiet.text
 
 
 def test_prompt_over_the_window_is_a_clear_error(embedded_llm):

@@ -22,8 +22,8 @@ from ragshield.store.runs import iter_main_answers
 from ragshield.store.samples import load_sample
 from ragshield.types import KEEP
 
-NOISE = 2  # random chunks added for the noise example
-MAX_NOISE_TRIES = 12  # kept answers asked again with noise before giving up on that example
+NOISE = 3  # random chunks added for the noise example
+MAX_NOISE_TRIES = 16  # kept answers asked again with noise before giving up on that example
 
 
 @dataclass(frozen=True)
@@ -43,36 +43,44 @@ def demo_request(sample_id: str, settings: Settings, noise: int = 0) -> AskReque
 
 
 def _decision(store: Store, settings: Settings, models: OpenedModels, sample_id: str,
-              noise: int = 0) -> tuple[str, str]:
-    """(decision word, answer text) of the sample asked with the Demo's defaults."""
+              noise: int = 0) -> tuple[str, str, float]:
+    """(decision word, answer text, the deciding judge's score: 1 when it has none) of the
+    sample asked with the Demo's defaults."""
     result = ask(store, settings, models, demo_request(sample_id, settings, noise))
-    return decision_word(result.judged.decision), result.judged.answer.text or ""
+    scores = [v.score for v in result.judged.verdicts
+              if v.judge == settings.decision_rule and v.score is not None]
+    return (decision_word(result.judged.decision), result.judged.answer.text or "",
+            scores[0] if scores else 1.0)
 
 
 def find_examples(store: Store, settings: Settings, run_id: int) -> list[DemoExample]:
-    """The examples, found among the run's samples in order (each candidate is asked: the
-    run's calls answer it from the cache; only the noise tries call the model)."""
+    """The examples, found among the run's samples in order (each is asked: the run's calls
+    answer it from the cache; only the noise tries call the model). Noise is tried on the
+    kept answers the deciding judge was least sure of first: the ones it can tip over."""
     models = OpenedModels(settings, store)
-    kept: list[str] = []
+    kept: list[tuple[float, str]] = []
+    right_ones: list[tuple[int, str]] = []  # (answer length, id) of kept right answers
     examples: dict[str, DemoExample] = {}
     for saved in iter_main_answers(store, run_id):
         sample = load_sample(store, DEMO_DATASET, saved.sample.id)
-        word, text = _decision(store, settings, models, sample.id)
+        word, text, score = _decision(store, settings, models, sample.id)
         right = bool(sample.reference_answers) and is_correct(text, sample.reference_answers)
+        if word == KEEP:
+            kept.append((score, sample.id))
         if word == KEEP and right:
-            kept.append(sample.id)
-            examples.setdefault("kept", DemoExample(
-                "A kept answer", sample.id, sample.question,
-                shows="The passages answer the question and the judges keep the answer."))
+            right_ones.append((len(text), sample.id))
         elif word != KEEP and sample.answerable is False:
             examples.setdefault("withheld", DemoExample(
                 "A withheld answer", sample.id, sample.question,
                 shows="The passages do not answer the question; the judges withhold the "
                       "model's guess."))
-        if "kept" in examples and "withheld" in examples and len(kept) >= MAX_NOISE_TRIES:
-            break
-    for sample_id in kept[:MAX_NOISE_TRIES]:
-        word, _ = _decision(store, settings, models, sample_id, NOISE)
+    if right_ones:  # the shortest right answer reads best on a screen
+        sample = load_sample(store, DEMO_DATASET, min(right_ones)[1])
+        examples["kept"] = DemoExample(
+            "A kept answer", sample.id, sample.question,
+            shows="The passages answer the question and the judges keep the answer.")
+    for _, sample_id in sorted(kept)[:MAX_NOISE_TRIES]:
+        word, _, _ = _decision(store, settings, models, sample_id, NOISE)
         if word != KEEP:
             sample = load_sample(store, DEMO_DATASET, sample_id)
             examples["noise"] = DemoExample(
