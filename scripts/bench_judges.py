@@ -14,6 +14,7 @@ asked again (replayed from the call cache).
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import statistics
 import sys
@@ -67,6 +68,7 @@ def demo_latency(args: argparse.Namespace) -> None:
     from ragshield.store.samples import list_samples
 
     rows = []
+    load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as folder:
         settings = Settings(database_url=f"sqlite:///{folder}/bench.db")
         store = open_store(settings.database_url)
@@ -118,7 +120,8 @@ def demo_latency(args: argparse.Namespace) -> None:
         f"python scripts/bench_judges.py --demo --samples {args.samples} --seed {args.seed}",
         f"Embedded Qwen2.5-0.5B; {len(rows)} stored demo samples asked as the Demo asks by "
         f"default (judges {judges}; rule {Settings().decision_rule}), from an empty call "
-        "cache; times from the click's start.",
+        f"cache; times from the click's start. Load average (1 min) at start {load_before:.1f}, "
+        f"at end {os.getloadavg()[0]:.1f}.",
         table, {"samples": rows, "first_token_ratio": first_ratio,
                 "judges_ratio": judges_ratio},
         args.json_out or ROOT / "docs" / "bench" / "demo_latency.json",
