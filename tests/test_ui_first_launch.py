@@ -2,7 +2,7 @@
 60 s of launch the shipped demo run is there: Browse lists its 160 samples, the Dashboard
 shows the metric table and every curve (the switch to the larger model included), and an
 example question in the Demo is replayed from the call cache. With RAGSHIELD_SCREENSHOTS=1
-the three tabs' screenshots are saved for the README.
+the three tabs' screenshots are saved for the README."""
 
 from __future__ import annotations
 

@@ -292,10 +292,10 @@ def _example_buttons() -> list[tuple[gr.Button, DemoExample]]:
     examples = read_examples()
     if not examples:
         return []
-    gr.Markdown("**Examples** (stored demo samples, replayed from the shipped demo run):")
+    gr.Markdown("**Examples** (stored demo samples, replayed from the shipped demo run): "
+                + " ".join(f"*{example.title}*: {example.shows}" for example in examples))
     with gr.Row():
-        return [(gr.Button(example.title, size="sm", elem_classes="rs-demo-example",
-                           tooltip=f"{example.question} — {example.shows}"), example)
+        return [(gr.Button(example.title, size="sm", elem_classes="rs-demo-example"), example)
                 for example in examples]
 
 

@@ -164,20 +164,24 @@ def percentile(values: list[float], share: float) -> float:
 
 
 def start_app_run(app_url: str) -> None:
-    """Start a run from the Dashboard's form (a queued event, so through gradio_client)."""
+    """Start a run from the Dashboard's form (a queued event, so through gradio_client). Its
+    answerer is not the shipped demo run's, whose calls the new database holds: this run
+    calls the model."""
     Client(app_url, verbose=False).predict(
-        None, DEMO_DATASET, RUN_SAMPLES, "evidence", RUN_JUDGES, "p_true", "given", False,
+        None, DEMO_DATASET, RUN_SAMPLES, "vanilla", RUN_JUDGES, "p_true", "given", False,
         api_name="/dashboard_start_run")
 
 
 def app_run(url: str, *, running_within: float = 0) -> RunSummary:
-    """The run started from the app (the only run of the demo dataset), once it is running
-    (its model opened) or `running_within` seconds have passed."""
+    """The run started from the app (the newest run of the demo dataset: the shipped demo
+    run came first), once it is running (its model opened) or `running_within` seconds have
+    passed."""
     store = open_store(url, migrate=False)
     deadline = time.monotonic() + running_within
     try:
         while True:
-            run = next(run for run in list_runs(store) if run.dataset == DEMO_DATASET)
+            run = max((run for run in list_runs(store) if run.dataset == DEMO_DATASET),
+                      key=lambda run: run.id)
             if run.status != "pending" or time.monotonic() > deadline:
                 return run
             time.sleep(0.2)
