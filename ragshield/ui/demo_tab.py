@@ -187,6 +187,7 @@ def build(context: UiContext, page: gr.Blocks) -> None:
     settings = context.settings
     finders = PassageFinders(settings)
     gr.Markdown(INTRO)
+    example_buttons = _example_buttons()
     # The dropdowns take any value: their choices change after start (new datasets, samples,
     # corpora, runs; the rules of the chosen judges) and API clients pass values directly;
     # the handlers report unknown ones.
@@ -229,7 +230,6 @@ def build(context: UiContext, page: gr.Blocks) -> None:
             model = gr.Dropdown(list(MODEL_CHOICES), value=CONFIGURED, label="Answer model",
                                 info=MODEL_NOTE)
             ask_button = gr.Button("Ask", variant="primary")
-            example_buttons = _example_buttons()
         with gr.Column(scale=3):
             result = gr.HTML(message_html("The answer and the judges' verdicts appear here."),
                              elem_id="demo-result")
