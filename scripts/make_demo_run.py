@@ -65,7 +65,7 @@ def main() -> None:
                  f"{result.failures}")
     examples = find_examples(store, settings, run_id)
     write_examples(examples, args.examples)
-    path = write_bundle(store, run_id, args.out, code_version=code_version())
+    path = write_bundle(store, run_id, args.out, code_version=code_version(), calls=True)
     print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB) and {args.examples}: "
           f"{', '.join(example.title for example in examples)}")
 

@@ -5,6 +5,7 @@ once; and the shipped file is not stale: every call the code makes for it today 
 
 from __future__ import annotations
 
+import json
 import lzma
 from pathlib import Path
 
@@ -48,7 +49,8 @@ def bundled(store, settings, tmp_path) -> tuple[int, Path]:
                                                    rule="p_true"), name="shipped").run_id
     llm = CachedLLM(ScriptedLLM(respond=scripted), store)
     execute(store, settings, run_id, models=RunModels(main=llm))
-    return run_id, write_bundle(store, run_id, tmp_path / "run.json.xz", code_version="0.1.0+t")
+    return run_id, write_bundle(store, run_id, tmp_path / "run.json.xz", code_version="0.1.0+t",
+                                calls=True)
 
 
 def verdict_scores(store, run_id: int) -> dict[tuple[int, str], float | None]:
@@ -101,8 +103,6 @@ def test_a_loaded_run_replays_from_the_call_cache(store, settings, bundled, tmp_
 
 
 def _rewrite(path: Path, change) -> Path:
-    import json
-
     with lzma.open(path, "rt") as handle:
         body = json.load(handle)
     change(body)
@@ -221,3 +221,31 @@ def test_the_shipped_examples_replay_and_show_what_they_say(shipped, settings):
     kept_without_noise = ask(store, settings, Replaying(settings, store),
                              demo_request(examples["Noise flips it"].sample_id, settings))
     assert kept_without_noise.judged.decision.keep
+
+
+def test_runs_export_and_import_through_the_cli(store, store_url, bundled, monkeypatch,
+                                                tmp_path):
+    from typer.testing import CliRunner
+
+    from ragshield.cli.app import app
+
+    run_id, _ = bundled
+    cli = CliRunner()
+    monkeypatch.setenv("RAGSHIELD_DATABASE_URL", store_url)
+    out = tmp_path / "exported.json.xz"
+    exported = cli.invoke(app, ["runs", "export", str(run_id), "--out", str(out)])
+    assert exported.exit_code == 0 and f"wrote run {run_id} to {out}" in exported.stdout
+    assert read_bundle(out).llm_calls == []  # calls only with --with-calls
+    with_calls = cli.invoke(app, ["runs", "export", str(run_id), "--out", str(out),
+                                  "--with-calls"])
+    assert with_calls.exit_code == 0 and read_bundle(out).llm_calls
+
+    monkeypatch.setenv("RAGSHIELD_DATABASE_URL", f"sqlite:///{tmp_path / 'other.db'}")
+    imported = cli.invoke(app, ["runs", "import", str(out)])
+    assert imported.exit_code == 0 and imported.stdout == f"imported {out} as run 1\n"
+    listed = json.loads(cli.invoke(app, ["runs", "list", "--json"]).stdout)
+    assert [(r["name"], r["dataset"], r["done"]) for r in listed] == [("shipped", "demo", 6)]
+    bad = cli.invoke(app, ["runs", "import", str(tmp_path / "nothing.json.xz")])
+    assert bad.exit_code == 1 and "nothing.json.xz: no such file" in bad.output
+    unknown = cli.invoke(app, ["runs", "export", "99", "--out", str(out)])
+    assert unknown.exit_code == 1 and "no run 99" in unknown.output

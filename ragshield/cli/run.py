@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Iterator, Optional
 
 import typer
@@ -13,7 +14,7 @@ from ragshield.cli.llm_options import Backend, BaseUrl, Model, NoLLMCache, setti
 from ragshield.cli.output import emit_json, print_table
 from ragshield.cli.store import opened_store
 
-runs_app = typer.Typer(no_args_is_help=True, help="Runs: list them.")
+runs_app = typer.Typer(no_args_is_help=True, help="Runs: list, export and import them.")
 
 
 class Terminated(KeyboardInterrupt):
@@ -150,3 +151,30 @@ def list_runs(as_json: bool = typer.Option(False, "--json", help="Print JSON."))
     else:
         print_table(rows, ["id", "name", "dataset", "status", "done", "total", "failures",
                            "created_at"], {"name": 30})
+
+
+@runs_app.command("export")
+def export_run(
+    run_id: int = typer.Argument(..., help="The run to write out."),
+    out: Path = typer.Option(..., "--out", help="The file to write (xz-compressed JSON)."),
+    calls: bool = typer.Option(False, "--with-calls",
+                               help="Also every LLM call the database holds, so the run "
+                                    "replays where it is imported (for a database made for "
+                                    "this run)."),
+) -> None:
+    """Write a run (answers, verdicts, traces) to one file for another database."""
+    from ragshield.services.run_bundles import export_run as write_run
+
+    with user_errors(), opened_store() as store:
+        path = write_run(store, run_id, out, calls=calls)
+    typer.echo(f"wrote run {run_id} to {path} ({path.stat().st_size:,} bytes)")
+
+
+@runs_app.command("import")
+def import_run(path: Path = typer.Argument(..., help="A file written by `runs export`.")) -> None:
+    """Add a run from a file written by `runs export`; its dataset must be imported first."""
+    from ragshield.services.run_bundles import import_run as read_run
+
+    with user_errors(), opened_store() as store:
+        run_id = read_run(store, path)
+    typer.echo(f"imported {path} as run {run_id}")

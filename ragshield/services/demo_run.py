@@ -12,7 +12,8 @@ from pathlib import Path
 from ragshield.datasets.demo import DEMO_RUN
 from ragshield.services.datasets import ensure_demo_dataset
 from ragshield.store.database import Store
-from ragshield.store.run_bundle import load_bundle, read_bundle, run_count
+from ragshield.services.run_bundles import import_run
+from ragshield.store.run_bundle import run_count
 
 log = logging.getLogger(__name__)
 
@@ -24,6 +25,6 @@ def load_demo_run(store: Store, path: Path = DEMO_RUN) -> int | None:
     ensure_demo_dataset(store)
     if run_count(store) or not path.is_file():
         return None
-    run_id = load_bundle(store, read_bundle(path))
+    run_id = import_run(store, path)
     log.info("loaded the shipped demo run as run %d", run_id)
     return run_id

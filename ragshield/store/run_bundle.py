@@ -53,8 +53,11 @@ def _row(obj: Any, columns: list[str]) -> dict[str, Any]:
     return {name: getattr(obj, name) for name in columns}
 
 
-def write_bundle(store: Store, run_id: int, path: Path, *, code_version: str) -> Path:
-    """Write run `run_id` of `store`, with every LLM call the store holds, to `path`."""
+def write_bundle(store: Store, run_id: int, path: Path, *, code_version: str,
+                 calls: bool = False) -> Path:
+    """Write run `run_id` of `store` to `path`; with `calls`, every LLM call the store holds
+    too (a store made for the run alone, as the demo run's: other runs' calls would go
+    with it)."""
     answer_columns = _columns(AnswerRow.__table__)
     verdict_columns = _columns(VerdictRow.__table__)
     call_columns = _columns(LLMCallRow.__table__)
@@ -73,8 +76,8 @@ def write_bundle(store: Store, run_id: int, path: Path, *, code_version: str) ->
                     "verdicts": verdicts.get(answer.id, [])}
                    for answer in session.scalars(select(AnswerRow).where(
                        AnswerRow.run_id == run_id).order_by(AnswerRow.id))]
-        calls = [_row(call, call_columns)
-                 for call in session.scalars(select(LLMCallRow).order_by(LLMCallRow.id))]
+        held = [_row(call, call_columns) for call in session.scalars(
+            select(LLMCallRow).order_by(LLMCallRow.id))] if calls else []
         body = {
             "format": FORMAT, "format_version": FORMAT_VERSION, "code_version": code_version,
             "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -82,7 +85,7 @@ def write_bundle(store: Store, run_id: int, path: Path, *, code_version: str) ->
             "run": {"name": run.name, "config": run.config, "seed": run.seed,
                     "status": run.status, "samples_total": run.samples_total,
                     "code_version": run.code_version},
-            "answers": answers, "llm_calls": calls,
+            "answers": answers, "llm_calls": held,
         }
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(path.name + ".partial")
