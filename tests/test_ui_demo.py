@@ -11,6 +11,7 @@ from typing import Iterator
 import numpy as np
 import pytest
 
+from ragshield.config import Settings
 from ragshield.llm.packaged_models import LARGER_MODEL
 from ragshield.datasets.demo import DEMO_DATASET
 from ragshield.judges.calibration import QUESTION as CALIBRATION_QUESTION
@@ -462,7 +463,7 @@ def test_the_answer_model_is_chosen_by_name(context):
 
 def test_an_example_fills_the_form_with_the_demo_defaults():
     example = DemoExample("Noise flips it", "demo:1", "Who?", noise=2)
-    values = example_form(example, "counterfactual")
+    values = example_form(example, Settings(decision_rule="counterfactual"))
     form = DemoForm(*values)
     asked = form.request()
     assert asked.sample_id == "demo:1" and asked.question is None and asked.noise == 2

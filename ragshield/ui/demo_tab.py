@@ -21,7 +21,7 @@ import gradio as gr
 from ragshield.answerers.registry import ANSWERERS
 from ragshield.errors import UserError
 from ragshield.judges.registry import JUDGES, quick_judges
-from ragshield.datasets.demo import DEMO_DATASET
+from ragshield.config import Settings
 from ragshield.judging import DEFAULT_DECISION_RULE, decision_word
 from ragshield.llm.packaged_models import LARGER_MODEL
 from ragshield.services.ask_choices import (CONFIGURED_MODEL as CONFIGURED, MODEL_CHOICES,
@@ -33,7 +33,7 @@ from ragshield.services.asking import (ABSTAIN_FALLBACK, FALLBACKS, LARGER_FALLB
                                        AskRequest, PassageFinders, Prepared, answer_and_judge,
                                        prepare)
 from ragshield.services.datasets import dataset_names
-from ragshield.services.demo_examples import DemoExample, read_examples
+from ragshield.services.demo_examples import DemoExample, demo_request, read_examples
 from ragshield.types import KEEP
 from ragshield.ui import demo_render
 from ragshield.ui.context import UiContext
@@ -264,7 +264,7 @@ def build(context: UiContext, page: gr.Blocks) -> None:
     gr.on([ask_button.click, question.submit], on_ask, inputs=form_inputs, outputs=result,
           api_name="demo_ask")
     for button, example in example_buttons:
-        button.click(lambda e=example: example_form(e, settings.decision_rule),
+        button.click(lambda e=example: example_form(e, settings),
                      outputs=form_inputs, api_visibility="private").then(
             on_ask, inputs=form_inputs, outputs=result, api_visibility="private")
     dataset.change(on_dataset, inputs=dataset, outputs=[sample, result], api_name="demo_samples")
@@ -277,14 +277,13 @@ def build(context: UiContext, page: gr.Blocks) -> None:
     question.input(None, outputs=source, js=f"() => {json.dumps(TYPED)}")
 
 
-def example_form(example: DemoExample, decision_rule: str) -> list[Any]:
-    """The form's values for an example: the stored sample with the Demo's defaults (and the
-    example's noise), in the order of the form's inputs."""
-    judges = quick_judges(decision_rule)
-    rule = rule_choices(judges, decision_rule)[1]
-    return [STORED, "", DEMO_DATASET, example.sample_id, ASK_DEFAULTS.corpus,
-            ASK_DEFAULTS.mode, ASK_DEFAULTS.k, example.noise, ASK_DEFAULTS.answerer, judges,
-            rule, ABSTAIN, CONFIGURED]
+def example_form(example: DemoExample, settings: Settings) -> list[Any]:
+    """The form's values for an example, in the order of the form's inputs: the request the
+    example was recorded with (demo_examples.demo_request), so a click replays it."""
+    asked = demo_request(example.sample_id, settings, example.noise)
+    return [STORED, "", asked.dataset, asked.sample_id, asked.corpus, asked.mode, asked.k,
+            asked.noise, asked.answerer, list(asked.judges), asked.rule, asked.fallback,
+            CONFIGURED]
 
 
 def _example_buttons() -> list[tuple[gr.Button, DemoExample]]:
