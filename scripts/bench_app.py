@@ -73,6 +73,22 @@ def launched_app(database_url: str, log_path: Path, *, env: dict[str, str] | Non
         yield url, process
 
 
+# uvicorn (under Gradio) closes a connection idle for 5 s, and httpx's pool reuses one idle
+# for up to 5 s: a request sent on a connection the server is closing at that moment is
+# reset (ReadError). A browser-like client lets its idle connections go well before the
+# server does, so that no request races the server's close.
+KEEPALIVE_EXPIRY_S = 2.0
+
+
+def browser_like_client(base_url: str, timeout: float) -> "httpx.Client":
+    """An HTTP client for one tab of the app: its idle connections expire before the
+    server's keep-alive timeout, so a request never goes out on a connection being closed."""
+    import httpx
+
+    return httpx.Client(base_url=base_url, timeout=timeout,
+                        limits=httpx.Limits(keepalive_expiry=KEEPALIVE_EXPIRY_S))
+
+
 def call_like_browser(http: httpx.Client, api_name: str, data: list[Any],
                       session: str) -> Any:
     """Call an event of the app the way its page does for an event that skips Gradio's

@@ -33,7 +33,6 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable
 
-import httpx
 import numpy as np
 from sqlalchemy.engine import make_url
 
@@ -50,7 +49,7 @@ from ragshield.store.labels import add_annotator, add_label  # noqa: E402
 from ragshield.store.runs import get_run, list_runs  # noqa: E402
 from ragshield.store.samples import list_samples  # noqa: E402
 from synthetic_run import fill_synthetic_run  # noqa: E402
-from bench_app import call_like_browser, launched_app  # noqa: E402
+from bench_app import browser_like_client, call_like_browser, launched_app  # noqa: E402
 
 TARGETS_MS = {"browse filter": 300.0, "dashboard refresh": 1000.0,
               "dashboard refresh, after a new label, auto truth": 1000.0,
@@ -70,7 +69,7 @@ def label_latencies(app_url: str, dataset: str, sample_ids: list[str], annotator
     start = threading.Barrier(annotators)
 
     def person(index: int) -> None:
-        http, session = httpx.Client(base_url=app_url, timeout=120), f"bench-tab-{index}"
+        http, session = browser_like_client(app_url, timeout=120), f"bench-tab-{index}"
         name = f"bench-person-{index}"
         call_like_browser(http, "annotate_progress", [dataset, name], session)  # page load
         start.wait()

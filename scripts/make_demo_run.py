@@ -3,6 +3,7 @@ questions (assets/demo/examples.json).
 
     python scripts/make_demo_run.py            # about 1.5 h on 2 cores; resumable
     python scripts/make_demo_run.py --limit 5  # a quick look (writes elsewhere with --out)
+    python scripts/make_demo_run.py --rejudge self_consistency  # minutes: see below
 
 Steps, each picking up where an interrupted one stopped (the work database is kept):
 1. a run of the demo set with every judge on the embedded model, with the No-RAG answers
@@ -12,7 +13,9 @@ Steps, each picking up where an interrupted one stopped (the work database is ke
 3. the bundle: the run with every LLM call of the work database, xz-compressed.
 
 Run it again when a prompt changes: tests/test_demo_run.py fails while the shipped file's
-calls no longer match what the code asks.
+calls no longer match what the code asks. When only the way some judges score changed (their
+calls did not), `--rejudge JUDGES` starts the work database from the shipped file instead and
+judges the run again with those judges: every call they make is a cache hit.
 """
 
 from __future__ import annotations
@@ -29,10 +32,12 @@ from ragshield.config import Settings  # noqa: E402
 from ragshield.datasets.demo import DEMO_DATASET, DEMO_EXAMPLES, DEMO_RUN  # noqa: E402
 from ragshield.run_config import RunConfig  # noqa: E402
 from ragshield.services.demo_examples import find_examples, write_examples  # noqa: E402
-from ragshield.services.runs import execute, record_run  # noqa: E402
+from ragshield.services.demo_run import load_demo_run  # noqa: E402
+from ragshield.services.runs import add_judges, execute, record_run  # noqa: E402
 from ragshield.store.database import open_store  # noqa: E402
 from ragshield.store.models import Run  # noqa: E402
 from ragshield.store.run_bundle import write_bundle  # noqa: E402
+from ragshield.store.runs import delete_verdicts  # noqa: E402
 from ragshield.version import code_version  # noqa: E402
 
 RUN_NAME = "demo run (shipped with the app)"
@@ -50,11 +55,21 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=None, help="only the first N samples")
     parser.add_argument("--out", type=Path, default=DEMO_RUN)
     parser.add_argument("--examples", type=Path, default=DEMO_EXAMPLES)
+    parser.add_argument("--rejudge", default=None, metavar="JUDGES",
+                        help="judges (separated by commas) to judge the shipped run again "
+                             "with, from a new work database holding the shipped file")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     settings = Settings(database_url=f"sqlite:///{args.db}")
     args.db.parent.mkdir(parents=True, exist_ok=True)
+    if args.rejudge and args.db.exists():
+        sys.exit(f"--rejudge starts from the shipped file: remove {args.db} first")
     store = open_store(settings.database_url)
+    if args.rejudge:
+        run_id = load_demo_run(store, args.out)
+        judges = args.rejudge.split(",")
+        print(f"deleted {delete_verdicts(store, run_id, judges)} verdicts of {judges}")
+        add_judges(store, settings, run_id, args.rejudge, progress=True)
     with store.session() as session:
         run_id = session.query(Run.id).filter(Run.name == RUN_NAME).scalar()
     if run_id is None:

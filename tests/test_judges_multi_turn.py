@@ -75,11 +75,28 @@ def test_counterfactual_keeps_when_both_scenarios_repeat_the_answer() -> None:
     assert verdict.details["fusion"] == {"method": "direct", "needed": False}
     rounds = verdict.details["scenarios"]["cf-quality"]["rounds"]
     assert rounds == [{"round": 1, "answer": "Paris", "evidence": [0], "same_answer": True,
-                       "raw": "Answer: Paris\nEvidence: ## Passage-0 ##",
+                       "raw": "Answer: Paris\nEvidence: ## Passage-0 ##", "agreement": 1.0,
                        "same_evidence": None, "changed": False}]
     assert verdict.details["decision"] == {"keep": True, "reason": "both scenarios agree"}
     assert verdict.trace[0].parsed == {"answer": "Paris", "evidence": [0]}
     json.dumps(verdict.details)
+
+
+def test_counterfactual_scores_a_reworded_answer_by_its_word_overlap() -> None:
+    """A changed answer still discards, but one that shares words with the base answer
+    lowers the score less than a new one: the score is graded, not 0 / 0.5 / 1."""
+    answer = make_answer("the river Seine")
+    llm = ScriptedLLM(["Answer: the river Thames\nEvidence: ## Passage-0 ##",
+                       "Answer: the Seine", "$$discard$$"])
+    verdict = CounterfactualJudge().judge(SAMPLE, answer, llm)
+    quality = verdict.details["scenarios"]["cf-quality"]["rounds"][0]
+    assert quality["agreement"] == 0.5 and quality["changed"] is True
+    assert verdict.keep is False and verdict.score == pytest.approx((0.5 + 1.0) / 2)
+    # with evidence_change, a round citing other passages adds nothing, whatever it says
+    llm = ScriptedLLM(["Answer: the river Seine\nEvidence: ## Passage-1 ##",
+                       "Answer: the river Seine", "$$discard$$"])
+    verdict = CounterfactualJudge(evidence_change=True).judge(SAMPLE, answer, llm)
+    assert verdict.score == pytest.approx(0.5)
 
 
 def test_counterfactual_discards_when_both_scenarios_change_without_fusion() -> None:
@@ -352,6 +369,15 @@ def test_self_consistency_samples_the_base_prompt_and_counts_matches() -> None:
     assert [s["answer"] for s in verdict.details["samples"]][:2] == ["Paris", "Lyon"]
     assert "3/5 samples agree" in verdict.rationale and "'Lyon'" in verdict.rationale
     json.dumps(verdict.details)
+
+
+def test_self_consistency_counts_a_near_miss_by_its_word_overlap() -> None:
+    llm = ScriptedLLM(["the river Seine", "the river Thames", "Lyon"])
+    verdict = SelfConsistencyJudge(k=3).judge(SAMPLE, make_answer("the river Seine"), llm)
+    assert [s["agreement"] for s in verdict.details["samples"]] == [1.0, 0.5, 0.0]
+    assert [s["match"] for s in verdict.details["samples"]] == [True, False, False]
+    assert verdict.score == pytest.approx(1.5 / 3) and verdict.keep is True
+    assert "1/3 samples agree" in verdict.rationale and "mean agreement 0.50" in verdict.rationale
 
 
 def test_self_consistency_below_threshold_discards() -> None:

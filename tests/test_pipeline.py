@@ -12,7 +12,7 @@ from ragshield.pipeline import RunModels, execute_run, rejudge_run, start_run
 from ragshield.run_config import RunConfig
 from ragshield.store.models import AnswerRow, Run, RunFailure, VerdictRow
 from ragshield.store.run_owner import RunHeldError, held_run
-from ragshield.store.runs import failures, list_runs
+from ragshield.store.runs import delete_verdicts, failures, list_runs
 from ragshield.store.samples import import_samples
 from ragshield.types import Passage, Sample
 from tests.fakes import ScriptedLLM, ScriptedReply
@@ -165,6 +165,22 @@ def test_rejudge_adds_judges_without_generating_again(store, dataset, settings):
         assert session.get(Run, run_id).config["judges"] == ["trivial", "token_prob"]
         scores = session.scalars(select(VerdictRow.score).where(VerdictRow.judge == "token_prob"))
         assert all(score is not None for score in scores)
+
+
+def test_deleted_verdicts_are_judged_again_and_only_theirs(store, dataset, settings):
+    run_id = start_run(store, RunConfig(dataset=dataset, judges=["trivial", "token_prob"],
+                                        rule="trivial"))
+    execute_run(store, run_id, settings, models=models(healthy), progress=False)
+    other = start_run(store, RunConfig(dataset=dataset, judges=["token_prob"], rule="token_prob"))
+    execute_run(store, other, settings, models=models(healthy), progress=False)
+    assert delete_verdicts(store, run_id, ["token_prob"]) == 6
+    with store.session() as session:
+        left = session.execute(select(VerdictRow.judge, AnswerRow.run_id)
+                               .join(AnswerRow, AnswerRow.id == VerdictRow.answer_id)).all()
+    assert sorted(set(left)) == [("token_prob", other), ("trivial", run_id)] and len(left) == 12
+    outcome = rejudge_run(store, run_id, "token_prob", settings,
+                          models=RunModels(main=ScriptedLLM()), progress=False)
+    assert (outcome.added, outcome.failed) == (6, 0)
 
 
 def test_extra_answers_for_fallback_are_saved_by_role(store, dataset, settings):

@@ -7,6 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragshield.metrics.correctness import (
+    TAU,
+    answer_agreement,
     contains_reference,
     exact_match,
     is_correct,
@@ -213,6 +215,24 @@ def test_same_answer() -> None:
     assert same_answer("...", "-")
     assert same_answer("The", "the")  # normalises to nothing, still equal to itself
     assert not same_answer("The", "A")
+
+
+def test_answer_agreement_is_one_for_the_same_answer_else_the_word_overlap() -> None:
+    assert answer_agreement("Paris, France", "Paris") == 1.0  # same_answer
+    assert answer_agreement("Unknown.", "I don't know") == 1.0  # two refusals
+    assert answer_agreement("I don't know", "Paris") == 0.0  # one refusal
+    assert answer_agreement("Paris", "Lyon") == 0.0
+    assert answer_agreement("Barack Obama", "Michelle Obama") == 0.5  # F1 1/2
+    assert answer_agreement(TEN, "w1 w2 w3 w4 w5 w6 w7 z8 z9 z10") == pytest.approx(0.7)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=30), st.text(max_size=30))
+def test_answer_agreement_is_symmetric_in_range_and_one_only_for_a_match(a: str, b: str) -> None:
+    agreement = answer_agreement(a, b)
+    assert agreement == answer_agreement(b, a)
+    assert (agreement == 1.0) == same_answer(a, b)
+    assert 0.0 <= agreement <= (1.0 if same_answer(a, b) else TAU)
 
 
 # -- properties ---------------------------------------------------------------------------

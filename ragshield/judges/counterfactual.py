@@ -27,8 +27,11 @@ When the two scenarios disagree, `fusion` decides:
 A base answer that is a refusal is discarded at once with score 0 and no call: RC-RAG
 discards any final "keep" of a refusal, so the challenges could not change the outcome.
 
-score = share of rounds, over both scenarios, that kept the answer (0..1): the thresholdable
-view of the same evidence; `keep` is the fused decision.
+score = mean agreement of the rounds, over both scenarios, with the base answer (0..1): a
+round that repeats the answer (and, with `evidence_change`, its passages) counts 1, one that
+cites other passages 0, one that changes the answer its word overlap with the base answer
+(`answer_agreement`, at most 0.7), so that a reworded answer weighs less than a new one. It is
+the thresholdable view of the same evidence; `keep` is the fused decision.
 
 Cost: both scenarios continue the base conversation, so the passages stay in the backend's
 cached prefix and each call reads only its short new turn; replies are capped at
@@ -47,7 +50,7 @@ from ragshield.judges.base import DetailTable, Judge
 from ragshield.judges.follow_up import Reply, ask_answer, ask_value, follow_up
 from ragshield.judges.readers import read_marker, read_probability
 from ragshield.llm.traced import TracedLLM
-from ragshield.metrics.correctness import same_answer
+from ragshield.metrics.correctness import answer_agreement
 from ragshield.refusal import is_refusal
 from ragshield.types import Answer, Sample, Verdict, keep_word
 
@@ -90,17 +93,27 @@ PROBABILITY_QUESTION = (
 class Round:
     number: int
     reply: Reply
-    same_answer: bool
+    agreement: float  # with the base answer (answer_agreement); 1.0: the same answer
     same_evidence: bool | None  # None when evidence is not compared
+
+    @property
+    def same_answer(self) -> bool:
+        return self.agreement == 1.0
 
     @property
     def changed(self) -> bool:
         return not self.same_answer or self.same_evidence is False
 
+    @property
+    def score(self) -> float:
+        """What the round adds to the judge's score: its agreement, 0 on other passages."""
+        return 0.0 if self.same_evidence is False else self.agreement
+
     def to_dict(self) -> dict[str, Any]:
         return {"round": self.number, "answer": self.reply.text, "raw": self.reply.raw,
                 "evidence": self.reply.evidence, "same_answer": self.same_answer,
-                "same_evidence": self.same_evidence, "changed": self.changed}
+                "agreement": round(self.agreement, 4), "same_evidence": self.same_evidence,
+                "changed": self.changed}
 
 
 @dataclass(frozen=True)
@@ -192,7 +205,7 @@ class CounterfactualJudge(Judge):
         errors = [*empty, *([fusion.parse_error] if fusion.parse_error else [])]
         return Verdict(
             judge=self.name, keep=fusion.keep,
-            score=sum(not r.changed for r in rounds) / len(rounds),
+            score=sum(r.score for r in rounds) / len(rounds),
             rationale=(f"{quality.summary()}; {usage.summary()}; {fusion.reason}: "
                        f"{'keep' if fusion.keep else 'discard'}"),
             parse_error="; ".join(errors) or None, details=details,
@@ -211,7 +224,8 @@ class CounterfactualJudge(Judge):
             )
             same_evidence = (set(reply.evidence) == set(answer.evidence)
                              if compare_evidence else None)
-            rounds.append(Round(number, reply, same_answer(reply.text, answer.text), same_evidence))
+            rounds.append(Round(number, reply, answer_agreement(reply.text, answer.text),
+                                same_evidence))
         return Scenario(name, rounds)
 
     def _fuse(self, quality: Scenario, usage: Scenario, answer: Answer, llm: TracedLLM) -> Fusion:
@@ -290,10 +304,10 @@ class CounterfactualJudge(Judge):
             rounds = scenario.get("rounds") or []
             tables.append(DetailTable(
                 f"{name}: {_word(scenario.get('judgment'))}",
-                ["round", "regenerated answer", "evidence", "same answer", "same evidence",
-                 "judgment"],
+                ["round", "regenerated answer", "evidence", "same answer", "agreement",
+                 "same evidence", "judgment"],
                 [[r.get("round"), r.get("answer"), evidence_labels(r.get("evidence")),
-                  r.get("same_answer"), r.get("same_evidence"),
+                  r.get("same_answer"), r.get("agreement"), r.get("same_evidence"),
                   "changed" if r.get("changed") else "same"] for r in rounds],
                 texts=[(f"round {r.get('round')}: raw reply", str(r.get("raw") or ""))
                        for r in rounds]))

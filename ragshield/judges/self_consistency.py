@@ -1,8 +1,10 @@
 """Self-consistency (docs/METHODS.md 4.12): sample k more answers to the base answer's own prompt
 (temperature 0.7, seeds 1..k) and count how many agree with the base (greedy) answer.
 
-score = share of samples matching the base answer (matcher of docs/METHODS.md 2); keep = score >=
-threshold. The samples reuse the base prompt word for word, so the backend's cached prefix
+score = mean agreement of the samples with the base answer: a sample that matches it (matcher
+of docs/METHODS.md 2) counts 1, one that does not counts its word overlap with it
+(`answer_agreement`, at most 0.7), so that k samples give a graded score rather than k+1
+levels; keep = score >= threshold. The samples reuse the base prompt word for word, so the backend's cached prefix
 covers all of it and only generation costs; and since only their answers are compared, a
 sample stops where an evidence line would begin (about half of an evidence answer's
 tokens). Samples are read with the answerers' parser
@@ -19,7 +21,7 @@ from ragshield.errors import OptionError
 from ragshield.judges.base import Judge
 from ragshield.judges.follow_up import ask_answer
 from ragshield.llm.traced import TracedLLM
-from ragshield.metrics.correctness import same_answer
+from ragshield.metrics.correctness import answer_agreement
 from ragshield.types import Answer, Sample, Verdict
 
 # Enough for the reasoning answerers' replies (answer plus rationale); short replies stop
@@ -54,17 +56,21 @@ class SelfConsistencyJudge(Judge):
                        temperature=self.temperature, seed=seed, stop=STOP_BEFORE_EVIDENCE)
             for seed in range(1, self.k + 1)
         ]
-        matches = [same_answer(s.text, answer.text) for s in samples]
-        score = sum(matches) / self.k
+        agreements = [answer_agreement(s.text, answer.text) for s in samples]
+        matches = [agreement == 1.0 for agreement in agreements]
+        score = sum(agreements) / self.k
         keep = score >= self.threshold
         others = sorted({s.text for s, same in zip(samples, matches) if not same})
         return Verdict(
             judge=self.name, keep=keep, score=score,
-            rationale=(f"{sum(matches)}/{self.k} samples agree with {answer.text!r} "
-                       f"({'>=' if keep else '<'} threshold {self.threshold:g})"
+            rationale=(f"{sum(matches)}/{self.k} samples agree with {answer.text!r}, mean "
+                       f"agreement {score:.2f} ({'>=' if keep else '<'} threshold "
+                       f"{self.threshold:g})"
                        + (f"; others said {', '.join(map(repr, others))}" if others else "")),
             details={"base": answer.text, "temperature": self.temperature,
                      "threshold": self.threshold,
-                     "samples": [{"seed": seed, "answer": s.text, "raw": s.raw, "match": same}
-                                 for seed, (s, same) in enumerate(zip(samples, matches), 1)]},
+                     "samples": [{"seed": seed, "answer": s.text, "raw": s.raw, "match": same,
+                                  "agreement": round(agreement, 4)}
+                                 for seed, (s, same, agreement)
+                                 in enumerate(zip(samples, matches, agreements), 1)]},
         )

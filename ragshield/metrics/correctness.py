@@ -110,3 +110,15 @@ def same_answer(first: str, second: str, tau: float = TAU) -> bool:
     if first.strip().casefold() == second.strip().casefold():
         return True
     return is_correct(first, [second], tau) or is_correct(second, [first], tau)
+
+
+def answer_agreement(first: str, second: str, tau: float = TAU) -> float:
+    """How far two answers agree, 0..1: 1 when they are the same answer (same_answer), 0
+    when only one is a refusal, else their word overlap (the larger of token F1 and
+    ROUGE-L, at most tau). Judges that compare answers score with it so that a near miss
+    counts for more than a different answer ("river Seine" against "river Thames": 0.5)."""
+    if same_answer(first, second, tau):
+        return 1.0
+    if is_refusal(first) or is_refusal(second):
+        return 0.0
+    return max(token_f1(first, [second]), rouge_l(first, [second]))

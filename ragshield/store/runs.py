@@ -182,6 +182,15 @@ def add_verdicts(store: Store, answer_id: int, verdicts: Iterable[Verdict]) -> N
                         .values(disagreement=disagreement(list(keeps))))
 
 
+def delete_verdicts(store: Store, run_id: int, judges: Collection[str]) -> int:
+    """Delete the run's verdicts of `judges`, so that judging the run again (rejudge_run)
+    recomputes them; returns how many went. Judging again sets each answer's disagreement."""
+    with store.session() as session:
+        answers = select(AnswerRow.id).where(AnswerRow.run_id == run_id)
+        return session.execute(delete(VerdictRow).where(
+            VerdictRow.answer_id.in_(answers), VerdictRow.judge.in_(list(judges)))).rowcount
+
+
 def record_failure(store: Store, run_id: int, sample_id: int, error: str) -> None:
     with store.session() as session:
         failure = session.scalar(select(RunFailure).where(RunFailure.run_id == run_id,

@@ -37,7 +37,7 @@ from ragshield.store.runs import RunSummary, list_runs
 from ragshield.store.samples import dataset_id_of, import_samples
 from ragshield.types import Passage
 from ragshield.types import Sample as DatasetSample
-from scripts.bench_app import call_like_browser
+from scripts.bench_app import browser_like_client, call_like_browser
 from tests.reliability.scale import sized
 from tests.reliability.scenario import Scenario
 
@@ -115,7 +115,7 @@ def annotator(index: int, url: str, start: threading.Barrier, seconds: float,
     this person's own (appended in order), so the last entry per sample is their label."""
     rng = random.Random(1000 + index)
     name = f"annotator-{index}"
-    tabs = [Tab(httpx.Client(base_url=url, timeout=120), f"{name}-tab{t}")
+    tabs = [Tab(browser_like_client(url, timeout=120), f"{name}-tab{t}")
             for t in range(FIRST_TABS)]
     tab, spare = tabs[0], tabs[1]
     samples = [sample.id for sample in pool_samples()]
