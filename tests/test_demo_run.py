@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import lzma
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -42,6 +44,10 @@ def scripted(messages) -> ScriptedReply:
 
 @pytest.fixture
 def bundled(store, settings, tmp_path) -> tuple[int, Path]:
+    return scripted_bundle(store, settings, tmp_path)
+
+
+def scripted_bundle(store, settings, tmp_path) -> tuple[int, Path]:
     """A cached, scripted run of 6 demo samples by two judges, written to a bundle."""
     ensure_demo_dataset(store)
     run_id = record_run(store, settings, RunConfig(dataset="demo", limit=6,
@@ -81,6 +87,32 @@ def test_a_bundle_loads_into_a_new_store_whole(store, bundled, tmp_path):
             assert calls and sorted(b.scalars(select(LLMCallRow.key))) == calls
     finally:
         other.close()
+
+
+def test_two_apps_starting_at_once_on_an_empty_database_load_the_demo_run_once(
+        store_url, settings, tmp_path):
+    """Two app processes (a store each, so a connection each) start together on a new
+    database: one loads the demo run, the other finds it there; neither fails."""
+    source = open_store(f"sqlite:///{tmp_path / 'source.db'}")
+    try:
+        _, path = scripted_bundle(source, settings, tmp_path)
+    finally:
+        source.close()
+    stores = [open_store(store_url) for _ in range(2)]
+    start = threading.Barrier(len(stores))
+
+    def starting_app(store) -> int | None:
+        start.wait()
+        return load_demo_run(store, path)
+
+    try:
+        with ThreadPoolExecutor(len(stores)) as apps:
+            loaded = list(apps.map(starting_app, stores))
+        assert sum(run_id is not None for run_id in loaded) == 1, loaded
+        assert run_count(stores[0]) == 1
+    finally:
+        for store in stores:
+            store.close()
 
 
 def test_a_loaded_run_replays_from_the_call_cache(store, settings, bundled, tmp_path):

@@ -1,8 +1,8 @@
 """The demo run that ships with the app (assets/demo/run.json.xz): the demo set answered by
 the embedded model (and by the larger one, for the switch curve) and judged by every judge.
-A new database gets it with the demo set, so Browse, the Dashboard and the threshold panel
-are full at first launch, and a demo sample asked with the Demo's defaults is replayed from
-the call cache. scripts/make_demo_run.py makes the file again when prompts change."""
+A new database gets it with the demo set (once, however many app processes start on it
+together), so Browse, the Dashboard and the threshold panel are full at first launch, and a
+demo sample asked with the Demo's defaults is replayed from the call cache. scripts/make_demo_run.py makes the file again when prompts change."""
 
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ from pathlib import Path
 from ragshield.datasets.demo import DEMO_RUN
 from ragshield.services.datasets import ensure_demo_dataset
 from ragshield.store.database import Store
-from ragshield.services.run_bundles import import_run
-from ragshield.store.run_bundle import run_count
+from ragshield.store.run_bundle import load_bundle, read_bundle, run_count
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +24,10 @@ def load_demo_run(store: Store, path: Path = DEMO_RUN) -> int | None:
     ensure_demo_dataset(store)
     if run_count(store) or not path.is_file():
         return None
-    run_id = import_run(store, path)
+    bundle = read_bundle(path)  # outside the lock: decompressing takes a moment
+    with store.exclusive("load the shipped demo run"):
+        if run_count(store):  # another process loaded it meanwhile
+            return None
+        run_id = load_bundle(store, bundle)
     log.info("loaded the shipped demo run as run %d", run_id)
     return run_id

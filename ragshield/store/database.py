@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 import threading
 from contextlib import contextmanager
@@ -43,6 +44,11 @@ def masked(url: str) -> str:
         return make_url(url).render_as_string(hide_password=True)
     except (ArgumentError, ValueError):  # ValueError: a port that is not a number
         return _CREDENTIALS.sub(r"\1:***@", url)
+
+
+def lock_key(name: str) -> int:
+    """A lock name as the signed 64-bit number PostgreSQL's advisory locks take."""
+    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
 
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:
@@ -99,6 +105,25 @@ class Store:
                 yield
             finally:
                 self._joined.session = outer
+
+    @contextmanager
+    def exclusive(self, name: str) -> Iterator[None]:
+        """`one_transaction` that one process at a time is in, per `name`: for a check
+        followed by a write that two processes must not both do (two apps starting together
+        on a new database must not both load the demo run). PostgreSQL: an advisory lock on
+        the name, held to the end of the transaction; SQLite: the transaction takes the
+        database's write lock at once (BEGIN IMMEDIATE); other databases: the transaction
+        only. Not inside another `one_transaction` block."""
+        if getattr(self._joined, "session", None) is not None:
+            raise RuntimeError("exclusive() opens its own transaction: not inside another")
+        with self.one_transaction():
+            connection = self._joined.session.connection()
+            if connection.dialect.name == "postgresql":
+                connection.execute(text("SELECT pg_advisory_xact_lock(:key)"),
+                                   {"key": lock_key(name)})
+            elif connection.dialect.name == "sqlite":
+                connection.exec_driver_sql("BEGIN IMMEDIATE")
+            yield
 
     def revision(self) -> str | None:
         with self.engine.connect() as connection:
