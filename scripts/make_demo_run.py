@@ -30,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from ragshield.config import Settings  # noqa: E402
 from ragshield.datasets.demo import DEMO_DATASET, DEMO_EXAMPLES, DEMO_RUN  # noqa: E402
+from ragshield.judges.registry import judge_names  # noqa: E402
 from ragshield.run_config import RunConfig  # noqa: E402
 from ragshield.services.demo_examples import find_examples, write_examples  # noqa: E402
 from ragshield.services.demo_run import load_demo_run  # noqa: E402
@@ -66,10 +67,15 @@ def main() -> None:
         sys.exit(f"--rejudge starts from the shipped file: remove {args.db} first")
     store = open_store(settings.database_url)
     if args.rejudge:
+        judges = judge_names(args.rejudge)
         run_id = load_demo_run(store, args.out)
-        judges = args.rejudge.split(",")
+        if run_id is None:
+            sys.exit(f"--rejudge needs the shipped run to start from: {args.out} is missing")
         print(f"deleted {delete_verdicts(store, run_id, judges)} verdicts of {judges}")
-        add_judges(store, settings, run_id, args.rejudge, progress=True)
+        outcome = add_judges(store, settings, run_id, ",".join(judges), progress=True)
+        if outcome.failed:
+            sys.exit(f"{outcome.failed} verdicts failed (calls not in the shipped file?); "
+                     f"make the run again without --rejudge")
     with store.session() as session:
         run_id = session.query(Run.id).filter(Run.name == RUN_NAME).scalar()
     if run_id is None:

@@ -22,6 +22,7 @@ from ragshield.run_config import RunConfig
 from ragshield.services.asking import OpenedModels, ask
 from ragshield.services.datasets import ensure_demo_dataset
 from ragshield.services.demo_examples import demo_request, read_examples
+from ragshield.services import demo_run
 from ragshield.services.demo_run import load_demo_run
 from ragshield.services.runs import execute, record_run
 from ragshield.store.database import open_store
@@ -90,19 +91,26 @@ def test_a_bundle_loads_into_a_new_store_whole(store, bundled, tmp_path):
 
 
 def test_two_apps_starting_at_once_on_an_empty_database_load_the_demo_run_once(
-        store_url, settings, tmp_path):
+        store_url, settings, tmp_path, monkeypatch):
     """Two app processes (a store each, so a connection each) start together on a new
-    database: one loads the demo run, the other finds it there; neither fails."""
+    database: one loads the demo run, the other finds it there; neither fails. Both have
+    found the database empty before either loads (they meet after reading the file)."""
     source = open_store(f"sqlite:///{tmp_path / 'source.db'}")
     try:
         _, path = scripted_bundle(source, settings, tmp_path)
     finally:
         source.close()
     stores = [open_store(store_url) for _ in range(2)]
-    start = threading.Barrier(len(stores))
+    both_found_it_empty = threading.Barrier(len(stores))
+
+    def read_then_meet(read_path):
+        bundle = read_bundle(read_path)
+        both_found_it_empty.wait(timeout=30)
+        return bundle
+
+    monkeypatch.setattr(demo_run, "read_bundle", read_then_meet)
 
     def starting_app(store) -> int | None:
-        start.wait()
         return load_demo_run(store, path)
 
     try:

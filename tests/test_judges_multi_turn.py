@@ -376,7 +376,8 @@ def test_self_consistency_counts_a_near_miss_by_its_word_overlap() -> None:
     verdict = SelfConsistencyJudge(k=3).judge(SAMPLE, make_answer("the river Seine"), llm)
     assert [s["agreement"] for s in verdict.details["samples"]] == [1.0, 0.5, 0.0]
     assert [s["match"] for s in verdict.details["samples"]] == [True, False, False]
-    assert verdict.score == pytest.approx(1.5 / 3) and verdict.keep is True
+    # keep follows the share of matching samples (1/3); the score grades the near miss
+    assert verdict.score == pytest.approx(1.5 / 3) and verdict.keep is False
     assert "1/3 samples agree" in verdict.rationale and "mean agreement 0.50" in verdict.rationale
 
 

@@ -30,8 +30,8 @@ discards any final "keep" of a refusal, so the challenges could not change the o
 score = mean agreement of the rounds, over both scenarios, with the base answer (0..1): a
 round that repeats the answer (and, with `evidence_change`, its passages) counts 1, one that
 cites other passages 0, one that changes the answer its word overlap with the base answer
-(`answer_agreement`, at most 0.7), so that a reworded answer weighs less than a new one. It is
-the thresholdable view of the same evidence; `keep` is the fused decision.
+(`answer_agreement`, at most 0.7), so that a near miss lowers the score less than an unrelated
+answer. It is the thresholdable view of the same evidence; `keep` is the fused decision.
 
 Cost: both scenarios continue the base conversation, so the passages stay in the backend's
 cached prefix and each call reads only its short new turn; replies are capped at

@@ -1,15 +1,17 @@
 """Self-consistency (docs/METHODS.md 4.12): sample k more answers to the base answer's own prompt
-(temperature 0.7, seeds 1..k) and count how many agree with the base (greedy) answer.
+(temperature 0.7, seeds 1..k) and compare each with the base (greedy) answer.
 
-score = mean agreement of the samples with the base answer: a sample that matches it (matcher
-of docs/METHODS.md 2) counts 1, one that does not counts its word overlap with it
-(`answer_agreement`, at most 0.7), so that k samples give a graded score rather than k+1
-levels; keep = score >= threshold. The samples reuse the base prompt word for word, so the backend's cached prefix
-covers all of it and only generation costs; and since only their answers are compared, a
-sample stops where an evidence line would begin (about half of an evidence answer's
-tokens). Samples are read with the answerers' parser
-(final answer after a "Response:"/"Final Answer:" label when present, else the first line);
-an empty sample counts as a refusal and matches only a refusal.
+keep = the share of samples that match the base answer (matcher of docs/METHODS.md 2) >=
+threshold. score = the samples' mean agreement with the base answer: a matching sample counts
+1, another its word overlap with it (`answer_agreement`, at most 0.7), so that k samples give
+a graded score rather than k+1 levels. The score is never below the share, and ranks a base
+answer that the samples nearly repeat above one they contradict.
+
+The samples reuse the base prompt word for word, so the backend's cached prefix covers all
+of it and only generation costs; and since only their answers are compared, a sample stops
+where an evidence line would begin (about half of an evidence answer's tokens). Samples are
+read with the answerers' parser (final answer after a "Response:"/"Final Answer:" label when
+present, else the first line); an empty sample counts as a refusal and matches only a refusal.
 """
 
 from __future__ import annotations
@@ -58,14 +60,14 @@ class SelfConsistencyJudge(Judge):
         ]
         agreements = [answer_agreement(s.text, answer.text) for s in samples]
         matches = [agreement == 1.0 for agreement in agreements]
-        score = sum(agreements) / self.k
-        keep = score >= self.threshold
+        share, score = sum(matches) / self.k, sum(agreements) / self.k
+        keep = share >= self.threshold
         others = sorted({s.text for s, same in zip(samples, matches) if not same})
         return Verdict(
             judge=self.name, keep=keep, score=score,
-            rationale=(f"{sum(matches)}/{self.k} samples agree with {answer.text!r}, mean "
-                       f"agreement {score:.2f} ({'>=' if keep else '<'} threshold "
-                       f"{self.threshold:g})"
+            rationale=(f"{sum(matches)}/{self.k} samples agree with {answer.text!r} "
+                       f"({'>=' if keep else '<'} threshold {self.threshold:g}); mean "
+                       f"agreement {score:.2f}"
                        + (f"; others said {', '.join(map(repr, others))}" if others else "")),
             details={"base": answer.text, "temperature": self.temperature,
                      "threshold": self.threshold,

@@ -113,7 +113,9 @@ class Store:
         on a new database must not both load the demo run). PostgreSQL: an advisory lock on
         the name, held to the end of the transaction; SQLite: the transaction takes the
         database's write lock at once (BEGIN IMMEDIATE); other databases: the transaction
-        only. Not inside another `one_transaction` block."""
+        only. Not inside another transaction of this thread (on SQLite it would wait for
+        itself). The check inside sees the other process's commit because each statement
+        reads the newest committed rows (READ COMMITTED, PostgreSQL's default)."""
         if getattr(self._joined, "session", None) is not None:
             raise RuntimeError("exclusive() opens its own transaction: not inside another")
         with self.one_transaction():
