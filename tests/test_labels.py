@@ -196,3 +196,21 @@ def test_annotation_item_blind_mode_hides_verdicts_and_other_labels(toy, setting
     assert blind.answer == "x"  # the answer is what is being judged: it stays
     unlabelled = annotation_item(toy, "toy", "s5", "cid")
     assert unlabelled.answer is None and unlabelled.mine is None
+
+
+def test_a_first_label_made_while_an_item_is_read_shows_with_its_name(toy, monkeypatch):
+    """A person labels for the first time between the moments an item's names and labels
+    are read (the CI saw a KeyError there with 8 annotators): the label shows, named."""
+    from ragshield.store import annotation_item as item_module
+    from ragshield.store import labels as labels_module
+
+    def newcomer_labels_meanwhile(store, *args, **kwargs):
+        add_annotator(store, "dee")  # a new person, with their first label
+        add_label(store, "toy", "s1", "dee", "answerable")
+        return current_labels(store, *args, **kwargs)
+
+    monkeypatch.setattr(item_module, "current_labels", newcomer_labels_meanwhile)
+    seen = item_module.annotation_item(toy, "toy", "s1", "ann")
+    assert seen.others == [{"annotator": "dee", "label": "answerable", "answer_correct": None}]
+    monkeypatch.setattr(labels_module, "current_labels", newcomer_labels_meanwhile)
+    assert (2, "dee", "answerable") in labels_module.current_label_table(toy, "toy")

@@ -56,8 +56,12 @@ def annotation_item(store: Store, dataset: str, sample_id: str, annotator: str, 
                 {"judge": v.judge, "keep": v.keep, "score": v.score, "rationale": v.rationale}
                 for v in session.scalars(select(VerdictRow).where(
                     VerdictRow.answer_id == answer.id).order_by(VerdictRow.id))]
+    labels = current_labels(store, sample.dataset_id, row_id).get(row_id, [])
+    with store.session() as session:
+        # Read after the labels, which may hold a person's first label made meanwhile (each
+        # SQLite read, and each PostgreSQL statement, sees the newest commits).
         names = annotator_names(session)
-    for label in current_labels(store, sample.dataset_id, row_id).get(row_id, []):
+    for label in labels:
         entry = {"annotator": names[label.annotator_id], "label": label.label,
                  "answer_correct": label.answer_correct}
         if label.annotator_id == person:

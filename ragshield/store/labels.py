@@ -376,7 +376,9 @@ def current_label_table(store: Store, dataset: str | None = None) -> list[tuple[
     with store.session() as session:
         dataset_ids = ([dataset_id_of(session, dataset)] if dataset is not None
                        else list(session.scalars(select(Dataset.id))))
-        names = annotator_names(session)
-    return [(sample, names[label.annotator_id], label.label)
-            for dataset_id in dataset_ids
-            for sample, labels in current_labels(store, dataset_id).items() for label in labels]
+    labels = [(sample, label) for dataset_id in dataset_ids
+              for sample, current in current_labels(store, dataset_id).items()
+              for label in current]
+    with store.session() as session:
+        names = annotator_names(session)  # after the labels: see annotation_item
+    return [(sample, names[label.annotator_id], label.label) for sample, label in labels]
