@@ -36,9 +36,12 @@ from ragshield.types import Sample
 LIVE_DATASET = "live"
 LIVE_STATUS = "live"
 FALLBACK_ROLES = {NORAG_FALLBACK: "norag", LARGER_FALLBACK: "larger"}
-# Asks kept at the same moment (the guard API serves several) must not both create today's
-# live run or the same new sample: keeping is a few milliseconds, so they take turns.
+# Asks kept at the same moment (the guard API serves several, and the app and the API may run
+# side by side) must not both create today's live run or the same new sample: keeping is a
+# few milliseconds, so they take turns. Threads of one process queue on this lock; processes
+# on the store's lock (`Store.exclusive`), which alone would make SQLite's threads poll.
 _KEEPING = threading.Lock()
+LOCK_NAME = "live runs"
 
 
 @dataclass(frozen=True)
@@ -112,7 +115,7 @@ def _typed_sample_id(result: AskResult) -> str:
 
 def keep_asked(store: Store, settings: Settings, result: AskResult) -> LiveRecord:
     """Keep one ask in today's live run for its dataset and settings."""
-    with _KEEPING:
+    with _KEEPING, store.exclusive(LOCK_NAME):
         dataset, sample_id, row_id = _sample_row(store, result)
         run_id = _live_run(store, live_config(result, settings))
     judged, passages = result.judged, result.prepared.sample.passages
