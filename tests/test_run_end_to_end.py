@@ -112,7 +112,7 @@ def test_killed_run_resumes_without_losing_or_duplicating(
 def test_small_model_run_with_switch_answers_reports_the_switch_curve(
         python_processes, tmp_path, packaged_models):
     env = {"RAGSHIELD_DATABASE_URL": f"sqlite:///{tmp_path / 'switch.db'}"}
-    result = run_cli("run", "--dataset", "demo", "--limit", "3", "--small-model", "--switch",
+    result = run_cli("run", "--dataset", "demo", "--limit", "1", "--small-model", "--switch",
                      "--judges", "token_prob", "--rule", "token_prob", "--json", env=env)
     assert result.returncode == 0, result.stderr
     with sqlite3.connect(tmp_path / "switch.db") as connection:

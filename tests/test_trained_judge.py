@@ -27,9 +27,10 @@ from tests.conftest import SHARED_DATA, lane
 from tests.fakes import ScriptedLLM
 
 SQUAD = SHARED_DATA / "squad2_dev_part_a.jsonl"
+PER_ARTICLE = 8  # 64 questions of 8 articles: enough of each kind, and 15 s of training
 
 
-def squad_subset(per_article: int = 24) -> list:
+def squad_subset(per_article: int = PER_ARTICLE) -> list:
     """The first `per_article` answerable and unanswerable questions of each article."""
     kept, seen = [], {}
     for sample in load_dataset(SQUAD):
@@ -144,7 +145,7 @@ def test_the_dashboard_trains_a_judge_on_its_labels(squad_store, cache_settings)
     assert "rs-msg-error" in start_training(context, trainer, "tiny", "tiny-qpp", 1)
     assert "judge name &#x27;Bad&#x27;" in start_training(context, trainer, "squad", "Bad", 1)
     started = start_training(context, trainer, "squad", "dash-qpp", 1)
-    assert "training dash-qpp on squad" in started  # about 20 s of training follow
+    assert "training dash-qpp on squad" in started  # seconds of training follow
     again = start_training(context, trainer, "squad", "other", 1)
     assert "dash-qpp is still training" in again
     for training in trainer.trainings():

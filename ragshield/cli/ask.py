@@ -10,7 +10,7 @@ from ragshield.cli.errors import user_errors
 from ragshield.cli.llm_options import Backend, BaseUrl, Model, NoLLMCache, settings_with
 from ragshield.cli.output import emit_json
 from ragshield.cli.store import opened_store
-from ragshield.retrieval.factory import RetrievalMode
+from ragshield.retrieval.modes import RetrievalMode
 from ragshield.types import outcome
 
 

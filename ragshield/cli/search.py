@@ -7,7 +7,7 @@ import typer
 from ragshield.cli.errors import user_errors
 from ragshield.cli.output import emit_json
 from ragshield.config import Settings
-from ragshield.retrieval.factory import RetrievalMode
+from ragshield.retrieval.modes import RetrievalMode
 
 PREVIEW_CHARS = 160
 

@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from ragshield.config import Settings
 from ragshield.errors import OptionError
 from ragshield.retrieval.corpus import Corpus
 from ragshield.retrieval.dense import DenseRetriever
 from ragshield.retrieval.encoding import Embedder, default_embedder
 from ragshield.retrieval.hybrid import HybridRetriever
+from ragshield.retrieval.modes import RetrievalMode
 from ragshield.retrieval.retriever import CorpusRetriever
 from ragshield.retrieval.sparse import BM25Retriever
 from ragshield.retrieval.two_stage import TwoStageRetriever
-
-RetrievalMode = Literal["bm25", "dense", "hybrid", "rrf", "two-stage"]
-
 
 def make_retriever(
     corpus: Corpus,

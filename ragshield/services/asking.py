@@ -29,7 +29,7 @@ from ragshield.llm.streaming import streaming_to
 from ragshield.llm.traced import TracedLLM
 from ragshield.policies.rules import parse_rule
 from ragshield.retrieval.demo_corpus import DEMO_CORPUS_NAME, open_corpus
-from ragshield.retrieval.factory import RetrievalMode
+from ragshield.retrieval.modes import RetrievalMode
 from ragshield.retrieval.noise import inject_noise
 from ragshield.retrieval.passage_finder import PassageFinder
 from ragshield.store.database import Store
