@@ -6,6 +6,7 @@ import time
 from typing import Any, Callable
 
 from ragshield.config import Settings
+from ragshield.errors import OptionError
 from ragshield.llm.base import LLM, LOGPROBS
 from ragshield.llm.factory import make_llm
 from ragshield.llm.packaged_models import LARGER_MODEL, SMALLEST_MODEL
@@ -104,13 +105,30 @@ def _guarded(check: Callable[[], dict[str, Any]], **context: Any) -> dict[str, A
         return {"ok": False, **context, "error": f"{type(exc).__name__}: {exc}"}
 
 
-def run_doctor(settings: Settings) -> dict[str, Any]:
-    return {
-        "llm": _guarded(lambda: _llm_check(settings), backend=settings.backend),
-        "small_llm": _guarded(lambda: _llm_check(settings, SMALLEST_MODEL)),
-        "larger_llm": _guarded(lambda: _llm_check(settings, LARGER_MODEL)),
-        "embeddings": _guarded(lambda: _embeddings_check(settings)),
-        "database": _guarded(
+DOCTOR_PARTS = ("llm", "small_llm", "larger_llm", "embeddings", "database")
+
+
+def doctor_parts(names: str | None) -> tuple[str, ...]:
+    """The parts named in a comma-separated list (None: every part), in report order."""
+    if names is None:
+        return DOCTOR_PARTS
+    chosen = {name.strip() for name in names.split(",") if name.strip()}
+    unknown = sorted(chosen - set(DOCTOR_PARTS))
+    if unknown or not chosen:
+        raise OptionError(f"unknown doctor part(s) {unknown}; choose from {', '.join(DOCTOR_PARTS)}")
+    return tuple(part for part in DOCTOR_PARTS if part in chosen)
+
+
+def run_doctor(settings: Settings, parts: tuple[str, ...] = DOCTOR_PARTS) -> dict[str, Any]:
+    """Each chosen part's check, in report order. Loading the larger model alone takes
+    seconds, so a check of one part need not wait for the others."""
+    checks: dict[str, Callable[[], dict[str, Any]]] = {
+        "llm": lambda: _guarded(lambda: _llm_check(settings), backend=settings.backend),
+        "small_llm": lambda: _guarded(lambda: _llm_check(settings, SMALLEST_MODEL)),
+        "larger_llm": lambda: _guarded(lambda: _llm_check(settings, LARGER_MODEL)),
+        "embeddings": lambda: _guarded(lambda: _embeddings_check(settings)),
+        "database": lambda: _guarded(
             lambda: _database_check(settings), url=masked(settings.database_url)
         ),
     }
+    return {part: checks[part]() for part in parts}

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,22 +43,23 @@ def test_doctor_reports_every_part_ok(python_processes, tmp_path, packaged_model
 def test_doctor_fails_with_reasons_and_still_reports_the_rest(
         python_processes, tmp_path, packaged_models):
     result = run_cli(
-        "doctor", "--json",
+        "doctor", "--json", "--only", "database,small_llm,llm",
         env={"RAGSHIELD_DATABASE_URL": "postgresql+psycopg://u:hunter2@127.0.0.1:1/x",
              "RAGSHIELD_MODEL": str(tmp_path / "missing.gguf")},
     )
     assert result.returncode != 0
     report = json.loads(result.stdout)
+    assert list(report) == ["llm", "small_llm", "database"]  # the chosen parts, in order
     assert not report["database"]["ok"] and "cannot open database" in report["database"]["error"]
     assert "hunter2" not in result.stdout + result.stderr
     assert not report["llm"]["ok"] and "missing.gguf" in report["llm"]["error"]
-    assert report["small_llm"]["ok"] and report["embeddings"]["ok"]
+    assert report["small_llm"]["ok"]
 
 
 def test_doctor_against_an_unreachable_endpoint_ends_quickly(
         python_processes, tmp_path, packaged_models):
     result = run_cli(
-        "doctor", "--json",
+        "doctor", "--json", "--only", "llm",
         env={"RAGSHIELD_BACKEND": "openai",
              "RAGSHIELD_OPENAI_BASE_URL": f"http://127.0.0.1:{free_port()}/v1",
              "RAGSHIELD_MAX_RETRIES": "2", "RAGSHIELD_RETRY_BACKOFF_S": "0.05",
@@ -65,7 +68,18 @@ def test_doctor_against_an_unreachable_endpoint_ends_quickly(
     )
     assert result.returncode != 0
     report = json.loads(result.stdout)
-    assert "after 3 attempts" in report["llm"]["error"]
+    assert "after 3 attempts" in report["llm"]["error"] and list(report) == ["llm"]
+
+
+def test_doctor_refuses_an_unknown_part_by_name():
+    from ragshield.doctor import DOCTOR_PARTS, doctor_parts
+    from ragshield.errors import OptionError
+
+    assert doctor_parts(None) == DOCTOR_PARTS
+    assert doctor_parts(" database , llm") == ("llm", "database")
+    for names in ("databse", "llm,gpu", ","):
+        with pytest.raises(OptionError, match="choose from llm, small_llm, larger_llm"):
+            doctor_parts(names)
 
 
 def test_models_prepare_reports_verified_paths(python_processes, packaged_models):

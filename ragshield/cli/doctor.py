@@ -4,15 +4,25 @@ from __future__ import annotations
 
 import typer
 
+from typing import Optional
+
+from ragshield.cli.errors import user_errors
 from ragshield.cli.output import emit_parts, exit_unless_all_ok
 from ragshield.config import Settings
 
 
-def doctor(as_json: bool = typer.Option(False, "--json", help="Print one JSON object.")) -> None:
+def doctor(
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    only: Optional[str] = typer.Option(
+        None, "--only", help="Check only these parts, comma-separated: llm, small_llm, "
+                             "larger_llm, embeddings, database."),
+) -> None:
     """Check the LLM, the smallest and the larger packaged LLMs, the embeddings and the
     database."""
-    from ragshield.doctor import run_doctor
+    from ragshield.doctor import doctor_parts, run_doctor
 
-    report = run_doctor(Settings())
+    with user_errors():
+        parts = doctor_parts(only)
+    report = run_doctor(Settings(), parts)
     emit_parts(report, as_json)
     exit_unless_all_ok(report)
