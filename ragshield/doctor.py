@@ -115,20 +115,19 @@ def doctor_parts(names: str | None) -> tuple[str, ...]:
     chosen = {name.strip() for name in names.split(",") if name.strip()}
     unknown = sorted(chosen - set(DOCTOR_PARTS))
     if unknown or not chosen:
-        raise OptionError(f"unknown doctor part(s) {unknown}; choose from {', '.join(DOCTOR_PARTS)}")
+        raise OptionError(f"unknown doctor part(s) {unknown}; "
+                          f"choose from {', '.join(DOCTOR_PARTS)}")
     return tuple(part for part in DOCTOR_PARTS if part in chosen)
 
 
 def run_doctor(settings: Settings, parts: tuple[str, ...] = DOCTOR_PARTS) -> dict[str, Any]:
     """Each chosen part's check, in report order. Loading the larger model alone takes
     seconds, so a check of one part need not wait for the others."""
-    checks: dict[str, Callable[[], dict[str, Any]]] = {
-        "llm": lambda: _guarded(lambda: _llm_check(settings), backend=settings.backend),
-        "small_llm": lambda: _guarded(lambda: _llm_check(settings, SMALLEST_MODEL)),
-        "larger_llm": lambda: _guarded(lambda: _llm_check(settings, LARGER_MODEL)),
-        "embeddings": lambda: _guarded(lambda: _embeddings_check(settings)),
-        "database": lambda: _guarded(
-            lambda: _database_check(settings), url=masked(settings.database_url)
-        ),
+    checks: dict[str, tuple[Callable[[], dict[str, Any]], dict[str, Any]]] = {
+        "llm": (lambda: _llm_check(settings), {"backend": settings.backend}),
+        "small_llm": (lambda: _llm_check(settings, SMALLEST_MODEL), {}),
+        "larger_llm": (lambda: _llm_check(settings, LARGER_MODEL), {}),
+        "embeddings": (lambda: _embeddings_check(settings), {}),
+        "database": (lambda: _database_check(settings), {"url": masked(settings.database_url)}),
     }
-    return {part: checks[part]() for part in parts}
+    return {part: _guarded(checks[part][0], **checks[part][1]) for part in parts}

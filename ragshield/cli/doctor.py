@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import typer
-
 from typing import Optional
+
+import typer
 
 from ragshield.cli.errors import user_errors
 from ragshield.cli.output import emit_parts, exit_unless_all_ok

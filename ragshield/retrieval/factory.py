@@ -13,6 +13,7 @@ from ragshield.retrieval.retriever import CorpusRetriever
 from ragshield.retrieval.sparse import BM25Retriever
 from ragshield.retrieval.two_stage import TwoStageRetriever
 
+
 def make_retriever(
     corpus: Corpus,
     mode: RetrievalMode,
