@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from ragshield.llm.base import CHAT, LOGPROBS, SCORE, BackendBase, CapabilityError
+from ragshield.llm.base import CHAT, LOGPROBS, LLM, SCORE, BackendBase, CapabilityError
 from ragshield.types import Completion, ContinuationScore, Message, TokenLogprob
 
 Reply = str | Callable[[Sequence[Message]], str]
@@ -82,3 +82,14 @@ class ScriptedLLM(BackendBase):
             tokens=[TokenLogprob(continuation, lp) for lp in logprobs],
             backend=self.backend, model=self.model, seconds=0.001,
         )
+
+
+class FakeModels:
+    """Every ask gets the same model (services.asking.Models), whatever packaged model it
+    names: the in-process model of a real server."""
+
+    def __init__(self, llm: LLM) -> None:
+        self.llm_ = llm
+
+    def llm(self, packaged: str | None = None) -> LLM:
+        return self.llm_

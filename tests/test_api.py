@@ -30,21 +30,11 @@ from ragshield.store.samples import load_sample
 from ragshield.types import Message
 from ragshield.policies.policy import Policy
 from ragshield.services.policies import save_policy
-from tests.fakes import ScriptedLLM, ScriptedReply
+from tests.fakes import FakeModels, ScriptedLLM, ScriptedReply
 from tests.reliability.fake_openai import ANSWER, Fault, FakeOpenAIServer
 
 KEY = "k" * 24
 SURE, UNSURE = -0.01, -4.0  # per-token log-probs: p 0.99 (token_prob keeps), 0.02 (withholds)
-
-
-class FakeModels:
-    """Every ask gets the same scripted model (the in-process model of a real server)."""
-
-    def __init__(self, llm: LLM) -> None:
-        self.llm_ = llm
-
-    def llm(self, packaged: str | None = None) -> LLM:
-        return self.llm_
 
 
 def p_true_reply(messages: Sequence[Message]) -> ScriptedReply:

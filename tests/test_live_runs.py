@@ -15,15 +15,7 @@ from ragshield.store.database import open_store
 from ragshield.store.models import Run
 from ragshield.store.samples import import_samples
 from ragshield.types import Passage, Sample
-from tests.fakes import ScriptedLLM, ScriptedReply
-
-
-class OneModel:
-    def __init__(self, llm: ScriptedLLM) -> None:
-        self._llm = llm
-
-    def llm(self, packaged: str | None = None) -> ScriptedLLM:
-        return self._llm
+from tests.fakes import FakeModels, ScriptedLLM, ScriptedReply
 
 
 def test_two_processes_keeping_one_question_at_once_share_one_live_run(store_url, settings,
@@ -38,7 +30,7 @@ def test_two_processes_keeping_one_question_at_once_share_one_live_run(store_url
             id="q1", question="What is the capital of France?",
             passages=[Passage(text="Paris is the capital of France.", doc_id="fr")],
             reference_answers=["Paris"])])
-        model = OneModel(ScriptedLLM(respond=lambda _: ScriptedReply("Answer: Paris")))
+        model = FakeModels(ScriptedLLM(respond=lambda _: ScriptedReply("Answer: Paris")))
         result = ask(stores[0], settings, model, AskRequest(
             sample_id="q1", dataset="toy", judges=("trivial",), keep_record=False))
 
