@@ -49,12 +49,8 @@ from ragshield.retrieval.demo_corpus import DEMO_CORPUS_FILE  # noqa: E402
 from ragshield.retrieval.documents import Document, read_documents  # noqa: E402
 from ragshield.retrieval.embeddings import packaged_embedding_path  # noqa: E402
 from ragshield.retrieval.encoding import Embedder, default_embedder  # noqa: E402
-from ragshield.retrieval.faiss_index import (  # noqa: E402
-    INDEX_KINDS,
-    DenseIndexConfig,
-    build_dense_index,
-    search_parameters,
-)
+from ragshield.retrieval.faiss_index import build_dense_index, search_parameters  # noqa: E402
+from ragshield.retrieval.index_config import INDEX_KINDS, DenseIndexConfig  # noqa: E402
 from ragshield.retrieval.ingest import build_corpus  # noqa: E402
 
 DIM = 384

@@ -30,7 +30,7 @@ from ragshield.config import Settings  # noqa: E402
 from ragshield.datasets.registry import load_dataset  # noqa: E402
 from ragshield.judges.registry import make_judge  # noqa: E402
 from ragshield.judges.training import Example, group_of, pair_texts, predict  # noqa: E402
-from ragshield.services.judge_training import held_out_metrics, train_judge  # noqa: E402
+from ragshield.services.judge_training import EPOCHS, held_out_metrics, train_judge  # noqa: E402
 from ragshield.store.database import open_store  # noqa: E402
 from ragshield.store.samples import import_samples  # noqa: E402
 
@@ -57,7 +57,7 @@ def _timed_ms(judge, samples, count: int) -> float:
 
 def main() -> None:
     parser = bench_parser(__doc__, "trained_judge.json", runs=1)
-    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--epochs", type=int, default=EPOCHS)
     parser.add_argument("--timing-samples", type=int, default=100)
     args = parser.parse_args()
 

@@ -159,6 +159,10 @@ def test_default_judges_are_the_fast_set(settings: Settings, sqlite_store: Store
     assert "trivial" in defaults and "counterfactual" not in defaults
     assert all(j["cost"] in ("free", "cheap") for j in catalogue if j["default"])
     assert all(j["about"] for j in catalogue)
+    # The packaged defaults have no NLI classifier: said, and left out of the defaults.
+    nli = next(j for j in catalogue if j["name"] == "nli")
+    assert not nli["default"] and "RAGSHIELD_NLI_MODEL" in nli["unavailable"]
+    assert all(j["unavailable"] is None for j in catalogue if j["name"] != "nli")
 
 
 @pytest.mark.parametrize("body, status, param", [

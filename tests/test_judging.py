@@ -14,7 +14,8 @@ from ragshield.answerers.registry import make_answerer
 from ragshield.config import Settings
 from ragshield.datasets import load_dataset
 from ragshield.datasets.demo import DEMO_SAMPLES
-from ragshield.judges.registry import JUDGES, judge_names, make_judges
+from ragshield.judges.registry import (JUDGES, judge_names, make_judges, quick_judges,
+                                       unavailable_reason)
 from ragshield.judging import (ABSTAINED, KEPT, NOT_RUN, UNDECIDED, decide, decision_codes,
                                judge_sample, judge_samples, judged_sample_dict, judging_order,
                                cheapest_first)
@@ -86,6 +87,16 @@ def test_nli_without_a_model_is_reported_unavailable_not_skipped():
     verdict = nli.judge(SAMPLE, make_answerer("vanilla").answer(SAMPLE, ScriptedLLM(["Paris"])),
                         ScriptedLLM())
     assert verdict.available is False and "RAGSHIELD_NLI_MODEL" in verdict.rationale
+
+
+def test_the_fast_set_leaves_out_judges_that_cannot_be_built_here():
+    assert "nli" in quick_judges()  # cheap, so in the set when the settings are not asked
+    without_model = quick_judges("p_true", Settings(nli_model=None))
+    assert "nli" not in without_model and "token_prob" in without_model
+    assert without_model[-1] == "p_true"  # the rule's judge comes last, whatever it costs
+    assert "nli" in quick_judges(settings=Settings(nli_model="some/nli-model"))
+    assert unavailable_reason("nli", Settings(nli_model=None))
+    assert unavailable_reason("p_true", Settings(nli_model=None)) is None
 
 
 def test_base_answer_is_generated_once_and_shared():

@@ -29,7 +29,7 @@ from ragshield.retrieval.errors import (
     UnsupportedFileType,
 )
 from ragshield.retrieval.factory import make_retriever
-from ragshield.retrieval.faiss_index import DenseIndexConfig
+from ragshield.retrieval.index_config import DenseIndexConfig
 from ragshield.retrieval.ingest import IngestOptions, build_corpus, ingest_corpus
 from tests.retrieval_fixtures import DOCUMENTS, write_jsonl
 

@@ -9,7 +9,7 @@ from ragshield.config import Settings
 from ragshield.retrieval.corpus import Corpus
 from ragshield.retrieval.dense import DenseRetriever
 from ragshield.retrieval.encoding import Embedder
-from ragshield.retrieval.faiss_index import DenseIndexConfig
+from ragshield.retrieval.index_config import DenseIndexConfig
 from ragshield.retrieval.hybrid import HybridRetriever, merge_by_share, reciprocal_rank_fusion
 from ragshield.retrieval.ingest import IngestOptions, build_corpus
 from ragshield.retrieval.noise import inject_noise

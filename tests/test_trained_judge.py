@@ -17,7 +17,8 @@ from ragshield.datasets.registry import load_dataset
 from ragshield.errors import OptionError, UserError
 from ragshield.judges.registry import judge_names, make_judge
 from ragshield.judges.trained import CARD_FILE, WEIGHTS_FILE, TrainedJudgeError, judges_dir
-from ragshield.judges.training import group_of
+from ragshield.judges.training import group_of, load_base
+from ragshield.retrieval.embeddings import packaged_embedding_path
 from ragshield.services.judge_training import train_judge, trained_judges
 from ragshield.services.labelling import add_annotator, label_sample
 from ragshield.store.database import open_store
@@ -59,6 +60,8 @@ def squad_store(tmp_path: Path):
 
 
 def test_train_measure_keep_and_use_a_judge(squad_store, cache_settings):
+    import torch
+
     store = squad_store
     add_annotator(store, "ann")
     first = load_sample(store, "squad", squad_subset()[0].id)
@@ -84,6 +87,12 @@ def test_train_measure_keep_and_use_a_judge(squad_store, cache_settings):
     assert verdict.judge == "trained:squad-qpp" and verdict.available and verdict.error is None
     assert 0 <= verdict.score <= 1 and verdict.keep == (verdict.score >= 0.5)
     assert verdict.trace and verdict.trace[0].kind == "classify" and llm.seen == []
+    # The embedding layer stays as packaged; the encoder's layers learnt.
+    trained, packaged = judge.model.base_model, load_base(packaged_embedding_path())[1].base_model
+    assert all(torch.equal(a, b) for a, b in zip(trained.embeddings.parameters(),
+                                                   packaged.embeddings.parameters()))
+    assert not torch.equal(trained.encoder.layer[0].attention.self.query.weight,
+                           packaged.encoder.layer[0].attention.self.query.weight)
     listed = CliRunner().invoke(app, ["judges", "list", "--json"])
     rows = {row["judge"]: row for row in json.loads(listed.stdout)}
     assert rows["trained:squad-qpp"]["held-out PR-AUC"] == f"{metrics['pr_auc']:.3f}"

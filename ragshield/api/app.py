@@ -38,8 +38,8 @@ def _passages(passages: list[PassageIn]) -> tuple[Passage, ...]:
                  for p in passages)
 
 
-def _judges(names: list[str] | None) -> tuple[str, ...]:
-    return tuple(names) if names else default_judges()
+def _judges(names: list[str] | None, settings: Settings) -> tuple[str, ...]:
+    return tuple(names) if names else default_judges(settings)
 
 
 def _last_user_message(messages: list[dict[str, Any]]) -> str:
@@ -82,7 +82,7 @@ def build_api(settings: Settings, guard: Guard, keys: KeyCheck) -> FastAPI:
             question=body.question, passages=_passages(body.passages),
             given_answer=GivenAnswer(body.answer, body.answer_model, tokens,
                                      body.cited_passages),
-            judges=_judges(body.judges), rule=body.rule, keep_record=body.store)
+            judges=_judges(body.judges, settings), rule=body.rule, keep_record=body.store)
         result = await deadlines.run(lambda outcome, deadline:
                                      guard.ask(request, outcome, deadline))
         return judged_json(result, trace=body.trace)
@@ -95,7 +95,7 @@ def build_api(settings: Settings, guard: Guard, keys: KeyCheck) -> FastAPI:
             question=body.question,
             passages=_passages(body.passages) if body.passages is not None else None,
             **({"corpus": body.corpus} if body.corpus else {}), mode=body.mode, k=body.k,
-            noise=body.noise, answerer=body.answerer, judges=_judges(body.judges),
+            noise=body.noise, answerer=body.answerer, judges=_judges(body.judges, settings),
             rule=body.rule, fallback=body.fallback, model=body.model,
             keep_record=body.store)
         result = await deadlines.run(lambda outcome, deadline:
@@ -115,8 +115,8 @@ def build_api(settings: Settings, guard: Guard, keys: KeyCheck) -> FastAPI:
         forwarded = body.model_dump(exclude={"ragshield"}, exclude_none=True)
         proxied = ProxyRequest(
             body=forwarded, question=extra.question or _last_user_message(body.messages),
-            passages=_passages(extra.passages), judges=_judges(extra.judges), rule=extra.rule,
-            keep_record=extra.store)
+            passages=_passages(extra.passages), judges=_judges(extra.judges, settings),
+            rule=extra.rule, keep_record=extra.store)
         result = await deadlines.run(lambda outcome, deadline:
                                      guard.proxy(proxied, outcome, deadline))
         return completion_json(result)
@@ -124,7 +124,7 @@ def build_api(settings: Settings, guard: Guard, keys: KeyCheck) -> FastAPI:
     @api.get("/v1/judges", dependencies=guarded, tags=["about"])
     async def judges() -> list[dict[str, Any]]:
         """Every judge: its name, what it costs, and whether it is in the default set."""
-        return judge_catalogue()
+        return judge_catalogue(settings)
 
     @api.get("/v1/health", tags=["about"])
     async def health() -> dict[str, Any]:

@@ -10,7 +10,7 @@ import typer
 from ragshield.cli.errors import user_errors
 from ragshield.cli.output import emit_json
 from ragshield.config import Settings
-from ragshield.retrieval.faiss_index import DenseIndexConfig, IndexKind
+from ragshield.retrieval.index_config import DenseIndexConfig, IndexKind
 
 app = typer.Typer(no_args_is_help=True, help="Corpora: chunks with their BM25 and FAISS indexes.")
 

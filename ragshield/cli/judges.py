@@ -9,6 +9,7 @@ import typer
 from ragshield.cli.errors import user_errors
 from ragshield.cli.output import emit_json, print_table
 from ragshield.cli.store import opened_store
+from ragshield.judges.training import EPOCHS
 
 app = typer.Typer(no_args_is_help=True, help="Judges: list them, train one on labels.")
 
@@ -21,7 +22,7 @@ def train(name: str = typer.Argument(..., help="Its name: the judge becomes trai
                                           "answer_ok (is a run's answer right and supported)"),
           run: Optional[int] = typer.Option(None, "--run", help="--target answer_ok: the run "
                                             "whose answers it learns to judge."),
-          epochs: int = typer.Option(2, "--epochs", help="Passes over the training labels."),
+          epochs: int = typer.Option(EPOCHS, "--epochs", help="Passes over the training labels."),
           as_json: bool = typer.Option(False, "--json", help="Print the model card as JSON.")
           ) -> None:
     """Fine-tune the packaged MiniLM as a cross-encoder on the dataset's labels (people's

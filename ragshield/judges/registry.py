@@ -37,14 +37,24 @@ JUDGES: dict[str, type[Judge]] = {
 }
 
 
-def quick_judges(rule: str | None = None) -> list[str]:
+def quick_judges(rule: str | None = None, settings: Settings | None = None) -> list[str]:
     """The judges worth waiting for in a live demo and in front of a live system: every free
-    or cheap one (cheapest first), plus the judge that `rule` names (it decides, whatever it
-    costs)."""
+    or cheap one (cheapest first) that `settings` can build, plus the judge that `rule` names
+    (it decides, whatever it costs)."""
     order = {cost: rank for rank, cost in enumerate(COSTS)}
-    quick = sorted((name for name, cls in JUDGES.items() if cls.cost in ("free", "cheap")),
+    quick = sorted((name for name, cls in JUDGES.items() if cls.cost in ("free", "cheap")
+                    and (settings is None or unavailable_reason(name, settings) is None)),
                    key=lambda name: order[JUDGES[name].cost])
     return quick + [rule] if rule in JUDGES and rule not in quick else quick
+
+
+def unavailable_reason(name: str, settings: Settings) -> str | None:
+    """Why the registered judge `name` cannot be built with `settings`; None when it can. The
+    classifier NLI judge needs a model that is not packaged."""
+    if name == ClassifierNLIJudge.name and not settings.nli_model:
+        return ("no NLI classifier model is configured (set RAGSHIELD_NLI_MODEL to a "
+                "sequence-classification NLI model name or path; nli_llm needs none)")
+    return None
 
 
 def run_rescored() -> dict[str, type[Judge]]:
@@ -77,17 +87,15 @@ def judge_names(spec: str) -> list[str]:
 
 
 def make_judge(name: str, settings: Settings, **options: Any) -> Judge:
-    """The judge `name`. The classifier NLI judge needs a model that is not packaged: without
-    RAGSHIELD_NLI_MODEL it is reported unavailable rather than failing or being skipped.
+    """The judge `name`. A judge that `settings` cannot build (unavailable_reason) is
+    reported unavailable rather than failing or being skipped.
     trained:NAME is read from the cache directory (TrainedJudgeError when missing or stale)."""
     if name.startswith(TRAINED):
         return TrainedJudge(judges_dir(settings.cache_dir) / name[len(TRAINED):], **options)
     if name == ClassifierNLIJudge.name and "model" not in options:
-        if not settings.nli_model:
-            return UnavailableJudge(
-                name, "no NLI classifier model is configured (set RAGSHIELD_NLI_MODEL to a "
-                "sequence-classification NLI model name or path; nli_llm needs none)",
-            )
+        reason = unavailable_reason(name, settings)
+        if reason is not None:
+            return UnavailableJudge(name, reason)
         options = {**options, "model": settings.nli_model}
     return construct("judge", JUDGES, name, options)
 

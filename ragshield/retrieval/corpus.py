@@ -12,7 +12,7 @@ import numpy as np
 
 from ragshield.retrieval.bm25_index import BM25Index
 from ragshield.retrieval.chunking import Chunk
-from ragshield.retrieval.faiss_index import DenseIndexConfig
+from ragshield.retrieval.index_config import DenseIndexConfig
 from ragshield.types import Passage
 
 FORMAT_VERSION = 1

@@ -17,7 +17,8 @@ from ragshield.retrieval.corpus_store import corpus_folder, ensure_name_free, sa
 from ragshield.retrieval.documents import read_documents
 from ragshield.retrieval.encoding import Embedder, default_embedder
 from ragshield.retrieval.errors import EmptyCorpus
-from ragshield.retrieval.faiss_index import DenseIndexConfig, build_dense_index
+from ragshield.retrieval.faiss_index import build_dense_index
+from ragshield.retrieval.index_config import DenseIndexConfig
 
 SPECIAL_TOKENS = 2  # the [CLS] and [SEP] an encoder adds around each chunk
 

@@ -39,7 +39,7 @@ def demo_request(sample_id: str, settings: Settings, noise: int = 0) -> AskReque
     """A stored demo sample asked as the Demo's form asks it by default."""
     rule = settings.decision_rule
     return AskRequest(sample_id=sample_id, dataset=DEMO_DATASET, noise=noise,
-                      judges=tuple(quick_judges(rule)), rule=rule, keep_record=False)
+                      judges=tuple(quick_judges(rule, settings)), rule=rule, keep_record=False)
 
 
 def _decision(store: Store, settings: Settings, models: OpenedModels, sample_id: str,

@@ -21,7 +21,7 @@ from typing import Any
 
 from ragshield.config import Settings
 from ragshield.errors import UserError
-from ragshield.judges.registry import JUDGES, quick_judges
+from ragshield.judges.registry import JUDGES, quick_judges, unavailable_reason
 from ragshield.llm.upstream import UpstreamChat, UpstreamReply
 from ragshield.services.asking import (LARGER_FALLBACK, AskRequest, AskResult,
                                        Models, PassageFinders, answer_and_judge, prepare)
@@ -30,15 +30,18 @@ from ragshield.store.database import Store
 from ragshield.types import GivenAnswer, Passage
 
 
-def default_judges() -> tuple[str, ...]:
-    """The judges of a call that names none: the fast set, as in the Demo."""
-    return tuple(quick_judges())
+def default_judges(settings: Settings) -> tuple[str, ...]:
+    """The judges of a call that names none: the fast set that `settings` can build, as in
+    the Demo."""
+    return tuple(quick_judges(settings=settings))
 
 
-def judge_catalogue() -> list[dict[str, Any]]:
-    """Every judge with its cost class, whether it is a default, and what it does."""
-    defaults = default_judges()
-    return [{"name": name, "cost": cls.cost, "default": name in defaults, "about": _about(cls)}
+def judge_catalogue(settings: Settings) -> list[dict[str, Any]]:
+    """Every judge with its cost class, whether it is a default, whether it can be built
+    here (and why not), and what it does."""
+    defaults = default_judges(settings)
+    return [{"name": name, "cost": cls.cost, "default": name in defaults,
+             "unavailable": unavailable_reason(name, settings), "about": _about(cls)}
             for name, cls in JUDGES.items()]
 
 

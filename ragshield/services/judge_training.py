@@ -25,8 +25,8 @@ from ragshield.errors import OptionError, UserError
 from ragshield.evaluation import run_tables
 from ragshield.judges.trained import (CARD_FILE, PREFIX, TARGETS, ModelCard, TrainedJudgeError,
                                       judges_dir, read_card, valid_name, weights_digest)
-from ragshield.judges.training import (Example, group_of, held_out_split, load_base, pair_texts,
-                                       predict, train_cross_encoder)
+from ragshield.judges.training import (EPOCHS, Example, group_of, held_out_split, load_base,
+                                       pair_texts, predict, train_cross_encoder)
 from ragshield.metrics.labels import ANSWERABLE, UNANSWERABLE, majority_label
 from ragshield.metrics.precision_recall import pr_auc, pr_curve
 from ragshield.retrieval.embeddings import packaged_embedding_path
@@ -128,7 +128,7 @@ def check_judge_name(name: str) -> None:
 
 
 def train_judge(store: Store, settings: Settings, name: str, dataset: str, *,
-                target: str = "answerable", run_id: int | None = None, epochs: int = 2,
+                target: str = "answerable", run_id: int | None = None, epochs: int = EPOCHS,
                 progress: Callable[[int, int], None] | None = None) -> TrainedJudgeInfo:
     """Train trained:NAME on the dataset's labels, measure it on held-out groups, and keep
     it in the cache directory with its card."""
@@ -232,7 +232,7 @@ class JudgeTrainer:
         self._trainings: list[Training] = []
         self._lock = threading.Lock()
 
-    def start(self, name: str, dataset: str, *, epochs: int = 2) -> Training:
+    def start(self, name: str, dataset: str, *, epochs: int = EPOCHS) -> Training:
         """Start training trained:NAME on the dataset's answerable labels; UserError at
         once for a bad name, too few labels, or a training still going."""
         check_judge_name(name)

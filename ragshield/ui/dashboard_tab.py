@@ -20,7 +20,7 @@ from ragshield.run_config import RETRIEVAL_CHOICES
 from ragshield.services.ask_choices import CONFIGURED_MODEL, MODEL_CHOICES, MODEL_NOTE
 from ragshield.services.datasets import dataset_names
 from ragshield.services.form_values import whole_number
-from ragshield.services.judge_training import JudgeTrainer, readiness
+from ragshield.services.judge_training import EPOCHS, JudgeTrainer, readiness
 from ragshield.services.run_choices import pick_run, run_choices
 from ragshield.services.run_tables import TRUTHS
 from ragshield.services.run_views import (MAX_RESAMPLES, Dashboard, DashboardCache, RunView,
@@ -288,7 +288,7 @@ def build(context: UiContext, page: gr.Blocks) -> None:
             train_dataset = gr.Dropdown(names, value=names[0] if names else None,
                                         label="Dataset", allow_custom_value=True)
             train_name = gr.Textbox(label="Judge name (lower case)", placeholder="e.g. my-qpp")
-            train_epochs = gr.Number(2, precision=0, minimum=1, maximum=20, label="Epochs")
+            train_epochs = gr.Number(EPOCHS, precision=0, minimum=1, maximum=20, label="Epochs")
             train_button = gr.Button("Train judge")
         train_status = gr.HTML(elem_id="dashboard-training")
     timer = gr.Timer(LIVE_SECONDS)

@@ -216,7 +216,7 @@ def build(context: UiContext, page: gr.Blocks) -> None:
             answerer = gr.Dropdown(list(ANSWERERS), label="Answerer",
                                    value=settings.answerer if settings.answerer in ANSWERERS
                                    else ASK_DEFAULTS.answerer)
-            fast = quick_judges(settings.decision_rule)
+            fast = quick_judges(settings.decision_rule, settings)
             judges = gr.CheckboxGroup(list(JUDGES), value=fast, label="Judges")
             with gr.Row():
                 all_judges = gr.Button("All judges", size="sm")
@@ -270,7 +270,7 @@ def build(context: UiContext, page: gr.Blocks) -> None:
     dataset.change(on_dataset, inputs=dataset, outputs=[sample, result], api_name="demo_samples")
     judges.change(on_judges, inputs=[judges, rule], outputs=rule, api_name="demo_rules")
     all_judges.click(lambda: list(JUDGES), outputs=judges, api_name="demo_all_judges")
-    fast_judges.click(lambda: quick_judges(settings.decision_rule), outputs=judges,
+    fast_judges.click(lambda: quick_judges(settings.decision_rule, settings), outputs=judges,
                       api_name="demo_fast_judges")
     # Picking a sample or typing switches the question's source (in the browser only).
     sample.input(None, outputs=source, js=f"() => {json.dumps(STORED)}")
