@@ -102,6 +102,7 @@ def _sample_row(answer: dict[str, Any], others: dict[str, dict[str, Any]],
     row = {
         "sample_id": answer["external_id"], "question": answer["question"],
         "answer": answer["text"], "refusal": answer["refusal"], "references": refs,
+        "answerable": answer["answerable"],  # the dataset's flag: True, False or None
         "rule_correct": rule_correct, "llm_correct": llm_correct, "auto_correct": auto_correct,
         "answer_correct": auto_correct,
         "passages_support": passages_support(None, answer["answerable"], found),

@@ -15,13 +15,13 @@ from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence, Union
 import numpy as np
 
 from ragshield.answerers.base import Answerer
+from ragshield.config import DEFAULT_DECISION_RULE
 from ragshield.errors import OptionError
 from ragshield.judges.base import COSTS, Judge
 from ragshield.llm.base import LLM
 from ragshield.policies.rules import parse_rule
 from ragshield.types import Answer, CostSummary, Sample, Verdict, keep_word
 
-DEFAULT_DECISION_RULE = "counterfactual"
 POOLED_RULES = ("majority", "all")
 # A judge's keep on one sample as a small integer, for deciding many samples at once;
 # DEFERRED: a policy hands the sample to a person.
@@ -145,15 +145,17 @@ def judge_sample(
     rule: Rule = DEFAULT_DECISION_RULE,
     on_verdict: Callable[[Verdict], None] | None = None,
     order: Callable[[Sequence[Judge]], list[Judge]] = judging_order,
+    reader: LLM | None = None,
 ) -> JudgedSample:
-    """Generate the base answer once, run every judge on it (in `order`), and decide.
+    """Generate the base answer once with `llm`, run every judge on it (in `order`) with
+    `reader` (default: `llm`), and decide.
 
     `on_verdict` is called as each verdict arrives (the UI streams them).
     """
     answer = answerer.answer(sample, llm)
     result = JudgedSample(sample=sample, answer=answer)
     for judge in order(judges):
-        verdict = judge.judge(sample, answer, llm)
+        verdict = judge.judge(sample, answer, reader or llm)
         result.verdicts.append(verdict)
         if on_verdict is not None:
             on_verdict(verdict)

@@ -49,11 +49,17 @@ class SampleFailed(RuntimeError):
 
 @dataclass
 class RunModels:
-    """The models a run calls: `main` answers and judges; `larger` answers for the switch
-    curve when the run asks for it."""
+    """The models a run calls: `main` answers (and judges, without a `reader`); `reader`
+    is the judges' model when the run names one; `larger` answers for the switch curve when
+    the run asks for it."""
 
     main: LLM
     larger: LLM | None = None
+    reader: LLM | None = None
+
+    @property
+    def judging(self) -> LLM:
+        return self.reader or self.main
 
 
 @dataclass(frozen=True)
@@ -79,14 +85,16 @@ def start_run(store: Store, config: RunConfig, *, name: str | None = None) -> in
 
 
 def open_models(config: RunConfig, settings: Settings, store: Store) -> RunModels:
-    from ragshield.llm.factory import make_llm
+    from ragshield.llm.factory import make_llm, make_reader
     from ragshield.llm.packaged_models import LARGER_MODEL, SMALLEST_MODEL
 
     settings = config.settings(settings)
     main = make_llm(settings, store=store,
                     packaged=SMALLEST_MODEL if config.small_model else None)
     larger = make_llm(settings, store=store, packaged=LARGER_MODEL) if config.switch else None
-    return RunModels(main=main, larger=larger)
+    reader = (make_reader(settings, config.judge_model, store=store)
+              if config.judge_model else None)
+    return RunModels(main=main, larger=larger, reader=reader)
 
 
 class _SampleWorker:
@@ -108,7 +116,8 @@ class _SampleWorker:
         if self.finder is not None:
             sample = replace(sample, passages=self.finder.find(sample.question))
         main = self.models.main
-        judged = judge_sample(sample, main, self.answerer, self.judges, self.rule)
+        judged = judge_sample(sample, main, self.answerer, self.judges, self.rule,
+                              reader=self.models.reader)
         errors = [f"{v.judge}: {v.error}" for v in judged.verdicts if v.error]
         if errors:
             raise SampleFailed("; ".join(errors))
@@ -237,7 +246,7 @@ def rejudge_run(store: Store, run_id: int, judges: str, settings: Settings | Non
         saved = run_store.iter_main_answers(store, run_id)
         for item in tqdm(saved, total=run.samples_total, disable=not progress, file=sys.stderr,
                          desc=f"re-judge run {run_id}"):
-            verdicts = [judge.judge(item.sample, item.answer, models.main)
+            verdicts = [judge.judge(item.sample, item.answer, models.judging)
                         for judge in chosen if judge.name not in item.judges]
             good = [v for v in verdicts if not v.error]
             run_store.add_verdicts(store, item.answer_id, good)

@@ -33,6 +33,9 @@ class RunConfig:
     noise: int = 0
     backend: str = "embedded"
     model: str | None = None  # embedded: a packaged model's name or a GGUF path
+    # The model the judges read their probabilities from (Settings.judge_model's forms);
+    # None: the answering model.
+    judge_model: str | None = None
     base_url: str | None = None
     small_model: bool = False  # answer with the packaged smallest model, SmolLM2-135M
     fallback: bool = False  # also store the No-RAG answer of every sample (fallback curve)

@@ -3,12 +3,13 @@ samples with the embedded model, as ratios to the base answer's own time, and th
 fully cached rerun. Prints a table, writes JSON, appends to docs/BENCHMARKS.md.
 
     python scripts/bench_judges.py [--samples 20] [--judges all] [--seed 0]
-    python scripts/bench_judges.py --demo [--samples 10]
+    python scripts/bench_judges.py --demo [--samples 10] [--judge-model qwen-1.5b]
 
 --demo times what a Demo user waits for, asking stored demo samples as the Demo does by
 default (its judges and rule): the first streamed answer token against the time the model
 takes to read the prompt, the default judges against the base answer, and the same question
-asked again (replayed from the call cache).
+asked again (replayed from the call cache). With --judge-model the judges read from that
+model while the embedded one answers: the time to a decision with the larger reader.
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--demo", action="store_true",
                         help="time the Demo's default ask instead (first token, judges, replay)")
+    parser.add_argument("--judge-model", default=None,
+                        help="with --demo: the model the judges read from (e.g. qwen-1.5b)")
     parser.add_argument("--json-out", type=Path, default=None)
     parser.add_argument("--no-append", action="store_true")
     args = parser.parse_args()
@@ -70,7 +73,8 @@ def demo_latency(args: argparse.Namespace) -> None:
     rows = []
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as folder:
-        settings = Settings(database_url=f"sqlite:///{folder}/bench.db")
+        settings = Settings(database_url=f"sqlite:///{folder}/bench.db",
+                            judge_model=args.judge_model)
         store = open_store(settings.database_url)
         ensure_demo_dataset(store)
         ids = [s.id for s in list_samples(store, "demo")]
@@ -81,7 +85,7 @@ def demo_latency(args: argparse.Namespace) -> None:
             request = demo_request(sample_id, settings)
             inner.chat([{"role": "user", "content": "Say nothing."}], max_tokens=1)
             seen: dict[str, float] = {}
-            started = time.perf_counter()
+            started = started_ask = time.perf_counter()
             result = ask(store, settings, models, request,
                          post=lambda kind, _: seen.setdefault(kind, time.perf_counter()))
             done = time.perf_counter()
@@ -93,6 +97,7 @@ def demo_latency(args: argparse.Namespace) -> None:
             replay = time.perf_counter() - started
             rows.append({"sample": sample_id, "first_token_s": first, "prompt_read_s": read,
                          "answer_s": answer_at, "judges_s": done - seen["answer"],
+                         "decision_s": seen["decision"] - started_ask,
                          "replay_s": replay, "judges": len(result.judged.verdicts)})
             print(f"{sample_id}: first token {first:.2f} s (prompt read {read:.2f} s), "
                   f"answer {answer_at:.2f} s, judges {done - seen['answer']:.2f} s, "
@@ -111,14 +116,18 @@ def demo_latency(args: argparse.Namespace) -> None:
         f"| base answer | {median('answer_s'):.2f} s | |",
         f"| default judges after the answer | {median('judges_s'):.2f} s | |",
         f"| judges / base answer | {judges_ratio:.2f}x | <= 2x |",
+        f"| time to the decision | {median('decision_s'):.2f} s | |",
         f"| the same question again (replayed) | {median('replay_s'):.3f} s | < 1 s |",
     ])
     print(table)
     judges = ", ".join(demo_request("x", Settings()).judges)
+    reader = (f", the judges reading from {args.judge_model}" if args.judge_model else "")
     publish(
-        "Demo latency",
-        f"python scripts/bench_judges.py --demo --samples {args.samples} --seed {args.seed}",
-        f"Embedded Qwen2.5-0.5B; {len(rows)} stored demo samples asked as the Demo asks by "
+        "Demo latency" + (f" (judges read by {args.judge_model})" if args.judge_model else ""),
+        f"python scripts/bench_judges.py --demo --samples {args.samples} --seed {args.seed}"
+        + (f" --judge-model {args.judge_model}" if args.judge_model else ""),
+        f"Embedded Qwen2.5-0.5B answering{reader}; {len(rows)} stored demo samples asked as "
+        "the Demo asks by "
         f"default (judges {judges}; rule {Settings().decision_rule}), from an empty call "
         f"cache; times from the click's start. Load average (1 min) at start {load_before:.1f}, "
         f"at end {os.getloadavg()[0]:.1f}.",

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench_report import bench_parser, publish  # noqa: E402
-from ragshield.policies.fitting import LabelledScores, fit_policy  # noqa: E402
+from ragshield.policies.fitting import REFERENCE, LabelledScores, fit_policy  # noqa: E402
 from ragshield.policies.risk_control import PolicyFitError  # noqa: E402
 
 TARGET_S = 2.0
@@ -44,11 +44,11 @@ def candidates(samples: int, scores: int, seed: int = 0) -> tuple[np.ndarray, li
 def fit_all(good: np.ndarray, columns: list[np.ndarray], beta: float | None) -> int:
     """Fit one policy per score; returns how many could be fitted."""
     ids = np.array([f"q{i:07d}" for i in range(good.size)], dtype=object)
-    human = np.zeros(good.size, dtype=bool)
+    source = np.full(good.size, REFERENCE)
     fitted = 0
     for j, score in enumerate(columns):
         try:
-            fit_policy(f"bench-{j}", f"score_{j}", LabelledScores(ids, score, good, human),
+            fit_policy(f"bench-{j}", f"score_{j}", LabelledScores(ids, score, good, source),
                        alpha=ALPHA, delta=DELTA, beta=beta)
             fitted += 1
         except PolicyFitError:

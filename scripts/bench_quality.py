@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import os
 import random
+import zlib
+from dataclasses import asdict
 import sys
 from pathlib import Path
 
@@ -26,11 +28,12 @@ from sqlalchemy import func, select
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench_report import bench_parser, publish  # noqa: E402
+from bench_report import QUALITY_MD, bench_parser, publish  # noqa: E402
 from ragshield.config import Settings  # noqa: E402
 from ragshield.datasets.registry import load_dataset  # noqa: E402
 from ragshield.evaluation import run_tables  # noqa: E402
 from ragshield.judges.registry import judge_names  # noqa: E402
+from ragshield.metrics.decision_view import shown_answers  # noqa: E402
 from ragshield.metrics.precision_recall import pr_auc, pr_curve  # noqa: E402
 from ragshield.metrics.ratio import ratio  # noqa: E402
 from ragshield.reports.stacking import with_stacked_judge  # noqa: E402
@@ -41,10 +44,11 @@ from ragshield.store.models import AnswerRow, Run, VerdictRow  # noqa: E402
 from ragshield.store.samples import has_dataset, import_samples  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
-DATASETS = {"squad2-part-a": DATA / "squad2_dev_part_a.jsonl", "clapnq": DATA / "clapnq_dev.jsonl"}
-QUALITY_MD = ROOT / "docs" / "QUALITY.md"
+DATASETS = {"squad2-part-a": "squad2_dev_part_a.jsonl", "clapnq": "clapnq_dev.jsonl"}
 KEEP_ALL = "trivial"
 RESAMPLES = 1000
+MAX_GROUPS = 12  # more titles than this (ClapNQ: one page per question) are hashed into
+HASHED_GROUPS = 8  # this many groups
 
 
 def balanced(path: Path, count: int, seed: int = 0) -> list:
@@ -55,19 +59,33 @@ def balanced(path: Path, count: int, seed: int = 0) -> list:
     return [s for half in halves for s in rng.sample(half, min(count // 2, len(half)))]
 
 
+def sample_groups(path: Path) -> dict[str, str]:
+    """Sample id -> its group: the title of its first passage (SQuAD 2.0 part A: its 8
+    articles), or, where there are more than MAX_GROUPS titles, the title hashed into
+    HASHED_GROUPS groups (ClapNQ), so that no title is split across groups."""
+    titles = {s.id: (s.passages[0].title or "") if s.passages else "" for s in load_dataset(path)}
+    if len(set(titles.values())) <= MAX_GROUPS:
+        return titles
+    return {i: f"titles {zlib.crc32(t.encode()) % HASHED_GROUPS}" for i, t in titles.items()}
+
+
 def quality_run(store, settings: Settings, name: str, count: int, judges: list[str],
-                model: str | None = None) -> int:
+                model: str | None = None, judge_model: str | None = None,
+                data_dir: Path = DATA) -> int:
     """The run of this benchmark's settings (resumed when it exists), executed to the end;
-    `model` a packaged model's name (None: the configured model)."""
+    `model` a packaged model's name (None: the configured model); `judge_model` the judges'
+    model (None: the answering one)."""
     dataset = f"quality-{name}-{count}"
     if not has_dataset(store, dataset):
-        import_samples(store, dataset, balanced(DATASETS[name], count))
-    run_name = f"quality {name} {count} {','.join(judges)}" + (f" {model}" if model else "")
+        import_samples(store, dataset, balanced(data_dir / DATASETS[name], count))
+    run_name = (f"quality {name} {count} {','.join(judges)}" + (f" {model}" if model else "")
+                + (f" read by {judge_model}" if judge_model else ""))
     with store.session() as session:
         run_id = session.scalar(select(Run.id).where(Run.name == run_name).limit(1))
     if run_id is None:
         run_id = record_run(store, settings, RunConfig(dataset=dataset, judges=judges,
-                                                       rule="majority", model=model),
+                                                       rule="majority", model=model,
+                                                       judge_model=judge_model),
                             name=run_name).run_id
     execute(store, settings, run_id, progress=True)
     return run_id
@@ -128,6 +146,75 @@ def judge_quality(verdicts: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
     return pd.DataFrame(rows).sort_values("awf_pr_auc", ascending=False)
 
 
+def decision_view(verdicts: pd.DataFrame) -> list[dict]:
+    """Per judge at its own threshold (its keep bit), and the majority of the judges other
+    than keep-all: the share of answers shown, the share of those wrong, and the share of the
+    right answers shown; keep-all first, then by the share wrong."""
+    table = verdicts.pivot(index="sample_id", columns="judge", values="keep")
+    truth = verdicts.drop_duplicates("sample_id").set_index("sample_id").loc[table.index]
+    good = (truth["answer_correct"] & truth["passages_support"]).to_numpy(dtype=bool)
+    keeps = {judge: (table[judge] == True).to_numpy() for judge in table.columns}  # noqa: E712
+    voters = [judge for judge in keeps if judge != KEEP_ALL]
+    if len(voters) > 1:
+        votes = np.sum([keeps[judge] for judge in voters], axis=0)
+        keeps[f"majority of {len(voters)}"] = votes * 2 > len(voters)
+    rows = [{"rule": rule, **asdict(shown_answers(keep, good))} for rule, keep in keeps.items()]
+    return sorted(rows, key=lambda r: (r["rule"] != KEEP_ALL, np.nan_to_num(r["wrong_shown"],
+                                                                            nan=2.0)))
+
+
+def decision_lines(rows: list[dict]) -> list[str]:
+    keep_all = next((r for r in rows if r["rule"] == KEEP_ALL), None)
+    lines = ["| decided by | answers shown | wrong among shown | x keep-all | right answers "
+             "shown |", "|---|---|---|---|---|"]
+    for row in rows:
+        times = (row["wrong_shown"] / keep_all["wrong_shown"]) if keep_all else np.nan
+        lines.append(f"| {row['rule']} | {row['shown']:.1%} | {row['wrong_shown']:.1%} | "
+                     f"{times:.2f} | {row['right_shown']:.1%} |")
+    return lines
+
+
+def _spread(values: list[float]) -> str:
+    values = [v for v in values if not np.isnan(v)]
+    if not values:
+        return "-"
+    return f"{np.median(values):.3f} [{min(values):.3f}, {max(values):.3f}]"
+
+
+def grouped_quality(verdicts: pd.DataFrame, groups: dict[str, str]) -> list[dict]:
+    """Per judge, each figure on each group alone (a group never tunes anything: the stacked
+    judge is scored with its group left out): AwF and QPP PR-AUC, and the decision view's
+    share of wrong answers among those shown as a multiple of keep-all's, with the share of
+    right answers shown. The table gives the median over the groups and its range."""
+    decided = verdicts[verdicts["keep"].notna()]
+    group_of = decided["sample_id"].astype(str).map(groups)
+    per_judge: dict[str, dict[str, list[float]]] = {}
+    for _, part in decided.groupby(group_of):
+        areas = _areas(part)
+        shown = {row["rule"]: row for row in decision_view(part)}
+        base = shown.get(KEEP_ALL, {}).get("wrong_shown", np.nan)
+        for judge, (awf, qpp) in areas.items():
+            figures = per_judge.setdefault(judge, {"awf": [], "qpp": [], "wrong_x": [],
+                                                    "right_shown": [], "shown": []})
+            figures["awf"].append(awf)
+            figures["qpp"].append(qpp)
+            figures["wrong_x"].append(shown[judge]["wrong_shown"] / base)
+            figures["right_shown"].append(shown[judge]["right_shown"])
+            figures["shown"].append(shown[judge]["shown"])
+    return [{"judge": judge, "groups": int(group_of.nunique()), **figures}
+            for judge, figures in per_judge.items()]
+
+
+def grouped_lines(rows: list[dict]) -> list[str]:
+    lines = ["| judge | AwF PR-AUC | QPP PR-AUC | answers shown | wrong among shown, x keep-all "
+             "| right answers shown |", "|---|---|---|---|---|---|"]
+    for row in sorted(rows, key=lambda r: -np.nanmedian(r["awf"])):
+        lines.append(f"| {row['judge']} | {_spread(row['awf'])} | {_spread(row['qpp'])} | "
+                     f"{_spread(row['shown'])} | {_spread(row['wrong_x'])} | "
+                     f"{_spread(row['right_shown'])} |")
+    return lines
+
+
 def seconds_per_sample(store, run_id: int) -> dict[str, float]:
     with store.session() as session:
         rows = session.execute(
@@ -162,6 +249,11 @@ def main() -> None:
     parser.add_argument("--model", default=None,
                         help="a packaged model that answers and judges (default: the configured "
                              "one), e.g. qwen-1.5b")
+    parser.add_argument("--judge-model", default=None,
+                        help="the model the judges read from (default: the answering one), "
+                             "e.g. qwen-1.5b")
+    parser.add_argument("--data-dir", type=Path, default=DATA,
+                        help="the folder of squad2_dev_part_a.jsonl and clapnq_dev.jsonl")
     args = parser.parse_args()
 
     settings = Settings()
@@ -178,9 +270,11 @@ def main() -> None:
 
         grader = LLMGrader(make_llm(settings, store=store))
     for name in args.datasets.split(","):
-        run_id = quality_run(store, settings, name, args.samples, judges, args.model)
+        run_id = quality_run(store, settings, name, args.samples, judges, args.model,
+                             args.judge_model, args.data_dir)
         tables = run_tables(store, run_id, grader=grader)
-        verdicts, stacked_note = with_stacked_judge(tables.verdicts)
+        groups = sample_groups(args.data_dir / DATASETS[name])
+        verdicts, stacked_note = with_stacked_judge(tables.verdicts, groups=groups)
         quality = judge_quality(verdicts)
         seconds = seconds_per_sample(store, run_id)
         right = float(tables.samples["answer_correct"].mean())
@@ -193,17 +287,25 @@ def main() -> None:
                          f"{_fmt(row.qpp_pr_auc, row.qpp_interval)} | {_gap(row.gap_to_keep_all)}"
                          f" | {_gap(row.gap_to_best)} | {row.distinct_scores} | "
                          f"{_seconds(seconds.get(row.judge))} |")
+        decisions = decision_view(verdicts)
+        grouped = grouped_quality(verdicts, groups)
+        lines += ["", f"Decision view ({name}, all samples pooled): each judge at its own "
+                      "threshold, as a stakeholder sees it.", "", *decision_lines(decisions),
+                  "", f"By group ({name}, {grouped[0]['groups']} groups): median over the "
+                      "groups [lowest, highest].", "", *grouped_lines(grouped)]
         sections.append("\n".join(lines))
         data[name] = {"run": run_id, "judges": quality.to_dict(orient="records"),
-                      "seconds": seconds}
+                      "seconds": seconds, "decisions": decisions, "grouped": grouped}
     store.close()
     command = (f"python scripts/bench_quality.py --samples {args.samples} --judges {args.judges}"
                f" --datasets {args.datasets}" + (" --llm-grader" if args.llm_grader else "")
-               + (f" --model {args.model}" if args.model else ""))
+               + (f" --model {args.model}" if args.model else "")
+               + (f" --judge-model {args.judge_model}" if args.judge_model else ""))
     graded = ("answers right by the matcher or the LLM grader" if args.llm_grader
               else "answers right by the matcher")
     notes = (f"Balanced samples ({args.samples} per dataset, half answerable), the default "
-             f"answerer and the {args.model or settings.model or settings.backend} model; "
+             f"answerer and the {args.model or settings.model or settings.backend} model"
+             + (f", the judges reading from {args.judge_model}; " if args.judge_model else "; ") +
              f"{graded}. PR-AUC: average precision of the "
              "judge's score (a hard judge: its keep bit) against V (AwF: right and supported) "
              "and against S (QPP: the passages support an answer). Intervals and gaps: 1000 "

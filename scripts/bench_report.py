@@ -14,6 +14,7 @@ import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS_MD = ROOT / "docs" / "BENCHMARKS.md"
+QUALITY_MD = ROOT / "docs" / "QUALITY.md"
 
 
 def bench_parser(doc: str, json_name: str, runs: int = 5) -> argparse.ArgumentParser:

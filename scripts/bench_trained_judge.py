@@ -25,7 +25,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench_report import bench_parser, publish  # noqa: E402
+from bench_report import QUALITY_MD, bench_parser, publish  # noqa: E402
 from ragshield.config import Settings  # noqa: E402
 from ragshield.datasets.registry import load_dataset  # noqa: E402
 from ragshield.judges.registry import make_judge  # noqa: E402
@@ -36,7 +36,6 @@ from ragshield.store.samples import import_samples  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
 DATASETS = {"squad2-part-a": DATA / "squad2_dev_part_a.jsonl", "clapnq": DATA / "clapnq_dev.jsonl"}
-QUALITY_MD = ROOT / "docs" / "QUALITY.md"
 TARGET_PR_AUC, TARGET_MS, TARGET_TRAIN_S = 0.80, 50.0, 15 * 60
 
 

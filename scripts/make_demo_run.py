@@ -4,6 +4,7 @@ questions (assets/demo/examples.json).
     python scripts/make_demo_run.py            # about 1.5 h on 2 cores; resumable
     python scripts/make_demo_run.py --limit 5  # a quick look (writes elsewhere with --out)
     python scripts/make_demo_run.py --rejudge self_consistency  # minutes: see below
+    python scripts/make_demo_run.py --new-rule  # minutes: the default rule changed
 
 Steps, each picking up where an interrupted one stopped (the work database is kept):
 1. a run of the demo set with every judge on the embedded model, with the No-RAG answers
@@ -15,7 +16,10 @@ Steps, each picking up where an interrupted one stopped (the work database is ke
 Run it again when a prompt changes: tests/test_demo_run.py fails while the shipped file's
 calls no longer match what the code asks. When only the way some judges score changed (their
 calls did not), `--rejudge JUDGES` starts the work database from the shipped file instead and
-judges the run again with those judges: every call they make is a cache hit.
+judges the run again with those judges: every call they make is a cache hit. When only the
+default decision rule changed (Settings.decision_rule), `--new-rule` starts from the shipped
+file too, gives the run the new rule and finds the examples again under it (only the noise
+tries call the model).
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from ragshield.services.runs import add_judges, execute, record_run  # noqa: E40
 from ragshield.store.database import open_store  # noqa: E402
 from ragshield.store.models import Run  # noqa: E402
 from ragshield.store.run_bundle import write_bundle  # noqa: E402
-from ragshield.store.runs import delete_verdicts  # noqa: E402
+from ragshield.store.runs import delete_verdicts, get_run, set_run_config  # noqa: E402
 from ragshield.version import code_version  # noqa: E402
 
 RUN_NAME = "demo run (shipped with the app)"
@@ -59,18 +63,26 @@ def main() -> None:
     parser.add_argument("--rejudge", default=None, metavar="JUDGES",
                         help="judges (separated by commas) to judge the shipped run again "
                              "with, from a new work database holding the shipped file")
+    parser.add_argument("--new-rule", action="store_true",
+                        help="give the shipped run the current default rule and find the "
+                             "examples again, from a new work database holding the shipped file")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     settings = Settings(database_url=f"sqlite:///{args.db}")
     args.db.parent.mkdir(parents=True, exist_ok=True)
-    if args.rejudge and args.db.exists():
-        sys.exit(f"--rejudge starts from the shipped file: remove {args.db} first")
+    shipped = args.rejudge or args.new_rule
+    if shipped and args.db.exists():
+        sys.exit(f"--rejudge and --new-rule start from the shipped file: remove {args.db} first")
     store = open_store(settings.database_url)
+    run_id = load_demo_run(store, args.out) if shipped else None
+    if shipped and run_id is None:
+        sys.exit(f"--rejudge and --new-rule need the shipped run to start from: {args.out} is "
+                 "missing")
+    if args.new_rule:
+        config = get_run(store, run_id).config
+        set_run_config(store, run_id, {**config, "rule": settings.decision_rule})
     if args.rejudge:
         judges = judge_names(args.rejudge)
-        run_id = load_demo_run(store, args.out)
-        if run_id is None:
-            sys.exit(f"--rejudge needs the shipped run to start from: {args.out} is missing")
         print(f"deleted {delete_verdicts(store, run_id, judges)} verdicts of {judges}")
         outcome = add_judges(store, settings, run_id, ",".join(judges), progress=True)
         if outcome.failed:

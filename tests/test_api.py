@@ -194,6 +194,9 @@ def test_unknown_judge_rule_and_malformed_json(settings: Settings, sqlite_store:
     assert unknown.status_code == 400 and "nosuch" in error_of(unknown)["message"]
     bad_rule = client.post("/v1/judge", json=judge_body(rule="nosuch"))
     assert bad_rule.status_code == 400 and "nosuch" in error_of(bad_rule)["message"]
+    reader = client.post("/v1/judge", json=judge_body(judge_model="/etc/passwd"))
+    assert reader.status_code == 400
+    assert "unknown judge model '/etc/passwd'; one of qwen-0.5b" in error_of(reader)["message"]
     broken = client.post("/v1/judge", content=b'{"question": ', headers={
         "content-type": "application/json"})
     assert broken.status_code == 400 and error_of(broken)["type"] == "invalid_json"

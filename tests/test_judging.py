@@ -119,6 +119,30 @@ def test_base_answer_is_generated_once_and_shared():
     assert payload["verdicts"][1]["calls"] == 1 and payload["verdicts"][0]["calls"] == 0
 
 
+def test_the_judges_read_from_the_reader_and_the_answer_keeps_its_own_log_probs():
+    # The small model answers; the judges' prompts go to the reader. token_prob keeps the
+    # answer's own generation log-probs (how sure the writer was), not the reader's.
+    writer = ScriptedLLM(["Paris\nEvidence: ## Passage-0 ##"])
+    reader = ScriptedLLM([ScriptedReply("No", top={"Yes": -2.5, "No": -0.1})])  # p_true
+    judged = judge_sample(SAMPLE, writer, make_answerer("evidence"),
+                          make_judges("token_prob,p_true", Settings()), rule="p_true",
+                          reader=reader)
+    assert len(writer.seen) == 1 and len(reader.seen) == 1
+    assert "Paris" in reader.seen[0][-1]["content"]  # the reader judged the writer's answer
+    verdicts = {v.judge: v for v in judged.verdicts}
+    assert verdicts["p_true"].score < 0.2 and judged.decision.keep is False
+    assert verdicts["token_prob"].details["source"] == "generation"
+
+
+def test_a_judge_model_that_is_neither_packaged_nor_a_file_is_refused(tmp_path):
+    from ragshield.errors import OptionError
+    from ragshield.llm.factory import make_reader
+
+    with pytest.raises(OptionError, match="judge model 'qwen-70b' is neither a packaged model "
+                                          r"\(qwen-0.5b"):
+        make_reader(Settings(cache_dir=tmp_path), "qwen-70b")
+
+
 class SlowServerLLM(ScriptedLLM):
     """Looks like an OpenAI-compatible server: calls may overlap."""
 

@@ -352,3 +352,21 @@ def test_qpp_pr_auc_ranks_the_score_against_support_alone():
     # support by score: T F T F -> recall steps 1/2 at precision 1 and 1/2 at 2/3
     assert m["qpp_pr_auc"] == pytest.approx(1 / 2 + 1 / 3)
     assert m["pr_auc"] == 0.0  # no answer is right: AwF has nothing to find
+
+
+def test_the_decision_view_counts_what_is_shown_and_says_it_plainly():
+    from ragshield.metrics.decision_view import in_plain_words, one_in, shown_answers
+
+    keep = np.array([1, 1, 1, 1, 1, 0, 0, 0, 0, 0], dtype=bool)
+    good = np.array([1, 1, 1, 1, 0, 1, 0, 0, 0, 0], dtype=bool)
+    shield = shown_answers(keep, good)
+    assert (shield.shown, shield.wrong_shown, shield.right_shown) == (0.5, 0.2, 0.8)
+    every = shown_answers(np.ones(10, dtype=bool), good)
+    assert every.wrong_shown == 0.5
+    assert in_plain_words(shield, every) == ("with the shield: 50% of answers shown, 1 in 5 "
+                                             "of them wrong; without it: all shown, 1 in 2 wrong")
+    assert [one_in(x) for x in (0.0, 0.7, 0.705, 0.33, 1.0, 0.04)] == [
+        "none", "7 in 10", "7 in 10", "1 in 3", "all", "fewer than 1 in 10"]
+    nothing = shown_answers(np.zeros(10, dtype=bool), good)
+    assert np.isnan(nothing.wrong_shown)
+    assert in_plain_words(nothing, every).startswith("with the shield: no answer shown")

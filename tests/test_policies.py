@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ragshield.cli import app
+from ragshield.evaluation import run_tables
 from ragshield.judges.yes_no import REPLY_YES_OR_NO
 from ragshield.metrics.correctness import is_correct
 from ragshield.pipeline import RunModels
@@ -23,14 +24,19 @@ from ragshield.services.browse import BrowseFrames, DECISION, run_frame
 from ragshield.services.datasets import ensure_demo_dataset
 from ragshield.services.labelling import (Queue, add_annotator, label_sample, next_to_label,
                                          parse_mix)
+from ragshield.policies.promise_check import check_promise
+from ragshield.services.demo_run import load_demo_run
 from ragshield.services.policies import (fit_run_policy, get_policy, import_policy,
-                                         policy_watch_table, watch_stored_policy)
+                                         judge_scores, labelled_scores, policy_watch_table,
+                                         watch_stored_policy)
 from ragshield.services.run_tables import RunTablesCache
 from ragshield.services.runs import execute, record_run
 from ragshield.store.annotation_queue import ValueMix
 from ragshield.store.policies import UnknownPolicyError
 from ragshield.store.samples import iter_samples
-from ragshield.errors import OptionError
+from ragshield.errors import OptionError, UserError
+from ragshield.store.samples import import_samples
+from ragshield.types import Passage, Sample
 from ragshield.policies.risk_control import PolicyFitError
 from ragshield.services.run_views import DashboardCache
 from ragshield.ui.context import UiContext
@@ -75,13 +81,17 @@ class DemoWorld:
         return ScriptedReply(f"Answer: {self.answer_of(sample)}\nEvidence: ## Passage-0 ##")
 
 
-def judged_demo_run(store, settings, judges: list[str]) -> tuple[DemoWorld, int]:
-    """A run of the demo set by these judges, every sample labelled from its flags."""
+def judged_demo_run(store, settings, judges: list[str],
+                    labelled: bool = True) -> tuple[DemoWorld, int]:
+    """A run of the demo set by these judges, every sample labelled from its flags (unless
+    not `labelled`: then the dataset's references and flags are the only truth)."""
     ensure_demo_dataset(store)
     world = DemoWorld(store)
     run_id = record_run(store, settings, RunConfig(dataset="demo", judges=judges,
                                                    rule=judges[0])).run_id
     execute(store, settings, run_id, models=RunModels(main=ScriptedLLM(respond=world.respond)))
+    if not labelled:
+        return world, run_id
     for name in ("flag-reader", "second-reader", "third-reader"):
         add_annotator(store, name)
     for sample in world.samples.values():
@@ -164,6 +174,45 @@ def test_fit_decide_and_watch_on_the_demo_set(store, settings, demo_run):
     assert run_frame(cache, BrowseFrames(), second, "human")[0].config["policy"]["version"] == 1
 
 
+def test_the_calibration_counts_the_unanswerable_samples_by_their_flag(store, store_url,
+                                                                      settings, monkeypatch):
+    # Half the demo set is flagged unanswerable and has no reference answer. Nobody labelled
+    # anything: the references grade the answerable half, the flag the other (every answer
+    # shown there is bad). Leaving the flagged half out would calibrate on a good-answer
+    # rate twice the real one.
+    world, run_id = judged_demo_run(store, settings, [JUDGE], labelled=False)
+    policy = fit_run_policy(store, run_id, JUDGE, "flags", alpha=0.3, delta=0.1, holdout=0.2)
+    calibration = [s for s in world.samples.values() if not in_holdout(s.id, 0.2)]
+    flagged = [s for s in calibration if not s.answerable]
+    on, c = policy.fitted_on, policy.calibration
+    assert c.labels == len(calibration) and len(flagged) > 0.3 * len(calibration)
+    assert on.human_labels == 0 and on.unanswerable_flags == len(flagged)
+    assert sorted(on.sample_ids) == sorted(s.id for s in calibration)
+    # Every bad answer of the calibration samples is counted: shown (bad_answered) or not.
+    samples = run_tables(store, run_id, "human").samples.set_index("sample_id")
+    truth = samples.loc[[s.id for s in calibration]]
+    bad = int((~(truth["answer_correct"] & truth["passages_support"])).sum())
+    assert bad > len(flagged)  # the flagged ones and some of the answerable ones
+    assert c.bad_answered + (c.withheld + c.deferred - c.good_withheld) == bad
+    monkeypatch.setenv("RAGSHIELD_DATABASE_URL", store_url)
+    shown = CliRunner().invoke(app, ["policy", "show", "flags"])
+    assert (f"0 by people, {len(calibration) - len(flagged)} from reference answers, "
+            f"{len(flagged)} from the dataset's unanswerable flag") in shown.stdout
+
+
+def test_the_promise_holds_on_the_shipped_demo_run(store):
+    # Real answers of the embedded model, 28 of 160 good. Fit on a random half, watch the
+    # other, 200 times: the unseen half shows more than alpha wrong in at most delta of the
+    # splits (plus three Monte Carlo standard errors). At alpha .7 these judges get fitted.
+    tables = run_tables(store, load_demo_run(store), "human")
+    for judge in ("pre_answer", "self_consistency"):
+        data = labelled_scores(tables, judge_scores(tables, judge))
+        assert data.scores.size == 160
+        assert set(data.source) == {"reference", "unanswerable flag"}
+        check = check_promise(data.scores, data.good, alpha=0.7, delta=0.1, splits=200)
+        assert check.fitted >= 20 and check.held, (judge, check)
+
+
 def test_a_breach_is_flagged_when_the_labels_turn(store, settings, demo_run):
     world, run_id = demo_run
     fit_run_policy(store, run_id, JUDGE, "turned", alpha=0.2, delta=0.1, holdout=0.3)
@@ -191,6 +240,30 @@ def test_policy_refusals_name_the_reason(store, settings, demo_run):
     with pytest.raises(OptionError, match="decides from the scores of p_true: add p_true"):
         record_run(store, settings, RunConfig(dataset="demo", judges=["trivial"],
                                               rule="policy:p"))
+
+
+def test_a_run_without_any_truth_or_with_one_class_is_refused_saying_what_is_missing(
+        store, settings):
+    # Questions with no reference, no flag and no label: nothing to calibrate on.
+    blind = [Sample(id=f"b{i}", question=f"Question {i}?", passages=[Passage(text="Text.")])
+             for i in range(30)]
+    # Every question flagged unanswerable and nobody labelled: every answer shown is bad.
+    flagged = [Sample(id=f"f{i}", question=f"Question {i}?", passages=[Passage(text="Text.")],
+                      answerable=False) for i in range(30)]
+    llm = ScriptedLLM(respond=lambda m: ScriptedReply(
+        "yes", top={"yes": -0.5, "no": -1.0}) if REPLY_YES_OR_NO in m[-1]["content"]
+        else ScriptedReply("Answer: Atlantis\nEvidence: ## Passage-0 ##"))
+    runs = {}
+    for name, samples in (("blind", blind), ("flagged", flagged)):
+        import_samples(store, name, samples)
+        runs[name] = record_run(store, settings, RunConfig(dataset=name, judges=[JUDGE],
+                                                           rule=JUDGE)).run_id
+        execute(store, settings, runs[name], models=RunModels(main=llm))
+    with pytest.raises(UserError, match=f"run {runs['blind']} has no sample whose truth is "
+                                        "known: a policy needs people's labels"):
+        fit_run_policy(store, runs["blind"], JUDGE, "blind", alpha=0.3, delta=0.1)
+    with pytest.raises(PolicyFitError, match="every one of the .* labelled answers is bad"):
+        fit_run_policy(store, runs["flagged"], JUDGE, "flagged", alpha=0.3, delta=0.1)
 
 
 def test_cli_fit_show_list_export_import_watch(store, store_url, settings, demo_run,

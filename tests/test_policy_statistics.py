@@ -5,14 +5,16 @@ simulation against the uncorrected per-threshold bound it replaces."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
 
 from ragshield.metrics.thresholds import risk_controlled_threshold
-from ragshield.policies.fitting import LabelledScores, fit_policy
+from ragshield.policies.fitting import REFERENCE, LabelledScores, fit_policy
 from ragshield.policies.risk_control import (PolicyFitError, binomial_p_values, clopper_pearson,
-                                             fit_thresholds, fixed_sequence, min_trials)
+                                             fit_thresholds, fixed_sequence, labels_needed,
+                                             min_trials)
 
 # Eight answers, scores 8 (best) .. 1; good, good, good, bad, good, bad, bad, bad.
 SCORES = np.arange(8, 0, -1, dtype=float)
@@ -57,7 +59,7 @@ def test_withhold_threshold_with_beta_leaves_a_band_to_defer():
     assert fitted.answer_at == 6
     assert 3 < fitted.withhold_below <= 3 + 1e-9  # withhold exactly the scores <= 3
     data = LabelledScores(np.array([f"s{i}" for i in range(8)]), SCORES, GOOD,
-                          np.zeros(8, dtype=bool))
+                          np.full(8, REFERENCE))
     policy = fit_policy("band", "judge", data, alpha=0.5, delta=0.4, beta=0.5)
     c = policy.calibration
     assert (c.answered, c.withheld, c.deferred) == (3, 3, 2)  # scores 5 and 4 deferred
@@ -86,11 +88,70 @@ def test_no_certifiable_threshold_is_refused_with_the_strictest_candidate():
         fit_thresholds(scores, good, alpha=0.1, delta=0.05)
 
 
+def test_a_failed_fit_says_how_many_labels_would_certify_at_the_current_error_rate():
+    # The top 30 of 40 answers hold one bad one (3.3%), the rest are bad. At alpha .1 and
+    # delta .1 no set passes: 30 answers with 1 bad give p = P(Binomial(30, .1) <= 1) = 0.18.
+    scores = np.linspace(1, 0, 40)
+    good = np.arange(40) < 30
+    good[1] = False
+    with pytest.raises(PolicyFitError, match=r"about (\d+) labels in all \((\d+) more\) "
+                                             r"would certify score >= ") as failure:
+        fit_thresholds(scores, good, alpha=0.1, delta=0.1)
+    total, more = map(int, re.search(r"about (\d+) labels in all \((\d+) more",
+                                     str(failure.value)).groups())
+    assert total == more + 40 and more > 0
+
+
+def test_labels_needed_is_the_smallest_size_that_passes_at_the_same_rates():
+    total, index = labels_needed(np.array([30]), np.array([1]), 40, 0.1, 0.1)
+    assert index == 0
+    answered = math.ceil(total * 30 / 40)  # 3/4 answered, 1 in 30 of them bad
+    assert binomial_p_values(math.floor(answered / 30), answered, 0.1) <= 0.1
+    fewer = math.ceil((total - 2) * 30 / 40)
+    assert binomial_p_values(math.floor(fewer / 30), fewer, 0.1) > 0.1
+    assert labels_needed(np.array([30]), np.array([3]), 40, 0.1, 0.1) is None  # rate = alpha
+
+
+def test_a_failed_fit_with_every_rate_above_alpha_says_labels_will_not_help():
+    scores = np.linspace(1, 0, 100)
+    good = np.arange(100) % 3 != 0  # a third bad everywhere
+    with pytest.raises(PolicyFitError, match="more labels at this error rate will not"):
+        fit_thresholds(scores, good, alpha=0.2, delta=0.1)
+
+
+def test_multi_start_certifies_past_an_early_unlucky_failure():
+    # The two strictest answers hold one bad one: a single sequence fails at once; a second
+    # start further down certifies a looser threshold with the remaining delta.
+    scores = np.arange(200, 0, -1, dtype=float)
+    good = np.ones(200, dtype=bool)
+    good[[0, 1, 2, 5]] = False
+    good[150:] = False
+    with pytest.raises(PolicyFitError, match="the test stops at the first stricter"):
+        fit_thresholds(scores, good, alpha=0.1, delta=0.2)
+    fitted = fit_thresholds(scores, good, alpha=0.1, delta=0.2, starts=2)
+    assert fitted.certified > 0 and fitted.answer_at < 200
+
+
+def test_a_refusal_is_never_answered():
+    # -inf marks a refusal: no threshold answers it. Answering all 43 (4 bad) would pass
+    # the test too (p = 0.04), so only the rule keeps the answer threshold a real score.
+    scores = np.concatenate([np.linspace(1, 0.5, 40), np.full(3, -np.inf)])
+    good = np.concatenate([np.ones(40, dtype=bool), np.zeros(3, dtype=bool)])
+    good[39] = False
+    assert binomial_p_values(4, 43, 0.2) < 0.1
+    fitted = fit_thresholds(scores, good, alpha=0.2, delta=0.1)
+    assert fitted.answer_at == 0.5
+    data = LabelledScores(np.array([f"s{i}" for i in range(43)]), scores, good,
+                          np.full(43, REFERENCE))
+    c = fit_policy("r", "judge", data, alpha=0.2, delta=0.1).calibration
+    assert (c.labels, c.answered, c.withheld) == (43, 40, 3)
+
+
 def test_unscored_samples_are_left_out_and_deferred():
     scores = np.concatenate([SCORES, [np.nan, np.nan]])
     good = np.concatenate([GOOD, [False, False]])
     data = LabelledScores(np.array([f"s{i}" for i in range(10)]), scores, good,
-                          np.zeros(10, dtype=bool))
+                          np.full(10, REFERENCE))
     policy = fit_policy("p", "judge", data, alpha=0.5, delta=0.2)
     assert policy.answer_at == 6 and policy.fitted_on.unscored == 2
     assert policy.calibration.labels == 8

@@ -130,6 +130,19 @@ def test_metric_tables_equal_judge_metrics_with_intervals_and_fold_counts(contex
 
 
 @SQLITE_ONLY
+def test_the_dashboard_opens_with_what_people_see(context, run_id):
+    # Answers right for samples 0-2, passages support the even ones: 0 and 2 are good.
+    # p_true keeps the even samples: 4 shown, 2 of them wrong; every answer: 6 of 8 wrong.
+    page = refresh_dashboard(context, DashboardCache(), run_id, "auto", 0).tables_html
+    assert page.index("<h2>What people see</h2>") < page.index("<h2>Run</h2>") < page.index(RISK)
+    rows = table_rows(page, "What people see")
+    assert rows["the run's rule: p_true"][1:] == ["50%", "50%", "100%"]
+    assert rows["every answer shown"][1:] == ["100%", "75%", "100%"]
+    assert rows["p_true"] == ["p_true", "50%", "50%", "100%"]
+    assert ("With the shield: 50% of answers shown, 1 in 2 of them wrong; without it: all "
+            "shown, 3 in 4 wrong (the run's rule, p_true).") in html.unescape(page)
+
+
 def test_figures_are_pngs_and_missing_curves_get_a_note(context, settings, run_id):
     cache = DashboardCache()
     with_fallback = refresh_dashboard(context, cache, run_id, "auto", 0).figures_html

@@ -5,13 +5,14 @@ threshold on a hand-built run; readable errors; and one question through the emb
 
 from __future__ import annotations
 
+import html
 import re
 from typing import Iterator
 
 import numpy as np
 import pytest
 
-from ragshield.config import Settings
+from ragshield.config import DEFAULT_DECISION_RULE, Settings
 from ragshield.llm.packaged_models import LARGER_MODEL
 from ragshield.datasets.demo import DEMO_DATASET
 from ragshield.judges.calibration import QUESTION as CALIBRATION_QUESTION
@@ -24,7 +25,7 @@ from ragshield.store.runs import RoleAnswer, create_run, save_sample
 from ragshield.store.samples import UnknownDatasetError, import_samples, iter_sample_rows
 from ragshield.types import Answer, Passage, Sample, Verdict
 from ragshield.ui.context import UiContext
-from ragshield.services.asking import ABSTAIN_MESSAGE
+from ragshield.services.asking import ABSTAIN_MESSAGE, rule_reason
 from ragshield.services.ask_choices import rule_choices, sample_choices
 from ragshield.ui.demo_tab import (ABSTAIN, LARGER, NORAG, STORED, DemoForm, PassageFinders,
                                    ask, example_form)
@@ -459,6 +460,34 @@ def test_the_answer_model_is_chosen_by_name(context):
     assert "unknown model &#x27;gpt-9&#x27;; one of qwen-0.5b, qwen-1.5b, smollm2-135m" in unknown
     same = list(ask(context, request(model=LARGER_MODEL, fallback=LARGER)))[-1]
     assert "already answers: answer with a smaller model" in same
+
+
+def test_the_judge_model_is_chosen_by_name(context):
+    # The configured model writes the answer; the larger one reads for the judges.
+    writer = with_model(context, ScriptedLLM(respond=replies()))
+    reader = with_model(context, ScriptedLLM(respond=replies()), LARGER_MODEL)
+    final = list(ask(context, request(judges=("trivial", "p_true"), rule="p_true",
+                                      judge_model=LARGER_MODEL)))[-1]
+    assert decision(final) == "keep"
+    assert len(writer.seen) == 1 and len(reader.seen) == 1  # the answer; p_true's question
+    assert "Is the proposed answer" in reader.seen[0][-1]["content"]
+    assert DemoForm(judge_model="configured").request().judge_model is None
+    unknown = list(ask(context, request(judge_model="gpt-9")))[-1]
+    assert "unknown judge model &#x27;gpt-9&#x27;; one of qwen-0.5b" in unknown
+
+
+def test_the_decision_says_why_its_rule_decides(context):
+    with_model(context, ScriptedLLM(respond=replies()))
+    chosen = html.unescape(list(ask(context, request()))[-1])
+    assert "Why this rule: chosen for this question." in chosen
+    default = html.unescape(list(ask(context, request(
+        judges=("trivial", "p_true", DEFAULT_DECISION_RULE), rule=DEFAULT_DECISION_RULE)))[-1])
+    assert ("Why this rule: the default rule: the judge our benchmark ranks best on what "
+            "people see") in default
+    assert rule_reason("p_true", "p_true", Settings(decision_rule="p_true")) == (
+        "the rule this server is set up with (RAGSHIELD_DECISION_RULE)")
+    assert rule_reason("majority", None, Settings(), "the default rule 'x' is not among the "
+                       "chosen judges; deciding by majority").startswith("the default rule 'x'")
 
 
 def test_an_example_fills_the_form_with_the_demo_defaults():

@@ -82,7 +82,8 @@ def build_api(settings: Settings, guard: Guard, keys: KeyCheck) -> FastAPI:
             question=body.question, passages=_passages(body.passages),
             given_answer=GivenAnswer(body.answer, body.answer_model, tokens,
                                      body.cited_passages),
-            judges=_judges(body.judges, settings), rule=body.rule, keep_record=body.store)
+            judges=_judges(body.judges, settings), rule=body.rule, keep_record=body.store,
+            judge_model=body.judge_model)
         result = await deadlines.run(lambda outcome, deadline:
                                      guard.ask(request, outcome, deadline))
         return judged_json(result, trace=body.trace)
@@ -97,7 +98,7 @@ def build_api(settings: Settings, guard: Guard, keys: KeyCheck) -> FastAPI:
             **({"corpus": body.corpus} if body.corpus else {}), mode=body.mode, k=body.k,
             noise=body.noise, answerer=body.answerer, judges=_judges(body.judges, settings),
             rule=body.rule, fallback=body.fallback, model=body.model,
-            keep_record=body.store)
+            judge_model=body.judge_model, keep_record=body.store)
         result = await deadlines.run(lambda outcome, deadline:
                                      guard.ask(request, outcome, deadline))
         return judged_json(result, trace=body.trace, passages=True)

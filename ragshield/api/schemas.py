@@ -48,6 +48,10 @@ class Judging(Strict):
                                   "it fits the judges, else majority")
     store: bool = Field(default=True, description="keep the call in today's live run")
     trace: bool = Field(default=False, description="include every model call behind the verdicts")
+    judge_model: str | None = Field(
+        default=None, description="a packaged model the judges read from: "
+                                  + " | ".join(PACKAGED_MODELS)
+                                  + "; default: RAGSHIELD_JUDGE_MODEL, else the answer model")
 
 
 class JudgeBody(Judging):

@@ -7,7 +7,8 @@ from typing import Optional
 import typer
 
 from ragshield.cli.errors import user_errors
-from ragshield.cli.llm_options import Backend, BaseUrl, Model, NoLLMCache, settings_with
+from ragshield.cli.llm_options import (Backend, BaseUrl, JudgeModel, Model, NoLLMCache,
+                                       settings_with)
 from ragshield.cli.output import emit_json
 from ragshield.cli.store import opened_store
 from ragshield.retrieval.modes import RetrievalMode
@@ -28,7 +29,7 @@ def ask(
     rule: Optional[str] = typer.Option(None, "--rule",
                                        help="Decision rule: a judge name, all or majority."),
     backend: Backend = None, base_url: BaseUrl = None, model: Model = None,
-    no_llm_cache: NoLLMCache = False,
+    judge_model: JudgeModel = None, no_llm_cache: NoLLMCache = False,
     no_record: bool = typer.Option(False, "--no-record",
                                    help="Do not keep this ask in the live run."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
@@ -43,7 +44,7 @@ def ask(
         typer.echo("error: give exactly one of --question or --sample", err=True)
         raise typer.Exit(code=2)
     with user_errors():
-        settings = settings_with(backend, base_url, model, no_llm_cache)
+        settings = settings_with(backend, base_url, model, no_llm_cache, judge_model)
     request = AskRequest(question=question, sample_id=sample, dataset=dataset, corpus=corpus,
                          mode=mode, k=k, noise=noise, answerer=answerer or settings.answerer,
                          judges=(judges,), rule=rule, keep_record=not no_record)
@@ -54,6 +55,7 @@ def ask(
     if result.prepared.rule_note:
         typer.echo(f"note: {result.prepared.rule_note}", err=True)
     payload = judged_sample_dict(result.judged)
+    payload["decision_rule_why"] = result.prepared.rule_reason
     if result.record is not None:
         payload["live_run"] = {"run_id": result.record.run_id, "dataset": result.record.dataset,
                                "sample_id": result.record.sample_id,
@@ -67,6 +69,7 @@ def ask(
         badge = outcome(verdict["keep"], available=verdict["available"], error=verdict["error"])
         typer.echo(f"  {verdict['judge']:<17} {badge:<11} {verdict['rationale'][:100]}")
     typer.echo(f"decision: {payload['decision'] or 'undecided'} ({payload['decision_reason']})")
+    typer.echo(f"why this rule: {payload['decision_rule_why']}")
     if result.record is not None:
         typer.echo(f"kept in live run {result.record.run_id} as {result.record.dataset}/"
                    f"{result.record.sample_id}")

@@ -18,16 +18,21 @@ BaseUrl = Annotated[Optional[str], typer.Option(
 Model = Annotated[Optional[str], typer.Option(
     "--model", help="Embedded: qwen-0.5b (default), qwen-1.5b, smollm2-135m or a GGUF path; "
              "openai: the served model name; transformers: an HF name or path.")]
+JudgeModel = Annotated[Optional[str], typer.Option(
+    "--judge-model", help="The model the judges read their probabilities from (default: "
+                          "the answering model; RAGSHIELD_JUDGE_MODEL): qwen-1.5b, qwen-0.5b, "
+                          "smollm2-135m, a GGUF path, or a served model's name.")]
 NoLLMCache = Annotated[bool, typer.Option(
     "--no-llm-cache", help="Call the model even when an identical call is cached.")]
 
 
 def settings_with(backend: str | None, base_url: str | None, model: str | None,
-                  no_llm_cache: bool) -> Settings:
+                  no_llm_cache: bool, judge_model: str | None = None) -> Settings:
     """Settings from the environment, overridden by the flags that were given; OptionError
     naming the settings at fault (a flag or a RAGSHIELD_* variable)."""
     overrides = {key: value for key, value in
-                 {"backend": backend, "openai_base_url": base_url, "model": model}.items()
+                 {"backend": backend, "openai_base_url": base_url, "model": model,
+                  "judge_model": judge_model}.items()
                  if value is not None}
     if no_llm_cache:
         overrides["llm_cache"] = False

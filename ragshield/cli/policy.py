@@ -35,7 +35,8 @@ def _describe(policy) -> list[str]:
         f"{policy.answer_at:.4g}; withhold when {withhold}; otherwise ask a person",
         f"promise: {policy.promise()}",
         f"fitted on run {on.run_id} (dataset {on.dataset}): {c.labels} labels "
-        f"({on.human_labels} by people, {on.automatic_labels} from the dataset; "
+        f"({on.human_labels} by people, {on.automatic_labels - on.unanswerable_flags} from "
+        f"reference answers, {on.unanswerable_flags} from the dataset's unanswerable flag; "
         f"{on.unscored} without a score left out), holdout {policy.holdout:g}, "
         f"fingerprint {on.fingerprint[:12]}",
         f"on those labels: coverage {c.coverage:.3f} ({c.answered} answered), "

@@ -10,7 +10,8 @@ from typing import Any, Iterator, Optional
 import typer
 
 from ragshield.cli.errors import fail, user_errors
-from ragshield.cli.llm_options import Backend, BaseUrl, Model, NoLLMCache, settings_with
+from ragshield.cli.llm_options import (Backend, BaseUrl, JudgeModel, Model, NoLLMCache,
+                                       settings_with)
 from ragshield.cli.output import emit_json, print_table
 from ragshield.cli.store import opened_store
 
@@ -85,7 +86,7 @@ def run(
     rejudge: Optional[int] = typer.Option(None, "--rejudge",
                                           help="Add --judges to this run's saved answers."),
     backend: Backend = None, base_url: BaseUrl = None, model: Model = None,
-    no_llm_cache: NoLLMCache = False,
+    judge_model: JudgeModel = None, no_llm_cache: NoLLMCache = False,
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
@@ -96,7 +97,7 @@ def run(
     if sum(x is not None for x in (dataset, resume, rejudge)) != 1:
         fail("give exactly one of --dataset (a new run), --resume RUN or --rejudge RUN")
     with user_errors():
-        settings = settings_with(backend, base_url, model, no_llm_cache)
+        settings = settings_with(backend, base_url, model, no_llm_cache, judge_model)
     with user_errors(), opened_store(settings) as store, _sigterm_interrupts():
         if rejudge is not None:
             try:
@@ -113,7 +114,7 @@ def run(
                 answerer=run_answerer(answers, answerer, settings.answerer),
                 judges=[judges], rule=rule, retrieval=retrieval,
                 corpus=corpus, k=k, noise=noise, backend=settings.backend, model=model,
-                base_url=base_url, small_model=small_model, fallback=fallback, switch=switch,
+                judge_model=settings.judge_model, base_url=base_url, small_model=small_model, fallback=fallback, switch=switch,
                 seed=seed, concurrency=concurrency or settings.concurrency,
             ), name=name)
             if new.note:

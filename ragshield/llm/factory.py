@@ -60,3 +60,14 @@ def make_llm(settings: Settings, *, store: Store | None = None,
     if store is not None and settings.llm_cache:
         return CachedLLM(inner, store)
     return inner
+
+
+def make_reader(settings: Settings, name: str, *, store: Store | None = None) -> LLM:
+    """The judges' model `name` (Settings.judge_model): a packaged model, else a GGUF path or
+    a served model's name on the configured backend."""
+    if name in PACKAGED_MODELS:
+        return make_llm(settings, store=store, packaged=name)
+    if settings.backend == "embedded" and not Path(name).expanduser().is_file():
+        raise OptionError(f"judge model {name!r} is neither a packaged model "
+                          f"({', '.join(PACKAGED_MODELS)}) nor a GGUF file")
+    return make_llm(settings.model_copy(update={"model": name}), store=store)

@@ -12,7 +12,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 from sklearn.impute import SimpleImputer
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import StratifiedKFold, cross_val_predict
+from sklearn.model_selection import LeaveOneGroupOut, StratifiedKFold, cross_val_predict
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
 
@@ -57,9 +57,15 @@ def fit_stacked_judge(features: pd.DataFrame | np.ndarray, labels: ArrayLike) ->
 
 
 def stacked_oof_probabilities(features: pd.DataFrame | np.ndarray, labels: ArrayLike,
-                              folds: int = 5, seed: int = 0) -> np.ndarray:
-    """Out-of-fold P(label) for every labelled sample: each fold's model never saw it."""
+                              folds: int = 5, seed: int = 0,
+                              groups: ArrayLike | None = None) -> np.ndarray:
+    """Out-of-fold P(label) for every labelled sample: each fold's model never saw it. With
+    `groups` (e.g. each sample's article), one fold per group: the model never saw the
+    sample's group either, as on a new article."""
     labels = _check_labels(labels)
+    if groups is not None:
+        return cross_val_predict(_model(), features, labels, cv=LeaveOneGroupOut(),
+                                 groups=np.asarray(groups), method="predict_proba")[:, 1]
     splitter = StratifiedKFold(folds, shuffle=True, random_state=seed)
     return cross_val_predict(_model(), features, labels, cv=splitter,
                              method="predict_proba")[:, 1]

@@ -16,14 +16,24 @@ from ragshield.policies.stacked_score import StackedScore
 from ragshield.version import code_version
 
 
+# Where a calibration sample's truth came from, first that has a say: people (their verdict
+# on the answer, or "unanswerable"), the dataset's reference answers, or its `answerable:
+# false` flag (any answer shown there is bad).
+PERSON, REFERENCE, UNANSWERABLE_FLAG = "person", "reference", "unanswerable flag"
+
+
 @dataclass(frozen=True)
 class LabelledScores:
     """One row per labelled calibration sample."""
 
     sample_ids: np.ndarray  # str: the dataset's own ids
-    scores: np.ndarray  # float, NaN where the judge gave none
+    scores: np.ndarray  # float, NaN where the judge gave none, -inf for a refusal
     good: np.ndarray  # bool: the answer is right and supported
-    human: np.ndarray  # bool: the truth came from people (else from the dataset)
+    source: np.ndarray  # str: PERSON, REFERENCE or UNANSWERABLE_FLAG
+
+    @property
+    def human(self) -> np.ndarray:
+        return self.source == PERSON
 
 
 def fingerprint(sample_ids: np.ndarray, good: np.ndarray) -> str:
@@ -61,6 +71,8 @@ def fit_policy(name: str, source: str, data: LabelledScores, *, alpha: float, de
         fitted_on=FittedOn(run_id=run_id, dataset=dataset, truth=truth,
                            human_labels=int(data.human[scored].sum()),
                            automatic_labels=int((~data.human[scored]).sum()),
+                           unanswerable_flags=int((data.source[scored]
+                                                   == UNANSWERABLE_FLAG).sum()),
                            unscored=int((~scored).sum()),
                            fingerprint=fingerprint(data.sample_ids, data.good),
                            sample_ids=(*np.asarray(data.sample_ids).astype(str).tolist(),

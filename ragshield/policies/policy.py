@@ -109,10 +109,13 @@ class FittedOn:
     dataset: str | None
     truth: str  # "human": human labels first, then the dataset's flags
     human_labels: int  # calibration samples whose truth came from people
-    automatic_labels: int  # ... from the dataset's flags and references
+    automatic_labels: int  # ... from the dataset's reference answers and flags
     unscored: int  # labelled samples the judge gave no score (left out)
     fingerprint: str  # sha256 over the (sample id, good) pairs, sorted
     sample_ids: tuple[str, ...]  # the calibration samples, left out when watching
+    # Of the automatic ones, those counted by the `answerable: false` flag alone (0 in
+    # policies fitted before such samples counted).
+    unanswerable_flags: int = 0
 
 
 @dataclass(frozen=True)
@@ -276,7 +279,8 @@ def _read_fitted_on(body: Any, where: str) -> FittedOn:
                     automatic_labels=_whole(body, "automatic_labels", where),
                     unscored=_whole(body, "unscored", where),
                     fingerprint=_field(body, "fingerprint", str, where),
-                    sample_ids=tuple(ids))
+                    sample_ids=tuple(ids),
+                    unanswerable_flags=_whole(body, "unanswerable_flags", where, True) or 0)
 
 
 def _read_stacker(body: Any, where: str) -> StackedScore | None:

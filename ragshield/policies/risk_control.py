@@ -12,7 +12,17 @@ calibration data, no certified threshold has a risk above alpha, however many ca
 were tried (the order is fixed before the labels are seen: by the score alone).
 
 Candidates that answer fewer than `min_trials(alpha, delta)` samples cannot pass even with
-no bad answer among them, so the sequence starts at the first one that can. The withhold
+no bad answer among them, so the sequence starts at the first one that can.
+
+One sequence stops for good at its first failure, and the strictest candidates answer few
+samples: one bad answer among the first 22 (alpha = delta = 0.1) ends the search even when
+looser thresholds would pass easily. LTT's multi-start variant runs `starts` sequences from
+starting points spread evenly over the testable candidates (placed by the scores alone), each
+at level delta / starts, and certifies the union (Bonferroni over the sequences keeps the
+family-wise error <= delta). `STARTS` is chosen by the simulation in
+scripts/bench_policy_promise.py (docs/QUALITY.md).
+
+A sample whose score is -inf (a refusal: it shows no answer) is never answered. The withhold
 threshold is fitted the same way on the other side (the share of good answers among those
 withheld <= beta, candidates from the loosest withholding upward, never above t_hi); with
 beta the two tests share delta (delta / 2 each), so both promises hold together.
@@ -29,7 +39,7 @@ from scipy.stats import beta as beta_distribution
 from scipy.stats import binom
 
 from ragshield.errors import UserError
-from ragshield.metrics.sweep import threshold_sweep
+from ragshield.metrics.sweep import Sweep, threshold_sweep
 
 
 class PolicyFitError(UserError, ValueError):
@@ -80,29 +90,98 @@ def _check(name: str, value: float | None) -> None:
         raise PolicyFitError(f"{name} must lie strictly between 0 and 1, got {value}")
 
 
-def _answer_threshold(score: np.ndarray, bad: np.ndarray, alpha: float,
-                      delta: float) -> tuple[float, int, int, float]:
+STARTS = 1
+
+
+def _sequence_starts(testable: np.ndarray, starts: int) -> np.ndarray:
+    """Up to `starts` starting candidates spread evenly over the testable ones (distinct)."""
+    picks = np.floor(np.arange(starts) * testable.size / starts).astype(int)
+    return np.unique(testable[picks])
+
+
+def labels_needed(kept: np.ndarray, bad: np.ndarray, total: int, alpha: float,
+                  delta: float) -> tuple[int, int] | None:
+    """If each candidate's error rate and share answered stayed as they are: the fewest
+    labels in all at which one of them would pass its test alone, and that candidate's index;
+    None when every candidate's error rate is already >= alpha. An estimate for the message
+    of a failed fit: the real sequence must also pass the stricter candidates before it."""
+    hopeful = np.flatnonzero((kept > 0) & (bad < alpha * kept))
+    if hopeful.size == 0 or total == 0:
+        return None
+    rate = bad[hopeful] / kept[hopeful]
+
+    def passes(answered: np.ndarray) -> np.ndarray:
+        return binomial_p_values(np.floor(rate * answered), answered, alpha) <= delta
+
+    low = np.zeros(hopeful.size)  # fails (no answer passes)
+    high = kept[hopeful].astype(float)  # doubled until it passes
+    for _ in range(40):
+        failing = ~passes(high)
+        if not failing.any():
+            break
+        low[failing], high[failing] = high[failing], high[failing] * 2
+    while np.any(high - low > 1):  # bisect each candidate between a fail and a pass
+        middle = np.floor((low + high) / 2)
+        ok = passes(middle)
+        high, low = np.where(ok, middle, high), np.where(ok, low, middle)
+    needed = np.ceil(high * total / kept[hopeful])
+    best = int(np.argmin(needed))
+    return int(needed[best]), int(hopeful[best])
+
+
+def _no_threshold(sweep: Sweep, candidates: np.ndarray, alpha: float, level: float,
+                  reason: str) -> PolicyFitError:
+    """The error for a fit that certified nothing: why, and how many labels would do."""
+    total = int(sweep.kept[candidates[-1]]) if candidates.size else 0
+    needed = labels_needed(sweep.kept[candidates], sweep.sums[0][candidates], total, alpha,
+                           level) if candidates.size else None
+    if needed is None:
+        more = ("every threshold's error rate on these labels is at or above "
+                f"{alpha:g}: more labels at this error rate will not certify it; allow a "
+                "higher alpha or use a better judge")
+    else:
+        count, index = needed
+        at = candidates[index]
+        rate = sweep.sums[0][at] / sweep.kept[at]
+        threshold = (f"score >= {sweep.thresholds[at]:.4g} ({int(sweep.kept[at])} of "
+                     f"{total} answered, {rate:.1%} of them bad)")
+        more = (f"at the current error rate, about {count} labels in all ({count - total} "
+                f"more) would certify {threshold}; or allow a higher alpha or delta"
+                if count > total else
+                f"{threshold} would pass on its own, but the test stops at the first "
+                "stricter threshold that fails: label more of the high-scoring samples, or "
+                "allow a higher alpha or delta")
+    return PolicyFitError(f"{reason}; {more}")
+
+
+def _answer_threshold(score: np.ndarray, bad: np.ndarray, alpha: float, delta: float,
+                      starts: int) -> tuple[float, int, int, float]:
     sweep = threshold_sweep(score, bad)
-    needed = min_trials(alpha, delta)
-    testable = np.flatnonzero(sweep.kept >= needed)
+    candidates = np.flatnonzero(np.isfinite(sweep.thresholds))  # -inf: a refusal, never shown
+    level = delta / starts
+    needed = min_trials(alpha, level)
+    testable = candidates[sweep.kept[candidates] >= needed]
     if testable.size == 0:
-        raise PolicyFitError(
+        scored = int(sweep.kept[candidates[-1]]) if candidates.size else 0
+        raise _no_threshold(sweep, candidates, alpha, level, (
             f"too few labels: certifying risk <= {alpha:g} at delta {delta:g} needs at least "
-            f"{needed} labelled samples with a score, even if none is bad; got "
-            f"{int(sweep.kept[-1]) if sweep.kept.size else 0}")
-    first = testable[0]
-    p_values = binomial_p_values(sweep.sums[0][first:], sweep.kept[first:], alpha)
-    passed = fixed_sequence(p_values, delta)
-    if passed == 0:
-        kept, bad_kept = int(sweep.kept[first]), int(sweep.sums[0][first])
-        raise PolicyFitError(
+            f"{needed} labelled samples with a score, even if none is bad; got {scored}"))
+    p_values = binomial_p_values(sweep.sums[0][testable], sweep.kept[testable], alpha)
+    certified, tested = [], 0
+    for start in _sequence_starts(np.arange(testable.size), starts):
+        passed = fixed_sequence(p_values[start:], level)
+        tested += min(passed + 1, p_values.size - start)
+        certified.extend(range(start, start + passed))
+    if not certified:
+        first = testable[0]
+        raise _no_threshold(sweep, candidates, alpha, level, (
             f"no threshold certifies risk <= {alpha:g} at delta {delta:g}: the strictest "
-            f"testable one (score >= {sweep.thresholds[first]:.4g}, {kept} answers) has "
-            f"{bad_kept} bad answers (p = {p_values[0]:.3g} > {delta:g}); allow a higher "
-            f"alpha or delta, or collect more labels")
-    chosen = first + passed - 1
-    return (float(sweep.thresholds[chosen]), min(passed + 1, p_values.size), passed,
-            float(p_values[passed - 1]))
+            f"testable one (score >= {sweep.thresholds[first]:.4g}, "
+            f"{int(sweep.kept[first])} answers) has {int(sweep.sums[0][first])} bad answers "
+            f"(p = {p_values[0]:.3g} > {level:.3g})"))
+    chosen = max(certified)
+    return (float(sweep.thresholds[testable[chosen]]), tested, len(set(certified)),
+            float(p_values[chosen]))
 
 
 def _withhold_threshold(score: np.ndarray, good: np.ndarray, answer_at: float, beta: float,
@@ -124,7 +203,7 @@ def _withhold_threshold(score: np.ndarray, good: np.ndarray, answer_at: float, b
 
 
 def fit_thresholds(score: ArrayLike, good: ArrayLike, alpha: float, delta: float,
-                   beta: float | None = None) -> FittedThresholds:
+                   beta: float | None = None, starts: int = STARTS) -> FittedThresholds:
     """t_hi (and, with beta, t_lo) on labelled calibration samples; samples without a
     score (NaN) are left out (a policy defers them). PolicyFitError when no threshold can
     be certified, saying why."""
@@ -141,7 +220,8 @@ def fit_thresholds(score: ArrayLike, good: ArrayLike, alpha: float, delta: float
     scored = ~np.isnan(score)
     score, good = score[scored], good[scored]
     risk_delta = delta / 2 if beta is not None else delta
-    answer_at, tested, certified, p_value = _answer_threshold(score, ~good, alpha, risk_delta)
+    answer_at, tested, certified, p_value = _answer_threshold(score, ~good, alpha, risk_delta,
+                                                              starts)
     withhold_below = answer_at
     if beta is not None:
         withhold_below = _withhold_threshold(score, good, answer_at, beta, delta / 2)

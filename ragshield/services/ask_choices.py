@@ -23,6 +23,11 @@ MODEL_NOTE = (f"{CONFIGURED_MODEL}: the model ragshield is set up with (the embe
               "packaged model by name.")
 
 
+JUDGE_MODEL_NOTE = (f"the model the judges read their probabilities from; {CONFIGURED_MODEL}: "
+                    "RAGSHIELD_JUDGE_MODEL, else the answer model. A larger reader judges "
+                    "better and costs more (README, Models).")
+
+
 def packaged_choice(choice: str | None) -> str | None:
     """The packaged model a model choice names; None for the configured model."""
     return None if choice in (None, "", CONFIGURED_MODEL) else choice

@@ -16,7 +16,7 @@ from typing import Any, Callable, Protocol, get_args
 from ragshield.answerers.base import Answerer
 from ragshield.answerers.norag import NoRagAnswerer
 from ragshield.answerers.registry import ANSWERERS, GIVEN, make_answerer
-from ragshield.config import Settings
+from ragshield.config import DEFAULT_DECISION_RULE, DEFAULT_RULE_REASON, Settings
 from ragshield.datasets.demo import DEMO_DATASET
 from ragshield.errors import UserError
 from ragshield.judges.base import Judge
@@ -68,6 +68,9 @@ class AskRequest:
     rule: str | None = None
     fallback: str = ABSTAIN_FALLBACK
     model: str | None = None  # a packaged model to answer and judge with; None: the configured
+    # A packaged model the judges read from instead; None: Settings.judge_model, and without
+    # one the answering model.
+    judge_model: str | None = None
     keep_record: bool = True  # keep the question, answer and verdicts in a live run
     passages: tuple[Passage, ...] | None = None  # None: retrieved (typed) or the sample's own
     given_answer: GivenAnswer | None = None  # an outside system's answer to judge
@@ -98,6 +101,9 @@ def check_request(request: AskRequest) -> None:
     if request.given_answer is not None and request.fallback == LARGER_FALLBACK:
         raise AskInputError("a given answer has no larger-model fallback: no model of ours "
                             "answered it")
+    if request.judge_model is not None and request.judge_model not in PACKAGED_MODELS:
+        raise AskInputError(f"unknown judge model {request.judge_model!r}; one of "
+                            f"{', '.join(PACKAGED_MODELS)}")
     if request.model is not None and request.model not in PACKAGED_MODELS:
         raise AskInputError(f"unknown model {request.model!r}; one of "
                             f"{', '.join(PACKAGED_MODELS)}")
@@ -114,7 +120,8 @@ def check_request(request: AskRequest) -> None:
 
 
 class Models(Protocol):
-    """Where an ask gets its models: the configured one (None), or a packaged one by name."""
+    """Where an ask gets its models: the configured one (None), or another by name (a
+    packaged model; from the settings also a GGUF path or a served model's name)."""
 
     def llm(self, packaged: str | None = None) -> LLM: ...
 
@@ -131,10 +138,11 @@ class OpenedModels:
     def llm(self, packaged: str | None = None) -> LLM:
         with self._opening:
             if packaged not in self._opened:
-                from ragshield.llm.factory import make_llm
+                from ragshield.llm.factory import make_llm, make_reader
 
-                self._opened[packaged] = make_llm(self.settings, store=self.store,
-                                                  packaged=packaged)
+                self._opened[packaged] = (
+                    make_llm(self.settings, store=self.store) if packaged is None
+                    else make_reader(self.settings, packaged, store=self.store))
             return self._opened[packaged]
 
 
@@ -175,6 +183,22 @@ class Prepared:
     judges: list[Judge]
     rule: Rule  # a rule's name, or the stored policy a policy rule names
     rule_note: str | None = None
+    rule_reason: str = ""  # why this rule decides, in words
+
+
+def rule_reason(rule: Rule, asked: str | None, settings: Settings,
+                note: str | None = None) -> str:
+    """Why `rule` decides an ask whose request named `asked`: a policy's promise, the
+    measured default, the operator's setting, the request's own choice, or the fallback
+    `note` when the default did not fit the judges."""
+    if not isinstance(rule, str):
+        return f"the stored policy {rule.rule}: {rule.promise()}"
+    if note is not None:
+        return note
+    if rule == settings.decision_rule:
+        return (DEFAULT_RULE_REASON if rule == DEFAULT_DECISION_RULE else
+                "the rule this server is set up with (RAGSHIELD_DECISION_RULE)")
+    return "chosen for this question" if asked is not None else "the default rule"
 
 
 def prepare(store: Store, settings: Settings, request: AskRequest,
@@ -191,7 +215,8 @@ def prepare(store: Store, settings: Settings, request: AskRequest,
         rule = resolve_rule(store, choice.rule, names)
     answerer = make_answerer(GIVEN if request.given_answer is not None else request.answerer)
     sample, source = _sample(store, settings, request, finders or PassageFinders(settings))
-    return Prepared(request, sample, source, answerer, judges, rule, choice.note)
+    return Prepared(request, sample, source, answerer, judges, rule, choice.note,
+                    rule_reason(rule, request.rule, settings, choice.note))
 
 
 def _sample(store: Store, settings: Settings, request: AskRequest,
@@ -235,7 +260,8 @@ class Fallback:
 class AskResult:
     prepared: Prepared
     judged: JudgedSample
-    model: str  # the model that answered and judged
+    model: str  # the model that answered
+    reader: str  # the model the judges read from (the same one unless a judge model is set)
     fallback: Fallback | None = None  # None when the answer was kept
     record: Any = None  # the live run's record of this ask (services.live_runs.LiveRecord)
 
@@ -290,12 +316,14 @@ def answer_and_judge(store: Store, settings: Settings, models: Models, prepared:
     post = post or (lambda _kind, _payload: None)
     request = prepared.request
     main = models.llm(request.model)
+    reader_name = request.judge_model or settings.judge_model
+    reader = models.llm(reader_name) if reader_name else main
     judged = judge_sample(prepared.sample, main, _Reporting(prepared.answerer, post, main.name),
                           prepared.judges, prepared.rule,
                           on_verdict=lambda verdict: post("verdict", verdict),
-                          order=cheapest_first)
+                          order=cheapest_first, reader=reader)
     post("decision", judged.decision)
-    result = AskResult(prepared, judged, main.name)
+    result = AskResult(prepared, judged, main.name, reader.name)
     if decision_word(judged.decision) != KEEP:
         result.fallback = fallback_for(models, request.fallback, prepared.sample,
                                        prepared.answerer, main)

@@ -65,7 +65,7 @@ def run_judges(tables: RunTables) -> tuple[str, ...]:
     return tuple(seen)
 
 
-def _keep_codes(verdicts: pd.DataFrame, sample_ids: pd.Series,
+def keep_codes(verdicts: pd.DataFrame, sample_ids: pd.Series,
                 judges: tuple[str, ...]) -> np.ndarray:
     """Sample x judge matrix of KEPT / ABSTAINED / UNDECIDED / NOT_RUN, in sample order."""
     keep = verdicts["keep"]
@@ -93,7 +93,7 @@ def _human_differs(samples: pd.DataFrame, auto_samples: pd.DataFrame) -> np.ndar
     return (decided & (human.eq(ANSWERABLE) != auto.eq(True))).to_numpy()
 
 
-def _decisions(tables: RunTables, codes: np.ndarray, judges: tuple[str, ...]) -> np.ndarray:
+def run_decisions(tables: RunTables, codes: np.ndarray, judges: tuple[str, ...]) -> np.ndarray:
     """The run's decision on each sample: by its policy (from its judge's scores) or by
     its rule (from the judges' keep codes)."""
     rule = config_rule(tables.config)
@@ -113,9 +113,9 @@ def build_frame(tables: RunTables, auto_tables: RunTables) -> BrowseFrame:
                    *map(keep_column, judges), *map(fold_column, judges),
                    "disagree", "labelled", "human_differs", "text"]
         return BrowseFrame(tables.run_id, rule, judges, pd.DataFrame(columns=columns))
-    codes = _keep_codes(tables.verdicts, samples["sample_id"], judges)
+    codes = keep_codes(tables.verdicts, samples["sample_id"], judges)
     answerable = samples["answer_correct"].fillna(False).astype(bool).to_numpy()
-    decision = _decisions(tables, codes, judges)
+    decision = run_decisions(tables, codes, judges)
     question, answer = samples["question"].fillna(""), samples["answer"].fillna("")
     sample_id = samples["sample_id"].astype(str)
     columns: dict[str, object] = {

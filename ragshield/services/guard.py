@@ -99,9 +99,10 @@ class ModelGate:
         self.backend = settings.backend
 
     def for_request(self, request: AskRequest) -> Any:
-        """A packaged model (chosen, or the larger-model fallback) runs in process whatever
-        the backend."""
+        """A packaged model (chosen to answer or to judge, or the larger-model fallback) runs
+        in process whatever the backend."""
         in_process = (self.backend != "openai" or request.model is not None
+                      or request.judge_model is not None
                       or request.fallback == LARGER_FALLBACK)
         return self.local if in_process else self.remote
 

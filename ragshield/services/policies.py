@@ -1,10 +1,12 @@
 """Policies for the faces: fit one on a run's labels, read and keep them, use one as a
 decision rule, watch one on labels it was not fitted on, and move one between stores.
 
-Labels: a sample counts as labelled when a person labelled it (the majority of its current
-labels) or, failing that, when the dataset lets it be graded (reference answers, the
-`answerable` flag): the order the metrics use under truth "human". An answer is good when
-it is right and the passages support it (docs/METHODS.md 3, the AwF truth)."""
+Labels: a sample counts when its truth is known: people judged its answer or called it
+unanswerable (the majority of its current labels), else it has reference answers, else the
+dataset flags it unanswerable (then any answer shown is bad). Leaving the flagged ones out
+would calibrate on the answerable questions alone and promise far less risk than the traffic
+has. An answer is good when it is right and the passages support it (docs/METHODS.md 3, the
+AwF truth); a refusal is a withhold."""
 
 from __future__ import annotations
 
@@ -21,7 +23,9 @@ from ragshield.errors import OptionError, UserError
 from ragshield.evaluation import RunTables, run_tables
 from ragshield.judging import Rule
 from ragshield.holdout import HOLDOUT_SHARE, in_holdout
-from ragshield.policies.fitting import LabelledScores, fit_policy
+from ragshield.metrics.labels import UNANSWERABLE
+from ragshield.policies.fitting import (PERSON, REFERENCE, UNANSWERABLE_FLAG, LabelledScores,
+                                        fit_policy)
 from ragshield.policies.policy import Policy, PolicyFormatError, rule_fields
 from ragshield.policies.rules import parse_rule
 from ragshield.policies.stacked_score import (STACKED, StackedScore, run_features,
@@ -57,21 +61,36 @@ def policy_scores(tables: RunTables, policy: Policy) -> np.ndarray:
     return judge_scores(tables, policy.source)
 
 
+def truth_sources(samples) -> np.ndarray:
+    """Where each sample's truth comes from (fitting's PERSON, REFERENCE, UNANSWERABLE_FLAG),
+    "" where it is unknown. People count when they judged the answer or called the question
+    unanswerable; an "answerable" vote alone does not say whether the answer was right."""
+    person = (samples["human_answer_correct"].notna().to_numpy()
+              | (samples["human_label"] == UNANSWERABLE).to_numpy())
+    reference = samples["references"].map(len).to_numpy() > 0
+    flagged = ((samples["answerable"] == False).to_numpy()  # noqa: E712 (None: no flag)
+               & ~samples["passages_support"].to_numpy(dtype=bool))  # no person says otherwise
+    return np.select([person, reference, flagged], [PERSON, REFERENCE, UNANSWERABLE_FLAG], "")
+
+
 def labelled_scores(tables: RunTables, scores: np.ndarray, holdout: float = 0.0,
                     rows: np.ndarray | None = None) -> LabelledScores:
-    """The run's labelled samples (of `rows`, a mask; default all) with their `scores`,
-    leaving out the random slice of `holdout`. `tables` must be under truth "human"."""
+    """The run's samples whose truth is known (of `rows`, a mask; default all) with their
+    `scores`, leaving out the random slice of `holdout`. `tables` must be under truth
+    "human". A refusal shows no answer: it counts as withheld (score -inf) whatever the
+    judge said."""
     samples = tables.samples
     ids = samples["sample_id"].astype(str).to_numpy()
-    human = samples["annotators"].to_numpy() > 0
-    gradable = samples["references"].map(len).to_numpy() > 0
-    kept = human | gradable
+    source = truth_sources(samples)
+    kept = source != ""
     if holdout > 0:  # the watch asks with none, on every Dashboard refresh
         kept &= ~np.asarray([in_holdout(i, holdout) for i in ids], dtype=bool)
     if rows is not None:
         kept &= rows
     good = (samples["answer_correct"].astype(bool) & samples["passages_support"].astype(bool))
-    return LabelledScores(ids[kept], scores[kept], good.to_numpy(dtype=bool)[kept], human[kept])
+    scores = np.where(samples["refusal"].to_numpy(dtype=bool), -np.inf, scores)
+    return LabelledScores(ids[kept], scores[kept], good.to_numpy(dtype=bool)[kept],
+                          source[kept])
 
 
 def _stacked(tables: RunTables, holdout: float) -> tuple[StackedScore, LabelledScores, list[str]]:
@@ -99,6 +118,10 @@ def fit_run_policy(store: Store, run_id: int, judge: str, name: str, *, alpha: f
     tables = run_tables(store, run_id, TRUTH)
     if tables.samples.empty:
         raise UserError(f"run {run_id} has no answers to fit a policy on")
+    if not (truth_sources(tables.samples) != "").any():
+        raise UserError(f"run {run_id} has no sample whose truth is known: a policy needs "
+                        "people's labels (Annotate tab or `labels import`), reference answers "
+                        "or the dataset's answerable flag")
     stacker, trained_on = None, []
     if judge == STACKED:
         stacker, data, trained_on = _stacked(tables, holdout)

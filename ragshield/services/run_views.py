@@ -30,6 +30,7 @@ from ragshield.reports.tables import (JudgeSeries, SampleLinks, Table, fallback_
                                       grader_table, judge_series, overview_table, quality_table,
                                       risk_table, switch_table, threshold_table)
 from ragshield.services.agreement import Agreement, agreement, run_keeps
+from ragshield.services.decision_view import decision_table
 from ragshield.services.form_values import whole_number
 from ragshield.services.run_tables import RunTablesCache, remember
 from ragshield.services.policies import policy_watch_table
@@ -108,15 +109,17 @@ def _figure(name: str, tables: RunTables, series: dict[str, JudgeSeries]) -> Fig
 
 
 def awf_part(tables: RunTables, series: dict[str, JudgeSeries], resamples: int) -> TruthPart:
-    """The metric tables (judge_metrics with `resamples` bootstrap resamples, the stacked
-    judge among them once there are enough labels, as in reports) and the PR curves: they
-    read whether each answer is correct and whether its passages support one."""
+    """What people see (the decision view, the Dashboard's first table), the metric tables
+    (judge_metrics with `resamples` bootstrap resamples, the stacked judge among them once
+    there are enough labels, as in reports) and the PR curves: they read whether each answer
+    is correct and whether its passages support one."""
     verdicts, stacking_note = with_stacked_judge(tables.verdicts, seed=SEED)
     metrics = judge_metrics(verdicts, n_resamples=resamples, seed=SEED)
     risk = risk_table(metrics)
     risk.note += " " + stacking_note
     return _truth_part(tables, ("answer_correct", "passages_support"),
-                       [risk, quality_table(metrics)], [_figure("pr", tables, series)])
+                       [decision_table(tables), risk, quality_table(metrics)],
+                       [_figure("pr", tables, series)])
 
 
 def correctness_part(tables: RunTables, series: dict[str, JudgeSeries]) -> TruthPart:
@@ -207,7 +210,9 @@ class DashboardCache:
         if tables.samples.empty:
             return RunView(serial, True, [], [], [], agreed), None
         parts = self._parts(tables, resamples, series, before)
-        sections = [overview_table(tables), *(table for part in parts for table in part.tables)]
+        awf, correctness = parts
+        shown, *metrics = awf.tables  # what people see opens the page, above the run's facts
+        sections = [shown, overview_table(tables), *metrics, *correctness.tables]
         return RunView(serial, False, sections,
                        [figure for part in parts for figure in part.figures],
                        [name for part in parts for name in part.missing_curves], agreed), parts

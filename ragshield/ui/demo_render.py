@@ -108,13 +108,15 @@ def pending_html(judge: str) -> str:
 POLICY_WORDS = {"keep": "answer", "abstain": "withhold", "defer": "ask"}
 
 
-def decision_html(decision: Decision) -> str:
+def decision_html(decision: Decision, why: str = "") -> str:
+    """The decision's badge, the rule that made it and its reason, and why that rule."""
     word = decision_word(decision) or "undecided"
     if parse_rule(decision.rule) is not None:
         word = POLICY_WORDS.get(word, word)
     badge = badge_html(word, "ask a human" if word == "ask" else None)
+    why_html = f'<div class="rs-demo-rule-why">Why this rule: {esc(why)}.</div>' if why else ""
     return (f'<div class="rs-demo-decision">{badge}rule <b>{esc(decision.rule)}</b>'
-            f'</div><div class="rs-demo-reason">{esc(decision.reason)}</div>')
+            f'</div><div class="rs-demo-reason">{esc(decision.reason)}</div>{why_html}')
 
 
 def fallback_html(fallback: Fallback) -> str:
@@ -147,6 +149,7 @@ class AskView:
     answer_model: str = ""
     verdicts: list[Verdict] = field(default_factory=list)
     decision: Decision | None = None
+    rule_reason: str = ""  # why the rule decides (Prepared.rule_reason)
     fallback: Fallback | None = None
     record: LiveRecord | None = None  # where the ask was kept
     error: str | None = None
@@ -184,7 +187,7 @@ class AskView:
                            for j in self.judges)
             parts.append(section("Judges", rows, "rs-demo-verdicts"))
         if self.decision is not None:
-            parts.append(section("Decision", decision_html(self.decision),
+            parts.append(section("Decision", decision_html(self.decision, self.rule_reason),
                                  "rs-demo-decision-section"))
         if self.fallback is not None:
             parts.append(section(f"Fallback ({self.fallback.strategy})",

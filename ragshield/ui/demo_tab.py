@@ -21,12 +21,12 @@ import gradio as gr
 from ragshield.answerers.registry import ANSWERERS
 from ragshield.errors import UserError
 from ragshield.judges.registry import JUDGES, quick_judges
-from ragshield.config import Settings
-from ragshield.judging import DEFAULT_DECISION_RULE, decision_word
+from ragshield.config import DEFAULT_DECISION_RULE, Settings
+from ragshield.judging import decision_word
 from ragshield.llm.packaged_models import LARGER_MODEL
-from ragshield.services.ask_choices import (CONFIGURED_MODEL as CONFIGURED, MODEL_CHOICES,
-                                           MODEL_NOTE, corpus_names, packaged_choice,
-                                           rule_choices, sample_choices)
+from ragshield.services.ask_choices import (CONFIGURED_MODEL as CONFIGURED, JUDGE_MODEL_NOTE,
+                                           MODEL_CHOICES, MODEL_NOTE, corpus_names,
+                                           packaged_choice, rule_choices, sample_choices)
 from ragshield.services.policies import policy_sources
 from ragshield.services.asking import (ABSTAIN_FALLBACK, FALLBACKS, LARGER_FALLBACK, MAX_NOISE,
                                        NORAG_FALLBACK, RETRIEVAL_MODES, AskInputError,
@@ -75,6 +75,7 @@ class DemoForm:
     rule: str = "majority"
     fallback: str = ASK_DEFAULTS.fallback
     model: str = CONFIGURED
+    judge_model: str = CONFIGURED
 
     def request(self) -> AskRequest:
         """The ask this form stands for; AskInputError for a source that is neither."""
@@ -86,7 +87,8 @@ class DemoForm:
                           dataset=self.dataset, corpus=self.corpus, mode=self.mode, k=self.k,
                           noise=self.noise, answerer=self.answerer, judges=self.judges,
                           rule=self.rule or None, fallback=self.fallback,
-                          model=packaged_choice(self.model))
+                          model=packaged_choice(self.model),
+                          judge_model=packaged_choice(self.judge_model))
 
 
 Event = tuple[str, Any]  # (kind, payload), from the model thread to the page
@@ -159,7 +161,8 @@ def ask(context: UiContext, form: DemoForm,
         return
     view = AskView(question=prepared.sample.question, source=prepared.source,
                    passages=prepared.sample.passages,
-                   judges=[judge.name for judge in prepared.judges], status="Answering…")
+                   judges=[judge.name for judge in prepared.judges], status="Answering…",
+                   rule_reason=prepared.rule_reason)
     yield view.html()
     events: Queue[Event] = Queue()
     threading.Thread(target=_in_background, daemon=True,
@@ -227,8 +230,11 @@ def build(context: UiContext, page: gr.Blocks) -> None:
                                allow_custom_value=True)
             fallback = gr.Radio(list(FALLBACKS), value=ABSTAIN, label="When it abstains, show",
                                 info=LARGER_NOTE)
-            model = gr.Dropdown(list(MODEL_CHOICES), value=CONFIGURED, label="Answer model",
-                                info=MODEL_NOTE)
+            with gr.Row():
+                model = gr.Dropdown(list(MODEL_CHOICES), value=CONFIGURED,
+                                    label="Answer model", info=MODEL_NOTE)
+                judge_model = gr.Dropdown(list(MODEL_CHOICES), value=CONFIGURED,
+                                          label="Judge model", info=JUDGE_MODEL_NOTE)
             ask_button = gr.Button("Ask", variant="primary")
         with gr.Column(scale=3):
             result = gr.HTML(message_html("The answer and the judges' verdicts appear here."),
@@ -238,11 +244,12 @@ def build(context: UiContext, page: gr.Blocks) -> None:
     def on_ask(source_value: str, question_text: str, dataset_name: str, sample_id: str | None,
                corpus_name: str, mode_name: str, k_value: float, noise_value: float,
                answerer_name: str, judge_names: list[str] | None, rule_name: str | None,
-               fallback_name: str, model_name: str | None) -> Iterator[str]:
+               fallback_name: str, model_name: str | None,
+               judge_model_name: str | None = CONFIGURED) -> Iterator[str]:
         form = DemoForm(source_value, question_text or "", dataset_name or "", sample_id,
                         corpus_name or "", mode_name, int(k_value), int(noise_value),
                         answerer_name, tuple(judge_names or ()), rule_name or "", fallback_name,
-                        model_name or CONFIGURED)
+                        model_name or CONFIGURED, judge_model_name or CONFIGURED)
         yield from ask(context, form, finders)
 
     def on_dataset(dataset_name: str) -> tuple[gr.Dropdown, str]:
@@ -260,7 +267,7 @@ def build(context: UiContext, page: gr.Blocks) -> None:
         return gr.Dropdown(choices=choices, value=value)
 
     form_inputs = [source, question, dataset, sample, corpus, mode, k, noise, answerer, judges,
-                   rule, fallback, model]
+                   rule, fallback, model, judge_model]
     gr.on([ask_button.click, question.submit], on_ask, inputs=form_inputs, outputs=result,
           api_name="demo_ask")
     for button, example in example_buttons:
@@ -283,7 +290,7 @@ def example_form(example: DemoExample, settings: Settings) -> list[Any]:
     asked = demo_request(example.sample_id, settings, example.noise)
     return [STORED, "", asked.dataset, asked.sample_id, asked.corpus, asked.mode, asked.k,
             asked.noise, asked.answerer, list(asked.judges), asked.rule, asked.fallback,
-            CONFIGURED]
+            CONFIGURED, CONFIGURED]
 
 
 def _example_buttons() -> list[tuple[gr.Button, DemoExample]]:
