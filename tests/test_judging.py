@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from ragshield.answerers.registry import make_answerer
-from ragshield.config import Settings
+from ragshield.config import DEFAULT_DECISION_RULE, Settings
 from ragshield.datasets import load_dataset
 from ragshield.datasets.demo import DEMO_SAMPLES
 from ragshield.judges.registry import (JUDGES, judge_names, make_judges, quick_judges,
@@ -212,5 +212,33 @@ def test_every_judge_on_real_demo_samples(embedded_llm):
             cost = verdict.cost
             assert cost.calls == len(verdict.trace) and cost.seconds > 0
             assert cost.prompt_tokens > 0
-        assert judged.decision.rule == "counterfactual"
+        assert judged.decision.rule == DEFAULT_DECISION_RULE
         assert judged.decision.keep is not None
+
+
+def test_a_packaged_reader_judges_the_embedded_models_answer(embedded_llm, model_cache_dir,
+                                                             monkeypatch):
+    # The 0.5B writes the answer; the packaged SmolLM2, opened by name as --judge-model
+    # opens it, serves every judge's call, and the answer model none of them.
+    from ragshield.llm.factory import make_reader
+
+    reader = make_reader(Settings(cache_dir=model_cache_dir), "smollm2-135m")
+    served = {"writer": 0, "reader": 0}
+    for role, llm in (("writer", embedded_llm), ("reader", reader)):
+        for method in ("chat", "score"):
+            original = getattr(llm, method)
+
+            def counted(*args, _original=original, _role=role, **kwargs):
+                served[_role] += 1
+                return _original(*args, **kwargs)
+            monkeypatch.setattr(llm, method, counted)
+    judged = judge_sample(short_demo_samples()[0], embedded_llm, make_answerer("evidence"),
+                          make_judges("token_prob,pre_answer,p_true", Settings()),
+                          rule="p_true", reader=reader)
+    assert all(v.available and v.error is None for v in judged.verdicts), judged.verdicts
+    assert served["writer"] == len(judged.answer.calls) == 1
+    assert served["reader"] == sum(v.cost.calls for v in judged.verdicts) >= 2
+    assert {v.judge: v.details.get("source") for v in judged.verdicts}["token_prob"] == \
+        "generation"
+    assert judged.decision.keep is not None
+

@@ -203,14 +203,17 @@ def test_the_calibration_counts_the_unanswerable_samples_by_their_flag(store, st
 def test_the_promise_holds_on_the_shipped_demo_run(store):
     # Real answers of the embedded model, 28 of 160 good. Fit on a random half, watch the
     # other, 200 times: the unseen half shows more than alpha wrong in at most delta of the
-    # splits (plus three Monte Carlo standard errors). At alpha .7 these judges get fitted.
+    # splits (plus three Monte Carlo standard errors). At alpha .7 these judges get fitted,
+    # by one sequence and by two.
     tables = run_tables(store, load_demo_run(store), "human")
     for judge in ("pre_answer", "self_consistency"):
         data = labelled_scores(tables, judge_scores(tables, judge))
         assert data.scores.size == 160
         assert set(data.source) == {"reference", "unanswerable flag"}
-        check = check_promise(data.scores, data.good, alpha=0.7, delta=0.1, splits=200)
-        assert check.fitted >= 20 and check.held, (judge, check)
+        for starts in (1, 2):
+            check = check_promise(data.scores, data.good, alpha=0.7, delta=0.1, splits=200,
+                                  starts=starts)
+            assert check.fitted >= 5 and check.held, (judge, starts, check)
 
 
 def test_a_breach_is_flagged_when_the_labels_turn(store, settings, demo_run):
@@ -229,7 +232,8 @@ def test_a_breach_is_flagged_when_the_labels_turn(store, settings, demo_run):
 
 def test_policy_refusals_name_the_reason(store, settings, demo_run):
     _, run_id = demo_run
-    with pytest.raises(PolicyFitError, match="needs at least 299 labelled samples"):
+    # alpha .01 at delta .05, two sequences at .025 each: 0.99^n <= .025 first at n = 368.
+    with pytest.raises(PolicyFitError, match="needs at least 368 labelled samples"):
         fit_run_policy(store, run_id, JUDGE, "strict", alpha=0.01, delta=0.05)
     with pytest.raises(OptionError, match="judge 'nli' gave no score.*judges with scores: p_true"):
         fit_run_policy(store, run_id, "nli", "other", alpha=0.2, delta=0.1)

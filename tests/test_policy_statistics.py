@@ -45,7 +45,7 @@ def test_answer_threshold_on_a_hand_worked_table():
     # alpha .5, delta .2: sets smaller than 3 cannot pass. Top 3 (score >= 6): 0 bad,
     # p = 1/8 <= .2, certified. Top 4: 1 bad, p = 5/16 > .2: the sequence stops there, so
     # the top 5 (1 bad, p = 6/32, which would pass alone) is never certified.
-    fitted = fit_thresholds(SCORES, GOOD, alpha=0.5, delta=0.2)
+    fitted = fit_thresholds(SCORES, GOOD, alpha=0.5, delta=0.2, starts=1)
     assert fitted.answer_at == 6
     assert fitted.withhold_below == 6  # no beta: everything not answered is withheld
     assert (fitted.certified, fitted.tested) == (1, 2)
@@ -55,12 +55,12 @@ def test_answer_threshold_on_a_hand_worked_table():
 def test_withhold_threshold_with_beta_leaves_a_band_to_defer():
     # With beta, delta .4 is split: .2 for each side. Withheld from the bottom: scores
     # <= 3 hold 0 good (p = 1/8, certified); <= 4 hold 1 good of 4 (p = 5/16): stop.
-    fitted = fit_thresholds(SCORES, GOOD, alpha=0.5, delta=0.4, beta=0.5)
+    fitted = fit_thresholds(SCORES, GOOD, alpha=0.5, delta=0.4, beta=0.5, starts=1)
     assert fitted.answer_at == 6
     assert 3 < fitted.withhold_below <= 3 + 1e-9  # withhold exactly the scores <= 3
     data = LabelledScores(np.array([f"s{i}" for i in range(8)]), SCORES, GOOD,
                           np.full(8, REFERENCE))
-    policy = fit_policy("band", "judge", data, alpha=0.5, delta=0.4, beta=0.5)
+    policy = fit_policy("band", "judge", data, alpha=0.5, delta=0.4, beta=0.5, starts=1)
     c = policy.calibration
     assert (c.answered, c.withheld, c.deferred) == (3, 3, 2)  # scores 5 and 4 deferred
     assert (c.bad_answered, c.good_withheld, c.risk) == (0, 0, 0.0)
@@ -70,7 +70,13 @@ def test_withhold_threshold_with_beta_leaves_a_band_to_defer():
 
 def test_too_few_labels_are_refused_saying_how_many_are_needed():
     with pytest.raises(PolicyFitError, match="needs at least 29 labelled samples.*got 20"):
-        fit_thresholds(np.linspace(0, 1, 20), np.arange(20) % 2 == 0, alpha=0.1, delta=0.05)
+        fit_thresholds(np.linspace(0, 1, 20), np.arange(20) % 2 == 0, alpha=0.1, delta=0.05,
+                       starts=1)
+    # Two sequences test each at delta / 2: 0.9^n <= 0.025 first at n = 36.
+    with pytest.raises(PolicyFitError, match=r"needs at least 36 labelled samples with a "
+                                             r"score \(2 test sequences at 0.025 each\)"):
+        fit_thresholds(np.linspace(0, 1, 20), np.arange(20) % 2 == 0, alpha=0.1, delta=0.05,
+                       starts=2)
 
 
 def test_one_class_and_out_of_range_settings_are_refused():
@@ -85,7 +91,7 @@ def test_no_certifiable_threshold_is_refused_with_the_strictest_candidate():
     good = np.arange(100) % 2 == 0  # half bad everywhere
     with pytest.raises(PolicyFitError, match=r"no threshold certifies risk <= 0.1.*"
                                              r"29 answers\) has 14 bad"):
-        fit_thresholds(scores, good, alpha=0.1, delta=0.05)
+        fit_thresholds(scores, good, alpha=0.1, delta=0.05, starts=1)
 
 
 def test_a_failed_fit_says_how_many_labels_would_certify_at_the_current_error_rate():
@@ -127,7 +133,7 @@ def test_multi_start_certifies_past_an_early_unlucky_failure():
     good[[0, 1, 2, 5]] = False
     good[150:] = False
     with pytest.raises(PolicyFitError, match="the test stops at the first stricter"):
-        fit_thresholds(scores, good, alpha=0.1, delta=0.2)
+        fit_thresholds(scores, good, alpha=0.1, delta=0.2, starts=1)
     fitted = fit_thresholds(scores, good, alpha=0.1, delta=0.2, starts=2)
     assert fitted.certified > 0 and fitted.answer_at < 200
 
@@ -152,7 +158,7 @@ def test_unscored_samples_are_left_out_and_deferred():
     good = np.concatenate([GOOD, [False, False]])
     data = LabelledScores(np.array([f"s{i}" for i in range(10)]), scores, good,
                           np.full(10, REFERENCE))
-    policy = fit_policy("p", "judge", data, alpha=0.5, delta=0.2)
+    policy = fit_policy("p", "judge", data, alpha=0.5, delta=0.2, starts=1)
     assert policy.answer_at == 6 and policy.fitted_on.unscored == 2
     assert policy.calibration.labels == 8
 

@@ -366,7 +366,7 @@ def test_a_bad_configuration_is_a_readable_message_and_starts_nothing(context):
 def test_the_start_form_chooses_the_rule_as_every_run_does(settings):
     """The form ticks trivial and the configured rule's judge, and selects the rule that
     choose_rule gives those judges: the configured one where it fits, else majority."""
-    assert form_defaults(settings) == RunForm(["trivial", "counterfactual"], "counterfactual")
+    assert form_defaults(settings) == RunForm(["trivial", "pre_answer"], "pre_answer")
     pooled = settings.model_copy(update={"decision_rule": "all"})
     assert form_defaults(pooled) == RunForm(["trivial"], "all")
     unknown = settings.model_copy(update={"decision_rule": "oracle"})

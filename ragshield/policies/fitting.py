@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 import numpy as np
 
 from ragshield.policies.policy import FittedOn, Policy, calibration_of, check_name
-from ragshield.policies.risk_control import fit_thresholds
+from ragshield.policies.risk_control import STARTS, fit_thresholds
 from ragshield.policies.stacked_score import StackedScore
 from ragshield.version import code_version
 
@@ -48,12 +48,14 @@ def fingerprint(sample_ids: np.ndarray, good: np.ndarray) -> str:
 def fit_policy(name: str, source: str, data: LabelledScores, *, alpha: float, delta: float,
                beta: float | None = None, run_id: int | None = None,
                dataset: str | None = None, truth: str = "human", holdout: float = 0.0,
-               stacker: StackedScore | None = None, trained_on: Sequence[str] = ()) -> Policy:
+               stacker: StackedScore | None = None, trained_on: Sequence[str] = (),
+               starts: int = STARTS) -> Policy:
     """Fit the thresholds on `data` and describe the result (PolicyFitError when the labels
     cannot support the promise). `stacker`: the model that gave the scores, trained on the
-    samples `trained_on` (kept apart from `data`)."""
+    samples `trained_on` (kept apart from `data`). `starts`: the LTT sequences tested
+    (risk_control.STARTS)."""
     check_name(name, "policy name")
-    fitted = fit_thresholds(data.scores, data.good, alpha, delta, beta)
+    fitted = fit_thresholds(data.scores, data.good, alpha, delta, beta, starts)
     scored = ~np.isnan(data.scores)
     notes = []
     if stacker is not None:

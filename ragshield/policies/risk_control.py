@@ -90,7 +90,7 @@ def _check(name: str, value: float | None) -> None:
         raise PolicyFitError(f"{name} must lie strictly between 0 and 1, got {value}")
 
 
-STARTS = 1
+STARTS = 2
 
 
 def _sequence_starts(testable: np.ndarray, starts: int) -> np.ndarray:
@@ -165,7 +165,9 @@ def _answer_threshold(score: np.ndarray, bad: np.ndarray, alpha: float, delta: f
         scored = int(sweep.kept[candidates[-1]]) if candidates.size else 0
         raise _no_threshold(sweep, candidates, alpha, level, (
             f"too few labels: certifying risk <= {alpha:g} at delta {delta:g} needs at least "
-            f"{needed} labelled samples with a score, even if none is bad; got {scored}"))
+            f"{needed} labelled samples with a score"
+            + (f" ({starts} test sequences at {level:.3g} each)" if starts > 1 else "")
+            + f", even if none is bad; got {scored}"))
     p_values = binomial_p_values(sweep.sums[0][testable], sweep.kept[testable], alpha)
     certified, tested = [], 0
     for start in _sequence_starts(np.arange(testable.size), starts):

@@ -262,10 +262,10 @@ def rule_env(tmp_path: Path) -> str:
 @pytest.mark.scenario(RULE)
 def test_run_without_rule_decides_by_majority_when_the_default_judge_is_not_chosen(
         python_processes, tmp_path, server, scenario):
-    args = ["run", "--dataset", "demo", "--limit", "2", "--judges", "trivial,pre_answer",
+    args = ["run", "--dataset", "demo", "--limit", "2", "--judges", "trivial,p_true",
             "--backend", "openai", "--base-url", server.url, "--json", "--no-progress"]
     result = cli_run(args, rule_env(tmp_path))
-    scenario.check("`run --judges trivial,pre_answer` without --rule succeeds",
+    scenario.check("`run --judges trivial,p_true` without --rule succeeds",
                    result.returncode == 0, result.stderr)
     scenario.check("its output and stored config name the rule chosen: majority",
                    json.loads(result.stdout)["rule"] == "majority", result.stdout)
@@ -279,7 +279,7 @@ def test_run_without_rule_decides_by_majority_when_the_default_judge_is_not_chos
 
 @pytest.mark.scenario(RULE)
 def test_ask_chooses_the_rule_as_run_does(python_processes, tmp_path, server, scenario):
-    args = ["ask", "--sample", first_demo_sample_id(), "--judges", "trivial,pre_answer",
+    args = ["ask", "--sample", first_demo_sample_id(), "--judges", "trivial,p_true",
             "--backend", "openai", "--base-url", server.url, "--json"]
     result = cli_run(args, rule_env(tmp_path))
     payload = json.loads(result.stdout or "{}")
