@@ -202,6 +202,8 @@ def test_extra_answers_for_fallback_are_saved_by_role(store, dataset, settings):
     (RunConfig(dataset="toy", switch=True, backend="openai"), "needs backend 'embedded'"),
     (RunConfig(dataset="toy", judges=["trivial"], rule="p_true"), "rule 'p_true'"),
     (RunConfig(dataset="toy", noise=2), "noise chunks come from a corpus"),
+    (RunConfig(dataset="toy", judge_model="qwen-70b"),
+     "judge_model 'qwen-70b' is neither a packaged model"),
 ])
 def test_bad_configs_fail_before_any_model_call(store, dataset, config, fragment):
     with pytest.raises(ValueError, match=fragment):

@@ -198,7 +198,9 @@ def overview_table(tables: RunTables) -> Table:
     rows = [
         ["run", str(tables.run_id)], ["dataset", fmt(config.get("dataset"))],
         ["answerer", fmt(config.get("answerer"))], ["passages", fmt(config.get("retrieval"))],
-        ["backend", fmt(config.get("backend"))], ["ground truth", tables.truth],
+        ["backend", fmt(config.get("backend"))],
+        ["judges read by", fmt(config.get("judge_model") or "the answering model")],
+        ["ground truth", tables.truth],
         ["samples", str(n)],
         ["answers correct", fmt(samples["answer_correct"].mean() if n else None)],
         ["passages support an answer", fmt(samples["passages_support"].mean() if n else None)],
