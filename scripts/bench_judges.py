@@ -133,7 +133,8 @@ def demo_latency(args: argparse.Namespace) -> None:
         f"at end {os.getloadavg()[0]:.1f}.",
         table, {"samples": rows, "first_token_ratio": first_ratio,
                 "judges_ratio": judges_ratio},
-        args.json_out or ROOT / "docs" / "bench" / "demo_latency.json",
+        args.json_out or ROOT / "docs" / "bench" / ("demo_latency_reader.json" if args.judge_model
+                                                     else "demo_latency.json"),
         append=not args.no_append,
     )
 
