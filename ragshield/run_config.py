@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields, replace
-from pathlib import Path
 from typing import Any, get_args
 
 from ragshield.config import Settings
 from ragshield.errors import OptionError
 from ragshield.judging import choose_rule
-from ragshield.llm.packaged_models import LARGER_MODEL, PACKAGED_MODELS
+from ragshield.llm.packaged_models import LARGER_MODEL, unknown_embedded_model
 from ragshield.retrieval.modes import RetrievalMode
 
 RETRIEVAL_CHOICES = ("given", *get_args(RetrievalMode))
@@ -107,11 +106,10 @@ def check_config(config: RunConfig) -> RunConfig:
     if config.switch and config.model == LARGER_MODEL and not config.small_model:
         problems.append(f"switch hands withheld answers to the larger model {LARGER_MODEL}, "
                         "which already answers this run: answer with a smaller model")
-    if (config.judge_model is not None and config.backend == "embedded"
-            and config.judge_model not in PACKAGED_MODELS
-            and not Path(config.judge_model).expanduser().is_file()):
-        problems.append(f"judge_model {config.judge_model!r} is neither a packaged model "
-                        f"({', '.join(PACKAGED_MODELS)}) nor a GGUF file")
+    if config.judge_model is not None and config.backend == "embedded":
+        unknown = unknown_embedded_model(config.judge_model)
+        if unknown is not None:
+            problems.append(f"judge_model {unknown}")
     try:
         rule = choose_rule(config.rule, judges).rule
     except OptionError as exc:

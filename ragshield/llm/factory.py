@@ -9,7 +9,7 @@ from ragshield.errors import OptionError
 from ragshield.llm.base import LLM
 from ragshield.llm.call_cache import CachedLLM
 from ragshield.llm.packaged_models import (DEFAULT_MODEL, PACKAGED_MODELS, ensure_model,
-                                            packaged_model)
+                                            packaged_model, unknown_embedded_model)
 from ragshield.store.database import Store
 
 
@@ -67,7 +67,7 @@ def make_reader(settings: Settings, name: str, *, store: Store | None = None) ->
     a served model's name on the configured backend."""
     if name in PACKAGED_MODELS:
         return make_llm(settings, store=store, packaged=name)
-    if settings.backend == "embedded" and not Path(name).expanduser().is_file():
-        raise OptionError(f"judge model {name!r} is neither a packaged model "
-                          f"({', '.join(PACKAGED_MODELS)}) nor a GGUF file")
+    problem = unknown_embedded_model(name) if settings.backend == "embedded" else None
+    if problem is not None:
+        raise OptionError(f"judge model {problem}")
     return make_llm(settings.model_copy(update={"model": name}), store=store)

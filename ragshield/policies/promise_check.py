@@ -11,9 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ragshield.policies.policy import outcome_codes
+from ragshield.policies.policy import calibration_of
 from ragshield.policies.risk_control import STARTS, PolicyFitError, fit_thresholds
-from ragshield.judging import KEPT
 
 
 @dataclass(frozen=True)
@@ -56,12 +55,11 @@ def check_promise(scores: np.ndarray, good: np.ndarray, alpha: float, delta: flo
         except PolicyFitError:
             continue
         fitted += 1
-        answered = outcome_codes(scores[~first], answer_at, None) == KEPT
-        coverages.append(answered.mean())
-        if answered.any():
-            risk = float((~good[~first][answered]).mean())
-            risks.append(risk)
-            breaches += risk > alpha
+        seen = calibration_of(answer_at, None, scores[~first], good[~first])
+        coverages.append(seen.coverage)
+        if seen.risk is not None:
+            risks.append(seen.risk)
+            breaches += seen.risk > alpha
     return PromiseCheck(delta, splits, fitted, breaches,
                         float(np.median(coverages)) if coverages else math.nan,
                         float(np.median(risks)) if risks else math.nan)

@@ -93,10 +93,9 @@ def _check(name: str, value: float | None) -> None:
 STARTS = 2
 
 
-def _sequence_starts(testable: np.ndarray, starts: int) -> np.ndarray:
-    """Up to `starts` starting candidates spread evenly over the testable ones (distinct)."""
-    picks = np.floor(np.arange(starts) * testable.size / starts).astype(int)
-    return np.unique(testable[picks])
+def _sequence_starts(count: int, starts: int) -> np.ndarray:
+    """Up to `starts` distinct positions spread evenly over `count` testable candidates."""
+    return np.unique(np.floor(np.arange(starts) * count / starts).astype(int))
 
 
 def labels_needed(kept: np.ndarray, bad: np.ndarray, total: int, alpha: float,
@@ -169,11 +168,12 @@ def _answer_threshold(score: np.ndarray, bad: np.ndarray, alpha: float, delta: f
             + (f" ({starts} test sequences at {level:.3g} each)" if starts > 1 else "")
             + f", even if none is bad; got {scored}"))
     p_values = binomial_p_values(sweep.sums[0][testable], sweep.kept[testable], alpha)
-    certified, tested = [], 0
-    for start in _sequence_starts(np.arange(testable.size), starts):
+    certified: set[int] = set()
+    tested = 0
+    for start in _sequence_starts(testable.size, starts):
         passed = fixed_sequence(p_values[start:], level)
         tested += min(passed + 1, p_values.size - start)
-        certified.extend(range(start, start + passed))
+        certified.update(range(start, start + passed))
     if not certified:
         first = testable[0]
         raise _no_threshold(sweep, candidates, alpha, level, (
@@ -182,7 +182,7 @@ def _answer_threshold(score: np.ndarray, bad: np.ndarray, alpha: float, delta: f
             f"{int(sweep.kept[first])} answers) has {int(sweep.sums[0][first])} bad answers "
             f"(p = {p_values[0]:.3g} > {level:.3g})"))
     chosen = max(certified)
-    return (float(sweep.thresholds[testable[chosen]]), tested, len(set(certified)),
+    return (float(sweep.thresholds[testable[chosen]]), tested, len(certified),
             float(p_values[chosen]))
 
 

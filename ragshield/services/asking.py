@@ -67,7 +67,7 @@ class AskRequest:
     judges: tuple[str, ...] = ("all",)
     rule: str | None = None
     fallback: str = ABSTAIN_FALLBACK
-    model: str | None = None  # a packaged model to answer and judge with; None: the configured
+    model: str | None = None  # a packaged model to answer with; None: the configured
     # A packaged model the judges read from instead; None: Settings.judge_model, and without
     # one the answering model.
     judge_model: str | None = None
@@ -261,7 +261,6 @@ class AskResult:
     prepared: Prepared
     judged: JudgedSample
     model: str  # the model that answered
-    reader: str  # the model the judges read from (the same one unless a judge model is set)
     fallback: Fallback | None = None  # None when the answer was kept
     record: Any = None  # the live run's record of this ask (services.live_runs.LiveRecord)
 
@@ -323,7 +322,7 @@ def answer_and_judge(store: Store, settings: Settings, models: Models, prepared:
                           on_verdict=lambda verdict: post("verdict", verdict),
                           order=cheapest_first, reader=reader)
     post("decision", judged.decision)
-    result = AskResult(prepared, judged, main.name, reader.name)
+    result = AskResult(prepared, judged, main.name)
     if decision_word(judged.decision) != KEEP:
         result.fallback = fallback_for(models, request.fallback, prepared.sample,
                                        prepared.answerer, main)

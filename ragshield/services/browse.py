@@ -66,7 +66,7 @@ def run_judges(tables: RunTables) -> tuple[str, ...]:
 
 
 def keep_codes(verdicts: pd.DataFrame, sample_ids: pd.Series,
-                judges: tuple[str, ...]) -> np.ndarray:
+               judges: tuple[str, ...]) -> np.ndarray:
     """Sample x judge matrix of KEPT / ABSTAINED / UNDECIDED / NOT_RUN, in sample order."""
     keep = verdicts["keep"]
     codes = np.where(keep.isna(), UNDECIDED, np.where(keep.eq(True), KEPT, ABSTAINED))

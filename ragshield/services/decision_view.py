@@ -10,6 +10,7 @@ import numpy as np
 from ragshield.evaluation import RunTables
 from ragshield.judging import KEPT
 from ragshield.metrics.decision_view import ShownAnswers, in_plain_words, shown_answers
+from ragshield.metrics.labels import awf_truth
 from ragshield.reports.tables import Table
 from ragshield.services.browse import keep_codes, run_decisions, run_judges
 
@@ -27,8 +28,8 @@ def decision_table(tables: RunTables) -> Table:
     """The decision view of the run's samples under the tables' truth (a good answer is
     right and supported)."""
     samples = tables.samples
-    good = (samples["answer_correct"].astype(bool)
-            & samples["passages_support"].astype(bool)).to_numpy()
+    good = awf_truth(samples["answer_correct"].to_numpy(dtype=bool),
+                     samples["passages_support"].to_numpy(dtype=bool))
     judges = run_judges(tables)
     codes = keep_codes(tables.verdicts, samples["sample_id"], judges)
     rule = str(tables.config.get("rule") or "")
