@@ -1,22 +1,35 @@
-"""Benchmark the trained judge (docs/METHODS.md 4.13): train it on SQuAD 2.0 part A with the
-dataset's flags (articles held out), measure it on the held-out articles and, unchanged, on
-ClapNQ (what transfers), then train and measure one on ClapNQ. Prints a table and appends it
-to docs/QUALITY.md.
+"""Benchmark the learned judge (docs/METHODS.md 4.13, kind signals) where it was not tuned:
+nested grouped cross-validation on SQuAD 2.0 part A (leave one of its 8 articles out) and on
+ClapNQ (its titles hashed into 8 groups), a learning curve, and a transfer matrix (trained
+on one dataset, measured on the other). Prints the tables and appends them to
+docs/QUALITY.md.
 
-    python scripts/bench_trained_judge.py [--epochs 2] [--timing-samples 100]
+    python scripts/bench_trained_judge.py [--data-dir D] [--reads pre_answer]
+        [--judge-model qwen-1.5b] [--reads-per-group 50] [--reads-on squad2-part-a]
+        [--answers 200 --answer-reads token_prob,p_true]
 
-Each figure is QPP PR-AUC (does the score rank the questions the passages answer first)
-with a 95% bootstrap interval, beside keep-all (the share of answerable questions). Time
-per sample: one sample scored alone (its texts, tokenising, the model's pass), median over
-the timed samples. Needs ../shared/data.
+Each figure is QPP PR-AUC (does P(answerable) rank the questions the passages answer first):
+the median over the held-out folds with the lowest and highest fold, and the pooled
+out-of-fold figure with a 95% bootstrap interval, beside keep-all (the share answerable).
+Hard negatives (judges/hard_negatives.py) are made from the training folds' answerable
+questions only and never scored. With --reads, the LLM's reads (e.g. pre_answer) are taken
+by the packaged reader on a balanced subset (--reads-per-group questions of each group,
+half answerable) and cached in the cache directory; that subset's rows compare the read
+alone, the signals alone and both. With --answers N, N balanced questions of each dataset are
+answered by the configured model (a run kept in the cache directory's answers.db, resumed when
+it exists) and the AwF target is measured the same way: is the answer right (by the matcher or
+the configured model as grader) and supported (an answer to a question flagged unanswerable is
+wrong); its reads (--answer-reads) are read by --judge-model. The figures need the public sets
+(--data-dir).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
-import statistics
+import random
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -25,95 +38,299 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench_quality import DATA, DATASETS, quality_run, sample_groups  # noqa: E402
 from bench_report import QUALITY_MD, bench_parser, publish  # noqa: E402
 from ragshield.config import Settings  # noqa: E402
 from ragshield.datasets.registry import load_dataset  # noqa: E402
-from ragshield.judges.registry import make_judge  # noqa: E402
-from ragshield.judges.training import Example, group_of, pair_texts, predict  # noqa: E402
-from ragshield.services.judge_training import EPOCHS, held_out_metrics, train_judge  # noqa: E402
+from ragshield.grading import LLMGrader  # noqa: E402
+from ragshield.judges.hard_negatives import hard_negatives  # noqa: E402
+from ragshield.judges.learned import (Extra, area, fit_final, folds_of, grouped_cv,  # noqa: E402
+                                      log_odds)
+from ragshield.judges.signals import QUESTION_SIGNALS, SignalReader  # noqa: E402
+from ragshield.judges.trained import feature_names, feature_rows  # noqa: E402
+from ragshield.llm.factory import make_llm  # noqa: E402
+from ragshield.services.judge_training import answer_examples, held_out_metrics  # noqa: E402
 from ragshield.store.database import open_store  # noqa: E402
-from ragshield.store.samples import import_samples  # noqa: E402
+from ragshield.types import Answer  # noqa: E402
 
-DATA = ROOT.parent / "shared" / "data"
-DATASETS = {"squad2-part-a": DATA / "squad2_dev_part_a.jsonl", "clapnq": DATA / "clapnq_dev.jsonl"}
-TARGET_PR_AUC, TARGET_MS, TARGET_TRAIN_S = 0.80, 50.0, 15 * 60
-
-
-def _interval(metrics: dict) -> str:
-    low, high = metrics["pr_auc_interval"]
-    return f"{metrics['pr_auc']:.3f} [{low:.3f}, {high:.3f}]"
+CURVE = (100, 200, 400, 800, 1600)
+CURVE_SEEDS = 3
+TIMED = 50  # samples timed one at a time for the cost of the signals
+TARGET_SQUAD, TARGET_CLAPNQ = 0.75, 0.80
 
 
-def _timed_ms(judge, samples, count: int) -> float:
-    """Median ms to score one sample alone: its texts, tokenising and the model's pass."""
+def _code_digest() -> str:
+    """What the cached signals depend on: the code that computes them."""
+    digest = hashlib.sha256()
+    for module in ("signals.py", "hard_negatives.py"):
+        digest.update((ROOT / "ragshield" / "judges" / module).read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def _timed_ms(reader: SignalReader, samples: list, count: int = TIMED) -> float:
+    """Median ms to read one sample's signals alone (as the judge does), over `count`."""
     seconds = []
-    for sample in samples[:count]:
+    for sample in random.Random(0).sample(samples, min(count, len(samples))):
         started = time.perf_counter()
-        predict(judge.tokenizer, judge.model, [Example(sample.id, *pair_texts(sample), False, "")])
+        reader.read([sample])
         seconds.append(time.perf_counter() - started)
-    return 1000 * statistics.median(seconds)
+    return 1000 * float(np.median(seconds))
+
+
+class Corpus:
+    """One dataset's samples with their signals, labels, groups and hard negatives; the
+    signals are cached in the cache directory until the code that computes them changes."""
+
+    def __init__(self, name: str, path: Path, reader: SignalReader, cache_dir: Path) -> None:
+        self.name = name
+        self.samples = list(load_dataset(path))
+        group_of = sample_groups(path)
+        self.groups = np.asarray([group_of[s.id] for s in self.samples], dtype=object)
+        self.labels = np.asarray([bool(s.answerable) for s in self.samples])
+        made = hard_negatives(self.samples, lambda s: group_of[s.id])
+        cached = cache_dir / f"signals-{name}-{len(self.samples)}-{_code_digest()}.npz"
+        if cached.exists():
+            stored = np.load(cached)
+            self.rows, self.made_rows = stored["rows"], stored["made"]
+        else:
+            self.rows, self.made_rows = reader.read(self.samples), reader.read(made)
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            np.savez(cached, rows=self.rows, made=self.made_rows)
+        self.ms_per_sample = _timed_ms(reader, self.samples)
+        self.made_groups = np.asarray([group_of[m.id.split("#")[0]] for m in made], dtype=object)
+        self.made_kinds = [m.id.split("#")[1] for m in made]
+        self.made_sources = [m.id.split("#")[0] for m in made]
+
+    def extra(self, keep: np.ndarray | None = None) -> Extra:
+        keep = np.ones(len(self.made_rows), bool) if keep is None else keep
+        return Extra(self.made_rows[keep], np.zeros(int(keep.sum()), bool), self.made_groups[keep])
+
+
+def _figure(cv_areas: list[float], keep_all: list[float], pooled: dict) -> dict:
+    low, high = pooled["pr_auc_interval"]
+    return {"median": float(np.median(cv_areas)), "min": float(min(cv_areas)),
+            "max": float(max(cv_areas)), "folds": len(cv_areas),
+            "keep_all": float(np.median(keep_all)), "pooled": pooled["pr_auc"],
+            "pooled_interval": [low, high], "n": pooled["n"]}
+
+
+def grouped_figure(rows, labels, groups, features, extra=None) -> dict:
+    cv = grouped_cv(rows, labels, groups, features, extra)
+    scored = ~np.isnan(cv.out_of_fold)
+    return _figure(cv.fold_areas, cv.fold_keep_all,
+                   held_out_metrics(cv.out_of_fold[scored], labels[scored]))
+
+
+def score_figure(scores, labels, groups) -> dict:
+    """A fixed score (an LLM read alone) measured by the same folds."""
+    folds = folds_of(groups)
+    areas, keep_all = [], []
+    for fold in np.unique(folds):
+        found = area(scores[folds == fold], labels[folds == fold])
+        if found is not None:
+            areas.append(found)
+            keep_all.append(float(labels[folds == fold].mean()))
+    return _figure(areas, keep_all, held_out_metrics(scores, labels))
+
+
+def learning_curve(corpus: Corpus, size: int, with_negatives: bool) -> float | None:
+    """Median over held-out folds and seeds of PR-AUC when `size` labels of the other folds
+    teach the model (hard negatives made from those labels' answerable questions only)."""
+    folds = folds_of(corpus.groups)
+    found = []
+    for fold in np.unique(folds):
+        pool = np.flatnonzero(folds != fold)
+        if len(pool) < size:
+            return None
+        for seed in range(CURVE_SEEDS):
+            chosen = np.asarray(sorted(random.Random(seed).sample(list(pool), size)))
+            extra = None
+            if with_negatives:
+                sources = {corpus.samples[i].id for i in chosen if corpus.labels[i]}
+                made_from = np.asarray([s in sources for s in corpus.made_sources])
+                extra = corpus.extra(made_from)
+            model = fit_final(corpus.rows[chosen], corpus.labels[chosen],
+                              corpus.groups[chosen], QUESTION_SIGNALS, extra)
+            held = folds == fold
+            value = area(model.probability(corpus.rows[held]), corpus.labels[held])
+            if value is not None:
+                found.append(value)
+    return float(np.median(found))
+
+
+def transfer(train: Corpus, test: Corpus, with_negatives: bool) -> dict:
+    model = fit_final(train.rows, train.labels, train.groups, QUESTION_SIGNALS,
+                      train.extra() if with_negatives else None)
+    return held_out_metrics(model.probability(test.rows), test.labels)
+
+
+def llm_reads(corpus: Corpus, settings: Settings, read: str, judge_model: str | None,
+              per_group: int, cache_path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """(indices of the subset, their reads): per_group questions of each group, half of
+    them answerable, read by `read` on the judges' model; cached by model, judge and id."""
+    from ragshield.judges.registry import make_judge
+    from ragshield.llm.factory import make_reader
+
+    cache = json.loads(cache_path.read_text()) if cache_path.exists() else {}
+    model_name = judge_model or "configured"
+    chosen = []
+    for group in sorted(set(corpus.groups)):
+        for answerable in (True, False):
+            members = [i for i in np.flatnonzero(corpus.groups == group)
+                       if corpus.labels[i] == answerable]
+            chosen += random.Random(0).sample(members, min(per_group // 2, len(members)))
+    chosen = np.asarray(sorted(chosen))
+    keys = [f"{model_name}|{read}|{corpus.name}|{corpus.samples[i].id}" for i in chosen]
+    missing = [(i, k) for i, k in zip(chosen, keys) if k not in cache]
+    if missing:
+        llm = make_reader(settings, judge_model) if judge_model else make_llm(settings)
+        judge = make_judge(read, settings)
+        empty = Answer(answerer="none", text="", raw="", messages=[])
+        for count, (index, key) in enumerate(missing, 1):
+            cache[key] = judge.judge(corpus.samples[index], empty, llm).score
+            if count % 25 == 0 or count == len(missing):
+                cache_path.parent.mkdir(parents=True, exist_ok=True)
+                cache_path.write_text(json.dumps(cache))
+                print(f"  {read} on {corpus.name}: {count} of {len(missing)}", flush=True)
+    return chosen, np.asarray([np.nan if cache[k] is None else cache[k] for k in keys])
+
+
+def answer_figures(corpus: Corpus, settings: Settings, database: str, count: int,
+                   reads: list[str], judge_model: str | None,
+                   data_dir: Path) -> dict[str, dict]:
+    """Target answer_ok (AwF): a run of `count` balanced questions answered by the
+    configured model, its judges `reads` read by `judge_model`; the figures of each read
+    alone, of the signals alone and of both, by the same grouped folds. Labels as `judges
+    train` takes them."""
+    store = open_store(database)
+    try:
+        run_id = quality_run(store, settings, corpus.name, count, reads,
+                             judge_model=judge_model, data_dir=data_dir)
+        dataset = f"quality-{corpus.name}-{count}"
+        grader = LLMGrader(make_llm(settings, store=store))
+        examples, _ = answer_examples(store, dataset, run_id, reads, grader)
+    finally:
+        store.close()
+    group_of = dict(zip((s.id for s in corpus.samples), corpus.groups))
+    groups = np.asarray([group_of[e.sample.id] for e in examples], dtype=object)
+    labels = np.asarray([e.label for e in examples])
+    reader = SignalReader()
+    samples, answers = [e.sample for e in examples], [e.answer for e in examples]
+    signals = feature_rows(reader, "answer_ok", samples, answers, [() for _ in examples])
+    both = feature_rows(reader, "answer_ok", samples, answers, [e.reads for e in examples])
+    found = {}
+    for index, read in enumerate(reads):
+        scores = np.asarray([np.nan if e.reads[index] is None else e.reads[index]
+                             for e in examples])
+        found[f"{read} alone"] = score_figure(np.nan_to_num(scores, nan=0.5), labels, groups)
+    found["signals"] = grouped_figure(signals, labels, groups, feature_names("answer_ok", ()))
+    found[f"signals + {' + '.join(reads)}"] = grouped_figure(
+        both, labels, groups, feature_names("answer_ok", reads))
+    return found
+
+
+def _cell(figure: dict) -> str:
+    low, high = figure["pooled_interval"]
+    return (f"{figure['median']:.3f} [{figure['min']:.3f}, {figure['max']:.3f}] | "
+            f"{figure['pooled']:.3f} [{low:.3f}, {high:.3f}] | {figure['keep_all']:.3f}")
 
 
 def main() -> None:
     parser = bench_parser(__doc__, "trained_judge.json", runs=1)
-    parser.add_argument("--epochs", type=int, default=EPOCHS)
-    parser.add_argument("--timing-samples", type=int, default=100)
+    parser.add_argument("--data-dir", type=Path, default=DATA)
+    parser.add_argument("--reads", default="", help="LLM judges read on a subset, e.g. pre_answer")
+    parser.add_argument("--judge-model", default=None, help="the judges' model (packaged name)")
+    parser.add_argument("--reads-per-group", type=int, default=50)
+    parser.add_argument("--reads-on", default=",".join(DATASETS),
+                        help="the datasets whose subset is read (comma-separated)")
+    parser.add_argument("--answers", type=int, default=0,
+                        help="target answer_ok: answer this many questions of each dataset "
+                             "(0: skip), judged by --answer-reads")
+    parser.add_argument("--answer-reads", default="token_prob,p_true")
+    parser.add_argument("--database", default=None,
+                        help="where the answer runs are kept (default: the cache directory)")
     args = parser.parse_args()
-
-    load_before = os.getloadavg()[0]
-    work = Path(tempfile.mkdtemp(prefix="bench-trained-"))
-    settings = Settings(cache_dir=work / "cache", database_url=f"sqlite:///{work / 'bench.db'}")
-    store = open_store(settings.database_url)
-    samples = {name: list(load_dataset(path)) for name, path in DATASETS.items()}
-    rows, data = [], {}
-    for name in DATASETS:
-        import_samples(store, name, samples[name])
-        info = train_judge(store, settings, f"bench-{name}", name, epochs=args.epochs)
-        card = info.card
-        judge = make_judge(info.judge, settings)
-        held_groups = set(card.split["held_out_groups"])
-        held = [s for s in samples[name] if group_of(s) in held_groups]
-        ms = _timed_ms(judge, held, args.timing_samples)
-        rows.append([f"trained on {name}", name, "held-out articles" if name != "clapnq"
-                     else "held-out titles", str(card.metrics["n"]), _interval(card.metrics),
-                     f"{card.metrics['positive_rate']:.3f}", f"{ms:.1f}",
-                     f"{card.train_seconds:.0f}"])
-        data[name] = {"card": card.to_dict(), "ms_per_sample": ms}
-        for other in DATASETS:
-            if other == name:
+    settings = Settings()
+    load = os.getloadavg()[0]
+    reader = SignalReader()
+    cache_dir = settings.cache_dir / "bench"
+    corpora = {name: Corpus(name, args.data_dir / file, reader, cache_dir)
+               for name, file in DATASETS.items()}
+    data: dict = {"grouped": {}, "curve": {}, "transfer": {}, "subset": {}, "answers": {}}
+    rows = ["| dataset | model | fold median [min, max] | pooled [95% CI] | keep-all |",
+            "|---|---|---|---|---|"]
+    read_rows = []
+    for read in [r for r in args.reads.split(",") if r]:
+        for name in [n for n in args.reads_on.split(",") if n]:
+            corpus = corpora[name]
+            chosen, scores = llm_reads(corpus, settings, read, args.judge_model,
+                                       args.reads_per_group, cache_dir / "llm_reads.json")
+            labels, groups = corpus.labels[chosen], corpus.groups[chosen]
+            combined = np.column_stack([corpus.rows[chosen], log_odds(scores)])
+            reader_name = args.judge_model or "configured model"
+            for label, figure in (
+                    (f"{read} alone ({reader_name})", score_figure(np.nan_to_num(scores, nan=0.5),
+                                                                   labels, groups)),
+                    ("signals (same subset)", grouped_figure(corpus.rows[chosen], labels, groups,
+                                                             QUESTION_SIGNALS)),
+                    (f"signals + {read}", grouped_figure(
+                        combined, labels, groups, [*QUESTION_SIGNALS, f"{read} (log-odds)"]))):
+                data["subset"][f"{name} {label}"] = figure
+                read_rows.append(f"| {name} ({len(chosen)} read) | {label} | {_cell(figure)} |")
+    for name, corpus in corpora.items():
+        for label, extra in (("signals", None), ("signals + hard negatives", corpus.extra())):
+            figure = grouped_figure(corpus.rows, corpus.labels, corpus.groups,
+                                    QUESTION_SIGNALS, extra)
+            data["grouped"][f"{name} {label}"] = figure
+            rows.append(f"| {name} | {label} | {_cell(figure)} |")
+    rows += read_rows
+    if args.answers:
+        database = args.database or f"sqlite:///{cache_dir / 'answers.db'}"
+        answer_reads = [r for r in args.answer_reads.split(",") if r]
+        for name, corpus in corpora.items():
+            for label, figure in answer_figures(corpus, settings, database, args.answers,
+                                                answer_reads, args.judge_model,
+                                                args.data_dir).items():
+                data["answers"][f"{name} {label}"] = figure
+                rows.append(f"| {name} ({args.answers} answered) | AwF: {label} | "
+                            f"{_cell(figure)} |")
+    curve = ["| dataset | labels | signals | signals + hard negatives |", "|---|---|---|---|"]
+    for name, corpus in corpora.items():
+        for size in CURVE:
+            plain, made = (learning_curve(corpus, size, False), learning_curve(corpus, size, True))
+            if plain is None:
                 continue
-            examples = [Example(s.id, *pair_texts(s), bool(s.answerable), group_of(s))
-                        for s in samples[other] if s.answerable is not None]
-            scores = predict(judge.tokenizer, judge.model, examples)
-            labels = np.asarray([e.label for e in examples], dtype=bool)
-            transfer = held_out_metrics(scores, labels)
-            rows.append([f"trained on {name}", other, "all (never seen)", str(transfer["n"]),
-                         _interval(transfer), f"{transfer['positive_rate']:.3f}", "-", "-"])
-            data[f"{name}->{other}"] = transfer
-    store.close()
-
-    lines = ["| judge | measured on | samples | n | QPP PR-AUC [95%] | keep-all | ms / sample "
-             "| training s |", "|---|---|---|---|---|---|---|---|"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    rendered = "\n".join(lines)
-    squad = data["squad2-part-a"]
-    verdicts = [
-        f"QPP PR-AUC >= {TARGET_PR_AUC} on held-out SQuAD2 articles: "
-        f"{'met' if squad['card']['metrics']['pr_auc'] >= TARGET_PR_AUC else 'NOT MET'}",
-        f"<= {TARGET_MS:.0f} ms per sample: "
-        f"{'met' if squad['ms_per_sample'] <= TARGET_MS else 'NOT MET'}",
-        f"training <= {TARGET_TRAIN_S // 60} min: "
-        f"{'met' if squad['card']['train_seconds'] <= TARGET_TRAIN_S else 'NOT MET'}"]
-    command = (f"python scripts/bench_trained_judge.py --epochs {args.epochs} "
-               f"--timing-samples {args.timing_samples}")
-    notes = (f"The packaged all-MiniLM-L6-v2 fine-tuned as a cross-encoder for {args.epochs} "
-             "epochs on each dataset's answerable flags, about a quarter of the articles "
-             "(titles) held out; intervals: 500 bootstrap resamples. Targets: "
-             + "; ".join(verdicts) + f". Load average (1 min) at start {load_before:.1f}, at "
-             f"end {os.getloadavg()[0]:.1f}.")
-    publish("Trained judge (QPP)", command, notes, rendered,
-            {"epochs": args.epochs, "results": data}, args.json_out,
-            append=not args.no_append, show=True, markdown=QUALITY_MD)
+            data["curve"][f"{name} {size}"] = {"signals": plain, "hard_negatives": made}
+            curve.append(f"| {name} | {size} | {plain:.3f} | {made:.3f} |")
+    matrix = ["| trained on | measured on | signals | signals + hard negatives | keep-all |",
+              "|---|---|---|---|---|"]
+    for train_name, train in corpora.items():
+        for test_name, test in corpora.items():
+            if train_name == test_name:
+                continue
+            plain, made = transfer(train, test, False), transfer(train, test, True)
+            data["transfer"][f"{train_name} -> {test_name}"] = {"signals": plain,
+                                                                "hard_negatives": made}
+            matrix.append(f"| {train_name} | {test_name} | {plain['pr_auc']:.3f} "
+                          f"[{plain['pr_auc_interval'][0]:.3f}, {plain['pr_auc_interval'][1]:.3f}] "
+                          f"| {made['pr_auc']:.3f} | {plain['positive_rate']:.3f} |")
+    squad = data["grouped"]["squad2-part-a signals + hard negatives"]["median"]
+    clap = data["grouped"]["clapnq signals + hard negatives"]["median"]
+    made_counts = {name: {kind: c.made_kinds.count(kind) for kind in sorted(set(c.made_kinds))}
+                   for name, c in corpora.items()}
+    notes = (f"Kind signals: a logistic regression over {len(QUESTION_SIGNALS)} signals "
+             f"({', '.join(QUESTION_SIGNALS)}), C chosen inside each training part by grouped CV. "
+             f"Hard negatives made: {made_counts}. Signals of one sample (median of {TIMED}): "
+             + ", ".join(f"{c.ms_per_sample:.0f} ms on {n}" for n, c in corpora.items())
+             + f". Targets (fold median): SQuAD 2.0 part A >= {TARGET_SQUAD}: "
+             f"{'met' if squad >= TARGET_SQUAD else 'NOT MET'} ({squad:.3f}); ClapNQ >= "
+             f"{TARGET_CLAPNQ}: {'met' if clap >= TARGET_CLAPNQ else 'NOT MET'} ({clap:.3f}). "
+             f"Learning curve: median over held-out folds and {CURVE_SEEDS} draws of the labels. "
+             f"Load average (1 min) at start {load:.1f}, at end {os.getloadavg()[0]:.1f}.")
+    body = "\n".join(rows) + "\n\n" + "\n".join(curve) + "\n\n" + "\n".join(matrix)
+    command = "python scripts/bench_trained_judge.py " + " ".join(sys.argv[1:])
+    publish("Learned judge (signals) by held-out group", command.strip(), notes, body, data,
+            args.json_out, append=not args.no_append, show=True, markdown=QUALITY_MD)
 
 
 if __name__ == "__main__":

@@ -20,19 +20,29 @@ def train(name: str = typer.Argument(..., help="Its name: the judge becomes trai
           target: str = typer.Option("answerable", "--target",
                                      help="answerable (do the passages answer the question) | "
                                           "answer_ok (is a run's answer right and supported)"),
-          run: Optional[int] = typer.Option(None, "--run", help="--target answer_ok: the run "
-                                            "whose answers it learns to judge."),
-          epochs: int = typer.Option(EPOCHS, "--epochs", help="Passes over the training labels."),
+          run: Optional[int] = typer.Option(None, "--run", help="The run whose answers it "
+                                            "learns to judge (--target answer_ok) and whose "
+                                            "judges' scores it reads (--reads)."),
+          kind: str = typer.Option("signals", "--kind", help="signals (a logistic regression "
+                                   "over cheap signals and the LLM reads: holds on unseen "
+                                   "articles) | cross-encoder (fine-tuned MiniLM)"),
+          reads: str = typer.Option("", "--reads", help="Comma-separated judges of --run whose "
+                                    "scores it reads, e.g. pre_answer,p_true (kind signals)."),
+          negatives: bool = typer.Option(False, "--hard-negatives", help="Also learn from "
+                                         "unanswerable questions made from the answerable ones "
+                                         "(target answerable, no --reads)."),
+          epochs: int = typer.Option(EPOCHS, "--epochs", help="kind cross-encoder: passes over "
+                                     "the training labels."),
           as_json: bool = typer.Option(False, "--json", help="Print the model card as JSON.")
           ) -> None:
-    """Fine-tune the packaged MiniLM as a cross-encoder on the dataset's labels (people's
-    first, then the dataset's flags), on the CPU, measured on held-out articles."""
+    """Train a judge on the dataset's labels (people's first, then the dataset's flags), on
+    the CPU, measured on articles it did not see (grouped cross-validation)."""
     from tqdm import tqdm
 
     from ragshield.config import Settings
-    from ragshield.services.judge_training import train_judge
+    from ragshield.services.judge_training import held_out_sentence, train_judge
 
-    bar = tqdm(desc=f"training {name}", unit="batch", disable=as_json)
+    bar = tqdm(desc=f"training {name}", disable=as_json)
 
     def progress(done: int, total: int) -> None:
         bar.total = total
@@ -40,17 +50,15 @@ def train(name: str = typer.Argument(..., help="Its name: the judge becomes trai
 
     with user_errors(), opened_store() as store:
         info = train_judge(store, Settings(), name, dataset, target=target, run_id=run,
-                           epochs=epochs, progress=progress)
+                           kind=kind, reads=[r.strip() for r in reads.split(",") if r.strip()],
+                           hard_negatives=negatives, epochs=epochs, progress=progress)
     bar.close()
     if as_json:
         emit_json(info.card.to_dict())
         return
-    held = info.card.metrics
-    low, high = held["pr_auc_interval"]
     typer.echo(f"{info.judge}: trained on {info.card.split['training']} labels in "
-               f"{info.card.train_seconds:.0f} s; on {held['n']} held-out samples PR-AUC "
-               f"{held['pr_auc']:.3f} [{low:.3f}, {high:.3f}] (keep-all "
-               f"{held['positive_rate']:.3f}); saved in {info.directory}")
+               f"{info.card.train_seconds:.0f} s; {held_out_sentence(info.card)}; saved in "
+               f"{info.directory}")
 
 
 @app.command("list")
@@ -68,8 +76,10 @@ def list_(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> 
                          "held-out PR-AUC": "-"})
             continue
         card = found.card
-        rows.append({"judge": found.judge, "cost": "free",
-                     "trained on": f"{card.dataset} ({card.target}, {card.labels['total']})",
+        how = card.kind + "".join(f" + {read}" for read in card.reads)
+        rows.append({"judge": found.judge, "cost": card.cost,
+                     "trained on": f"{card.dataset} ({card.target}, {card.labels['total']}; "
+                                   f"{how})",
                      "held-out PR-AUC": f"{card.metrics['pr_auc']:.3f}"})
     if as_json:
         emit_json(rows)

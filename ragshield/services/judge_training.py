@@ -13,32 +13,42 @@ import logging
 import shutil
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from ragshield.config import Settings
 from ragshield.errors import OptionError, UserError
 from ragshield.evaluation import run_tables
-from ragshield.judges.trained import (CARD_FILE, PREFIX, TARGETS, ModelCard, TrainedJudgeError,
+from ragshield.grading import LLMGrader
+from ragshield.judges.hard_negatives import hard_negatives
+from ragshield.judges.learned import Extra, fit_final, grouped_cv
+from ragshield.judges.signals import SignalReader
+from ragshield.judges.trained import (CARD_FILE, KINDS, PREFIX, TARGETS, WEIGHTS_FILES,
+                                      ModelCard, TrainedJudgeError, feature_names, feature_rows,
                                       judges_dir, read_card, valid_name, weights_digest)
 from ragshield.judges.training import (EPOCHS, Example, group_of, held_out_split, load_base,
                                        pair_texts, predict, train_cross_encoder)
 from ragshield.metrics.labels import ANSWERABLE, UNANSWERABLE, majority_label
 from ragshield.metrics.precision_recall import pr_auc, pr_curve
+from ragshield.policies.fitting import PERSON
 from ragshield.retrieval.embeddings import packaged_embedding_path
+from ragshield.services.policies import truth_sources
 from ragshield.store.database import Store
 from ragshield.store.labels import current_labels
 from ragshield.store.runs import get_run
 from ragshield.store.samples import dataset_id_of, iter_sample_rows
+from ragshield.types import Sample
 from ragshield.version import code_version
 
 log = logging.getLogger(__name__)
 
 MIN_PER_CLASS = 20  # in the training part: fewer cannot teach a classifier both sides
+SIGNAL_BATCH = 32  # samples read between two progress reports
 BOOTSTRAP = 500
 
 
@@ -49,37 +59,79 @@ class TrainedJudgeInfo:
     card: ModelCard
 
 
-def _answerable_examples(store: Store, dataset: str) -> tuple[list[Example], int]:
-    """(examples, how many labels came from people)."""
+@dataclass(frozen=True)
+class Labelled:
+    """One labelled sample to learn from: its answer (target answer_ok), its truth, its group
+    and the scores of the LLM judges read (in the order asked)."""
+
+    sample: Sample
+    answer: str | None
+    label: bool
+    group: str
+    reads: tuple[float | None, ...] = ()
+
+    def example(self) -> Example:
+        return Example(self.sample.id, *pair_texts(self.sample, self.answer), self.label,
+                       self.group)
+
+
+def _run_reads(store: Store, run_id: int, reads: Sequence[str]) -> dict[str, tuple]:
+    """Sample id -> the run's scores of the judges in `reads`; an error names a judge the
+    run did not use."""
+    if not reads:
+        return {}
+    verdicts = run_tables(store, run_id, "human").verdicts
+    missing = sorted(set(reads) - set(verdicts["judge"]))
+    if missing:
+        used = ", ".join(sorted(set(verdicts["judge"])))
+        raise OptionError(f"run {run_id} has no verdicts of {', '.join(missing)}: the reads "
+                          f"must be judges of that run (it has {used})")
+    scores = {(str(r.sample_id), r.judge): (None if r.score != r.score else float(r.score))
+              for r in verdicts.itertuples()}
+    sample_ids = {str(i) for i in verdicts["sample_id"]}
+    return {i: tuple(scores.get((i, read)) for read in reads) for i in sample_ids}
+
+
+def _answerable_examples(store: Store, dataset: str, run_id: int | None = None,
+                         reads: Sequence[str] = ()) -> tuple[list[Labelled], int]:
+    """(examples, how many labels came from people); with reads, only the run's samples."""
     with store.session() as session:
         dataset_id = dataset_id_of(session, dataset)
     labels = current_labels(store, dataset_id)
+    scores = _run_reads(store, run_id, reads) if run_id is not None else {}
     examples, from_people = [], 0
     for row_id, sample in iter_sample_rows(store, dataset):
         human = majority_label(c.label for c in labels.get(row_id, []))
         label = {ANSWERABLE: True, UNANSWERABLE: False}.get(human or "", sample.answerable)
-        if label is None:
+        if label is None or (reads and sample.id not in scores):
             continue
         from_people += human is not None
-        examples.append(Example(sample.id, *pair_texts(sample), bool(label), group_of(sample)))
+        examples.append(Labelled(sample, None, bool(label), group_of(sample),
+                                 scores.get(sample.id, (None,) * len(reads))))
     return examples, from_people
 
 
-def _answer_examples(store: Store, dataset: str, run_id: int) -> tuple[list[Example], int]:
+def answer_examples(store: Store, dataset: str, run_id: int, reads: Sequence[str] = (),
+                    grader: LLMGrader | None = None) -> tuple[list[Labelled], int]:
+    """The run's answers whose truth is known, (examples, how many from people); with a
+    grader, an answer the rules miss may be graded right (long reference answers)."""
     run = get_run(store, run_id)
     if run.dataset != dataset:
         raise OptionError(f"run {run_id} judged dataset {run.dataset!r}, not {dataset!r}")
-    tables = run_tables(store, run_id, "human")
+    tables = run_tables(store, run_id, "human", grader)
+    scores = _run_reads(store, run_id, reads)
     samples = {s.id: s for _, s in iter_sample_rows(store, dataset)}
+    # As for a policy: people, a reference answer, or the unanswerable flag say it.
+    known = truth_sources(tables.samples)
     examples, from_people = [], 0
-    for row in tables.samples.itertuples():
+    for row, source in zip(tables.samples.itertuples(), known):
         sample = samples.get(str(row.sample_id))
-        if sample is None or (row.annotators == 0 and not row.references):
-            continue  # no person and no reference: nothing says whether it is right
-        from_people += row.annotators > 0
+        if sample is None or source == "":
+            continue  # nothing says whether the answer is right
+        from_people += source == PERSON
         good = bool(row.answer_correct and row.passages_support)
-        examples.append(Example(sample.id, *pair_texts(sample, row.answer or ""), good,
-                                group_of(sample)))
+        examples.append(Labelled(sample, row.answer or "", good, group_of(sample),
+                                 scores.get(sample.id, (None,) * len(reads))))
     return examples, from_people
 
 
@@ -112,6 +164,19 @@ def held_out_metrics(scores: np.ndarray, labels: np.ndarray, seed: int = 0) -> d
             "accuracy_at_0.5": float(((scores >= 0.5) == labels).mean())}
 
 
+def held_out_sentence(card: ModelCard) -> str:
+    """How the judge did on samples it never saw, in one sentence for the faces."""
+    held = card.metrics
+    low, high = held["pr_auc_interval"]
+    text = (f"PR-AUC {held['pr_auc']:.3f} [{low:.3f}, {high:.3f}] on {held['n']} held-out "
+            f"samples (keep-all {held['positive_rate']:.3f})")
+    if card.cv:
+        cv = card.cv
+        text += (f"; by fold of held-out groups: median {cv['pr_auc_median']:.3f}, from "
+                 f"{cv['pr_auc_min']:.3f} to {cv['pr_auc_max']:.3f} over {cv['folds']} folds")
+    return text
+
+
 def _publish(directory: Path, final: Path) -> None:
     """Move a finished model directory into place in one rename (an older one goes)."""
     old = final.with_name(f".{final.name}.old")
@@ -127,47 +192,65 @@ def check_judge_name(name: str) -> None:
                           "(at most 64), starting with a letter or digit")
 
 
-def train_judge(store: Store, settings: Settings, name: str, dataset: str, *,
-                target: str = "answerable", run_id: int | None = None, epochs: int = EPOCHS,
-                progress: Callable[[int, int], None] | None = None) -> TrainedJudgeInfo:
-    """Train trained:NAME on the dataset's labels, measure it on held-out groups, and keep
-    it in the cache directory with its card."""
+def _check_request(name: str, target: str, kind: str, run_id: int | None,
+                   reads: Sequence[str], hard_negatives: bool, epochs: int) -> None:
+    from ragshield.judges.registry import JUDGES, run_rescored
+
     check_judge_name(name)
     if target not in TARGETS:
         raise OptionError(f"target must be one of {', '.join(TARGETS)}, got {target!r}")
+    if kind not in KINDS:
+        raise OptionError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
     if target == "answer_ok" and run_id is None:
         raise OptionError("target answer_ok reads the answers of a run: give --run")
+    # A judge whose scores the run re-scores as a whole reads differently on one sample.
+    unknown = [read for read in reads
+               if read not in JUDGES or read == "trivial" or read in run_rescored()]
+    if unknown:
+        raise OptionError(f"reads must be scoring judges that score one sample alone (e.g. "
+                          f"pre_answer,p_true), got {', '.join(unknown)}")
+    if reads and (run_id is None or kind != "signals"):
+        raise OptionError("reads are the scores of a run's judges: give --run, with kind "
+                          "signals")
+    if hard_negatives and (reads or target != "answerable" or kind != "signals"):
+        raise OptionError("hard negatives are made questions with no run's reads and no "
+                          "answers: use them with target answerable, kind signals, no reads")
     if not 1 <= epochs <= 20:
         raise OptionError(f"epochs must lie in 1..20, got {epochs}")
-    examples, from_people = (_answer_examples(store, dataset, run_id) if target == "answer_ok"
-                             else _answerable_examples(store, dataset))
-    training, held_out = held_out_split(examples)
-    _check_counts(training, f"dataset {dataset!r} (training part)")
-    if not held_out:
+
+
+def train_judge(store: Store, settings: Settings, name: str, dataset: str, *,
+                target: str = "answerable", run_id: int | None = None,
+                kind: str = "signals", reads: Sequence[str] = (),
+                hard_negatives: bool = False, epochs: int = EPOCHS,
+                progress: Callable[[int, int], None] | None = None) -> TrainedJudgeInfo:
+    """Train trained:NAME on the dataset's labels, measure it on groups it did not see, and
+    keep it in the cache directory with its card. Kind signals: nested grouped
+    cross-validation, then a model fitted on every label; kind cross-encoder: about a
+    quarter of the groups held out."""
+    _check_request(name, target, kind, run_id, reads, hard_negatives, epochs)
+    examples, from_people = (answer_examples(store, dataset, run_id, reads)
+                             if target == "answer_ok"
+                             else _answerable_examples(store, dataset, run_id, reads))
+    _check_counts(examples, f"dataset {dataset!r}")
+    if len({e.group for e in examples}) < 2:
         raise UserError(f"dataset {dataset!r}: its labelled samples form one group (one "
                         "article); a held-out measure needs at least two")
     root = judges_dir(settings.cache_dir)
     root.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=root))
     try:
-        base = packaged_embedding_path()
-        seconds = train_cross_encoder(base, training, work, epochs=epochs, progress=progress)
-        tokenizer, model = load_base(work)
-        scores = predict(tokenizer, model, held_out)
-        labels = np.asarray([e.label for e in held_out], dtype=bool)
+        trained = (_train_signals(examples, target, reads, hard_negatives, work, progress)
+                   if kind == "signals" else
+                   _train_encoder(examples, dataset, work, epochs, progress))
+        trained["split"]["run"] = run_id
         card = ModelCard(
-            name=name, target=target, base_model="all-MiniLM-L6-v2 (packaged)",
-            dataset=dataset,
+            name=name, target=target, dataset=dataset,
             labels={"total": len(examples), "positive": sum(e.label for e in examples),
                     "from_people": from_people, "from_dataset": len(examples) - from_people},
-            split={"by": "group (first passage's title, else sample id)",
-                   "training": len(training), "held_out": len(held_out),
-                   "held_out_groups": sorted({e.group for e in held_out})[:20],
-                   "run": run_id},
-            metrics=held_out_metrics(scores, labels), epochs=epochs,
-            train_seconds=round(seconds, 1), code_version=code_version(),
-            created_at=datetime.now(timezone.utc).isoformat(),
-            weights_sha256=weights_digest(work))
+            code_version=code_version(), created_at=datetime.now(timezone.utc).isoformat(),
+            weights_sha256=weights_digest(work, kind), kind=kind, reads=list(reads),
+            **trained)
         (work / CARD_FILE).write_text(json.dumps(card.to_dict(), indent=2), encoding="utf-8")
         final = root / name
         _publish(work, final)
@@ -175,6 +258,71 @@ def train_judge(store: Store, settings: Settings, name: str, dataset: str, *,
         shutil.rmtree(work, ignore_errors=True)
         raise
     return TrainedJudgeInfo(f"{PREFIX}{name}", final, card)
+
+
+def _train_signals(examples: list[Labelled], target: str, reads: Sequence[str],
+                   with_negatives: bool, work: Path,
+                   progress: Callable[[int, int], None] | None) -> dict[str, Any]:
+    """Signals of every labelled sample (and of the made negatives), the grouped-CV figures,
+    and the final model written to model.json; the card's fields."""
+    started = time.perf_counter()
+    reader = SignalReader()
+    group = {e.sample.id: e.group for e in examples}
+    made = (hard_negatives([e.sample for e in examples if e.label],
+                           lambda sample: group[sample.id]) if with_negatives else [])
+    total = len(examples) + len(made)
+    features = feature_names(target, reads)
+
+    def rows_of(items: Sequence[Labelled], done: int) -> np.ndarray:
+        parts = []
+        for first in range(0, len(items), SIGNAL_BATCH):
+            chunk = items[first:first + SIGNAL_BATCH]
+            parts.append(feature_rows(reader, target, [e.sample for e in chunk],
+                                      [e.answer for e in chunk], [e.reads for e in chunk]))
+            if progress is not None:
+                progress(done + first + len(chunk), total)
+        return np.vstack(parts) if parts else np.zeros((0, len(features)))
+
+    rows = rows_of(examples, 0)
+    labels = np.asarray([e.label for e in examples], dtype=bool)
+    groups = [e.group for e in examples]
+    extra = None
+    if made:
+        negatives = [Labelled(s, None, False, group[s.id.split("#")[0]]) for s in made]
+        extra = Extra(rows_of(negatives, len(examples)), np.zeros(len(made), dtype=bool),
+                      np.asarray([n.group for n in negatives], dtype=object))
+    cv = grouped_cv(rows, labels, groups, features, extra)
+    model = fit_final(rows, labels, groups, features, extra)
+    (work / WEIGHTS_FILES["signals"]).write_text(json.dumps(model.to_dict(), indent=2),
+                                                 encoding="utf-8")
+    scored = ~np.isnan(cv.out_of_fold)
+    return {"base_model": "logistic regression over signals (all-MiniLM-L6-v2, packaged)",
+            "split": {"by": "grouped cross-validation (groups: first passage's title, else "
+                            "sample id)", "training": len(examples),
+                      "held_out": int(scored.sum()), "held_out_groups": []},
+            "metrics": held_out_metrics(cv.out_of_fold[scored], labels[scored]),
+            "cv": {**cv.summary(), "strength": model.strength, "features": features},
+            "epochs": 0, "train_seconds": round(time.perf_counter() - started, 1),
+            "hard_negatives": len(made)}
+
+
+def _train_encoder(examples: list[Labelled], dataset: str, work: Path, epochs: int,
+                   progress: Callable[[int, int], None] | None) -> dict[str, Any]:
+    """The packaged MiniLM fine-tuned on about three quarters of the groups, measured on the
+    rest; the card's fields."""
+    training, held_out = held_out_split([e.example() for e in examples])
+    _check_counts(training, f"dataset {dataset!r} (training part)")
+    seconds = train_cross_encoder(packaged_embedding_path(), training, work, epochs=epochs,
+                                  progress=progress)
+    tokenizer, model = load_base(work)
+    scores = predict(tokenizer, model, held_out)
+    labels = np.asarray([e.label for e in held_out], dtype=bool)
+    return {"base_model": "all-MiniLM-L6-v2 (packaged)",
+            "split": {"by": "group (first passage's title, else sample id)",
+                      "training": len(training), "held_out": len(held_out),
+                      "held_out_groups": sorted({e.group for e in held_out})[:20]},
+            "metrics": held_out_metrics(scores, labels), "epochs": epochs,
+            "train_seconds": round(seconds, 1)}
 
 
 @dataclass(frozen=True)
@@ -232,9 +380,9 @@ class JudgeTrainer:
         self._trainings: list[Training] = []
         self._lock = threading.Lock()
 
-    def start(self, name: str, dataset: str, *, epochs: int = EPOCHS) -> Training:
-        """Start training trained:NAME on the dataset's answerable labels; UserError at
-        once for a bad name, too few labels, or a training still going."""
+    def start(self, name: str, dataset: str, *, hard_negatives: bool = False) -> Training:
+        """Start training trained:NAME (kind signals) on the dataset's answerable labels;
+        UserError at once for a bad name, too few labels, or a training still going."""
         check_judge_name(name)
         ready = readiness(self.store, dataset)
         if not ready.enough:
@@ -245,13 +393,13 @@ class JudgeTrainer:
                 raise UserError(f"judge {going.name} is still training: start the next one "
                                 "when it is done")
             training = Training(name, dataset)
-            training.thread = threading.Thread(target=self._train, args=(training, epochs),
+            training.thread = threading.Thread(target=self._train, args=(training, hard_negatives),
                                                daemon=True, name=f"ragshield-train-{name}")
             self._trainings.append(training)
         training.thread.start()
         return training
 
-    def _train(self, training: Training, epochs: int) -> None:
+    def _train(self, training: Training, hard_negatives: bool) -> None:
         from ragshield.services.runs import lower_thread_priority
 
         lower_thread_priority()
@@ -261,7 +409,8 @@ class JudgeTrainer:
 
         try:
             training.info = train_judge(self.store, self.settings, training.name,
-                                        training.dataset, epochs=epochs, progress=progress)
+                                        training.dataset, hard_negatives=hard_negatives,
+                                        progress=progress)
         except Exception as exc:  # the thread's end: keep the reason for the page
             log.exception("training %s stopped", training.name)
             training.error = f"{type(exc).__name__}: {exc}"

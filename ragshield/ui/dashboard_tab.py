@@ -19,8 +19,7 @@ from ragshield.reports.tables import Table
 from ragshield.run_config import RETRIEVAL_CHOICES
 from ragshield.services.ask_choices import CONFIGURED_MODEL, MODEL_CHOICES, MODEL_NOTE
 from ragshield.services.datasets import dataset_names
-from ragshield.services.form_values import whole_number
-from ragshield.services.judge_training import EPOCHS, JudgeTrainer, readiness
+from ragshield.services.judge_training import JudgeTrainer, held_out_sentence, readiness
 from ragshield.services.run_choices import pick_run, run_choices
 from ragshield.services.run_tables import TRUTHS
 from ragshield.services.run_views import (MAX_RESAMPLES, Dashboard, DashboardCache, RunView,
@@ -127,14 +126,12 @@ def training_html(context: UiContext, trainer: JudgeTrainer, dataset: str | None
         if training.error:
             parts.append(message_html(f"trained:{training.name}: {training.error}", "error"))
         elif training.info is not None:
-            held = training.info.card.metrics
             parts.append(message_html(
-                f"trained:{training.name} is ready: PR-AUC {held['pr_auc']:.3f} on "
-                f"{held['n']} held-out samples (keep-all {held['positive_rate']:.3f}); choose "
-                "it as a judge in a run, the Demo or the API."))
+                f"trained:{training.name} is ready: {held_out_sentence(training.info.card)}; "
+                "choose it as a judge in a run, the Demo or the API."))
         else:
             text = (f"training {training.name} on {training.dataset}: {training.done} of "
-                    f"{training.total or '?'} batches")
+                    f"{training.total or '?'} steps")
             parts.append(f'<div class="rs-run-progress"><div>{esc(text)}</div><progress '
                          f'value="{training.done}" max="{max(training.total, 1)}"></progress>'
                          "</div>")
@@ -147,13 +144,12 @@ def training_html(context: UiContext, trainer: JudgeTrainer, dataset: str | None
 
 
 def start_training(context: UiContext, trainer: JudgeTrainer, dataset: str | None,
-                   name: str | None, epochs: Any) -> str:
+                   name: str | None, negatives: bool = False) -> str:
     """Start a training from the form; its progress shows with the next refresh."""
     try:
         if not dataset:
             raise UserError("choose a dataset")
-        trainer.start((name or "").strip(), dataset,
-                      epochs=whole_number(epochs, "epochs", minimum=1, maximum=20))
+        trainer.start((name or "").strip(), dataset, hard_negatives=bool(negatives))
     except UserError as error:
         return message_html(str(error), "error")
     return training_html(context, trainer, dataset)
@@ -281,14 +277,17 @@ def build(context: UiContext, page: gr.Blocks) -> None:
             start_button = gr.Button("Start run", variant="primary")
         start_message = gr.HTML()
     with gr.Accordion("Train a judge on these labels", open=False):
-        gr.Markdown("Fine-tunes a small cross-encoder (the packaged MiniLM) on the dataset's "
-                    "answerability labels, people's first, then its flags, on the CPU; it "
-                    "becomes the judge `trained:NAME`, measured on held-out articles.")
+        gr.Markdown("Learns from the dataset's answerability labels (people's first, then its "
+                    "flags) how much to trust cheap signals: the question's names and numbers "
+                    "the passages lack, word overlap, a negation, and the packaged MiniLM's "
+                    "similarity. It becomes the judge `trained:NAME`, measured on articles it "
+                    "did not see (grouped cross-validation); a minute or two on the CPU.")
         with gr.Row():
             train_dataset = gr.Dropdown(names, value=names[0] if names else None,
                                         label="Dataset", allow_custom_value=True)
             train_name = gr.Textbox(label="Judge name (lower case)", placeholder="e.g. my-qpp")
-            train_epochs = gr.Number(EPOCHS, precision=0, minimum=1, maximum=20, label="Epochs")
+            train_negatives = gr.Checkbox(False, label="Also learn from unanswerable questions "
+                                                       "made from the answerable ones")
             train_button = gr.Button("Train judge")
         train_status = gr.HTML(elem_id="dashboard-training")
     timer = gr.Timer(LIVE_SECONDS)
@@ -341,8 +340,8 @@ def build(context: UiContext, page: gr.Blocks) -> None:
     def training_view(dataset: str | None) -> str:
         return training_html(context, trainer, dataset)
 
-    def train(dataset: str | None, name: str | None, epochs: Any) -> str:
-        return start_training(context, trainer, dataset, name, epochs)
+    def train(dataset: str | None, name: str | None, negatives: bool) -> str:
+        return start_training(context, trainer, dataset, name, negatives)
 
     view_inputs = [run_picker, truth_radio, resamples_box]
     view_outputs = [tables_out, figures_out, annotation_out, agreement_out, shown]
@@ -369,7 +368,7 @@ def build(context: UiContext, page: gr.Blocks) -> None:
     gr.on([page.load, train_dataset.change, timer.tick], training_view, train_dataset,
           train_status, api_name="dashboard_training", api_visibility="private",
           trigger_mode="always_last", show_progress="hidden")
-    train_button.click(train, [train_dataset, train_name, train_epochs], train_status,
+    train_button.click(train, [train_dataset, train_name, train_negatives], train_status,
                        api_name="dashboard_train_judge", api_visibility="private")
     # Newer choices come last, so that callers of the API from before them still work (a
     # missing argument is the form's default).
