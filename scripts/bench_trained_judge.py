@@ -49,6 +49,8 @@ from ragshield.judges.learned import (Extra, area, fit_final, folds_of, grouped_
 from ragshield.judges.signals import QUESTION_SIGNALS, SignalReader  # noqa: E402
 from ragshield.judges.trained import feature_names, feature_rows  # noqa: E402
 from ragshield.llm.factory import make_llm  # noqa: E402
+from ragshield.metrics.decision_view import shown_answers  # noqa: E402
+from ragshield.refusal import is_refusal  # noqa: E402
 from ragshield.services.judge_training import answer_examples, held_out_metrics  # noqa: E402
 from ragshield.store.database import open_store  # noqa: E402
 from ragshield.types import Answer  # noqa: E402
@@ -115,10 +117,12 @@ def _figure(cv_areas: list[float], keep_all: list[float], pooled: dict) -> dict:
 
 
 def grouped_figure(rows, labels, groups, features, extra=None) -> dict:
+    """The figure of nested grouped CV, with the out-of-fold scores under "out_of_fold"."""
     cv = grouped_cv(rows, labels, groups, features, extra)
     scored = ~np.isnan(cv.out_of_fold)
-    return _figure(cv.fold_areas, cv.fold_keep_all,
-                   held_out_metrics(cv.out_of_fold[scored], labels[scored]))
+    figure = _figure(cv.fold_areas, cv.fold_keep_all,
+                     held_out_metrics(cv.out_of_fold[scored], labels[scored]))
+    return {**figure, "out_of_fold": cv.out_of_fold}
 
 
 def score_figure(scores, labels, groups) -> dict:
@@ -224,9 +228,22 @@ def answer_figures(corpus: Corpus, settings: Settings, database: str, count: int
                              for e in examples])
         found[f"{read} alone"] = score_figure(np.nan_to_num(scores, nan=0.5), labels, groups)
     found["signals"] = grouped_figure(signals, labels, groups, feature_names("answer_ok", ()))
-    found[f"signals + {' + '.join(reads)}"] = grouped_figure(
-        both, labels, groups, feature_names("answer_ok", reads))
+    combined = grouped_figure(both, labels, groups, feature_names("answer_ok", reads))
+    found[f"signals + {' + '.join(reads)}"] = combined
+    # What a person sees when the learned judge decides (out of fold, its threshold 0.5; a
+    # refusal shows no answer), beside keep-all (every answer shown).
+    refused = np.asarray([is_refusal(e.answer) for e in examples])
+    view = shown_answers((combined["out_of_fold"] >= 0.5) & ~refused, labels)
+    keep_all = shown_answers(np.ones(len(labels), bool), labels)
+    found["decision view"] = {"shown": view.shown, "wrong_shown": view.wrong_shown,
+                              "right_shown": view.right_shown,
+                              "keep_all_wrong": keep_all.wrong_shown}
     return found
+
+
+def _plain(figure: dict) -> dict:
+    """The figure without its per-sample scores (for the JSON file)."""
+    return {key: value for key, value in figure.items() if key != "out_of_fold"}
 
 
 def _cell(figure: dict) -> str:
@@ -275,25 +292,32 @@ def main() -> None:
                                                              QUESTION_SIGNALS)),
                     (f"signals + {read}", grouped_figure(
                         combined, labels, groups, [*QUESTION_SIGNALS, f"{read} (log-odds)"]))):
-                data["subset"][f"{name} {label}"] = figure
+                data["subset"][f"{name} {label}"] = _plain(figure)
                 read_rows.append(f"| {name} ({len(chosen)} read) | {label} | {_cell(figure)} |")
     for name, corpus in corpora.items():
         for label, extra in (("signals", None), ("signals + hard negatives", corpus.extra())):
             figure = grouped_figure(corpus.rows, corpus.labels, corpus.groups,
                                     QUESTION_SIGNALS, extra)
-            data["grouped"][f"{name} {label}"] = figure
+            data["grouped"][f"{name} {label}"] = _plain(figure)
             rows.append(f"| {name} | {label} | {_cell(figure)} |")
     rows += read_rows
+    views = ["| dataset | answers shown | wrong among them | right answers shown |",
+             "|---|---|---|---|"]
     if args.answers:
         database = args.database or f"sqlite:///{cache_dir / 'answers.db'}"
         answer_reads = [r for r in args.answer_reads.split(",") if r]
         for name, corpus in corpora.items():
-            for label, figure in answer_figures(corpus, settings, database, args.answers,
-                                                answer_reads, args.judge_model,
-                                                args.data_dir).items():
-                data["answers"][f"{name} {label}"] = figure
+            found = answer_figures(corpus, settings, database, args.answers, answer_reads,
+                                   args.judge_model, args.data_dir)
+            view = found.pop("decision view")
+            data["answers"][f"{name} decision view"] = view
+            for label, figure in found.items():
+                data["answers"][f"{name} {label}"] = _plain(figure)
                 rows.append(f"| {name} ({args.answers} answered) | AwF: {label} | "
                             f"{_cell(figure)} |")
+            views.append(f"| {name} | {view['shown']:.1%} | {view['wrong_shown']:.1%} "
+                         f"({view['wrong_shown'] / view['keep_all_wrong']:.2f} x keep-all's "
+                         f"{view['keep_all_wrong']:.1%}) | {view['right_shown']:.1%} |")
     curve = ["| dataset | labels | signals | signals + hard negatives |", "|---|---|---|---|"]
     for name, corpus in corpora.items():
         for size in CURVE:
@@ -314,20 +338,28 @@ def main() -> None:
             matrix.append(f"| {train_name} | {test_name} | {plain['pr_auc']:.3f} "
                           f"[{plain['pr_auc_interval'][0]:.3f}, {plain['pr_auc_interval'][1]:.3f}] "
                           f"| {made['pr_auc']:.3f} | {plain['positive_rate']:.3f} |")
-    squad = data["grouped"]["squad2-part-a signals + hard negatives"]["median"]
-    clap = data["grouped"]["clapnq signals + hard negatives"]["median"]
+    best = {name: max(((figure["median"], key.split(" ", 1)[1])
+                       for table in ("grouped", "subset")
+                       for key, figure in data[table].items() if key.startswith(f"{name} ")),
+                      default=(float("nan"), "-"))
+            for name in corpora}
+    targets = "; ".join(
+        f"{name} >= {goal}: {'met' if best[name][0] >= goal else 'NOT MET'} "
+        f"({best[name][0]:.3f}, {best[name][1]})"
+        for name, goal in (("squad2-part-a", TARGET_SQUAD), ("clapnq", TARGET_CLAPNQ)))
     made_counts = {name: {kind: c.made_kinds.count(kind) for kind in sorted(set(c.made_kinds))}
                    for name, c in corpora.items()}
     notes = (f"Kind signals: a logistic regression over {len(QUESTION_SIGNALS)} signals "
              f"({', '.join(QUESTION_SIGNALS)}), C chosen inside each training part by grouped CV. "
              f"Hard negatives made: {made_counts}. Signals of one sample (median of {TIMED}): "
              + ", ".join(f"{c.ms_per_sample:.0f} ms on {n}" for n, c in corpora.items())
-             + f". Targets (fold median): SQuAD 2.0 part A >= {TARGET_SQUAD}: "
-             f"{'met' if squad >= TARGET_SQUAD else 'NOT MET'} ({squad:.3f}); ClapNQ >= "
-             f"{TARGET_CLAPNQ}: {'met' if clap >= TARGET_CLAPNQ else 'NOT MET'} ({clap:.3f}). "
+             + f". Targets (QPP, fold median of the best model): {targets}. "
              f"Learning curve: median over held-out folds and {CURVE_SEEDS} draws of the labels. "
              f"Load average (1 min) at start {load:.1f}, at end {os.getloadavg()[0]:.1f}.")
     body = "\n".join(rows) + "\n\n" + "\n".join(curve) + "\n\n" + "\n".join(matrix)
+    if len(views) > 2:
+        body += ("\n\nThe decision view of the learned judge (AwF, signals + reads, out of fold, "
+                 "threshold 0.5):\n\n" + "\n".join(views))
     command = "python scripts/bench_trained_judge.py " + " ".join(sys.argv[1:])
     publish("Learned judge (signals) by held-out group", command.strip(), notes, body, data,
             args.json_out, append=not args.no_append, show=True, markdown=QUALITY_MD)

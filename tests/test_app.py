@@ -209,7 +209,9 @@ def test_demo_form_endpoints(client: Client) -> None:
     assert [value for _, value in rule["choices"]] == ["majority", "all", "token_prob", "p_true"]
     assert client.predict(["token_prob", "p_true"], "p_true",
                           api_name="/demo_rules")["value"] == "p_true"
-    assert client.predict(api_name="/demo_all_judges") == list(JUDGES)
+    offered = client.predict(api_name="/demo_all_judges")  # then the cache's trained judges
+    assert offered[:len(JUDGES)] == list(JUDGES)
+    assert all(name.startswith("trained:") for name in offered[len(JUDGES):])
     fast = client.predict(api_name="/demo_fast_judges")
     assert "nli" not in fast and set(fast) < set(FAST_JUDGES)  # no NLI model is configured
 

@@ -187,3 +187,26 @@ def test_log_odds_of_reads_keep_a_missing_read_missing():
     values = log_odds([0.5, 0.9, None, 1.0, 0.0])
     assert values[0] == pytest.approx(0.0) and values[1] == pytest.approx(np.log(9))
     assert np.isnan(values[2]) and np.isfinite(values[3]) and values[4] < -9
+
+
+def test_the_forms_offer_the_trained_judges_that_can_be_used(tmp_path):
+    """A usable trained judge joins the registered ones; a folder without a card does not."""
+    from ragshield.config import Settings
+    from ragshield.judges.registry import JUDGES
+    from ragshield.judges.trained import CARD_FILE, ModelCard, judges_dir, weights_digest
+    from ragshield.services.ask_choices import judge_choices
+
+    settings = Settings(cache_dir=tmp_path)
+    assert judge_choices(settings) == list(JUDGES)
+    rows, labels, _ = synthetic()
+    folder = judges_dir(tmp_path) / "mine"
+    folder.mkdir(parents=True)
+    (folder / "model.json").write_text(json.dumps(
+        fit_model(rows, labels, ["signal", "group code"], 1.0).to_dict()))
+    card = ModelCard(name="mine", target="answerable", base_model="test", dataset="d",
+                     labels={"total": len(labels)}, split={}, metrics={}, epochs=0,
+                     train_seconds=0.0, code_version="test", created_at="now",
+                     weights_sha256=weights_digest(folder, "signals"), kind="signals")
+    (folder / CARD_FILE).write_text(json.dumps(card.to_dict()))
+    (judges_dir(tmp_path) / "broken").mkdir()
+    assert judge_choices(settings) == [*JUDGES, "trained:mine"]

@@ -116,6 +116,13 @@ def test_train_measure_keep_and_use_a_judge(squad_store, cache_settings):
         info.directory, "signals")}))
     with pytest.raises(TrainedJudgeError, match="model.json: not a signals model"):
         make_judge("trained:squad-qpp", cache_settings)
+    # A model of other signals (an older version's): refused, not misread.
+    older = {**weights, "features": weights["features"][:-1] + ["retired signal"]}
+    weights_file.write_text(json.dumps(older))
+    card_path.write_text(json.dumps({**body, "weights_sha256": weights_digest(
+        info.directory, "signals")}))
+    with pytest.raises(TrainedJudgeError, match="are not the signals this version reads"):
+        make_judge("trained:squad-qpp", cache_settings)
     (info.directory / CARD_FILE).unlink()
     with pytest.raises(TrainedJudgeError, match="is not a trained judge: it has no"):
         make_judge("trained:squad-qpp", cache_settings)

@@ -168,6 +168,9 @@ class TrainedJudge(Judge):
             self.model = FeatureModel.from_dict(json.loads(path.read_text(encoding="utf-8")))
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise TrainedJudgeError(f"{path}: not a signals model ({exc})") from exc
+        if self.model.features != feature_names(self.card.target, self.card.reads):
+            raise TrainedJudgeError(f"{path}: its inputs ({', '.join(self.model.features)}) "
+                                    "are not the signals this version reads: train it again")
         unknown = [read for read in self.card.reads if judge_class(read) is None]
         if unknown:
             raise TrainedJudgeError(f"{directory / CARD_FILE}: it reads judges this version "

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping
 
+from ragshield.config import Settings
+from ragshield.judges.registry import JUDGES
 from ragshield.judging import POOLED_RULES
 from ragshield.llm.packaged_models import DEFAULT_MODEL, PACKAGED_MODELS
 from ragshield.policies.rules import policy_rule
@@ -26,6 +28,15 @@ MODEL_NOTE = (f"{CONFIGURED_MODEL}: the model ragshield is set up with (the embe
 JUDGE_MODEL_NOTE = (f"the model the judges read their probabilities from; {CONFIGURED_MODEL}: "
                     "RAGSHIELD_JUDGE_MODEL, else the answer model. A larger reader judges "
                     "better and costs more (README, Models).")
+
+
+def judge_choices(settings: Settings) -> list[str]:
+    """The judges a form offers: the registered ones, then every trained judge that can be
+    used (trained:NAME; one whose card is missing or stale is left out)."""
+    from ragshield.services.judge_training import TrainedJudgeInfo, trained_judges
+
+    return list(JUDGES) + [found.judge for found in trained_judges(settings)
+                           if isinstance(found, TrainedJudgeInfo)]
 
 
 def packaged_choice(choice: str | None) -> str | None:

@@ -4,7 +4,9 @@ measure it; the model and its card written to the cache directory at once, never
 
 Targets: `answerable` (do the passages answer the question: the QPP truth, no answer
 needed) and `answer_ok` (is the answer of a run right and supported: the AwF truth, read
-from that run under truth "human")."""
+from that run under truth "human", with the samples a policy counts). Kinds: `signals`
+(ragshield.judges.learned, measured by nested grouped cross-validation) and
+`cross-encoder` (ragshield.judges.training, measured on held-out groups)."""
 
 from __future__ import annotations
 
@@ -291,8 +293,11 @@ def _train_signals(examples: list[Labelled], target: str, reads: Sequence[str],
         negatives = [Labelled(s, None, False, group[s.id.split("#")[0]]) for s in made]
         extra = Extra(rows_of(negatives, len(examples)), np.zeros(len(made), dtype=bool),
                       np.asarray([n.group for n in negatives], dtype=object))
-    cv = grouped_cv(rows, labels, groups, features, extra)
-    model = fit_final(rows, labels, groups, features, extra)
+    try:
+        cv = grouped_cv(rows, labels, groups, features, extra)
+        model = fit_final(rows, labels, groups, features, extra)
+    except ValueError as exc:  # no fold holds both classes
+        raise UserError(f"the labels cannot be cross-validated by group: {exc}") from exc
     (work / WEIGHTS_FILES["signals"]).write_text(json.dumps(model.to_dict(), indent=2),
                                                  encoding="utf-8")
     scored = ~np.isnan(cv.out_of_fold)

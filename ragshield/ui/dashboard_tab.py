@@ -13,11 +13,11 @@ import gradio as gr
 
 from ragshield.answerers.registry import ANSWERERS, GIVEN
 from ragshield.errors import UserError
-from ragshield.judges.registry import JUDGES
 from ragshield.reports.render import table_html
 from ragshield.reports.tables import Table
 from ragshield.run_config import RETRIEVAL_CHOICES
-from ragshield.services.ask_choices import CONFIGURED_MODEL, MODEL_CHOICES, MODEL_NOTE
+from ragshield.services.ask_choices import (CONFIGURED_MODEL, MODEL_CHOICES, MODEL_NOTE,
+                                           judge_choices)
 from ragshield.services.datasets import dataset_names
 from ragshield.services.judge_training import JudgeTrainer, held_out_sentence, readiness
 from ragshield.services.run_choices import pick_run, run_choices
@@ -264,7 +264,8 @@ def build(context: UiContext, page: gr.Blocks) -> None:
                                         info=RETRIEVAL_INFO)
         answers_radio = gr.Radio(ANSWER_CHOICES, value="generated", label="Answers",
                                  info=answers_note(context, names[0] if names else None)[1])
-        judges_box = gr.CheckboxGroup(list(JUDGES), value=defaults.judges, label="Judges")
+        judges_box = gr.CheckboxGroup(judge_choices(context.settings), value=defaults.judges,
+                                       label="Judges")
         with gr.Row():
             rule_box = gr.Dropdown(rule_names(context.store), value=defaults.rule,
                                    label="Decision rule", allow_custom_value=True)

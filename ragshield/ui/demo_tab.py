@@ -20,13 +20,14 @@ import gradio as gr
 
 from ragshield.answerers.registry import ANSWERERS
 from ragshield.errors import UserError
-from ragshield.judges.registry import JUDGES, quick_judges
+from ragshield.judges.registry import quick_judges
 from ragshield.config import DEFAULT_DECISION_RULE, Settings
 from ragshield.judging import decision_word
 from ragshield.llm.packaged_models import LARGER_MODEL
 from ragshield.services.ask_choices import (CONFIGURED_MODEL as CONFIGURED, JUDGE_MODEL_NOTE,
                                            MODEL_CHOICES, MODEL_NOTE, corpus_names,
-                                           packaged_choice, rule_choices, sample_choices)
+                                           judge_choices, packaged_choice, rule_choices,
+                                           sample_choices)
 from ragshield.services.policies import policy_sources
 from ragshield.services.asking import (ABSTAIN_FALLBACK, FALLBACKS, LARGER_FALLBACK, MAX_NOISE,
                                        NORAG_FALLBACK, RETRIEVAL_MODES, AskInputError,
@@ -220,7 +221,7 @@ def build(context: UiContext, page: gr.Blocks) -> None:
                                    value=settings.answerer if settings.answerer in ANSWERERS
                                    else ASK_DEFAULTS.answerer)
             fast = quick_judges(settings.decision_rule, settings)
-            judges = gr.CheckboxGroup(list(JUDGES), value=fast, label="Judges")
+            judges = gr.CheckboxGroup(judge_choices(settings), value=fast, label="Judges")
             with gr.Row():
                 all_judges = gr.Button("All judges", size="sm")
                 fast_judges = gr.Button("Fast set", size="sm")
@@ -276,7 +277,8 @@ def build(context: UiContext, page: gr.Blocks) -> None:
             on_ask, inputs=form_inputs, outputs=result, api_visibility="private")
     dataset.change(on_dataset, inputs=dataset, outputs=[sample, result], api_name="demo_samples")
     judges.change(on_judges, inputs=[judges, rule], outputs=rule, api_name="demo_rules")
-    all_judges.click(lambda: list(JUDGES), outputs=judges, api_name="demo_all_judges")
+    all_judges.click(lambda: judge_choices(settings), outputs=judges,
+                     api_name="demo_all_judges")
     fast_judges.click(lambda: quick_judges(settings.decision_rule, settings), outputs=judges,
                       api_name="demo_fast_judges")
     # Picking a sample or typing switches the question's source (in the browser only).
