@@ -48,7 +48,8 @@ from ragshield.judges.learned import (Extra, area, fit_final, folds_of, grouped_
                                       log_odds)
 from ragshield.judges.signals import QUESTION_SIGNALS, SignalReader  # noqa: E402
 from ragshield.judges.trained import feature_names, feature_rows  # noqa: E402
-from ragshield.llm.factory import make_llm  # noqa: E402
+from ragshield.judges.registry import make_judge  # noqa: E402
+from ragshield.llm.factory import make_llm, make_reader  # noqa: E402
 from ragshield.metrics.decision_view import shown_answers  # noqa: E402
 from ragshield.refusal import is_refusal  # noqa: E402
 from ragshield.services.judge_training import answer_examples, held_out_metrics  # noqa: E402
@@ -172,9 +173,6 @@ def llm_reads(corpus: Corpus, settings: Settings, read: str, judge_model: str | 
               per_group: int, cache_path: Path) -> tuple[np.ndarray, np.ndarray]:
     """(indices of the subset, their reads): per_group questions of each group, half of
     them answerable, read by `read` on the judges' model; cached by model, judge and id."""
-    from ragshield.judges.registry import make_judge
-    from ragshield.llm.factory import make_reader
-
     cache = json.loads(cache_path.read_text()) if cache_path.exists() else {}
     model_name = judge_model or "configured"
     chosen = []
@@ -218,10 +216,9 @@ def answer_figures(corpus: Corpus, settings: Settings, database: str, count: int
     group_of = dict(zip((s.id for s in corpus.samples), corpus.groups))
     groups = np.asarray([group_of[e.sample.id] for e in examples], dtype=object)
     labels = np.asarray([e.label for e in examples])
-    reader = SignalReader()
-    samples, answers = [e.sample for e in examples], [e.answer for e in examples]
-    signals = feature_rows(reader, "answer_ok", samples, answers, [() for _ in examples])
-    both = feature_rows(reader, "answer_ok", samples, answers, [e.reads for e in examples])
+    both = feature_rows(SignalReader(), "answer_ok", [e.sample for e in examples],
+                        [e.answer for e in examples], [e.reads for e in examples])
+    signals = both[:, :len(feature_names("answer_ok", ()))]  # the reads come last
     found = {}
     for index, read in enumerate(reads):
         scores = np.asarray([np.nan if e.reads[index] is None else e.reads[index]

@@ -31,23 +31,21 @@ _NAME = re.compile(r"(?<!^)(?<![.?!] )\b([A-Z][a-z]+(?: [A-Z][a-z]+)*)\b")
 _NUMBER = re.compile(r"\b\d+\b")
 
 
-def _passages_text(sample: Sample) -> str:
-    return " ".join(p.text for p in sample.passages).lower()
-
-
-def _other_passage(sample: Sample, pool: Sequence[Sample], rng: random.Random) -> Sample | None:
+def _other_passage(sample: Sample, pool: Sequence[Sample], texts: dict[str, str],
+                   rng: random.Random) -> Sample | None:
+    """`texts`: each answerable sample's passages, lower-cased, by id."""
     references = [r.lower() for r in sample.reference_answers if r.strip()]
-    others = [s for s in pool if s.passages and _passages_text(s) != _passages_text(sample)
-              and not any(r in _passages_text(s) for r in references)]
+    own = texts[sample.id]
+    others = [s for s in pool if s.passages and texts[s.id] != own
+              and not any(r in texts[s.id] for r in references)]
     if not others:
         return None
     chosen = rng.choice(others)
     return replace(sample, passages=list(chosen.passages))
 
 
-def _swapped_name(sample: Sample, names: Sequence[str], numbers: Sequence[str],
+def _swapped_name(sample: Sample, names: Sequence[str], numbers: Sequence[str], text: str,
                   rng: random.Random) -> Sample | None:
-    text = _passages_text(sample)
     question = sample.question
     found = [m for m in _NAME.finditer(question)] + [m for m in _NUMBER.finditer(question)]
     if not found:
@@ -82,6 +80,7 @@ def hard_negatives(samples: Sequence[Sample], group_of: Callable[[Sample], str],
         by_group[group_of(sample)].append(sample)
     names = sorted({m.group() for s in answerable for m in _NAME.finditer(s.question)})
     numbers = sorted({m.group() for s in answerable for m in _NUMBER.finditer(s.question)})
+    texts = {s.id: " ".join(p.text for p in s.passages).lower() for s in answerable}
     made: list[Sample] = []
     for index, sample in enumerate(answerable):
         tried = 0
@@ -91,9 +90,9 @@ def hard_negatives(samples: Sequence[Sample], group_of: Callable[[Sample], str],
             kind = KINDS[(index + offset) % len(KINDS)]
             if kind == "other_passage":
                 pool = [s for s in by_group[group_of(sample)] if s is not sample] or answerable
-                new = _other_passage(sample, pool, rng)
+                new = _other_passage(sample, pool, texts, rng)
             elif kind == "swapped_name":
-                new = _swapped_name(sample, names, numbers, rng)
+                new = _swapped_name(sample, names, numbers, texts[sample.id], rng)
             else:
                 new = _negated(sample)
             if new is not None:

@@ -128,16 +128,23 @@ class Extra:
     labels: np.ndarray
     groups: np.ndarray
 
+    @classmethod
+    def empty(cls, width: int) -> "Extra":
+        return cls(np.zeros((0, width)), np.zeros(0, dtype=bool), np.zeros(0, dtype=object))
 
-def _choose_strength(rows, labels, folds, extra: Extra | None, extra_folds, features) -> float:
+    def where(self, mask: np.ndarray) -> "Extra":
+        return Extra(self.rows[mask], self.labels[mask], self.groups[mask])
+
+
+def _choose_strength(rows, labels, folds, extra: Extra, extra_folds, features) -> float:
     """The C whose grouped-CV median PR-AUC is highest (the smaller C on a tie)."""
     best, best_score = STRENGTHS[0], -math.inf
     for strength in STRENGTHS:
         scores = []
         for fold in np.unique(folds):
             train, test = folds != fold, folds == fold
-            model = _fit_with_extra(rows[train], labels[train], extra, extra_folds != fold
-                                    if extra is not None else None, features, strength)
+            model = _fit_with_extra(rows[train], labels[train], extra.where(extra_folds != fold),
+                                    features, strength)
             if model is None:
                 continue
             found = area(model.probability(rows[test]), labels[test])
@@ -149,14 +156,22 @@ def _choose_strength(rows, labels, folds, extra: Extra | None, extra_folds, feat
     return best
 
 
-def _fit_with_extra(rows, labels, extra: Extra | None, extra_mask, features,
-                    strength) -> FeatureModel | None:
-    if extra is not None and extra_mask is not None and extra_mask.any():
-        rows = np.vstack([rows, extra.rows[extra_mask]])
-        labels = np.concatenate([labels, extra.labels[extra_mask]])
+def _fit_with_extra(rows, labels, extra: Extra, features, strength) -> FeatureModel | None:
+    rows = np.vstack([rows, extra.rows])
+    labels = np.concatenate([labels, extra.labels])
     if len(np.unique(labels)) < 2:
         return None
     return fit_model(rows, labels, features, strength)
+
+
+def _folds_and_extra(rows, groups, extra: Extra | None) -> tuple[np.ndarray, Extra, np.ndarray]:
+    """The samples' folds, the extra rows (empty when none), and each extra row's fold: that
+    of its group (-1 when its group has no labelled sample)."""
+    folds = folds_of(groups)
+    extra = extra if extra is not None else Extra.empty(rows.shape[1])
+    fold_of_group = dict(zip(np.asarray(groups, dtype=object), folds))
+    extra_folds = np.asarray([fold_of_group.get(g, -1) for g in extra.groups], dtype=int)
+    return folds, extra, extra_folds
 
 
 @dataclass(frozen=True)
@@ -182,21 +197,17 @@ def grouped_cv(rows: np.ndarray, labels: np.ndarray, groups: Sequence[str],
                features: Sequence[str], extra: Extra | None = None) -> GroupedCV:
     """Score every sample by a model trained without its group's fold, C chosen inside."""
     rows, labels = np.asarray(rows, dtype=float), np.asarray(labels, dtype=bool)
-    folds = folds_of(groups)
-    extra_folds = _extra_folds(groups, folds, extra)
+    folds, extra, extra_folds = _folds_and_extra(rows, groups, extra)
     out = np.full(len(labels), np.nan)
     areas, keep_all, sizes = [], [], []
     for fold in np.unique(folds):
         train, test = folds != fold, folds == fold
-        inner = folds[train]
-        inner_extra = extra_folds[extra_folds != fold] if extra is not None else None
-        sub_extra = (Extra(extra.rows[extra_folds != fold], extra.labels[extra_folds != fold],
-                           extra.groups[extra_folds != fold]) if extra is not None else None)
-        strength = (_choose_strength(rows[train], labels[train], inner, sub_extra, inner_extra,
-                                     features) if len(np.unique(inner)) > 1 else 1.0)
-        model = _fit_with_extra(rows[train], labels[train], sub_extra,
-                                np.ones(len(sub_extra.labels), bool) if sub_extra else None,
-                                features, strength)
+        inner, kept = folds[train], extra_folds != fold
+        strength = (_choose_strength(rows[train], labels[train], inner, extra.where(kept),
+                                     extra_folds[kept], features)
+                    if len(np.unique(inner)) > 1 else 1.0)
+        model = _fit_with_extra(rows[train], labels[train], extra.where(kept), features,
+                                strength)
         if model is None:
             continue
         out[test] = model.probability(rows[test])
@@ -211,25 +222,14 @@ def grouped_cv(rows: np.ndarray, labels: np.ndarray, groups: Sequence[str],
     return GroupedCV(areas, keep_all, sizes, out)
 
 
-def _extra_folds(groups, folds, extra: Extra | None) -> np.ndarray:
-    """Each extra row's fold: that of its group (-1 when its group has no labelled sample)."""
-    if extra is None:
-        return np.zeros(0, dtype=int)
-    fold_of_group = dict(zip(np.asarray(groups, dtype=object), folds))
-    return np.asarray([fold_of_group.get(g, -1) for g in extra.groups])
-
-
 def fit_final(rows: np.ndarray, labels: np.ndarray, groups: Sequence[str],
               features: Sequence[str], extra: Extra | None = None) -> FeatureModel:
     """The model to keep: C chosen by grouped CV on all the labels, fitted on all of them."""
     rows, labels = np.asarray(rows, dtype=float), np.asarray(labels, dtype=bool)
-    folds = folds_of(groups)
-    extra_folds = _extra_folds(groups, folds, extra)
+    folds, extra, extra_folds = _folds_and_extra(rows, groups, extra)
     strength = (_choose_strength(rows, labels, folds, extra, extra_folds, features)
                 if len(np.unique(folds)) > 1 else 1.0)
-    model = _fit_with_extra(rows, labels, extra,
-                            np.ones(len(extra.labels), bool) if extra is not None else None,
-                            features, strength)
+    model = _fit_with_extra(rows, labels, extra, features, strength)
     if model is None:
         raise ValueError("the labels hold one class only")
     return model

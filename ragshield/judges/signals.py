@@ -106,21 +106,27 @@ class SignalReader:
         (None for a sample without an answer reads as a refusal)."""
         rows = []
         for index, sample in enumerate(samples):
-            row = self._question_signals(sample)
+            passages = self._passages(sample)
+            row = self._question_signals(sample, passages)
             if answers is not None:
-                row += self._answer_signals(sample, answers[index])
+                row += self._answer_signals(passages, answers[index])
             rows.append(row)
         width = len(QUESTION_SIGNALS) + (len(ANSWER_SIGNALS) if answers is not None else 0)
         return np.asarray(rows, dtype=float).reshape(len(rows), width)
 
-    def _question_signals(self, sample: Sample) -> list[float]:
-        question = sample.question
-        asked = set(self.stems(question))
+    def _passages(self, sample: Sample) -> "Passages":
+        """What both kinds of signals read of a sample, computed once."""
+        asked = frozenset(self.stems(sample.question))
         windows = self.windows(sample)
         everything = frozenset().union(*(w.stems for w in windows)) if windows else frozenset()
-        passages_text = " ".join(p.text for p in sample.passages).lower()
-        coverage = len(asked & everything) / len(asked) if asked else 0.0
         best = max(windows, key=lambda w: len(asked & w.stems), default=None)
+        return Passages(asked, windows, everything, best)
+
+    def _question_signals(self, sample: Sample, passages: "Passages") -> list[float]:
+        question = sample.question
+        asked, best = passages.asked, passages.best
+        passages_text = " ".join(p.text for p in sample.passages).lower()
+        coverage = len(asked & passages.everything) / len(asked) if asked else 0.0
         window_coverage = len(asked & best.stems) / len(asked) if asked and best else 0.0
         names = _names(question)
         names_missing = (sum(n.lower() not in passages_text for n in names) / len(names)
@@ -129,7 +135,7 @@ class SignalReader:
         numbers_missing = float(any(n.rstrip(".,") not in passages_text for n in numbers))
         number_asked_not_found = float(bool(_ASKS_NUMBER.search(question)) and (
             best is None or not _DATE_WORD.search(best.text)))
-        similarity, passage_similarity = self._similarities(sample, windows)
+        similarity, passage_similarity = self._similarities(sample, passages.windows)
         return [coverage, window_coverage, names_missing, numbers_missing,
                 float(bool(_NEGATION.search(question))), number_asked_not_found,
                 similarity, passage_similarity]
@@ -145,18 +151,26 @@ class SignalReader:
         split = len(windows)
         return (float(cosines[:split].max()) if split else 0.0, float(cosines[split:].max()))
 
-    def _answer_signals(self, sample: Sample, answer: str | None) -> list[float]:
+    def _answer_signals(self, passages: "Passages", answer: str | None) -> list[float]:
         if answer is None or is_refusal(answer):
             return [0.0, 0.0, 1.0, 0.0]
         said = set(self.stems(answer))
-        asked = set(self.stems(sample.question))
-        windows = self.windows(sample)
-        everything = frozenset().union(*(w.stems for w in windows)) if windows else frozenset()
-        new = said - asked  # the words of the answer that the question did not bring
-        coverage = len(new & everything) / len(new) if new else 1.0
-        best = max(windows, key=lambda w: len(asked & w.stems), default=None)
+        new = said - passages.asked  # the words of the answer that the question did not bring
+        coverage = len(new & passages.everything) / len(new) if new else 1.0
+        best = passages.best
         in_window = len(new & best.stems) / len(new) if new and best else 0.0
         return [coverage, in_window, 0.0, math.log1p(len(said))]
+
+
+@dataclass(frozen=True)
+class Passages:
+    """A sample's passages as the signals read them: the question's content stems, the
+    windows, every stem of the passages, and the window that shares most with the question."""
+
+    asked: frozenset[str]
+    windows: list[Window]
+    everything: frozenset[str]
+    best: Window | None
 
 
 def _names(question: str) -> list[str]:

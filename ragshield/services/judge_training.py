@@ -25,7 +25,7 @@ import numpy as np
 
 from ragshield.config import Settings
 from ragshield.errors import OptionError, UserError
-from ragshield.evaluation import run_tables
+from ragshield.evaluation import RunTables, run_tables
 from ragshield.grading import LLMGrader
 from ragshield.judges.hard_negatives import hard_negatives
 from ragshield.judges.learned import Extra, fit_final, grouped_cv
@@ -77,12 +77,12 @@ class Labelled:
                        self.group)
 
 
-def _run_reads(store: Store, run_id: int, reads: Sequence[str]) -> dict[str, tuple]:
+def _run_reads(tables: RunTables, reads: Sequence[str]) -> dict[str, tuple]:
     """Sample id -> the run's scores of the judges in `reads`; an error names a judge the
     run did not use."""
     if not reads:
         return {}
-    verdicts = run_tables(store, run_id, "human").verdicts
+    run_id, verdicts = tables.run_id, tables.verdicts
     missing = sorted(set(reads) - set(verdicts["judge"]))
     if missing:
         used = ", ".join(sorted(set(verdicts["judge"])))
@@ -100,7 +100,8 @@ def _answerable_examples(store: Store, dataset: str, run_id: int | None = None,
     with store.session() as session:
         dataset_id = dataset_id_of(session, dataset)
     labels = current_labels(store, dataset_id)
-    scores = _run_reads(store, run_id, reads) if run_id is not None else {}
+    scores = (_run_reads(run_tables(store, run_id, "human"), reads)
+              if run_id is not None and reads else {})
     examples, from_people = [], 0
     for row_id, sample in iter_sample_rows(store, dataset):
         human = majority_label(c.label for c in labels.get(row_id, []))
@@ -121,7 +122,7 @@ def answer_examples(store: Store, dataset: str, run_id: int, reads: Sequence[str
     if run.dataset != dataset:
         raise OptionError(f"run {run_id} judged dataset {run.dataset!r}, not {dataset!r}")
     tables = run_tables(store, run_id, "human", grader)
-    scores = _run_reads(store, run_id, reads)
+    scores = _run_reads(tables, reads)
     samples = {s.id: s for _, s in iter_sample_rows(store, dataset)}
     # As for a policy: people, a reference answer, or the unanswerable flag say it.
     known = truth_sources(tables.samples)
