@@ -1,3 +1,24 @@
-"""ragshield: risk control for retrieval-augmented question answering."""
+"""ragshield: risk control for retrieval-augmented question answering.
+
+    import ragshield
+    shield = ragshield.Shield.open()
+    decision = shield.judge(question, passages, answer)
+
+`Shield` and `Decision` are the public API (ragshield/services/shield.py); they load on
+first use, so `import ragshield` stays light."""
+
+from typing import Any
 
 __version__ = "0.1.0"
+__all__ = ["Decision", "Settings", "Shield", "UserError", "__version__"]
+
+_PUBLIC = {"Shield": "ragshield.services.shield", "Decision": "ragshield.services.shield",
+           "Settings": "ragshield.config", "UserError": "ragshield.errors"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _PUBLIC:
+        from importlib import import_module
+
+        return getattr(import_module(_PUBLIC[name]), name)
+    raise AttributeError(f"module 'ragshield' has no attribute {name!r}")

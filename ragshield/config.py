@@ -5,11 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-import platformdirs
+from ragshield import home
+
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
-
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 BackendName = Literal["embedded", "openai", "transformers"]
 # Padded tokens per embedding batch; the fastest of 512..8192 per CPU-second on these 2-core
@@ -28,17 +27,14 @@ DEFAULT_RULE_REASON = (
     "62% of those wrong, against 68% and 73% with every answer shown")
 
 
-def default_database_url() -> str:
-    return f"sqlite:///{PROJECT_ROOT / 'db' / 'ragshield.db'}"
-
-
 class Settings(BaseSettings):
     """Configuration; every field can be set as RAGSHIELD_<FIELD> in the environment."""
 
     model_config = SettingsConfigDict(env_prefix="RAGSHIELD_", extra="ignore")
 
-    cache_dir: Path = Field(default_factory=lambda: Path(platformdirs.user_cache_dir("ragshield")))
-    database_url: str = Field(default_factory=default_database_url)
+    # Where things are kept (ragshield/home.py): RAGSHIELD_HOME is read there.
+    cache_dir: Path = Field(default_factory=home.cache_dir)
+    database_url: str = Field(default_factory=home.default_database_url)
 
     backend: BackendName = "embedded"
     # For `embedded`: a GGUF path (default: the assembled Qwen model). For `openai`: the
@@ -69,7 +65,7 @@ class Settings(BaseSettings):
     decision_rule: str = DEFAULT_DECISION_RULE  # a judge's name, "all", "majority" or a policy
     answerer: str = "evidence"
     # Ingested corpora (chunks and their BM25 / FAISS indexes), one folder per corpus name.
-    corpora_dir: Path = PROJECT_ROOT / "db" / "corpora"
+    corpora_dir: Path = Field(default_factory=lambda: home.data_dir() / "corpora")
 
     # The guard API (ragshield/api). Keys: bearer tokens, comma-separated here or one per line
     # in the file; with neither, the API serves only on a loopback address.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence, Union
+from typing import Callable, Iterable, Iterator, Protocol, Sequence, Union
 
 import numpy as np
 
@@ -20,20 +20,12 @@ from ragshield.errors import OptionError
 from ragshield.judges.base import COSTS, Judge
 from ragshield.llm.base import LLM
 from ragshield.policies.rules import parse_rule
-from ragshield.types import Answer, CostSummary, Sample, Verdict, keep_word
+from ragshield.types import Answer, RuleDecision, Sample, Verdict
 
 POOLED_RULES = ("majority", "all")
 # A judge's keep on one sample as a small integer, for deciding many samples at once;
 # DEFERRED: a policy hands the sample to a person.
 KEPT, ABSTAINED, UNDECIDED, NOT_RUN, DEFERRED = 1, 0, -1, -2, -3
-
-
-@dataclass
-class Decision:
-    keep: bool | None  # None: the rule could not decide (its judge unavailable or failed)
-    rule: str
-    reason: str
-    deferred: bool = False  # a policy asks a person (keep is None)
 
 
 class ScoreRule(Protocol):
@@ -42,7 +34,7 @@ class ScoreRule(Protocol):
     @property
     def rule(self) -> str: ...
 
-    def decide(self, verdicts: Sequence[Verdict]) -> Decision: ...
+    def decide(self, verdicts: Sequence[Verdict]) -> RuleDecision: ...
 
 
 Rule = Union[str, ScoreRule]
@@ -53,7 +45,7 @@ class JudgedSample:
     sample: Sample
     answer: Answer
     verdicts: list[Verdict] = field(default_factory=list)
-    decision: Decision | None = None
+    decision: RuleDecision | None = None
 
 
 def _prefix_group(judge: Judge) -> int:
@@ -97,7 +89,7 @@ def choose_rule(rule: str | None, judges: Sequence[str],
                                        f"judges; deciding by {POOLED_RULES[0]}")
 
 
-def decide(verdicts: Sequence[Verdict], rule: Rule = DEFAULT_DECISION_RULE) -> Decision:
+def decide(verdicts: Sequence[Verdict], rule: Rule = DEFAULT_DECISION_RULE) -> RuleDecision:
     """Apply a decision rule: a judge's name (follow that judge), `all` (keep only if every
     deciding judge keeps), `majority` (keep if most deciding judges keep) or a policy."""
     if not isinstance(rule, str):
@@ -105,16 +97,16 @@ def decide(verdicts: Sequence[Verdict], rule: Rule = DEFAULT_DECISION_RULE) -> D
     deciding = [v for v in verdicts if v.keep is not None]
     if rule in POOLED_RULES:
         if not deciding:
-            return Decision(None, rule, "no judge reached a decision")
+            return RuleDecision(None, rule, "no judge reached a decision")
         keeps = sum(v.keep for v in deciding)
         keep = keeps == len(deciding) if rule == "all" else keeps * 2 > len(deciding)
-        return Decision(keep, rule, f"{keeps} of {len(deciding)} deciding judges keep")
+        return RuleDecision(keep, rule, f"{keeps} of {len(deciding)} deciding judges keep")
     chosen = next((v for v in verdicts if v.judge == rule), None)
     if chosen is None:
-        return Decision(None, rule, f"judge '{rule}' did not run")
+        return RuleDecision(None, rule, f"judge '{rule}' did not run")
     if chosen.keep is None:
-        return Decision(None, rule, f"judge '{rule}' gave no decision: {chosen.rationale}")
-    return Decision(chosen.keep, rule, f"{rule}: {chosen.rationale}")
+        return RuleDecision(None, rule, f"judge '{rule}' gave no decision: {chosen.rationale}")
+    return RuleDecision(chosen.keep, rule, f"{rule}: {chosen.rationale}")
 
 
 def keep_counts(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -161,55 +153,6 @@ def judge_sample(
             on_verdict(verdict)
     result.decision = decide(result.verdicts, rule)
     return result
-
-
-def verdict_dict(verdict: Verdict) -> dict[str, Any]:
-    cost = verdict.cost
-    return {
-        "judge": verdict.judge, "keep": verdict.keep, "score": verdict.score,
-        "rationale": verdict.rationale, "available": verdict.available, "error": verdict.error,
-        "parse_error": verdict.parse_error, "calls": cost.calls,
-        "prompt_tokens": cost.prompt_tokens, "completion_tokens": cost.completion_tokens,
-        "cached_prompt_tokens": cost.cached_prompt_tokens, "cache_hits": cost.cache_hits,
-        "seconds": round(cost.seconds, 4), "details": verdict.details,
-        "trace": [call.to_dict() for call in verdict.trace],
-    }
-
-
-def judged_sample_dict(result: JudgedSample) -> dict[str, Any]:
-    """The JSON shape of `ragshield ask --json`."""
-    answer = result.answer
-    base_cost = CostSummary.of(answer.calls)
-    return {
-        "question": result.sample.question,
-        "passages": [
-            {"id": p.doc_id or f"Passage-{i}", "text": p.text, "score": p.score}
-            for i, p in enumerate(result.sample.passages)
-        ],
-        "answer": {
-            "text": answer.text, "evidence": answer.evidence, "raw": answer.raw,
-            "answerer": answer.answerer, "refusal": answer.refusal,
-            "parse_error": answer.parse_error, "calls": base_cost.calls,
-            "prompt_tokens": base_cost.prompt_tokens,
-            "completion_tokens": base_cost.completion_tokens,
-            "seconds": round(base_cost.seconds, 4),
-            "trace": [call.to_dict() for call in answer.calls],
-        },
-        "verdicts": [verdict_dict(v) for v in result.verdicts],
-        "decision": decision_word(result.decision),
-        "decision_rule": result.decision.rule if result.decision else None,
-        "decision_reason": result.decision.reason if result.decision else None,
-    }
-
-
-def decision_word(decision: Decision | None) -> str | None:
-    """"keep", "abstain", "defer" (a policy asks a person), or None when the rule could not
-    decide."""
-    if decision is not None and decision.deferred:
-        return "defer"
-    if decision is None or decision.keep is None:
-        return None
-    return keep_word(decision.keep)
 
 
 def parallelism(llm: LLM, concurrency: int) -> int:

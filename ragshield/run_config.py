@@ -9,7 +9,7 @@ from ragshield.config import Settings
 from ragshield.errors import OptionError
 from ragshield.judging import choose_rule
 from ragshield.llm.packaged_models import LARGER_MODEL, unknown_embedded_model
-from ragshield.retrieval.modes import RetrievalMode
+from ragshield.types import RetrievalMode
 
 RETRIEVAL_CHOICES = ("given", *get_args(RetrievalMode))
 

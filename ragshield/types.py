@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, TypedDict
+from typing import Any, Literal, Sequence, TypedDict
 
 
 class Message(TypedDict):
@@ -227,3 +227,61 @@ class Verdict:
     @property
     def outcome(self) -> str:
         return outcome(self.keep, available=self.available, error=self.error)
+
+
+# The retrieval methods by name (ragshield/retrieval), for settings and forms that name one
+# without loading the search libraries.
+RetrievalMode = Literal["bm25", "dense", "hybrid", "rrf", "two-stage"]
+
+
+@dataclass
+class RuleDecision:
+    """A decision rule's verdict on one answer (ragshield/judging.py decides)."""
+
+    keep: bool | None  # None: the rule could not decide (its judge unavailable or failed)
+    rule: str
+    reason: str
+    deferred: bool = False  # a policy asks a person (keep is None)
+
+
+def decision_word(decision: RuleDecision | None) -> str | None:
+    """"keep", "abstain", "defer" (a policy asks a person), or None when the rule could not
+    decide."""
+    if decision is not None and decision.deferred:
+        return "defer"
+    if decision is None or decision.keep is None:
+        return None
+    return keep_word(decision.keep)
+
+
+@dataclass
+class Table:
+    """A titled table of plain values, as the reports and the Dashboard show it."""
+
+    title: str
+    headers: list[str]
+    rows: list[list[str]]
+    note: str = ""
+
+
+@dataclass
+class DetailTable:
+    """A judge's own view of its details for a case study: a titled table of plain values,
+    with optional texts (raw replies, prompts) shown folded below it. Faces render it; the
+    judge decides what matters."""
+
+    title: str
+    columns: list[str]
+    rows: list[list[Any]]
+    texts: list[tuple[str, str]] = field(default_factory=list)  # (caption, text)
+
+
+def passage_label(index: int) -> str:
+    """How prompts and pages name the passage at `index`."""
+    return f"Passage-{index}"
+
+
+def evidence_labels(evidence: Sequence[Any] | None) -> str:
+    """Cited passage ids as people read them ("Passage-0, Passage-2"), "-" for none."""
+    return ", ".join(passage_label(i) if isinstance(i, int) else str(i)
+                     for i in evidence or []) or "-"

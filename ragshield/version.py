@@ -11,6 +11,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def code_version() -> str:
+    if not (ROOT / ".git").exists():  # an installed package: its version is all there is
+        return __version__
     try:
         commit = subprocess.run(
             ["git", "-C", str(ROOT), "describe", "--always", "--dirty"],

@@ -42,7 +42,6 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench_app import free_port, running_server  # noqa: E402
 from bench_report import publish  # noqa: E402
 from ragshield.answerers.context import shared_messages  # noqa: E402
 from ragshield.answerers.vanilla import INSTRUCTIONS  # noqa: E402
@@ -52,6 +51,7 @@ from ragshield.datasets.demo import DEMO_SAMPLES  # noqa: E402
 from ragshield.llm.factory import make_llm  # noqa: E402
 from ragshield.llm.packaged_models import QWEN_05B, ensure_model  # noqa: E402
 from ragshield.services.guard import default_judges  # noqa: E402
+from ragshield.testing.servers import free_port, running_server  # noqa: E402
 from ragshield.types import Message, Sample  # noqa: E402
 
 CANNED = {"id": "c", "object": "chat.completion", "created": 0, "model": "canned",

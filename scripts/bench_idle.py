@@ -5,8 +5,8 @@ docs/BENCHMARKS.md.
     python scripts/bench_idle.py [--window 60] [--settle 10] [--judges trivial,token_prob]
                                  [--typed QUESTION]
 
-The app runs as `python app.py` on a temporary SQLite database holding the demo dataset
-(scripts/bench_app.py). Each idle window measures the CPU time (user + system) of the app
+The app runs as `python -m ragshield serve` on a temporary SQLite database holding the demo
+dataset (ragshield/testing/servers.py). Each idle window measures the CPU time (user + system) of the app
 process and its children with psutil, so the figure is the app's own use even while the
 machine has other load; the load average is reported anyway. The Demo question goes through
 gradio_client (`demo_ask`), on the stored demo sample with the least text (its own passages,
@@ -32,7 +32,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from bench_app import launched_app  # noqa: E402
 from bench_report import publish  # noqa: E402
 from gradio_client import Client  # noqa: E402
 
@@ -40,6 +39,7 @@ from ragshield.datasets.demo import DEMO_DATASET  # noqa: E402
 from ragshield.services.datasets import ensure_demo_dataset  # noqa: E402
 from ragshield.store.database import Store, open_store  # noqa: E402
 from ragshield.store.samples import list_samples, load_sample  # noqa: E402
+from ragshield.testing.servers import launched_app  # noqa: E402
 
 TARGET_PERCENT = 1.0  # of one core, idle
 
@@ -149,7 +149,7 @@ def main() -> None:
         store.close()
     load_before = os.getloadavg()[0]
     windows: list[Window] = []
-    with launched_app(database_url, folder / "app.log") as (url, process):
+    with launched_app(database_url, folder) as (url, process):
         time.sleep(args.settle)
         windows.append(idle_window(process.pid, "idle after start (no client)", args.window))
         question_s = ask_one_question(url, args.judges, args.typed, sample_id)
@@ -176,8 +176,8 @@ def main() -> None:
               f"--judges {args.judges}" + (f" --typed {args.typed!r}" if args.typed else "")
     question = (f"the typed question {args.typed!r} (hybrid retrieval, 3 passages)" if args.typed
                 else f"stored demo sample {sample_id} with its own passages")
-    notes = (f"App launched with app.py on a temporary SQLite database with the demo dataset; "
-             f"CPU is user + system time of the app process and its children (psutil) over "
+    notes = (f"App launched with `python -m ragshield serve` on a temporary SQLite database "
+             f"with the demo dataset; CPU is user + system time of the app process and its children (psutil) over "
              f"each idle window, no client connected; the Demo question ({question}, judges "
              f"{args.judges}) took {question_s:.1f} s through gradio_client, which was then "
              f"closed; each window started {args.settle:g} s after the previous step. RSS at "

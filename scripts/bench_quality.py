@@ -1,10 +1,10 @@
 """Quality of every judge on real labelled data: a balanced sample of SQuAD 2.0 part A and of
-ClapNQ (../shared/data), answered by the default answerer on the configured model and judged
+ClapNQ (the public sets, given by --data-dir), answered by the default answerer on the configured model and judged
 by the chosen judges; per judge AwF PR-AUC and QPP PR-AUC with 95% bootstrap intervals, the
 paired gap to keep-all and to the best judge, how many distinct scores it gave, and seconds
 per sample. Appends to docs/QUALITY.md.
 
-    python scripts/bench_quality.py [--samples 300] [--judges all] [--datasets squad2-part-a,clapnq]
+    python scripts/bench_quality.py --data-dir DIR [--samples 300] [--judges all] [--datasets squad2-part-a,clapnq]
                                     [--model qwen-1.5b]
 
 Each dataset's sample is a run in the configured store (RAGSHIELD_DATABASE_URL), found again
@@ -43,8 +43,13 @@ from ragshield.store.database import open_store  # noqa: E402
 from ragshield.store.models import AnswerRow, Run, VerdictRow  # noqa: E402
 from ragshield.store.samples import has_dataset, import_samples  # noqa: E402
 
-DATA = ROOT.parent / "shared" / "data"
 DATASETS = {"squad2-part-a": "squad2_dev_part_a.jsonl", "clapnq": "clapnq_dev.jsonl"}
+# Where the full sets come from; the repository holds only the tests' small subsets.
+DATA_DIR_HELP = (
+    "required: the folder of the public sets squad2_dev_part_a.jsonl (SQuAD 2.0 dev, its "
+    "first half, 2,805 questions) and clapnq_dev.jsonl (ClapNQ dev, 600 questions) in "
+    "ragshield's unified JSONL (the dev machines keep them in ../shared/data; tests/data "
+    "holds only small subsets, too small for these figures)")
 KEEP_ALL = "trivial"
 RESAMPLES = 1000
 MAX_GROUPS = 12  # more titles than this (ClapNQ: one page per question) are hashed into
@@ -70,11 +75,11 @@ def sample_groups(path: Path) -> dict[str, str]:
 
 
 def quality_run(store, settings: Settings, name: str, count: int, judges: list[str],
-                model: str | None = None, judge_model: str | None = None,
-                data_dir: Path = DATA) -> int:
+                model: str | None = None, judge_model: str | None = None, *,
+                data_dir: Path) -> int:
     """The run of this benchmark's settings (resumed when it exists), executed to the end;
     `model` a packaged model's name (None: the configured model); `judge_model` the judges'
-    model (None: the answering one)."""
+    model (None: the answering one); `data_dir` the folder of the public sets."""
     dataset = f"quality-{name}-{count}"
     if not has_dataset(store, dataset):
         import_samples(store, dataset, balanced(data_dir / DATASETS[name], count))
@@ -252,9 +257,10 @@ def main() -> None:
     parser.add_argument("--judge-model", default=None,
                         help="the model the judges read from (default: the answering one), "
                              "e.g. qwen-1.5b")
-    parser.add_argument("--data-dir", type=Path, default=DATA,
-                        help="the folder of squad2_dev_part_a.jsonl and clapnq_dev.jsonl")
+    parser.add_argument("--data-dir", type=Path, help=DATA_DIR_HELP)
     args = parser.parse_args()
+    if args.data_dir is None:
+        parser.error(f"--data-dir is {DATA_DIR_HELP}")
 
     settings = Settings()
     store = open_store(settings.database_url)
@@ -271,7 +277,7 @@ def main() -> None:
         grader = LLMGrader(make_llm(settings, store=store))
     for name in args.datasets.split(","):
         run_id = quality_run(store, settings, name, args.samples, judges, args.model,
-                             args.judge_model, args.data_dir)
+                             args.judge_model, data_dir=args.data_dir)
         tables = run_tables(store, run_id, grader=grader)
         groups = sample_groups(args.data_dir / DATASETS[name])
         verdicts, stacked_note = with_stacked_judge(tables.verdicts, groups=groups)
@@ -297,7 +303,8 @@ def main() -> None:
         data[name] = {"run": run_id, "judges": quality.to_dict(orient="records"),
                       "seconds": seconds, "decisions": decisions, "grouped": grouped}
     store.close()
-    command = (f"python scripts/bench_quality.py --samples {args.samples} --judges {args.judges}"
+    command = (f"python scripts/bench_quality.py --data-dir {args.data_dir}"
+               f" --samples {args.samples} --judges {args.judges}"
                f" --datasets {args.datasets}" + (" --llm-grader" if args.llm_grader else "")
                + (f" --model {args.model}" if args.model else "")
                + (f" --judge-model {args.judge_model}" if args.judge_model else ""))

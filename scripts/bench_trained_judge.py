@@ -4,7 +4,7 @@ ClapNQ (its titles hashed into 8 groups), a learning curve, and a transfer matri
 on one dataset, measured on the other). Prints the tables and appends them to
 docs/QUALITY.md.
 
-    python scripts/bench_trained_judge.py [--data-dir D] [--reads pre_answer]
+    python scripts/bench_trained_judge.py --data-dir DIR [--reads pre_answer]
         [--judge-model qwen-1.5b] [--reads-per-group 50] [--reads-on squad2-part-a]
         [--answers 200 --answer-reads token_prob,p_true]
 
@@ -20,7 +20,7 @@ answered by the configured model (a run kept in the cache directory's answers.db
 it exists) and the AwF target is measured the same way: is the answer right (by the matcher or
 the configured model as grader) and supported (an answer to a question flagged unanswerable is
 wrong); its reads (--answer-reads) are read by --judge-model. The figures need the public sets
-(--data-dir).
+(--data-dir, required).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench_quality import DATA, DATASETS, quality_run, sample_groups  # noqa: E402
+from bench_quality import DATA_DIR_HELP, DATASETS, quality_run, sample_groups  # noqa: E402
 from bench_report import QUALITY_MD, bench_parser, publish  # noqa: E402
 from ragshield.config import Settings  # noqa: E402
 from ragshield.datasets.registry import load_dataset  # noqa: E402
@@ -251,7 +251,7 @@ def _cell(figure: dict) -> str:
 
 def main() -> None:
     parser = bench_parser(__doc__, "trained_judge.json", runs=1)
-    parser.add_argument("--data-dir", type=Path, default=DATA)
+    parser.add_argument("--data-dir", type=Path, help=DATA_DIR_HELP)
     parser.add_argument("--reads", default="", help="LLM judges read on a subset, e.g. pre_answer")
     parser.add_argument("--judge-model", default=None, help="the judges' model (packaged name)")
     parser.add_argument("--reads-per-group", type=int, default=50)
@@ -264,6 +264,8 @@ def main() -> None:
     parser.add_argument("--database", default=None,
                         help="where the answer runs are kept (default: the cache directory)")
     args = parser.parse_args()
+    if args.data_dir is None:
+        parser.error(f"--data-dir is {DATA_DIR_HELP}")
     settings = Settings()
     load = os.getloadavg()[0]
     reader = SignalReader()

@@ -5,8 +5,9 @@ Prints a table, writes JSON, appends to docs/BENCHMARKS.md.
     python scripts/bench_ui.py [--samples 10000] [--judges 10] [--calls 20]
                                [--database-url postgresql+psycopg://.../an_empty_db]
 
-The app runs as `python app.py` on a temporary SQLite database filled with a synthetic run
-(tests/ui_fixtures.py: random verdicts, every 10th sample labelled). Times are client round
+The app runs as `python -m ragshield serve` on a temporary SQLite database filled with a
+synthetic run (ragshield/testing/synthetic_run.py: random verdicts, every 10th sample
+labelled). Times are client round
 trips on 127.0.0.1 (server time plus a little transport), medians and p95 over `--calls`
 calls; "server ms" subtracts the median round trip of an endpoint that does nothing (the
 Demo's fast-judges button), which is gradio_client's own queue-and-stream overhead. The first view of a run builds its tables (one read of every answer and verdict);
@@ -14,7 +15,7 @@ that build is timed on its own, and the Dashboard is also timed right after a ne
 when its tables and figures must be rebuilt.
 
 Labels are sent the way the page sends them (one POST per label, no queue, a session per
-tab; scripts/bench_app.py `call_like_browser`): by one annotator, by 8 at once without a
+tab; ragshield/testing/app_client.py `call_like_browser`): by one annotator, by 8 at once without a
 pause between labels, and by 8 at once while a run started from the Dashboard answers and
 judges demo questions with the embedded model in the same server process. Their target is
 on p95 (issue 14: 300 ms).
@@ -48,8 +49,9 @@ from ragshield.store.database import masked, open_store  # noqa: E402
 from ragshield.store.labels import add_annotator, add_label  # noqa: E402
 from ragshield.store.runs import get_run, list_runs  # noqa: E402
 from ragshield.store.samples import list_samples  # noqa: E402
-from synthetic_run import fill_synthetic_run  # noqa: E402
-from bench_app import browser_like_client, call_like_browser, launched_app  # noqa: E402
+from ragshield.testing.app_client import browser_like_client, call_like_browser  # noqa: E402
+from ragshield.testing.servers import launched_app  # noqa: E402
+from ragshield.testing.synthetic_run import fill_synthetic_run  # noqa: E402
 
 TARGETS_MS = {"browse filter": 300.0, "dashboard refresh": 1000.0,
               "dashboard refresh, after a new label, auto truth": 1000.0,
@@ -149,7 +151,7 @@ def main() -> None:
     load = os.getloadavg()[0]
 
     rows: list[tuple[str, float, float, str]] = []
-    with launched_app(url, folder / "app.log") as (app_url, _process):
+    with launched_app(url, folder) as (app_url, _process):
         client = Client(app_url, verbose=False)
 
         def browse(search: str, folds: list[str]) -> Any:
@@ -243,8 +245,9 @@ def main() -> None:
               f"--label-runs {args.label_runs}" + \
               (f" --database-url {masked(url)}" if args.database_url else "")
     notes = (f"{args.samples:,} synthetic samples x {args.judges} judges in {database} (filled in "
-             f"{fill_s:.0f} s), app launched with app.py, times are gradio_client round trips "
-             f"on 127.0.0.1 over {args.calls} calls; targets apply to the median server ms. "
+             f"{fill_s:.0f} s), app launched with `python -m ragshield serve`, times are "
+             f"gradio_client round trips on 127.0.0.1 over {args.calls} calls; targets apply "
+             f"to the median server ms. "
              f"Labels: the page's own request, {args.label_seconds:g} s per run with "
              f"{ANNOTATORS} annotators (half that alone), medians of {args.label_runs} runs "
              f"of each run's p50 and p95; the run beside them answers demo "

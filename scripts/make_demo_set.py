@@ -1,13 +1,16 @@
-"""Build the bundled demo set in assets/demo from the real ClapNQ and SQuAD 2.0 dev files.
+"""Build the bundled demo set in ragshield/assets/demo from the real ClapNQ and SQuAD 2.0 dev files.
 
-    python scripts/make_demo_set.py [--data-dir ../shared/data] [--per-group 40] [--seed 7]
+    python scripts/make_demo_set.py --data-dir DIR [--per-group 40] [--seed 7]
 
 Picks, with a fixed seed, the same number of answerable and unanswerable questions from each
 source, preferring short passages (total <= --max-words) so CPU prompts stay small, and at
 most one question per passage and label so the set covers more topics. Writes
 samples.jsonl (unified format, passages carrying corpus ids) and corpus.jsonl (the passages,
 pooled and de-duplicated: {id, title, text, source}). The licence and attribution files
-beside them are written by hand.
+beside them are written by hand. The shipped set was made from the full files (--data-dir:
+the folder of clapnq_dev.jsonl and squad2_dev_part_a.jsonl); tests/data holds the rows it was
+cut from, but run on those alone the script picks differently (the seeded shuffle is over every
+eligible row), so only the full files rebuild it byte for byte.
 """
 
 from __future__ import annotations
@@ -18,13 +21,16 @@ import json
 import random
 from pathlib import Path
 
-from ragshield.config import PROJECT_ROOT
 from ragshield.datasets import load_dataset
 from ragshield.datasets.demo import DEMO_DIR
 from ragshield.datasets.formats.unified import to_record
 from ragshield.types import Sample
 
 SOURCES = {"clapnq": "clapnq_dev.jsonl", "squad2": "squad2_dev_part_a.jsonl"}
+DATA_DIR_HELP = (
+    "required: the folder of the public sets clapnq_dev.jsonl (ClapNQ dev, 600 questions) and "
+    "squad2_dev_part_a.jsonl (SQuAD 2.0 dev, its first half, 2,805 questions) in ragshield's "
+    "unified JSONL (the dev machines keep them in ../shared/data)")
 
 
 def word_count(sample: Sample) -> int:
@@ -54,15 +60,17 @@ def pick(samples: list[Sample], answerable: bool, count: int, max_words: int,
                      "raise --max-words or lower --per-group")
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data-dir", type=Path, default=PROJECT_ROOT.parent / "shared" / "data")
+    parser.add_argument("--data-dir", type=Path, help=DATA_DIR_HELP)
     parser.add_argument("--out", type=Path, default=DEMO_DIR)
     parser.add_argument("--per-group", type=int, default=40,
                         help="samples per (source, answerable) group")
     parser.add_argument("--max-words", type=int, default=350)
     parser.add_argument("--seed", type=int, default=7)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    if args.data_dir is None:
+        parser.error(f"--data-dir is {DATA_DIR_HELP}")
 
     rng = random.Random(args.seed)
     chosen: list[tuple[str, Sample]] = []

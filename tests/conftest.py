@@ -15,9 +15,12 @@ server or starts Python processes gets them from such a fixture, never inline: `
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import uuid
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -27,6 +30,7 @@ import pytest
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 
+from ragshield import home
 from ragshield.config import Settings
 from scripts.bench_app import free_port, running_server  # noqa: F401 (the tests' own, too)
 from ragshield.store.database import Store, open_store
@@ -38,8 +42,14 @@ if TYPE_CHECKING:
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# What the tests write goes to a home of their own (RAGSHIELD_HOME, removed at exit), never
+# to the user's; the packaged models stay in the user's cache, assembled once for all runs.
+if not os.environ.get("RAGSHIELD_HOME"):
+    os.environ.setdefault("RAGSHIELD_CACHE_DIR", str(home.cache_dir()))
+    os.environ["RAGSHIELD_HOME"] = tempfile.mkdtemp(prefix="ragshield-test-home-")
+    atexit.register(shutil.rmtree, os.environ["RAGSHIELD_HOME"], True)
 
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+TEST_DATA = Path(__file__).resolve().parent / "data"  # small licensed subsets (README.md)
 POSTGRES_ADMIN_URL = os.environ.get(
     "RAGSHIELD_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 )

@@ -21,7 +21,7 @@ from ragshield.store.database import open_store
 from ragshield.store.labels import get_guidelines
 from ragshield.store.runs import list_runs
 from ragshield.ui.demo_tab import FAST_JUDGES
-from scripts.synthetic_run import fill_synthetic_run
+from ragshield.testing.synthetic_run import fill_synthetic_run
 from tests.ui_launch import (CHEAP_JUDGES, HOSTILE_DATASET, HOSTILE_SCRIPT, SYNTHETIC_JUDGES,
                              SYNTHETIC_SAMPLES, PreparedStore, current_label)
 

@@ -1,22 +1,39 @@
-"""`python -m ragshield` as a user runs it: real subprocesses, real models, real database.
-A test whose command loads a model asks for `packaged_models` (which marks it `model`)."""
+"""The command line with real models and a real database. The commands run in this process
+(`invoke`: typer's CliRunner on the app that `python -m ragshield` starts, the settings given
+as environment variables as a user gives them); `run_cli` starts `python -m ragshield` for
+what only a process shows. A test whose command loads a model asks for `packaged_models`
+(which marks it `model`)."""
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from click.testing import Result
+from typer.testing import CliRunner
 
-from tests.conftest import free_port
+from ragshield import __version__
+from ragshield.cli import app
+from ragshield.datasets.demo import DEMO_SAMPLES
+from ragshield.testing.servers import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def invoke(*args: str, env: dict[str, str] | None = None) -> Result:
+    """`python -m ragshield ARGS` run in this process, with `env` added to the environment;
+    its stdout and stderr apart. An exception other than the command's exit is a bug: it
+    propagates with its traceback."""
+    return CliRunner().invoke(app, list(args), env=env, catch_exceptions=False)
+
+
 def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    """`python -m ragshield ARGS` in a process of its own (ask for `python_processes`)."""
     full_env = {**os.environ, **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "ragshield", *args], cwd=ROOT, env=full_env,
@@ -24,9 +41,9 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300)
     )
 
 
-def test_doctor_reports_every_part_ok(python_processes, tmp_path, packaged_models):
-    result = run_cli("doctor", "--json", env={"RAGSHIELD_DATABASE_URL": f"sqlite:///{tmp_path}/d.db"})
-    assert result.returncode == 0, result.stdout + result.stderr
+def test_doctor_reports_every_part_ok(tmp_path, packaged_models):
+    result = invoke("doctor", "--json", env={"RAGSHIELD_DATABASE_URL": f"sqlite:///{tmp_path}/d.db"})
+    assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert set(report) == {"llm", "small_llm", "larger_llm", "embeddings", "database"}
     assert all(part["ok"] for part in report.values())
@@ -40,33 +57,30 @@ def test_doctor_reports_every_part_ok(python_processes, tmp_path, packaged_model
     assert report["database"]["revision"]
 
 
-def test_doctor_fails_with_reasons_and_still_reports_the_rest(
-        python_processes, tmp_path, packaged_models):
-    result = run_cli(
+def test_doctor_fails_with_reasons_and_still_reports_the_rest(tmp_path, packaged_models):
+    result = invoke(
         "doctor", "--json", "--only", "database,small_llm,llm",
         env={"RAGSHIELD_DATABASE_URL": "postgresql+psycopg://u:hunter2@127.0.0.1:1/x",
              "RAGSHIELD_MODEL": str(tmp_path / "missing.gguf")},
     )
-    assert result.returncode != 0
+    assert result.exit_code != 0
     report = json.loads(result.stdout)
     assert list(report) == ["llm", "small_llm", "database"]  # the chosen parts, in order
     assert not report["database"]["ok"] and "cannot open database" in report["database"]["error"]
-    assert "hunter2" not in result.stdout + result.stderr
+    assert "hunter2" not in result.output
     assert not report["llm"]["ok"] and "missing.gguf" in report["llm"]["error"]
     assert report["small_llm"]["ok"]
 
 
-def test_doctor_against_an_unreachable_endpoint_ends_quickly(
-        python_processes, tmp_path, packaged_models):
-    result = run_cli(
+def test_doctor_against_an_unreachable_endpoint_ends_quickly(tmp_path):
+    result = invoke(
         "doctor", "--json", "--only", "llm",
         env={"RAGSHIELD_BACKEND": "openai",
              "RAGSHIELD_OPENAI_BASE_URL": f"http://127.0.0.1:{free_port()}/v1",
              "RAGSHIELD_MAX_RETRIES": "2", "RAGSHIELD_RETRY_BACKOFF_S": "0.05",
              "RAGSHIELD_DATABASE_URL": f"sqlite:///{tmp_path}/d.db"},
-        timeout=120,
     )
-    assert result.returncode != 0
+    assert result.exit_code != 0
     report = json.loads(result.stdout)
     assert "after 3 attempts" in report["llm"]["error"] and list(report) == ["llm"]
 
@@ -82,30 +96,47 @@ def test_doctor_refuses_an_unknown_part_by_name():
             doctor_parts(names)
 
 
-def test_models_prepare_reports_verified_paths(python_processes, packaged_models):
-    result = run_cli("models", "prepare", "--json")
-    assert result.returncode == 0, result.stderr
+def test_models_prepare_reports_verified_paths(packaged_models):
+    result = invoke("models", "prepare", "--json")
+    assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert all(item["ok"] and Path(item["path"]).is_file() for item in report.values())
 
 
-def test_unknown_command_is_a_usage_error(python_processes):
-    result = run_cli("frobnicate")
-    assert result.returncode == 2 and "frobnicate" in result.stderr
+def test_models_list_names_what_model_options_take():
+    from ragshield.llm.packaged_models import PACKAGED_MODELS
+
+    listed = json.loads(invoke("models", "list", "--json").stdout)
+    assert [row["name"] for row in listed] == list(PACKAGED_MODELS)
+    assert all(set(row) == {"name", "model", "file", "installed"} for row in listed)
+    assert listed[0]["installed"] is True  # the default model's packages come with ragshield
+    table = invoke("models", "list").stdout.splitlines()
+    assert table[0].split() == ["name", "model", "file", "installed"]
+    assert len(table) == 1 + len(PACKAGED_MODELS)
+
+
+def test_unknown_command_is_a_usage_error():
+    result = invoke("frobnicate")
+    assert result.exit_code == 2 and "frobnicate" in result.stderr
+
+
+def test_version_is_printed_by_the_installed_entry_point(python_processes):
+    assert invoke("--version").stdout == f"ragshield {__version__}\n"
+    launched = run_cli("--version")
+    assert (launched.returncode, launched.stdout) == (0, f"ragshield {__version__}\n")
 
 
 def first_demo_sample_id() -> str:
-    return json.loads((ROOT / "assets" / "demo" / "samples.jsonl").open().readline())["id"]
+    return json.loads(DEMO_SAMPLES.open().readline())["id"]
 
 
-def test_ask_judges_a_demo_sample_and_prints_the_documented_json(
-        python_processes, tmp_path, packaged_models):
-    result = run_cli(
+def test_ask_judges_a_demo_sample_and_prints_the_documented_json(tmp_path, packaged_models):
+    result = invoke(
         "ask", "--sample", first_demo_sample_id(), "--judges", "trivial,p_true",
         "--rule", "trivial", "--json",
         env={"RAGSHIELD_DATABASE_URL": f"sqlite:///{tmp_path}/a.db"},
     )
-    assert result.returncode == 0, result.stderr
+    assert result.exit_code == 0, result.output
     payload = json.loads(result.stdout)
     assert {"question", "passages", "answer", "verdicts", "decision"} <= set(payload)
     assert payload["passages"] and {"id", "text", "score"} <= set(payload["passages"][0])
@@ -117,11 +148,28 @@ def test_ask_judges_a_demo_sample_and_prints_the_documented_json(
     assert payload["decision"] == "keep"
 
 
-def test_ask_rejects_bad_options_with_a_message(python_processes, tmp_path):
+def test_ask_rejects_bad_options_with_a_message(tmp_path):
     env = {"RAGSHIELD_DATABASE_URL": f"sqlite:///{tmp_path}/a.db"}
-    both = run_cli("ask", "--question", "q", "--sample", "s", env=env)
-    assert both.returncode == 2 and "exactly one" in both.stderr
-    unknown = run_cli("ask", "--sample", "s", "--judges", "oracle", env=env)
-    assert unknown.returncode == 1 and "unknown judge" in unknown.stderr
-    missing = run_cli("ask", "--sample", "no-such-id", "--judges", "trivial", env=env)
-    assert missing.returncode == 1 and "no-such-id" in missing.stderr
+    both = invoke("ask", "--question", "q", "--sample", "s", env=env)
+    assert both.exit_code == 2 and "exactly one" in both.stderr
+    unknown = invoke("ask", "--sample", "s", "--judges", "oracle", env=env)
+    assert unknown.exit_code == 1 and "unknown judge" in unknown.stderr
+    missing = invoke("ask", "--sample", "no-such-id", "--judges", "trivial", env=env)
+    assert missing.exit_code == 1 and "no-such-id" in missing.stderr
+
+
+def test_serve_refuses_a_bad_setup_in_one_line(tmp_path):
+    env = {"RAGSHIELD_DATABASE_URL": f"sqlite:///{tmp_path}/s.db"}
+    open_api = invoke("serve", "--api-only", "--host", "0.0.0.0", env=env)
+    assert open_api.exit_code == 1 and open_api.stderr.startswith("error: the guard API on 0.0.0.0")
+    no_keys = invoke("serve", "--api-only", "--api-keys", str(tmp_path / "none.txt"), env=env)
+    assert no_keys.exit_code == 1 and str(tmp_path / "none.txt") in no_keys.stderr
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        busy = invoke("serve", "--api-only", "--port", str(port), env=env)
+    assert busy.exit_code == 1
+    assert busy.stderr == f"error: cannot serve on 127.0.0.1:{port}: Address already in use\n"
+    for result in (open_api, no_keys, busy):
+        assert len(result.stderr.splitlines()) == 1 and result.stdout == ""

@@ -1,24 +1,37 @@
-"""`python -m ragshield datasets ...` as a user runs it, on a fresh SQLite file: import,
-re-import of a changed file, list, samples, delete."""
+"""`ragshield datasets ...` on a fresh SQLite file: import, re-import of a changed file, list,
+samples, delete. The commands run in this process (typer's CliRunner on the app that
+`python -m ragshield` starts, with the database given as RAGSHIELD_DATABASE_URL as a user
+gives it); one real launch checks what only a process shows: its exit status and stderr."""
 
 from __future__ import annotations
 
 import json
 import os
 import subprocess
-import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from ragshield.cli import app
 from ragshield.store.database import open_store
 from ragshield.store.labels import add_annotator, add_label
 from ragshield.store.runs import create_run
 from ragshield.store.samples import DatasetSummary, list_datasets, load_sample
-from tests.conftest import SHARED_DATA
+from tests.conftest import TEST_DATA
 
 ROOT = Path(__file__).resolve().parents[1]
-SQUAD_RAW = SHARED_DATA / "raw" / "squad2_dev_part_a_squad_format.json"
+SQUAD_RAW = TEST_DATA / "raw" / "squad2_dev_part_a_squad_format.json"  # 180 questions
+
+
+@dataclass
+class Completed:
+    """What a command left: its exit status and its two streams."""
+
+    returncode: int
+    stdout: str
+    stderr: str
 
 
 @pytest.fixture
@@ -27,14 +40,13 @@ def database_url(tmp_path) -> str:
 
 
 @pytest.fixture
-def cli(python_processes, database_url):
-    def run(*args: str, url: str = database_url, input: str | None = None
-            ) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "-m", "ragshield", "datasets", *args], cwd=ROOT,
-            env={**os.environ, "RAGSHIELD_DATABASE_URL": url},
-            capture_output=True, text=True, timeout=120, input=input,
-        )
+def cli(database_url):
+    def run(*args: str, url: str = database_url, input: str | None = None) -> Completed:
+        result = CliRunner().invoke(app, ["datasets", *args], input=input,
+                                    env={"RAGSHIELD_DATABASE_URL": url})
+        if result.exception is not None and not isinstance(result.exception, SystemExit):
+            raise result.exception  # a bug, not a user's error: show its traceback
+        return Completed(result.exit_code, result.stdout, result.stderr)
 
     return run
 
@@ -50,13 +62,13 @@ def datasets_in(url: str) -> list[DatasetSummary]:
 def test_import_list_and_samples(cli):
     imported = cli("import", "squad", str(SQUAD_RAW), "--json")
     assert imported.returncode == 0, imported.stderr
-    assert json.loads(imported.stdout) == {"dataset": "squad", "added": 2805, "updated": 0,
-                                           "unchanged": 0, "missing": 0, "samples": 2805}
+    assert json.loads(imported.stdout) == {"dataset": "squad", "added": 180, "updated": 0,
+                                           "unchanged": 0, "missing": 0, "samples": 180}
     listed = cli("list", "--json")  # also loads the bundled demo set into the new database
     assert listed.returncode == 0, listed.stderr
     assert json.loads(listed.stdout) == [
         {"name": "demo", "samples": 160, "answerable": 80, "unanswerable": 80, "unlabelled": 0},
-        {"name": "squad", "samples": 2805, "answerable": 1278, "unanswerable": 1527,
+        {"name": "squad", "samples": 180, "answerable": 90, "unanswerable": 90,
          "unlabelled": 0},
     ]
     rows = json.loads(cli("samples", "squad", "--limit", "3", "--json").stdout)
@@ -86,6 +98,20 @@ def test_an_unknown_dataset_is_one_readable_line_and_exit_1(cli):
     result = cli("samples", "nope")
     assert result.returncode == 1
     assert result.stderr.strip() == "error: no dataset named 'nope' (datasets: 'demo')"
+    assert result.stdout == ""
+
+
+def test_a_real_launch_exits_1_with_the_one_line(python_processes, database_url):
+    """`python -m ragshield` as a user starts it: the exit status reaches the shell, and
+    stderr holds the one line, no traceback."""
+    result = subprocess.run(
+        [python_processes, "-m", "ragshield", "datasets", "samples", "nope"], cwd=ROOT,
+        env={**os.environ, "RAGSHIELD_DATABASE_URL": database_url},
+        capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 1
+    assert result.stderr.strip() == "error: no dataset named 'nope' (datasets: 'demo')"
+    assert result.stdout == ""
 
 
 def test_a_bad_file_names_its_line_and_imports_nothing(cli, tmp_path, database_url):

@@ -1,24 +1,66 @@
-"""The bundled demo set: real, balanced, small, attributed, reproducible; loaded as `demo`."""
+"""The bundled demo set: real, balanced, small, attributed, made by its script; loaded as
+`demo`.
+
+tests/data holds the 160 ClapNQ and SQuAD 2.0 rows the shipped set was cut from, among others
+(tests/data/README.md). The script's seeded pick is over every eligible row of the full files,
+so only those rebuild the shipped files byte for byte; here the shipped set is checked against
+its source rows and the script's rules, and the script, run on tests/data, must make a set by
+the same rules, the same bytes each time."""
 
 from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
+
+import pytest
 
 from ragshield.datasets import load_dataset
 from ragshield.datasets.demo import DEMO_CORPUS, DEMO_DIR, DEMO_RUN, DEMO_SAMPLES
 from ragshield.services.datasets import ensure_demo_dataset
 from ragshield.store.samples import DatasetSummary, list_datasets
-from tests.conftest import SHARED_DATA
+from scripts.make_demo_set import main as make_demo_set
+from scripts.make_demo_set import passage_id
+from tests.conftest import TEST_DATA
 
 ROOT = Path(__file__).resolve().parents[1]
+SOURCES = ("clapnq_dev.jsonl", "squad2_dev_part_a.jsonl")
 
 
-def demo_samples():
-    return list(load_dataset(DEMO_SAMPLES))
+def demo_samples(path: Path = DEMO_SAMPLES):
+    return list(load_dataset(path))
+
+
+def source_rows() -> dict:
+    return {s.id: s for name in SOURCES for s in load_dataset(TEST_DATA / name)}
+
+
+def assert_real_rows(samples) -> None:
+    """Each sample is a row of the public files, unchanged but for its passages' ids."""
+    originals = source_rows()
+    for sample in samples:
+        original = originals[sample.id]
+        assert (sample.question, sample.answerable, sample.reference_answers, sample.meta) == (
+            original.question, original.answerable, original.reference_answers, original.meta)
+        assert [(p.title, p.text) for p in sample.passages] == [
+            (p.title, p.text) for p in original.passages]
+
+
+def assert_made_by_the_rules(samples, corpus_path: Path, per_group: int = 40,
+                             max_words: int = 350) -> None:
+    """scripts/make_demo_set.py's rules: `per_group` of each source and label, passages of at
+    most `max_words` words, references for every answerable one, one question per passage set
+    and label, passages pooled in the corpus under the id hashed from title and text."""
+    assert Counter((s.id.split(":")[0], s.answerable) for s in samples) == {
+        (source, label): per_group for source in ("clapnq", "squad2") for label in (True, False)}
+    assert all(sum(len(p.text.split()) for p in s.passages) <= max_words for s in samples)
+    assert all(s.reference_answers for s in samples if s.answerable)
+    keys = [(s.answerable, tuple(p.text for p in s.passages)) for s in samples]
+    assert len(set(keys)) == len(keys)
+    corpus = [json.loads(line) for line in corpus_path.read_text(encoding="utf-8").splitlines()]
+    assert all(e["id"] == passage_id(e["source"], e["title"], e["text"]) for e in corpus)
+    assert {p.doc_id for s in samples for p in s.passages} == {e["id"] for e in corpus}
 
 
 def test_demo_set_is_balanced_mixed_and_small():
@@ -34,14 +76,11 @@ def test_demo_set_is_balanced_mixed_and_small():
 
 
 def test_demo_samples_are_the_real_dataset_samples():
-    originals = {s.id: s for name in ("clapnq_dev.jsonl", "squad2_dev_part_a.jsonl")
-                 for s in load_dataset(SHARED_DATA / name)}
-    for sample in demo_samples():
-        original = originals[sample.id]
-        assert (sample.question, sample.answerable, sample.reference_answers, sample.meta) == (
-            original.question, original.answerable, original.reference_answers, original.meta)
-        assert [(p.title, p.text) for p in sample.passages] == [
-            (p.title, p.text) for p in original.passages]
+    assert_real_rows(demo_samples())
+
+
+def test_the_shipped_set_follows_the_scripts_rules():
+    assert_made_by_the_rules(demo_samples(), DEMO_CORPUS)
 
 
 def test_corpus_pools_every_passage_once():
@@ -70,15 +109,31 @@ def test_licence_and_attribution_name_the_sources():
     assert "Apache License" in (DEMO_DIR / "LICENSE-Apache-2.0.txt").read_text()
 
 
-def test_the_script_rebuilds_the_same_files(python_processes, tmp_path):
+def test_the_script_makes_a_set_by_its_rules_the_same_each_time(python_processes, tmp_path):
+    """As a user runs it (a process of its own) and once more in this process: the same
+    bytes, a set made by the rules, of real rows."""
     result = subprocess.run(
-        [sys.executable, "scripts/make_demo_set.py", "--data-dir", str(SHARED_DATA),
-         "--out", str(tmp_path)],
+        [python_processes, "scripts/make_demo_set.py", "--data-dir", str(TEST_DATA),
+         "--out", str(tmp_path / "first")],
         cwd=ROOT, capture_output=True, text=True, timeout=120,
     )
     assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("160 samples, ")
+    make_demo_set(["--data-dir", str(TEST_DATA), "--out", str(tmp_path / "again")])
     for name in ("samples.jsonl", "corpus.jsonl"):
-        assert (tmp_path / name).read_bytes() == (DEMO_DIR / name).read_bytes()
+        assert (tmp_path / "first" / name).read_bytes() == (tmp_path / "again" / name).read_bytes()
+    made = demo_samples(tmp_path / "first" / "samples.jsonl")
+    assert_made_by_the_rules(made, tmp_path / "first" / "corpus.jsonl")
+    assert_real_rows(made)
+    assert {s.id for s in made} != {s.id for s in demo_samples()}  # another pool, another pick
+
+
+def test_the_script_asks_for_the_public_sets(capsys):
+    with pytest.raises(SystemExit) as raised:
+        make_demo_set(["--out", "unused"])
+    assert raised.value.code == 2
+    error = capsys.readouterr().err
+    assert "--data-dir is required" in error and "clapnq_dev.jsonl" in error
 
 
 def test_ensure_demo_dataset_loads_it_once(store):

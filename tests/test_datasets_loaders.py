@@ -1,7 +1,9 @@
-"""Every dataset loader on the real files in shared/data, plus format detection."""
+"""Every dataset loader on real rows (the small subsets of the public files in tests/data, in
+their original formats; see tests/data/README.md), plus format detection."""
 
 from __future__ import annotations
 
+import bz2
 import json
 import re
 from collections import Counter
@@ -17,9 +19,9 @@ from ragshield.datasets import (
     parse_mapping,
 )
 from ragshield.datasets.formats.unified import to_record
-from tests.conftest import SHARED_DATA
+from tests.conftest import TEST_DATA
 
-RAW = SHARED_DATA / "raw"
+RAW = TEST_DATA / "raw"
 
 
 def counts(samples) -> tuple[int, int, int, int]:
@@ -30,20 +32,20 @@ def counts(samples) -> tuple[int, int, int, int]:
 @pytest.mark.parametrize(
     ("path", "format", "expected"),
     [
-        (SHARED_DATA / "squad2_dev_part_a.jsonl", "unified", (2805, 1278, 1527, 0)),
-        (SHARED_DATA / "clapnq_dev.jsonl", "unified", (600, 300, 300, 0)),
-        (SHARED_DATA / "halueval_qa500.jsonl", "unified", (500, 500, 0, 0)),
-        (SHARED_DATA / "nq_open_oracle.jsonl", "unified", (2655, 2655, 0, 0)),
-        (RAW / "squad2_dev_part_a_squad_format.json", "squad2", (2805, 1278, 1527, 0)),
-        (RAW / "clapnq_dev_answerable.jsonl", "clapnq", (300, 300, 0, 0)),
-        (RAW / "clapnq_dev_unanswerable.jsonl", "clapnq", (300, 0, 300, 0)),
-        (RAW / "NQ-open.dev.jsonl", "nq_open", (3610, 0, 0, 3610)),
-        (RAW / "halueval_qa_one-turn_data.json", "halueval", (500, 500, 0, 0)),
-        (RAW / "hotpot_dev_distractor_first53.json", "hotpotqa", (53, 53, 0, 0)),
+        (TEST_DATA / "squad2_dev_part_a.jsonl", "unified", (180, 90, 90, 0)),
+        (TEST_DATA / "clapnq_dev.jsonl", "unified", (95, 55, 40, 0)),
+        (TEST_DATA / "halueval_qa500.jsonl", "unified", (10, 10, 0, 0)),
+        (TEST_DATA / "nq_open_oracle.jsonl", "unified", (10, 10, 0, 0)),
+        (RAW / "squad2_dev_part_a_squad_format.json", "squad2", (180, 90, 90, 0)),
+        (RAW / "clapnq_dev_answerable.jsonl", "clapnq", (55, 55, 0, 0)),
+        (RAW / "clapnq_dev_unanswerable.jsonl", "clapnq", (40, 0, 40, 0)),
+        (RAW / "NQ-open.dev.jsonl", "nq_open", (20, 0, 0, 20)),
+        (RAW / "halueval_qa_one-turn_data.json", "halueval", (10, 10, 0, 0)),
+        (RAW / "hotpot_dev_distractor_first53.json", "hotpotqa", (6, 6, 0, 0)),
     ],
     ids=lambda value: value.name if isinstance(value, Path) else None,
 )
-def test_real_file_is_detected_and_loads_with_the_published_counts(path, format, expected):
+def test_real_file_is_detected_and_loads_with_its_counts(path, format, expected):
     assert detect_format(path) == format
     samples = list(load_dataset(path))
     assert counts(samples) == expected
@@ -54,7 +56,7 @@ def test_real_file_is_detected_and_loads_with_the_published_counts(path, format,
 def test_raw_squad2_agrees_with_the_unified_conversion():
     raw = {s.id: s for s in load_dataset(RAW / "squad2_dev_part_a_squad_format.json", "squad2")}
     unified = {s.id.removeprefix("squad2:"): s for s in load_dataset(
-        SHARED_DATA / "squad2_dev_part_a.jsonl", "unified")}
+        TEST_DATA / "squad2_dev_part_a.jsonl", "unified")}
     assert raw.keys() == unified.keys()
     for key, sample in raw.items():
         other = unified[key]
@@ -76,7 +78,7 @@ def test_squad2_unanswerable_questions_keep_their_plausible_answers():
 
 def test_raw_clapnq_agrees_with_the_unified_conversion():
     unified = {s.id.removeprefix("clapnq:"): s
-               for s in load_dataset(SHARED_DATA / "clapnq_dev.jsonl")}
+               for s in load_dataset(TEST_DATA / "clapnq_dev.jsonl")}
     raw = [s for name in ("clapnq_dev_answerable.jsonl", "clapnq_dev_unanswerable.jsonl")
            for s in load_dataset(RAW / name)]
     assert {s.id for s in raw} == unified.keys()
@@ -109,7 +111,7 @@ def test_halueval_keeps_knowledge_as_passage_and_the_hallucinated_answer():
 
 def test_hotpotqa_marks_supporting_paragraphs_and_keeps_the_facts():
     samples = list(load_dataset(RAW / "hotpot_dev_distractor_first53.json"))
-    assert Counter(len(s.passages) for s in samples) == {10: 52, 2: 1}
+    assert Counter(len(s.passages) for s in samples) == {10: 5, 2: 1}
     for sample in samples:
         titles = {title for title, _ in sample.meta["supporting_facts"]}
         assert {p.title for p in sample.passages if p.meta["supporting"]} == titles
@@ -120,20 +122,28 @@ def test_hotpotqa_marks_supporting_paragraphs_and_keeps_the_facts():
     assert " He " not in first.passages[0].text[:5]  # sentences joined with their own spaces
 
 
+CRAG = RAW / "crag_example_dev_data.jsonl.bz2"  # 2 of the 10 records (tests/data/README.md)
+PREMISE = "ecc1e84c-b979-4479-8275-eaa62020643f"  # sports, a false premise
+SNIPPETS = "d535abd8-1361-4ad8-a82e-006ccdfc0cfb"  # movie, three pages without text
+
+
 @pytest.fixture(scope="module")
 def crag_samples():
-    return list(load_dataset(RAW / "crag_example_dev_data.jsonl.bz2"))
+    return list(load_dataset(CRAG))
 
 
 def test_crag_pages_become_markdown_passages(crag_samples):
-    assert detect_format(RAW / "crag_example_dev_data.jsonl.bz2") == "crag"
-    assert len(crag_samples) == 10
+    assert detect_format(CRAG) == "crag"
+    assert [s.id for s in crag_samples] == [PREMISE, SNIPPETS]
     passages = [p for s in crag_samples for p in s.passages]
-    assert len(passages) == 50  # pages without text fall back to their snippets
+    assert len(passages) == 10  # pages without text fall back to their snippets
     assert all(p.text.strip() and p.doc_id.startswith("http") and p.title for p in passages)
     assert not any(re.search(r"<(div|script|html|span)\b", p.text) for p in passages)
     assert any(re.search(r"^#{1,6} ", p.text, re.MULTILINE) for p in passages)  # headings
-    assert any(p.meta["from_snippet"] for p in passages)
+    by_id = {s.id: s for s in crag_samples}
+    assert [p.meta["from_snippet"] for p in by_id[SNIPPETS].passages] == [
+        False, True, True, False, True]
+    assert not any(p.meta["from_snippet"] for p in by_id[PREMISE].passages)
     assert all(s.passages == sorted(s.passages, key=lambda p: p.meta["page_index"])
                for s in crag_samples)
 
@@ -143,13 +153,28 @@ def test_crag_keeps_its_metadata_and_scores_false_premise_as_invalid(crag_sample
         assert {"domain", "question_type", "static_or_dynamic", "query_time"} <= sample.meta.keys()
         assert sample.answerable is None
     by_id = {s.id: s for s in crag_samples}
-    premise = by_id["ecc1e84c-b979-4479-8275-eaa62020643f"]
+    premise = by_id[PREMISE]
     assert premise.meta["question_type"] == "false_premise"
     assert premise.reference_answers == ["invalid question"]
     assert premise.meta["original_answer"].startswith("rory mcilroy has never won")
-    assert by_id["f8fc2c1a-4bcb-48be-857c-1b0dcf07034e"].reference_answers == ["en"]
-    assert by_id["ce79ed8a-73cb-42ef-935b-121c13a9c61a"].reference_answers == []  # "nan"
-    assert Counter(s.meta["domain"] for s in crag_samples)["movie"] == 3
+    other = by_id[SNIPPETS]
+    assert other.meta["question_type"] == "multi-hop" and "original_answer" not in other.meta
+    assert other.reference_answers[0].startswith("carol forman was the first actor")
+    assert Counter(s.meta["domain"] for s in crag_samples) == {"sports": 1, "movie": 1}
+
+
+def test_crag_answers_nan_means_no_reference_and_short_answers_stay(tmp_path):
+    """CRAG's export writes "nan" for an answer it does not have; a short real answer such
+    as a language code stays. Shown on copies of a real record with those answers."""
+    with bz2.open(CRAG, "rt", encoding="utf-8") as handle:
+        record = json.loads(handle.readline())
+    record["question_type"] = "simple"
+    copies = [{**record, "interaction_id": "nan", "answer": "nan", "alternative_answers": []},
+              {**record, "interaction_id": "en", "answer": "en", "alternative_answers": "[]"}]
+    path = tmp_path / "crag.jsonl.bz2"
+    path.write_bytes(bz2.compress("".join(json.dumps(c) + "\n" for c in copies).encode()))
+    missing, short = load_dataset(path)
+    assert (missing.reference_answers, short.reference_answers) == ([], ["en"])
 
 
 def write_lines(path: Path, records: list) -> Path:
@@ -224,7 +249,7 @@ def test_limit_stops_early(tmp_path):
 
 
 def test_unified_round_trip(tmp_path):
-    originals = list(load_dataset(SHARED_DATA / "squad2_dev_part_a.jsonl", limit=20))
+    originals = list(load_dataset(TEST_DATA / "squad2_dev_part_a.jsonl", limit=20))
     path = write_lines(tmp_path / "copy.jsonl", [to_record(s) for s in originals])
     assert list(load_dataset(path)) == originals
 

@@ -1,21 +1,20 @@
 """`ragshield metrics --verdicts FILE`: the output shape, and bad files rejected with the
-file, line and field named; `ragshield metrics RUN` and `ragshield report RUN` in process."""
+file, line and field named; `ragshield metrics RUN` and `ragshield report RUN`. The commands
+run in this process (tests/test_cli.py `invoke`)."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from typer.testing import CliRunner
 
-from ragshield.cli.app import app
 from ragshield.pipeline import RunModels, execute_run, start_run
 from ragshield.run_config import RunConfig
 from ragshield.store.samples import import_samples
 from ragshield.types import Passage, Sample
 from ragshield.verdict_files import VerdictFileError, read_verdicts_file
 from tests.fakes import ScriptedLLM
-from tests.test_cli import run_cli
+from tests.test_cli import invoke
 
 GOOD = [
     {"sample_id": "a", "judge": "j", "keep": True, "score": 0.9, "answer_correct": True, "passages_support": True},
@@ -30,10 +29,10 @@ def write(path, rows, extra_lines=()):
     return path
 
 
-def test_metrics_from_a_verdict_file(python_processes, tmp_path):
-    result = run_cli("metrics", "--verdicts", str(write(tmp_path / "v.jsonl", GOOD)), "--json",
-                     "--resamples", "100")
-    assert result.returncode == 0, result.stderr
+def test_metrics_from_a_verdict_file(tmp_path):
+    result = invoke("metrics", "--verdicts", str(write(tmp_path / "v.jsonl", GOOD)), "--json",
+                    "--resamples", "100")
+    assert result.exit_code == 0, result.stderr
     m = json.loads(result.stdout)["j"]
     expected_keys = {"n", "counts", "risk", "carefulness", "alignment", "coverage", "precision",
                      "recall", "f1", "max_f1", "max_f1_threshold", "pr_auc", "ci"}
@@ -45,10 +44,10 @@ def test_metrics_from_a_verdict_file(python_processes, tmp_path):
     assert (m["precision"], m["recall"]) == (0.5, 0.5)
 
 
-def test_no_answerable_questions_gives_null_not_an_error(python_processes, tmp_path):
+def test_no_answerable_questions_gives_null_not_an_error(tmp_path):
     rows = [{**r, "passages_support": False, "answer_correct": False} for r in GOOD]
-    m = json.loads(run_cli("metrics", "--verdicts", str(write(tmp_path / "v.jsonl", rows)),
-                           "--json", "--resamples", "0").stdout)["j"]
+    m = json.loads(invoke("metrics", "--verdicts", str(write(tmp_path / "v.jsonl", rows)),
+                          "--json", "--resamples", "0").stdout)["j"]
     assert m["recall"] is None and m["risk"] == 1.0 and m["ci"] == {}
 
 
@@ -69,35 +68,35 @@ def test_bad_verdict_lines_are_named(tmp_path, bad_line, fragment):
     assert str(path) in str(error.value) and fragment in str(error.value)
 
 
-def test_cli_reports_a_bad_file_and_exits_1(python_processes, tmp_path):
+def test_cli_reports_a_bad_file_and_exits_1(tmp_path):
     path = write(tmp_path / "bad.jsonl", [{k: v for k, v in GOOD[0].items() if k != "judge"}])
-    result = run_cli("metrics", "--verdicts", str(path), "--json")
-    assert result.returncode == 1
+    result = invoke("metrics", "--verdicts", str(path), "--json")
+    assert result.exit_code == 1
     assert "bad.jsonl, line 1" in result.stderr and "'judge'" in result.stderr
-    missing = run_cli("metrics", "--verdicts", str(tmp_path / "none.jsonl"))
-    assert missing.returncode == 1 and "cannot read" in missing.stderr
+    missing = invoke("metrics", "--verdicts", str(tmp_path / "none.jsonl"))
+    assert missing.exit_code == 1 and "cannot read" in missing.stderr
 
 
-def test_run_metrics_of_an_unknown_run_fail_clearly(python_processes, tmp_path):
-    result = run_cli("metrics", "7", env={"RAGSHIELD_DATABASE_URL": f"sqlite:///{tmp_path}/m.db"})
-    assert result.returncode == 1 and "no run with id 7" in result.stderr
+def test_run_metrics_of_an_unknown_run_fail_clearly(tmp_path):
+    result = invoke("metrics", "7", env={"RAGSHIELD_DATABASE_URL": f"sqlite:///{tmp_path}/m.db"})
+    assert result.exit_code == 1 and "no run with id 7" in result.stderr
 
 
-def test_report_and_metrics_of_a_stored_run(store, store_url, settings, monkeypatch, tmp_path):
-    monkeypatch.setenv("RAGSHIELD_DATABASE_URL", store_url)
+def test_report_and_metrics_of_a_stored_run(store, store_url, settings, tmp_path):
+    env = {"RAGSHIELD_DATABASE_URL": store_url}
     import_samples(store, "toy", [Sample(id=f"s{i}", question=f"What is {i}?",
                                          passages=[Passage(text=f"It is {i}.")],
                                          reference_answers=[str(i)]) for i in range(3)])
     run = start_run(store, RunConfig(dataset="toy", judges=["trivial"], rule="trivial"))
     out = tmp_path / "report"
-    empty = CliRunner().invoke(app, ["report", str(run), "--out", str(out)])
+    empty = invoke("report", str(run), "--out", str(out), env=env)
     assert empty.exit_code == 1 and empty.stderr == f"error: run {run} has no saved answers yet\n"
     execute_run(store, run, settings, progress=False,
                 models=RunModels(main=ScriptedLLM(respond=lambda messages: "Answer: 1")))
-    written = CliRunner().invoke(app, ["report", str(run), "--out", str(out), "--resamples", "0"])
+    written = invoke("report", str(run), "--out", str(out), "--resamples", "0", env=env)
     assert written.exit_code == 0, written.output
     assert written.stdout.startswith(f"wrote {out / 'report.md'}, ") and written.stderr == ""
     assert (out / "report.html").is_file()
-    shown = CliRunner().invoke(app, ["metrics", str(run), "--json", "--resamples", "0"])
+    shown = invoke("metrics", str(run), "--json", "--resamples", "0", env=env)
     assert shown.exit_code == 0, shown.output
     assert json.loads(shown.stdout)["trivial"]["n"] == 3

@@ -397,14 +397,14 @@ def test_value_mix_text_errors_name_the_source():
 
 
 def test_the_demo_badge_speaks_as_the_policy():
-    from ragshield.judging import Decision
+    from ragshield.judging import RuleDecision
     from ragshield.ui.demo_render import decision_html
 
-    asked = decision_html(Decision(None, "policy:x@1", "p_true score 0.5 <b>", deferred=True))
+    asked = decision_html(RuleDecision(None, "policy:x@1", "p_true score 0.5 <b>", deferred=True))
     assert 'rs-demo-badge-ask">ask a human<' in asked and "&lt;b&gt;" in asked
-    assert ">answer<" in decision_html(Decision(True, "policy:x@1", "ok"))
-    assert ">withhold<" in decision_html(Decision(False, "policy:x@1", "no"))
-    assert ">keep<" in decision_html(Decision(True, "majority", "2 of 3"))
+    assert ">answer<" in decision_html(RuleDecision(True, "policy:x@1", "ok"))
+    assert ">withhold<" in decision_html(RuleDecision(False, "policy:x@1", "no"))
+    assert ">keep<" in decision_html(RuleDecision(True, "majority", "2 of 3"))
 
 
 def test_the_rule_choices_offer_the_policies_that_fit():

@@ -13,14 +13,14 @@ import pytest
 from ragshield.config import Settings
 from ragshield.retrieval import encoding
 from ragshield.retrieval.encoding import token_budget_batches
-from tests.conftest import SHARED_DATA
+from tests.conftest import TEST_DATA
 
 
 def real_texts() -> list[str]:
     """Questions and passages of real samples, from a few words to past the 256 tokens the
     model reads (the last text, truncated on either path)."""
     texts: list[str] = []
-    with open(SHARED_DATA / "clapnq_dev.jsonl", encoding="utf-8") as lines:
+    with open(TEST_DATA / "clapnq_dev.jsonl", encoding="utf-8") as lines:
         for line in islice(lines, 16):
             record = json.loads(line)
             texts += [record["question"], *(p["text"] for p in record["passages"])]

@@ -25,7 +25,7 @@ from ragshield.ui.dashboard_tab import refresh_dashboard
 from ragshield.services.browse import DECISION, BrowseFrames
 from ragshield.services.run_tables import RunTablesCache
 from ragshield.store.versions import dataset_version
-from scripts.synthetic_run import fill_synthetic_run
+from ragshield.testing.synthetic_run import fill_synthetic_run
 
 SAMPLES = 30  # every 10th is labelled by the fixture's annotator
 JUDGES = ["j1", "j2"]

@@ -34,10 +34,10 @@ from ragshield.store.samples import (
 )
 from ragshield.types import Answer, GivenAnswer, Sample, Verdict
 from ragshield.types import Passage as PassageData
-from tests.conftest import SHARED_DATA
+from tests.conftest import TEST_DATA
 
-SQUAD_RAW = SHARED_DATA / "raw" / "squad2_dev_part_a_squad_format.json"
-HOTPOT_RAW = SHARED_DATA / "raw" / "hotpot_dev_distractor_first53.json"
+SQUAD_RAW = TEST_DATA / "raw" / "squad2_dev_part_a_squad_format.json"  # 180 questions
+HOTPOT_RAW = TEST_DATA / "raw" / "hotpot_dev_distractor_first53.json"
 
 
 def row_counts(store) -> tuple[int, int, int]:
@@ -48,14 +48,14 @@ def row_counts(store) -> tuple[int, int, int]:
 
 def test_import_counts_and_reads_back_in_order(store):
     result = import_file(store, "squad2", SQUAD_RAW)
-    assert result == ImportResult(dataset="squad2", added=2805, updated=0, unchanged=0,
-                                  missing=0, samples=2805)
+    assert result == ImportResult(dataset="squad2", added=180, updated=0, unchanged=0,
+                                  missing=0, samples=180)
     import_file(store, "hotpot", HOTPOT_RAW, limit=5)
-    import_file(store, "nq", SHARED_DATA / "raw" / "NQ-open.dev.jsonl", limit=7)
+    import_file(store, "nq", TEST_DATA / "raw" / "NQ-open.dev.jsonl", limit=7)
     assert list_datasets(store) == [
         DatasetSummary("hotpot", 5, 5, 0, 0),
         DatasetSummary("nq", 7, 0, 0, 7),
-        DatasetSummary("squad2", 2805, 1278, 1527, 0),
+        DatasetSummary("squad2", 180, 90, 90, 0),
     ]
     assert dataset_names(store) == ["hotpot", "nq", "squad2"]
     first = list_samples(store, "squad2", limit=2)
@@ -81,15 +81,15 @@ def test_samples_come_back_equal_with_passages_in_order_and_their_meta(store):
 
 
 def test_reimporting_the_same_file_changes_nothing(store):
-    import_file(store, "squad2", SQUAD_RAW, limit=1500)
+    import_file(store, "squad2", SQUAD_RAW, limit=100)
     before = row_counts(store)
-    again = import_file(store, "squad2", SQUAD_RAW, limit=1500)
-    assert (again.added, again.updated, again.unchanged, again.missing) == (0, 0, 1500, 0)
-    assert row_counts(store) == before == (1, 1500, 1500)
-    more = import_file(store, "squad2", SQUAD_RAW, limit=1600)  # only the new tail is added
-    assert (more.added, more.updated, more.unchanged, more.samples) == (100, 0, 1500, 1600)
-    fewer = import_file(store, "squad2", SQUAD_RAW, limit=1000)  # the rest is kept
-    assert (fewer.unchanged, fewer.missing, fewer.samples) == (1000, 600, 1600)
+    again = import_file(store, "squad2", SQUAD_RAW, limit=100)
+    assert (again.added, again.updated, again.unchanged, again.missing) == (0, 0, 100, 0)
+    assert row_counts(store) == before == (1, 100, 100)
+    more = import_file(store, "squad2", SQUAD_RAW, limit=120)  # only the new tail is added
+    assert (more.added, more.updated, more.unchanged, more.samples) == (20, 0, 100, 120)
+    fewer = import_file(store, "squad2", SQUAD_RAW, limit=60)  # the rest is kept
+    assert (fewer.unchanged, fewer.missing, fewer.samples) == (60, 60, 120)
 
 
 TOY = [
@@ -172,9 +172,9 @@ def failing_after(samples: list[Sample], count: int) -> Iterator[Sample]:
 
 
 def test_a_failed_import_leaves_nothing(store):
-    samples = list(load_dataset(SQUAD_RAW, limit=2500))
-    with pytest.raises(DatasetFormatError):
-        import_samples(store, "squad2", failing_after(samples, 2400), batch_size=1000)
+    samples = list(load_dataset(SQUAD_RAW))
+    with pytest.raises(DatasetFormatError):  # after two full batches were written
+        import_samples(store, "squad2", failing_after(samples, 150), batch_size=60)
     assert row_counts(store) == (0, 0, 0)
     assert not has_dataset(store, "squad2")
 

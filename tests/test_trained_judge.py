@@ -1,4 +1,4 @@
-"""A judge that learns from a dataset's labels (SQuAD 2.0 samples from ../shared/data, flags
+"""A judge that learns from a dataset's labels (SQuAD 2.0 samples from tests/data, flags
 standing in for people, and people's labels winning): kind signals (a logistic regression over
 cheap signals and a run's LLM reads, measured by grouped cross-validation) and kind
 cross-encoder (the packaged MiniLM fine-tuned, measured on held-out articles); kept with its
@@ -32,10 +32,13 @@ from ragshield.run_config import RunConfig
 from ragshield.services.runs import execute, record_run
 from ragshield.pipeline import RunModels
 from ragshield.types import Answer, GivenAnswer
-from tests.conftest import SHARED_DATA, lane
+from tests.conftest import TEST_DATA, lane
 from tests.fakes import ScriptedLLM, ScriptedReply
 
-SQUAD = SHARED_DATA / "squad2_dev_part_a.jsonl"
+# The subset keeps the first 24 answerable and unanswerable questions of its first article and
+# at least the first 4 of each of the other 7, in the file's order: the same questions as in
+# the full file are picked below.
+SQUAD = TEST_DATA / "squad2_dev_part_a.jsonl"
 PER_ARTICLE = 8  # 64 questions of 8 articles: enough of each kind, and 15 s of training
 
 

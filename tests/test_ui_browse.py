@@ -26,12 +26,12 @@ from ragshield.services.browse import (DECISION, BrowseFilters, BrowseFrames, bu
                                        filter_rows, fold_column, keep_column, shown_table)
 from ragshield.services.case_studies import case_study
 from ragshield.services.run_choices import ALL_DATASETS
+from ragshield.testing.synthetic_run import fill_synthetic_run
 from ragshield.ui.browse_tab import (TITLE, browse_detail, browse_filter, browse_row,
                                      browse_runs, build)
 from ragshield.ui.context import UiContext
 from tests.conftest import free_port
 from tests.fakes import ScriptedLLM, ScriptedReply
-from scripts.synthetic_run import fill_synthetic_run
 
 XSS_QUESTION = "<script>alert(1)</script> What colour is the sky?"
 XSS_PASSAGE = "<img src=x onerror=alert(2)> The sky is blue."

@@ -1,9 +1,8 @@
-"""The app launched for real (`python app.py`) on a free port, for gradio_client and
-browser tests: a temp SQLite database prepared beforehand, optionally with --auth."""
+"""The app launched for real (`python -m ragshield serve`) on a free port, for gradio_client
+and browser tests: a temp SQLite database prepared beforehand, optionally with --auth."""
 
 from __future__ import annotations
 
-import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,9 +15,9 @@ from ragshield.store.database import Store, open_store
 from ragshield.store.labels import label_history
 from ragshield.store.runs import list_runs
 from ragshield.store.samples import import_samples, list_samples, load_sample
+from ragshield.testing.servers import launched_app as launched_server
+from ragshield.testing.synthetic_run import fill_synthetic_run
 from ragshield.types import Passage, Sample
-from tests.conftest import free_port, running_server
-from scripts.synthetic_run import fill_synthetic_run
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -93,13 +92,8 @@ def current_label(database_url: str, dataset: str, sample_id: str,
 @contextmanager
 def launched_app(folder: Path, database_url: str, *, auth_file: Path | None = None,
                  env: dict[str, str] | None = None) -> Iterator[str]:
-    """Start app.py on `database_url`; yield its URL; stop it afterwards."""
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/"
-    args = [sys.executable, "app.py", "--host", "127.0.0.1", "--port", str(port)]
-    if auth_file is not None:
-        args += ["--auth", str(auth_file)]
-    log = folder / f"app-{port}.log"
-    with running_server(args, url, log, cwd=ROOT,
-                        env={"RAGSHIELD_DATABASE_URL": database_url, **(env or {})}):
+    """Start the app on `database_url`, its log in `folder`; yield its URL; stop it
+    afterwards."""
+    args = ["--auth", str(auth_file)] if auth_file is not None else []
+    with launched_server(database_url, folder, args=args, env=env) as (url, _process):
         yield url

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Sequence
 
-from ragshield.types import Message, Passage, Sample
+from ragshield.types import Message, Passage, Sample, passage_label
 
 SYSTEM_TEXT = (
     "You answer questions about a set of numbered passages. Read them carefully, rely on "
@@ -30,16 +29,6 @@ _PIECE = re.compile(r"[A-Za-z]+|\s+|[^A-Za-z\s]")
 class PromptOptions:
     n_ctx: int = 4096
     query_first: bool = False  # docs/METHODS.md 6: query after the references (default) or before
-
-
-def passage_label(index: int) -> str:
-    return f"Passage-{index}"
-
-
-def evidence_labels(evidence: Sequence[Any] | None) -> str:
-    """Cited passage ids as people read them ("Passage-0, Passage-2"), "-" for none."""
-    return ", ".join(passage_label(i) if isinstance(i, int) else str(i)
-                     for i in evidence or []) or "-"
 
 
 def _piece_tokens(piece: str) -> float:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ragshield.config import Settings
 from ragshield.errors import UserError
-from ragshield.secret_files import read_secret_text
+from ragshield.web.secret_files import read_secret_text
 
 MIN_KEY_CHARS = 16
 

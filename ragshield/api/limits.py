@@ -12,7 +12,7 @@ from typing import Any
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ragshield.api.errors import error_response
-from ragshield.request_bodies import read_body, replay
+from ragshield.web.request_bodies import read_body, replay
 from ragshield.services.guard import GuardTimeout, Outcome
 
 

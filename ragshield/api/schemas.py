@@ -7,8 +7,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ragshield.datasets.validation import MAX_MODEL_LENGTH
-from ragshield.llm.packaged_models import PACKAGED_MODELS
+from ragshield.services.ask_choices import MAX_MODEL_LENGTH, PACKAGED_MODELS
 from ragshield.services.asking import FALLBACKS, MAX_NOISE, MAX_QUESTION_CHARS, RETRIEVAL_MODES
 
 MAX_PASSAGES = 50
@@ -76,7 +75,8 @@ class AskBody(Judging):
     mode: str = Field(default="hybrid", description=" | ".join(RETRIEVAL_MODES))
     k: int = Field(default=3, ge=1, le=MAX_PASSAGES)
     noise: int = Field(default=0, ge=0, le=MAX_NOISE)
-    answerer: Name = "evidence"
+    answerer: Name | None = Field(default=None,
+                                  description="default: RAGSHIELD_ANSWERER, else evidence")
     fallback: str = Field(default=FALLBACKS[0], description=" | ".join(FALLBACKS))
     model: str | None = Field(default=None, description="a packaged model to answer with: "
                               + " | ".join(PACKAGED_MODELS) + "; default: the configured one")

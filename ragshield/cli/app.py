@@ -2,13 +2,31 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 import typer
 
+from ragshield import __version__
 from ragshield.cli import (ask, corpus, datasets, doctor, judges, labels, metrics, models,
-                           policy, run, search)
+                           policy, run, search, serve)
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
                   help="ragshield: risk control for RAG.")
+
+
+def _print_version(wanted: bool) -> None:
+    if wanted:
+        typer.echo(f"ragshield {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(version: bool = typer.Option(False, "--version", callback=_print_version,
+                                      is_eager=True, help="Print the version and exit.")
+         ) -> None:
+    pass
+
+
 app.command()(doctor.doctor)
 app.add_typer(models.app, name="models")
 app.add_typer(corpus.app, name="corpus")
@@ -22,7 +40,10 @@ app.command()(metrics.report)
 app.add_typer(labels.app, name="labels")
 app.add_typer(policy.app, name="policy")
 app.add_typer(judges.app, name="judges")
+app.command("app")(serve.web_app)
+app.command()(serve.serve)
 
 
-def main() -> None:
-    app(prog_name="python -m ragshield")
+def main(args: Optional[list[str]] = None) -> None:
+    """Run the command line on `args` (default: sys.argv[1:])."""
+    app(args=args, prog_name="python -m ragshield")

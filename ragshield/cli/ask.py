@@ -11,7 +11,7 @@ from ragshield.cli.llm_options import (Backend, BaseUrl, JudgeModel, Model, NoLL
                                        settings_with)
 from ragshield.cli.output import emit_json
 from ragshield.cli.store import opened_store
-from ragshield.retrieval.modes import RetrievalMode
+from ragshield.types import RetrievalMode
 from ragshield.types import outcome
 
 
@@ -20,12 +20,15 @@ def ask(
     sample: Optional[str] = typer.Option(None, "--sample", help="Or judge this sample id."),
     dataset: str = typer.Option("demo", "--dataset", help="The dataset of --sample."),
     corpus: str = typer.Option("demo", "--corpus", help="Corpus to retrieve from for --question."),
-    mode: RetrievalMode = typer.Option("hybrid", "--mode", help="Retrieval method for --question."),
+    retrieval: RetrievalMode = typer.Option("hybrid", "--retrieval",
+                                            help="Retrieval method for --question."),
     k: int = typer.Option(3, "--k", help="Passages to retrieve for --question."),
     noise: int = typer.Option(0, "--noise", help="Random corpus chunks added to the passages."),
-    answerer: Optional[str] = typer.Option(None, "--answerer",
-                                           help="Answerer name (default: evidence)."),
-    judges: str = typer.Option("all", "--judges", help="all, or names separated by commas."),
+    answerer: Optional[str] = typer.Option(
+        None, "--answerer", help="Answerer name (default: RAGSHIELD_ANSWERER, else evidence)."),
+    judges: Optional[str] = typer.Option(
+        None, "--judges", help="all, or names separated by commas (default: every free or "
+                               "cheap judge and the rule's judge)."),
     rule: Optional[str] = typer.Option(None, "--rule",
                                        help="Decision rule: a judge name, all or majority."),
     backend: Backend = None, base_url: BaseUrl = None, model: Model = None,
@@ -37,7 +40,7 @@ def ask(
     """Answer a question (or a stored sample), run the judges, print the decision. The
     question, answer and verdicts are kept in today's live run (see `runs list`)."""
     from ragshield.services.datasets import ensure_demo_dataset
-    from ragshield.judging import judged_sample_dict
+    from ragshield.services.decision_json import decision_json
     from ragshield.services.asking import AskRequest, OpenedModels, ask as ask_question
 
     if (question is None) == (sample is None):
@@ -46,30 +49,25 @@ def ask(
     with user_errors():
         settings = settings_with(backend, base_url, model, no_llm_cache, judge_model)
     request = AskRequest(question=question, sample_id=sample, dataset=dataset, corpus=corpus,
-                         mode=mode, k=k, noise=noise, answerer=answerer or settings.answerer,
-                         judges=(judges,), rule=rule, keep_record=not no_record)
+                         mode=retrieval, k=k, noise=noise, answerer=answerer,
+                         judges=(judges,) if judges else None, rule=rule, keep_record=not no_record)
     with user_errors(), opened_store(settings) as store:
         if sample is not None:
             ensure_demo_dataset(store)
         result = ask_question(store, settings, OpenedModels(settings, store), request)
     if result.prepared.rule_note:
         typer.echo(f"note: {result.prepared.rule_note}", err=True)
-    payload = judged_sample_dict(result.judged)
-    payload["decision_rule_why"] = result.prepared.rule_reason
-    if result.record is not None:
-        payload["live_run"] = {"run_id": result.record.run_id, "dataset": result.record.dataset,
-                               "sample_id": result.record.sample_id,
-                               "stored": result.record.stored}
+    payload = decision_json(result, trace=True, passages=True)
     if as_json:
         emit_json(payload)
         return
     typer.echo(f"Q: {payload['question']}")
-    typer.echo(f"A: {payload['answer']['text']}  (evidence {payload['answer']['evidence']})")
+    typer.echo(f"A: {payload['answer']['text']}  (cited {payload['answer']['cited_passages']})")
     for verdict in payload["verdicts"]:
         badge = outcome(verdict["keep"], available=verdict["available"], error=verdict["error"])
-        typer.echo(f"  {verdict['judge']:<17} {badge:<11} {verdict['rationale'][:100]}")
-    typer.echo(f"decision: {payload['decision'] or 'undecided'} ({payload['decision_reason']})")
-    typer.echo(f"why this rule: {payload['decision_rule_why']}")
+        typer.echo(f"  {verdict['judge']:<17} {badge:<11} {verdict['reason'][:100]}")
+    typer.echo(f"decision: {payload['decision'] or 'undecided'} ({payload['reason']})")
+    typer.echo(f"why this rule: {payload['rule_reason']}")
     if result.record is not None:
         typer.echo(f"kept in live run {result.record.run_id} as {result.record.dataset}/"
                    f"{result.record.sample_id}")

@@ -10,8 +10,9 @@ from typing import Optional
 import typer
 
 from ragshield.cli.errors import fail, user_errors
-from ragshield.cli.output import emit_json, print_table
+from ragshield.cli.output import emit_json, plain, print_table
 from ragshield.cli.store import opened_store
+from ragshield.types import keep_word
 
 app = typer.Typer(no_args_is_help=True, help="Answerability labels by people.")
 
@@ -107,13 +108,26 @@ def show(sample: str = typer.Option(..., "--sample"), annotator: str = ANNOTATOR
          dataset: str = DATASET,
          blind: bool = typer.Option(False, "--blind", help="Hide verdicts and others' labels."),
          run: Optional[int] = typer.Option(None, "--run", help="Default: the newest run."),
-         ) -> None:
-    """Print (as JSON) what the annotator sees for a sample."""
+         as_json: bool = JSON) -> None:
+    """What the annotator sees for a sample: the question, the passages, the answer, the
+    judges' verdicts and the labels so far."""
     from ragshield.services.labelling import annotation_item
 
     with user_errors(), opened_store() as store:
         item = annotation_item(store, dataset, sample, annotator, blind=blind, run_id=run)
-    emit_json(asdict(item))
+    if as_json:
+        emit_json(asdict(item))
+        return
+    typer.echo(f"Q: {plain(item.question)}")
+    for number, passage in enumerate(item.passages):
+        typer.echo(f"  [{number}] {plain(passage['text'])[:160]}")
+    typer.echo(f"A: {plain(item.answer)}")
+    for verdict in item.verdicts:
+        typer.echo(f"  {verdict['judge']:<17} {keep_word(verdict['keep'], 'undecided'):<10} "
+                   f"{plain(verdict['rationale'])[:100]}")
+    for entry in item.others:
+        typer.echo(f"  label by {plain(entry['annotator'])}: {entry['label']}")
+    typer.echo(f"your label: {item.mine['label'] if item.mine else '-'}")
 
 
 @app.command("skip")

@@ -30,21 +30,24 @@ def exit_unless_all_ok(payload: dict[str, dict[str, Any]]) -> None:
         raise typer.Exit(code=1)
 
 
+def plain(value: Any) -> str:
+    """A value as one line of text for the terminal. Dataset text is untrusted: control
+    characters (terminal escapes, newlines) become spaces; None becomes "-"."""
+    return "-" if value is None else "".join(
+        char if char.isprintable() else " " for char in str(value))
+
+
 def print_table(rows: list[dict[str, Any]], columns: list[str],
                 max_widths: dict[str, int] | None = None) -> None:
-    """Rows as aligned columns; cells wider than max_widths are cut with an ellipsis. Dataset
-    text is untrusted: control characters (terminal escapes, newlines) become spaces."""
-    def text(value: Any) -> str:
-        return "-" if value is None else "".join(
-            char if char.isprintable() else " " for char in str(value))
-
+    """Rows as aligned columns (their cells `plain`); cells wider than max_widths are cut
+    with an ellipsis."""
     widths = {
-        c: min(max([len(c), *(len(text(row[c])) for row in rows)]), (max_widths or {}).get(c, 200))
+        c: min(max([len(c), *(len(plain(row[c])) for row in rows)]), (max_widths or {}).get(c, 200))
         for c in columns
     }
 
     def line(values: list[Any]) -> str:
-        cells = [text(v) for v in values]
+        cells = [plain(v) for v in values]
         return "  ".join(
             (cell if len(cell) <= widths[c] else cell[: widths[c] - 1] + "…").ljust(widths[c])
             for c, cell in zip(columns, cells, strict=True)

@@ -115,14 +115,14 @@ def list_(as_json: bool = JSON) -> None:
 
 @app.command("export")
 def export(name: str = typer.Argument(...),
-           path: Path = typer.Option(..., "--to", help="The JSON file to write."),
+           out: Path = typer.Option(..., "--out", help="The JSON file to write."),
            version: Optional[int] = VERSION) -> None:
     """Write a policy to a JSON file."""
     from ragshield.services.policies import export_policy
 
     with user_errors(), opened_store() as store:
-        policy = export_policy(store, name, version, path)
-    typer.echo(f"wrote {policy.rule} to {path}")
+        policy = export_policy(store, name, version, out)
+    typer.echo(f"wrote {policy.rule} to {out}")
 
 
 @app.command("import")

@@ -157,7 +157,7 @@ def list_runs(as_json: bool = typer.Option(False, "--json", help="Print JSON."))
 
 @runs_app.command("export")
 def export_run(
-    run_id: int = typer.Argument(..., help="The run to write out."),
+    run: int = typer.Argument(..., help="The run to write out."),
     out: Path = typer.Option(..., "--out", help="The file to write (xz-compressed JSON)."),
     calls: bool = typer.Option(False, "--with-calls",
                                help="Also every LLM call the database holds, so the run "
@@ -168,8 +168,8 @@ def export_run(
     from ragshield.services.run_bundles import export_run as write_run
 
     with user_errors(), opened_store() as store:
-        path = write_run(store, run_id, out, calls=calls)
-    typer.echo(f"wrote run {run_id} to {path} ({path.stat().st_size:,} bytes)")
+        path = write_run(store, run, out, calls=calls)
+    typer.echo(f"wrote run {run} to {path} ({path.stat().st_size:,} bytes)")
 
 
 @runs_app.command("import")

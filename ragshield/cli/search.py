@@ -7,7 +7,7 @@ import typer
 from ragshield.cli.errors import user_errors
 from ragshield.cli.output import emit_json
 from ragshield.config import Settings
-from ragshield.retrieval.modes import RetrievalMode
+from ragshield.types import RetrievalMode
 
 PREVIEW_CHARS = 160
 
@@ -17,7 +17,7 @@ def search(
     corpus: str = typer.Option(..., "--corpus",
                                help="Corpus name ('demo' is ingested on first use)."),
     k: int = typer.Option(3, "--k", help="Passages to return."),
-    mode: RetrievalMode = typer.Option("hybrid", "--mode", help="Retrieval method."),
+    retrieval: RetrievalMode = typer.Option("hybrid", "--retrieval", help="Retrieval method."),
     alpha: float = typer.Option(0.5, "--alpha", help="Dense share of the hybrid mode."),
     as_json: bool = typer.Option(False, "--json",
                                  help="Print a JSON list of {id, text, score, doc_id}."),
@@ -29,9 +29,9 @@ def search(
 
     settings = Settings()
     with user_errors():
-        embedder = None if mode == "bm25" else default_embedder(settings)
+        embedder = None if retrieval == "bm25" else default_embedder(settings)
         opened = open_corpus(corpus, settings, embedder=embedder, progress=True)
-        retriever = make_retriever(opened, mode, embedder=embedder, settings=settings, alpha=alpha)
+        retriever = make_retriever(opened, retrieval, embedder=embedder, settings=settings, alpha=alpha)
         passages = retriever.search(query, k)
     if as_json:
         emit_json([{"id": p.meta["chunk_id"], "text": p.text, "score": p.score, "doc_id": p.doc_id}

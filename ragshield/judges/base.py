@@ -8,13 +8,12 @@ and attaches the full trace of calls. Subclasses implement `decide` only.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Sequence
 
 from ragshield.answerers.context import PromptOptions
 from ragshield.llm.base import CHAT, LLM, LLMError
 from ragshield.llm.traced import TracedLLM
-from ragshield.types import Answer, Sample, Verdict
+from ragshield.types import Answer, DetailTable, Sample, Verdict
 
 
 # What a judge costs on top of the base answer, as the faces present it. On a small CPU
@@ -26,18 +25,6 @@ from ragshield.types import Answer, Sample, Verdict
 # costly: many calls or a long generation (counterfactual rounds, samples, reasoning).
 Cost = Literal["free", "cheap", "moderate", "costly"]
 COSTS: tuple[str, ...] = ("free", "cheap", "moderate", "costly")
-
-
-@dataclass(frozen=True)
-class DetailTable:
-    """A judge's own view of its details for a case study: a titled table of plain values,
-    with optional texts (raw replies, prompts) shown folded below it. Faces render it; the
-    judge decides what matters."""
-
-    title: str
-    columns: list[str]
-    rows: list[list[Any]]
-    texts: list[tuple[str, str]] = field(default_factory=list)  # (caption, text)
 
 
 class Judge(ABC):

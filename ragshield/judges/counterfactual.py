@@ -44,7 +44,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from ragshield.answerers.context import PromptOptions, evidence_labels
+from ragshield.answerers.context import PromptOptions
+from ragshield.types import evidence_labels
 from ragshield.errors import OptionError
 from ragshield.judges.base import DetailTable, Judge
 from ragshield.judges.follow_up import Reply, ask_answer, ask_value, follow_up

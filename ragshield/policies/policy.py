@@ -15,7 +15,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 from ragshield.errors import UserError
-from ragshield.judging import ABSTAINED, DEFERRED, KEPT, Decision, Rule
+from ragshield.judging import ABSTAINED, DEFERRED, KEPT, RuleDecision, Rule
 from ragshield.policies.risk_control import clopper_pearson
 from ragshield.policies.rules import policy_rule
 from ragshield.policies.stacked_score import STACKED, StackedScore, read_stacked
@@ -171,19 +171,19 @@ class Policy:
                                                        else "gave no score")
         return verdict.score, None
 
-    def decide(self, verdicts: Sequence[Verdict]) -> Decision:
+    def decide(self, verdicts: Sequence[Verdict]) -> RuleDecision:
         """The decision on one sample from its source judge's verdict (or the stacked
         score of its judges' verdicts)."""
         score, missing = self.score_of(verdicts)
         if score is None:
-            return Decision(None, self.rule, f"{missing}: ask a person", deferred=True)
+            return RuleDecision(None, self.rule, f"{missing}: ask a person", deferred=True)
         outcome = self.outcome(score)
         shown = f"{self.source} score {score:.3g}"
         if outcome == ANSWER:
-            return Decision(True, self.rule, f"{shown} >= {self.answer_at:.3g}: answer")
+            return RuleDecision(True, self.rule, f"{shown} >= {self.answer_at:.3g}: answer")
         if outcome == WITHHOLD:
-            return Decision(False, self.rule, f"{shown} < {self.withhold_below:.3g}: withhold")
-        return Decision(None, self.rule, f"{shown} lies between the withhold and answer "
+            return RuleDecision(False, self.rule, f"{shown} < {self.withhold_below:.3g}: withhold")
+        return RuleDecision(None, self.rule, f"{shown} lies between the withhold and answer "
                                          "thresholds: ask a person", deferred=True)
 
     def decision_codes(self, scores: ArrayLike) -> np.ndarray:

@@ -14,16 +14,9 @@ from ragshield.metrics.crag import crag_breakdown, crag_grades, crag_scores
 from ragshield.metrics.curves import (accuracy_at_rate, fallback_curve, random_switch_accuracy,
                                       switch_curve)
 from ragshield.metrics.thresholds import cv_threshold, risk_controlled_threshold
+from ragshield.types import Table
 
 SWITCH_RATE = 0.2
-
-
-@dataclass
-class Table:
-    title: str
-    headers: list[str]
-    rows: list[list[str]]
-    note: str = ""
 
 
 @dataclass(frozen=True)

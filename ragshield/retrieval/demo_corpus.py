@@ -25,7 +25,8 @@ def open_corpus(name: str, settings: Settings, *, embedder: Embedder | None = No
             raise
     if not DEMO_CORPUS_FILE.is_file():
         raise CorpusNotFound(
-            f"the demo corpus is not ingested and its file {DEMO_CORPUS_FILE} is missing"
+            f"the demo corpus is not ingested and its file {DEMO_CORPUS_FILE} is missing; reinstall"
+            " ragshield (`pip install --force-reinstall ragshield`)"
         )
     try:
         return ingest_corpus(DEMO_CORPUS_NAME, [DEMO_CORPUS_FILE], settings,

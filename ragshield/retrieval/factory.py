@@ -8,7 +8,7 @@ from ragshield.retrieval.corpus import Corpus
 from ragshield.retrieval.dense import DenseRetriever
 from ragshield.retrieval.encoding import Embedder, default_embedder
 from ragshield.retrieval.hybrid import HybridRetriever
-from ragshield.retrieval.modes import RetrievalMode
+from ragshield.types import RetrievalMode
 from ragshield.retrieval.retriever import CorpusRetriever
 from ragshield.retrieval.sparse import BM25Retriever
 from ragshield.retrieval.two_stage import TwoStageRetriever

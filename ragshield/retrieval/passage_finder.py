@@ -6,7 +6,7 @@ from __future__ import annotations
 import zlib
 
 from ragshield.config import Settings
-from ragshield.retrieval.modes import RetrievalMode
+from ragshield.types import RetrievalMode
 from ragshield.types import Passage
 
 

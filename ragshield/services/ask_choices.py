@@ -6,16 +6,25 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping
 
+from ragshield.answerers.registry import ANSWERERS, GIVEN
 from ragshield.config import Settings
+from ragshield.datasets.validation import MAX_MODEL_LENGTH
 from ragshield.judges.registry import JUDGES
 from ragshield.judging import POOLED_RULES
-from ragshield.llm.packaged_models import DEFAULT_MODEL, PACKAGED_MODELS
+from ragshield.llm.packaged_models import DEFAULT_MODEL, LARGER_MODEL, PACKAGED_MODELS
 from ragshield.policies.rules import policy_rule
 from ragshield.policies.stacked_score import STACKED
 from ragshield.retrieval.corpus_store import list_corpora
 from ragshield.retrieval.demo_corpus import DEMO_CORPUS_NAME
+from ragshield.run_config import RETRIEVAL_CHOICES
 from ragshield.store.database import Store
 from ragshield.store.samples import list_samples
+
+# What the forms offer by name (the answerers, the given-answer answerer, the packaged models
+# and the retrieval choices of a run), so that the faces need not read the registries.
+__all__ = ["ANSWERERS", "GIVEN", "LARGER_MODEL", "MAX_MODEL_LENGTH", "MODEL_CHOICES",
+           "PACKAGED_MODELS", "RETRIEVAL_CHOICES", "corpus_names", "judge_choices",
+           "packaged_choice", "rule_choices", "sample_choices"]
 
 SAMPLE_LABEL_CHARS = 120
 CONFIGURED_MODEL = "configured"  # the model choice that means the configured model

@@ -20,21 +20,20 @@ from ragshield.config import DEFAULT_DECISION_RULE, DEFAULT_RULE_REASON, Setting
 from ragshield.datasets.demo import DEMO_DATASET
 from ragshield.errors import UserError
 from ragshield.judges.base import Judge
-from ragshield.judges.registry import make_judges
-from ragshield.judging import (JudgedSample, Rule, choose_rule, decision_word, judge_sample,
-                               cheapest_first)
+from ragshield.judges.registry import make_judges, quick_judges
+from ragshield.judging import JudgedSample, Rule, cheapest_first, choose_rule, judge_sample
 from ragshield.llm.base import LLM
 from ragshield.llm.packaged_models import LARGER_MODEL, PACKAGED_MODELS
 from ragshield.llm.streaming import streaming_to
 from ragshield.llm.traced import TracedLLM
 from ragshield.policies.rules import parse_rule
 from ragshield.retrieval.demo_corpus import DEMO_CORPUS_NAME, open_corpus
-from ragshield.retrieval.modes import RetrievalMode
+from ragshield.types import RetrievalMode
 from ragshield.retrieval.noise import inject_noise
 from ragshield.retrieval.passage_finder import PassageFinder
 from ragshield.store.database import Store
 from ragshield.store.samples import load_sample
-from ragshield.types import KEEP, Answer, GivenAnswer, Passage, Sample
+from ragshield.types import KEEP, Answer, GivenAnswer, Passage, Sample, decision_word
 
 FALLBACKS = ("abstain message", "No-RAG answer", "larger-model answer")
 ABSTAIN_FALLBACK, NORAG_FALLBACK, LARGER_FALLBACK = FALLBACKS
@@ -63,8 +62,8 @@ class AskRequest:
     mode: str = "hybrid"
     k: int = 3
     noise: int = 0
-    answerer: str = "evidence"
-    judges: tuple[str, ...] = ("all",)
+    answerer: str | None = None  # None: Settings.answerer
+    judges: tuple[str, ...] | None = None  # None: default_judges
     rule: str | None = None
     fallback: str = ABSTAIN_FALLBACK
     model: str | None = None  # a packaged model to answer with; None: the configured
@@ -74,6 +73,13 @@ class AskRequest:
     keep_record: bool = True  # keep the question, answer and verdicts in a live run
     passages: tuple[Passage, ...] | None = None  # None: retrieved (typed) or the sample's own
     given_answer: GivenAnswer | None = None  # an outside system's answer to judge
+
+
+def default_judges(settings: Settings, rule: str | None = None) -> tuple[str, ...]:
+    """The judges of an ask that names none, in every face: each free or cheap judge that
+    `settings` can build, and the judge of the rule that decides (`rule`, else the
+    configured one)."""
+    return tuple(quick_judges(rule or settings.decision_rule, settings))
 
 
 def check_request(request: AskRequest) -> None:
@@ -110,10 +116,11 @@ def check_request(request: AskRequest) -> None:
     if request.model == LARGER_MODEL and request.fallback == LARGER_FALLBACK:
         raise AskInputError(f"the larger-model fallback asks {LARGER_MODEL}, which already "
                             "answers: answer with a smaller model")
-    if request.given_answer is None and request.answerer not in ANSWERERS:
+    if (request.given_answer is None and request.answerer is not None
+            and request.answerer not in ANSWERERS):
         raise AskInputError(f"unknown answerer {request.answerer!r}; one of "
                             f"{', '.join(ANSWERERS)}")
-    if not request.judges:
+    if request.judges is not None and not request.judges:
         raise AskInputError("Choose at least one judge.")
     if request.fallback not in FALLBACKS:
         raise AskInputError(f"fallback must be one of {', '.join(FALLBACKS)}")
@@ -205,7 +212,8 @@ def prepare(store: Store, settings: Settings, request: AskRequest,
             finders: PassageFinders | None = None) -> Prepared:
     """Everything before the first model call; user errors surface here, at once."""
     check_request(request)
-    judges = cheapest_first(make_judges(",".join(request.judges), settings))
+    chosen = request.judges or default_judges(settings, request.rule)
+    judges = cheapest_first(make_judges(",".join(chosen), settings))
     names = [judge.name for judge in judges]
     choice = choose_rule(request.rule, names, settings.decision_rule)
     rule: Rule = choice.rule
@@ -213,7 +221,8 @@ def prepare(store: Store, settings: Settings, request: AskRequest,
         from ragshield.services.policies import resolve_rule  # loads the metrics stack
 
         rule = resolve_rule(store, choice.rule, names)
-    answerer = make_answerer(GIVEN if request.given_answer is not None else request.answerer)
+    answerer = make_answerer(GIVEN if request.given_answer is not None
+                             else request.answerer or settings.answerer)
     sample, source = _sample(store, settings, request, finders or PassageFinders(settings))
     return Prepared(request, sample, source, answerer, judges, rule, choice.note,
                     rule_reason(rule, request.rule, settings, choice.note))

@@ -4,10 +4,12 @@ run's decision on it, its human labels, and the labels and folds it counts under
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Sequence
 
 import pandas as pd
 
-from ragshield.judging import Decision, decide
+from ragshield.judges.registry import judge_class
+from ragshield.judging import RuleDecision, decide
 from ragshield.policies.policy import config_rule
 from ragshield.services.browse import BrowseFrames, fold_column, run_frame
 from ragshield.services.run_tables import RunTablesCache
@@ -15,7 +17,7 @@ from ragshield.store.database import Store
 from ragshield.store.labels import LabelRecord, label_history
 from ragshield.store.runs import MAIN
 from ragshield.store.sample_records import SampleCase, sample_case
-from ragshield.types import Verdict
+from ragshield.types import DetailTable, Verdict
 
 __all__ = ["MAIN", "CaseStudy", "case_study"]
 
@@ -23,7 +25,7 @@ __all__ = ["MAIN", "CaseStudy", "case_study"]
 @dataclass(frozen=True)
 class CaseStudy:
     case: SampleCase
-    decision: Decision | None  # under the run's rule; None for a run without one
+    decision: RuleDecision | None  # under the run's rule; None for a run without one
     history: list[LabelRecord]  # every label of the sample, oldest first
     truth: str
     folds: dict[str, str]  # judge -> its fold on the sample, for the judges in the frame
@@ -52,3 +54,11 @@ def case_study(store: Store, cache: RunTablesCache, frames: BrowseFrames, run_id
         if fold_column(v["judge"]) in frame_row.index}
     return CaseStudy(case=case, decision=decision, history=history, truth=truth, folds=folds,
                      frame_row=frame_row, sample_row=sample_row)
+
+
+def judge_detail_view(judge: str, details: dict[str, Any],
+                      trace: Sequence[dict[str, Any]]) -> list[DetailTable] | None:
+    """The judge's own view of a stored verdict's details (None: show them as they are, or
+    the judge is no longer known)."""
+    found = judge_class(judge)
+    return found.detail_view(details, trace) if found is not None else None

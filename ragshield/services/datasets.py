@@ -10,7 +10,7 @@ from typing import Callable, Iterable, Iterator
 from sqlalchemy.exc import IntegrityError
 
 from ragshield.datasets.column_mapping import ColumnMapping
-from ragshield.datasets.demo import DEMO_DATASET, DEMO_LICENSE, DEMO_SAMPLES
+from ragshield.datasets.demo import DEMO_DATASET, DEMO_LICENSE, DEMO_SAMPLES, demo_asset
 from ragshield.datasets.registry import detect_format, get_format, load_dataset
 from ragshield.names import check_name
 from ragshield.store.database import Store
@@ -51,7 +51,7 @@ def ensure_demo_dataset(store: Store) -> bool:
     if has_dataset(store, DEMO_DATASET):
         return False
     try:
-        import_file(store, DEMO_DATASET, DEMO_SAMPLES, format="unified", license=DEMO_LICENSE)
+        import_file(store, DEMO_DATASET, demo_asset(DEMO_SAMPLES), format="unified", license=DEMO_LICENSE)
     except IntegrityError:
         # Another process (the app, a CLI call) created it at the same moment.
         if has_dataset(store, DEMO_DATASET):

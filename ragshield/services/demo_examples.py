@@ -2,7 +2,7 @@
 judges and rule, a kept right answer, a withheld answer to a question the passages cannot
 answer, and an answer that added noise (random corpus chunks) flips from kept to withheld.
 scripts/make_demo_run.py finds them on the shipped demo run and asks each once, so their
-model calls ship in the call cache; the Demo reads them from assets/demo/examples.json."""
+model calls ship in the call cache; the Demo reads them from ragshield/assets/demo/examples.json."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Iterable
 from ragshield.config import Settings
 from ragshield.datasets.demo import DEMO_DATASET, DEMO_EXAMPLES
 from ragshield.judges.registry import quick_judges
-from ragshield.judging import decision_word
+from ragshield.types import decision_word
 from ragshield.metrics.correctness import is_correct
 from ragshield.services.asking import AskRequest, OpenedModels, ask
 from ragshield.store.database import Store

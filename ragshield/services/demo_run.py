@@ -1,4 +1,4 @@
-"""The demo run that ships with the app (assets/demo/run.json.xz): the demo set answered by
+"""The demo run that ships with the app (ragshield/assets/demo/run.json.xz): the demo set answered by
 the embedded model (and by the larger one, for the switch curve) and judged by every judge.
 A new database gets it with the demo set (once, however many app processes start on it
 together), so Browse, the Dashboard and the threshold panel are full at first launch, and a

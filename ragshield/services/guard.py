@@ -21,19 +21,14 @@ from typing import Any
 
 from ragshield.config import Settings
 from ragshield.errors import UserError
-from ragshield.judges.registry import JUDGES, quick_judges, unavailable_reason
+from ragshield.judges.registry import JUDGES, unavailable_reason
 from ragshield.llm.upstream import UpstreamChat, UpstreamReply
-from ragshield.services.asking import (LARGER_FALLBACK, AskRequest, AskResult,
-                                       Models, PassageFinders, answer_and_judge, prepare)
+from ragshield.services.asking import (LARGER_FALLBACK, AskRequest, AskResult, Models,
+                                       PassageFinders, answer_and_judge, default_judges,
+                                       prepare)
 from ragshield.services.live_runs import keep_asked
 from ragshield.store.database import Store
 from ragshield.types import GivenAnswer, Passage
-
-
-def default_judges(settings: Settings) -> tuple[str, ...]:
-    """The judges of a call that names none: the fast set that `settings` can build, as in
-    the Demo."""
-    return tuple(quick_judges(settings=settings))
 
 
 def judge_catalogue(settings: Settings) -> list[dict[str, Any]]:

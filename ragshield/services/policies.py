@@ -293,3 +293,8 @@ def import_policy(store: Store, path: Path) -> Policy:
     except ValueError as exc:
         raise PolicyFormatError(f"{path}: not valid JSON ({exc})") from exc
     return save_policy(store, Policy.from_dict(body, str(path)))
+
+
+def is_policy_rule(rule: str) -> bool:
+    """Whether `rule` names a stored policy (policy:NAME[@VERSION])."""
+    return parse_rule(rule) is not None

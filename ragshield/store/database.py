@@ -8,7 +8,7 @@ import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Hashable, Iterator, TypeVar
+from typing import Any, Callable, Hashable, Iterator, TypeVar
 
 from alembic import command
 from alembic.config import Config
@@ -17,6 +17,7 @@ from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.pool import StaticPool
 
 from ragshield.errors import UserError
 
@@ -165,7 +166,9 @@ def create_store_engine(url: str) -> Engine:
     in_memory = is_sqlite and parsed.database in (None, "", ":memory:")
     # Room for the app's worker threads (8 annotators and a run at once): a connection made
     # and dropped per request costs more than the request (SQLite runs its pragmas each time).
-    pool = {} if in_memory else {"pool_size": 16, "max_overflow": 16}
+    # An in-memory database lives in its connection: every thread shares that one.
+    pool: dict[str, Any] = ({"poolclass": StaticPool} if in_memory
+                            else {"pool_size": 16, "max_overflow": 16})
     try:
         engine = create_engine(
             parsed,

@@ -14,7 +14,7 @@ from starlette.middleware import Middleware
 
 from ragshield.config import Settings
 from ragshield.services.asking import OpenedModels
-from ragshield.store.database import Store, open_store
+from ragshield.services.database import Store, open_store
 from ragshield.ui import annotate_tab, browse_tab, dashboard_tab, demo_tab
 from ragshield.ui.context import UiContext
 from ragshield.ui.login_gate import LoginGate

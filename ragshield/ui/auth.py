@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ragshield.secret_files import SecretFileError, read_secret_text
+from ragshield.web.secret_files import SecretFileError, read_secret_text
 
 AuthFileError = SecretFileError
 

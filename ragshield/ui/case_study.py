@@ -10,12 +10,9 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from ragshield.answerers.context import evidence_labels, passage_label
-from ragshield.judges.base import DetailTable
-from ragshield.judges.registry import judge_class
-from ragshield.services.case_studies import MAIN, CaseStudy
+from ragshield.services.case_studies import MAIN, CaseStudy, judge_detail_view
 from ragshield.services.labelling import LabelRecord
-from ragshield.types import keep_word
+from ragshield.types import DetailTable, evidence_labels, keep_word, passage_label
 from ragshield.ui.html_render import esc, table_html
 
 ROLE_TITLES = {"norag": "No-RAG answer (no passages)", "larger": "Larger model's answer"}
@@ -161,8 +158,7 @@ def detail_html(tables: Sequence[DetailTable]) -> str:
 def verdict_html(verdict: dict[str, Any]) -> str:
     """One judge's verdict in full: its own view of the details, then every call."""
     details, trace = verdict.get("details") or {}, verdict.get("trace") or []
-    judge = judge_class(verdict["judge"])
-    view = judge.detail_view(details, trace) if judge is not None else None
+    view = judge_detail_view(verdict["judge"], details, trace)
     if view:
         own = detail_html(view)
     else:

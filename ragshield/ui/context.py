@@ -7,9 +7,8 @@ import threading
 from dataclasses import dataclass, field
 
 from ragshield.config import Settings
-from ragshield.llm.base import LLM
-from ragshield.services.asking import OpenedModels
-from ragshield.store.database import Store
+from ragshield.services.asking import LLM, OpenedModels
+from ragshield.services.database import Store
 from ragshield.services.run_tables import RunTablesCache
 
 

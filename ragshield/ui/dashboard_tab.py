@@ -11,14 +11,12 @@ from typing import Any, NamedTuple
 
 import gradio as gr
 
-from ragshield.answerers.registry import ANSWERERS, GIVEN
 from ragshield.errors import UserError
-from ragshield.reports.render import table_html
-from ragshield.reports.tables import Table
-from ragshield.run_config import RETRIEVAL_CHOICES
-from ragshield.services.ask_choices import (CONFIGURED_MODEL, MODEL_CHOICES, MODEL_NOTE,
-                                           judge_choices)
+from ragshield.services.ask_choices import (ANSWERERS, CONFIGURED_MODEL, GIVEN, MODEL_CHOICES,
+                                           MODEL_NOTE, RETRIEVAL_CHOICES, judge_choices)
 from ragshield.services.datasets import dataset_names
+from ragshield.services.rendering import table_html
+from ragshield.types import Table
 from ragshield.services.judge_training import JudgeTrainer, held_out_sentence, readiness
 from ragshield.services.run_choices import pick_run, run_choices
 from ragshield.services.run_tables import TRUTHS

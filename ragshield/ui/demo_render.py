@@ -7,13 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ragshield.answerers.context import passage_label
-from ragshield.judging import Decision, decision_word
-from ragshield.policies.rules import parse_rule
-from ragshield.reports.tables import fmt
+from ragshield.services.policies import is_policy_rule
+from ragshield.services.rendering import fmt
 from ragshield.services.asking import ABSTAIN_MESSAGE, Fallback
 from ragshield.services.live_runs import LiveRecord
-from ragshield.types import Answer, CostSummary, Passage, Verdict
+from ragshield.types import (Answer, CostSummary, Passage, RuleDecision, Verdict, decision_word,
+                             passage_label)
 from ragshield.ui.html_render import esc, message_html, table_html
 
 CSS = """
@@ -108,10 +107,10 @@ def pending_html(judge: str) -> str:
 POLICY_WORDS = {"keep": "answer", "abstain": "withhold", "defer": "ask"}
 
 
-def decision_html(decision: Decision, why: str = "") -> str:
+def decision_html(decision: RuleDecision, why: str = "") -> str:
     """The decision's badge, the rule that made it and its reason, and why that rule."""
     word = decision_word(decision) or "undecided"
-    if parse_rule(decision.rule) is not None:
+    if is_policy_rule(decision.rule):
         word = POLICY_WORDS.get(word, word)
     badge = badge_html(word, "ask a human" if word == "ask" else None)
     why_html = f'<div class="rs-demo-rule-why">Why this rule: {esc(why)}.</div>' if why else ""
@@ -148,7 +147,7 @@ class AskView:
     answer: Answer | None = None
     answer_model: str = ""
     verdicts: list[Verdict] = field(default_factory=list)
-    decision: Decision | None = None
+    decision: RuleDecision | None = None
     rule_reason: str = ""  # why the rule decides (Prepared.rule_reason)
     fallback: Fallback | None = None
     record: LiveRecord | None = None  # where the ask was kept

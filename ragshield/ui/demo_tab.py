@@ -18,24 +18,21 @@ from typing import Any, Callable, Iterator
 
 import gradio as gr
 
-from ragshield.answerers.registry import ANSWERERS
 from ragshield.errors import UserError
-from ragshield.judges.registry import quick_judges
-from ragshield.config import DEFAULT_DECISION_RULE, Settings
-from ragshield.judging import decision_word
-from ragshield.llm.packaged_models import LARGER_MODEL
-from ragshield.services.ask_choices import (CONFIGURED_MODEL as CONFIGURED, JUDGE_MODEL_NOTE,
-                                           MODEL_CHOICES, MODEL_NOTE, corpus_names,
+from ragshield.config import Settings
+from ragshield.services.ask_choices import (ANSWERERS, CONFIGURED_MODEL as CONFIGURED,
+                                           JUDGE_MODEL_NOTE, LARGER_MODEL, MODEL_CHOICES,
+                                           MODEL_NOTE, corpus_names,
                                            judge_choices, packaged_choice, rule_choices,
                                            sample_choices)
 from ragshield.services.policies import policy_sources
 from ragshield.services.asking import (ABSTAIN_FALLBACK, FALLBACKS, LARGER_FALLBACK, MAX_NOISE,
                                        NORAG_FALLBACK, RETRIEVAL_MODES, AskInputError,
                                        AskRequest, PassageFinders, Prepared, answer_and_judge,
-                                       prepare)
+                                       default_judges, prepare)
 from ragshield.services.datasets import dataset_names
 from ragshield.services.demo_examples import DemoExample, demo_request, read_examples
-from ragshield.types import KEEP
+from ragshield.types import KEEP, decision_word
 from ragshield.ui import demo_render
 from ragshield.ui.context import UiContext
 from ragshield.ui.demo_render import AskView
@@ -53,8 +50,6 @@ LARGER_NOTE = ("larger-model answer: when the answer is not kept, the packaged l
                f"({LARGER_MODEL}) answers the same question from the same passages, like a "
                "run's switch to a larger model.")
 
-# Free and cheap judges (each judge states its cost) and the default rule's judge.
-FAST_JUDGES = tuple(quick_judges(DEFAULT_DECISION_RULE))
 ASK_DEFAULTS = AskRequest()  # the form starts from the service's defaults
 
 
@@ -71,8 +66,8 @@ class DemoForm:
     mode: str = ASK_DEFAULTS.mode
     k: int = ASK_DEFAULTS.k
     noise: int = ASK_DEFAULTS.noise
-    answerer: str = ASK_DEFAULTS.answerer
-    judges: tuple[str, ...] = FAST_JUDGES
+    answerer: str | None = ASK_DEFAULTS.answerer  # None: the configured one
+    judges: tuple[str, ...] | None = ASK_DEFAULTS.judges  # None: the default set
     rule: str = "majority"
     fallback: str = ASK_DEFAULTS.fallback
     model: str = CONFIGURED
@@ -219,8 +214,8 @@ def build(context: UiContext, page: gr.Blocks) -> None:
                                   label="Noise: random corpus chunks added")
             answerer = gr.Dropdown(list(ANSWERERS), label="Answerer",
                                    value=settings.answerer if settings.answerer in ANSWERERS
-                                   else ASK_DEFAULTS.answerer)
-            fast = quick_judges(settings.decision_rule, settings)
+                                   else None)
+            fast = list(default_judges(settings))
             judges = gr.CheckboxGroup(judge_choices(settings), value=fast, label="Judges")
             with gr.Row():
                 all_judges = gr.Button("All judges", size="sm")
@@ -279,7 +274,7 @@ def build(context: UiContext, page: gr.Blocks) -> None:
     judges.change(on_judges, inputs=[judges, rule], outputs=rule, api_name="demo_rules")
     all_judges.click(lambda: judge_choices(settings), outputs=judges,
                      api_name="demo_all_judges")
-    fast_judges.click(lambda: quick_judges(settings.decision_rule, settings), outputs=judges,
+    fast_judges.click(lambda: list(default_judges(settings)), outputs=judges,
                       api_name="demo_fast_judges")
     # Picking a sample or typing switches the question's source (in the browser only).
     sample.input(None, outputs=source, js=f"() => {json.dumps(STORED)}")

@@ -24,7 +24,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ragshield.request_bodies import read_body, replay
+from ragshield.web.request_bodies import read_body, replay
 from ragshield.ui.login_gate import route_path, send_json
 
 LIMIT = 5  # failures before the first wait

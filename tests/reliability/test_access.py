@@ -27,11 +27,11 @@ from ragshield.services.datasets import ensure_demo_dataset
 from ragshield.store.database import open_store
 from ragshield.store.models import Annotator, Label, Skip
 from ragshield.store.samples import import_samples
+from ragshield.testing.synthetic_run import fill_synthetic_run
 from ragshield.types import Passage, Sample
 from tests.reliability.fake_openai import FakeOpenAIServer, Fault, Request
 from tests.reliability.scenario import Scenario
 from tests.reliability.secrets_scan import check_no_secret
-from scripts.synthetic_run import fill_synthetic_run
 
 KEY = "sk-ragshield-ui-marker-3c81e0"  # RAGSHIELD_OPENAI_API_KEY: the one used
 OTHER_KEY = "sk-openai-ui-marker-94d7aa"  # OPENAI_API_KEY: shadowed, must not appear either

@@ -35,9 +35,9 @@ from ragshield.store.labels import add_annotator, skip
 from ragshield.store.models import LABEL_VALUES, Annotator, Label, Sample, Skip
 from ragshield.store.runs import RunSummary, list_runs
 from ragshield.store.samples import dataset_id_of, import_samples
+from ragshield.testing.app_client import browser_like_client, call_like_browser
 from ragshield.types import Passage
 from ragshield.types import Sample as DatasetSample
-from scripts.bench_app import browser_like_client, call_like_browser
 from tests.reliability.scale import sized
 from tests.reliability.scenario import Scenario
 

@@ -1,4 +1,4 @@
-"""A synthetic run in a real store, made fast (bulk inserts, no model): for UI tests and
+"""A synthetic run in a real store, made fast (bulk inserts, no model): for the UI tests and
 scripts/bench_ui.py. Every 10th sample gets a human label."""
 
 from __future__ import annotations

@@ -1,0 +1,9 @@
+"""How numbers and tables read, the same in the reports and in the faces: the faces render
+with these rather than reaching into ragshield.reports."""
+
+from __future__ import annotations
+
+from ragshield.reports.render import table_html
+from ragshield.reports.tables import fmt
+
+__all__ = ["fmt", "table_html"]

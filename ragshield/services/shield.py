@@ -1,0 +1,167 @@
+"""The front door: one object that judges answers, asks questions and reads policies, for
+Python users and for every face (the CLI, the web app and the guard API are built on it).
+
+    import ragshield
+    shield = ragshield.Shield.open()            # nothing is recorded without a database
+    decision = shield.judge("Who wrote Hamlet?", ["Hamlet is a play by Shakespeare."],
+                            "Shakespeare wrote it.")
+    decision.decision, decision.shown, [v.judge for v in decision.verdicts]
+
+The shield is the composition root: it reads the settings once, opens the store, and owns
+the models (opened on first use), the turns at them and the retrievers, so every face gets
+the same defaults (answerer and rule from the settings, one default judge set).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from ragshield.config import Settings
+from ragshield.types import decision_word
+from ragshield.policies.policy import Policy
+from ragshield.services.asking import (AskRequest, AskResult, OpenedModels, PassageFinders,
+                                       answer_and_judge, prepare)
+from ragshield.services.decision_json import decision_json, shown_text
+from ragshield.services.guard import ModelGate, judge_catalogue
+from ragshield.services.policies import get_policy
+from ragshield.store.database import Store, open_store
+from ragshield.types import GivenAnswer, Passage, TokenLogprob, Verdict
+
+IN_MEMORY = "sqlite://"
+
+PassageLike = str | Passage | Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the shield decided about one answer. `decision` is "keep", "abstain", "defer" (a
+    policy asks a person) or None when the rule could not decide; `shown` is what a user
+    should see (the answer when kept, else the abstain message or the fallback)."""
+
+    decision: str | None
+    answer: str
+    shown: str
+    rule: str | None
+    reason: str | None
+    verdicts: tuple[Verdict, ...]
+    seconds: Mapping[str, float]
+    result: AskResult = field(repr=False)
+
+    @property
+    def kept(self) -> bool:
+        return self.result.fallback is None
+
+    def to_dict(self, *, trace: bool = False, passages: bool = False) -> dict[str, Any]:
+        """The JSON shape that `ragshield ask --json` prints and the guard API answers."""
+        return decision_json(self.result, self.seconds, trace=trace, passages=passages)
+
+    @classmethod
+    def of(cls, result: AskResult, seconds: Mapping[str, float]) -> Decision:
+        decision = result.judged.decision
+        return cls(decision=decision_word(decision), answer=result.judged.answer.text,
+                   shown=shown_text(result), rule=decision.rule if decision else None,
+                   reason=decision.reason if decision else None,
+                   verdicts=tuple(result.judged.verdicts), seconds=dict(seconds),
+                   result=result)
+
+
+def database_url(database: str | Path) -> str:
+    """A SQLAlchemy URL as it is; a file path as a SQLite database there."""
+    text = str(database)
+    return text if "://" in text else f"sqlite:///{Path(text).expanduser().resolve()}"
+
+
+class Shield:
+    """Settings, store, models, the turns at the models and the retrievers of one process."""
+
+    def __init__(self, settings: Settings, store: Store, *, record: bool = True) -> None:
+        self.settings, self.store, self.record = settings, store, record
+        self.models = OpenedModels(settings, store)
+        self.gate = ModelGate(settings)
+        self.finders = PassageFinders(settings)
+
+    @classmethod
+    def open(cls, database: str | Path | None = None, **settings: Any) -> Shield:
+        """A shield on `database` (a SQLAlchemy URL or a SQLite file; questions, answers and
+        verdicts are kept there in a live run), or on nothing (None: nothing is recorded).
+        `settings` override the RAGSHIELD_* environment (e.g. backend="openai",
+        judge_model="qwen-1.5b")."""
+        url = database_url(database) if database is not None else IN_MEMORY
+        configured = Settings(**{**settings, "database_url": url})
+        return cls(configured, open_store(configured.database_url),
+                   record=database is not None)
+
+    @classmethod
+    def configured(cls) -> Shield:
+        """A shield on the configured database (RAGSHIELD_DATABASE_URL, else the home's)."""
+        settings = Settings()
+        return cls(settings, open_store(settings.database_url))
+
+    def judge(self, question: str, passages: Sequence[PassageLike], answer: str, *,
+              judges: Sequence[str] | None = None, rule: str | None = None,
+              answer_logprobs: Sequence[tuple[str, float]] | None = None,
+              judge_model: str | None = None) -> Decision:
+        """Judge an answer another system wrote from `passages` (texts, Passages, or
+        mappings with text and optional title, id and score). `judges` None: every free or
+        cheap judge and the rule's; `rule` None: the configured rule."""
+        tokens = ([TokenLogprob(token, logprob) for token, logprob in answer_logprobs]
+                  if answer_logprobs else None)
+        return self._decide(AskRequest(
+            question=question, passages=tuple(_passage(p) for p in passages),
+            given_answer=GivenAnswer(answer, tokens=tokens), judges=_names(judges),
+            rule=rule, judge_model=judge_model, keep_record=self.record))
+
+    def ask(self, question: str, *, corpus: str | None = None,
+            passages: Sequence[PassageLike] | None = None, judges: Sequence[str] | None = None,
+            rule: str | None = None, k: int = 3, mode: str = "hybrid",
+            model: str | None = None) -> Decision:
+        """Answer `question` from `passages`, or from the top `k` of `corpus` (default: the
+        packaged demo corpus), then judge the answer."""
+        request = AskRequest(
+            question=question, k=k, mode=mode, model=model, judges=_names(judges), rule=rule,
+            passages=tuple(_passage(p) for p in passages) if passages is not None else None,
+            keep_record=self.record, **({"corpus": corpus} if corpus else {}))
+        return self._decide(request)
+
+    def policy(self, name: str, version: int | None = None) -> Policy:
+        """The stored policy `name` (its newest version unless `version`)."""
+        return get_policy(self.store, name, version)
+
+    def judges(self) -> list[dict[str, Any]]:
+        """Every judge: name, cost, whether it is a default, why it cannot run here."""
+        return judge_catalogue(self.settings)
+
+    def _decide(self, request: AskRequest) -> Decision:
+        prepared = prepare(self.store, self.settings, request, self.finders)
+        gate = self.gate.for_request(request)
+        started = time.monotonic()
+        with gate:
+            result = answer_and_judge(self.store, self.settings, self.models, prepared)
+        return Decision.of(result, {"judging": time.monotonic() - started})
+
+    def close(self) -> None:
+        self.store.engine.dispose()
+
+    def __enter__(self) -> Shield:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+def _names(judges: Sequence[str] | None) -> tuple[str, ...] | None:
+    if isinstance(judges, str):
+        return (judges,)
+    return tuple(judges) if judges is not None else None
+
+
+def _passage(value: PassageLike) -> Passage:
+    if isinstance(value, Passage):
+        return value
+    if isinstance(value, str):
+        return Passage(text=value)
+    return Passage(text=str(value["text"]), title=value.get("title"), doc_id=value.get("id"),
+                   score=value.get("score"))

@@ -1,0 +1,160 @@
+"""The front door for Python (ragshield.Shield): judge an answer, ask a question, read a
+policy; nothing recorded without a database; one default judge set, one answerer setting and
+one JSON shape for every face."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import ragshield
+from ragshield.config import Settings
+from ragshield.errors import UserError
+from ragshield.services.asking import default_judges
+from ragshield.services.guard import judge_catalogue
+from ragshield.services.live_runs import LIVE_DATASET
+from ragshield.store.database import open_store
+from ragshield.store.runs import list_runs
+from ragshield.types import Passage
+from ragshield.ui.demo_tab import DemoForm
+from tests.fakes import FakeModels, ScriptedLLM, ScriptedReply
+from tests.test_api import client_for, p_true_reply
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+QUESTION = "In what country is Normandy located?"
+PASSAGE = ("The Normans were the people who in the 10th and 11th centuries gave their name to "
+           "Normandy, a region in France.")
+
+
+def scripted(shield: ragshield.Shield) -> ScriptedLLM:
+    """The shield's models replaced by a scripted one that says "Yes" (P 0.9) to p_true."""
+    llm = ScriptedLLM(respond=p_true_reply)
+    shield.models = FakeModels(llm)  # type: ignore[assignment]
+    return llm
+
+
+def test_the_package_root_names_the_front_door():
+    assert {"Shield", "Decision", "Settings", "UserError"} <= set(ragshield.__all__)
+    assert ragshield.Shield.__module__ == "ragshield.services.shield"
+    with pytest.raises(AttributeError, match="nothing"):
+        ragshield.nothing  # noqa: B018
+
+
+def test_judge_without_a_database_records_nothing():
+    with ragshield.Shield.open() as shield:
+        scripted(shield)
+        decision = shield.judge(QUESTION, [PASSAGE], "France.", judges=["p_true"],
+                                rule="p_true")
+        assert decision.decision == "keep" and decision.kept
+        assert decision.shown == decision.answer == "France."
+        [verdict] = decision.verdicts
+        assert verdict.judge == "p_true" and verdict.keep
+        assert verdict.score == pytest.approx(0.9, abs=0.01)
+        assert decision.rule == "p_true" and decision.reason
+        assert decision.seconds["judging"] >= 0
+        assert list_runs(shield.store) == []
+        assert shield.settings.database_url == "sqlite://"
+
+
+def test_judge_with_a_database_keeps_each_call_in_the_live_run(tmp_path):
+    database = tmp_path / "kept.db"
+    with ragshield.Shield.open(database) as shield:
+        scripted(shield)
+        shield.judge(QUESTION, [PASSAGE], "France.", judges=["p_true"])
+        shield.judge("Who ruled Normandy?", [PASSAGE], "The Normans.", judges=["p_true"])
+    [run] = list_runs(open_store(f"sqlite:///{database}"))
+    assert run.status == "live" and run.dataset == LIVE_DATASET and run.done == 2
+
+
+def test_a_withheld_answer_shows_the_abstain_message():
+    with ragshield.Shield.open() as shield:
+        llm = scripted(shield)
+        llm.respond = lambda _messages: ScriptedReply("No", top={"Yes": -3.0, "No": -0.05})
+        decision = shield.judge(QUESTION, [PASSAGE], "Germany.", judges=["p_true"],
+                                rule="p_true")
+    assert decision.decision == "abstain" and not decision.kept
+    assert decision.shown != "Germany." and "know" in decision.shown
+
+
+def test_passages_may_be_texts_mappings_or_passages():
+    with ragshield.Shield.open() as shield:
+        llm = scripted(shield)
+        shield.judge(QUESTION, [PASSAGE, {"text": "Rouen is its capital.", "title": "Rouen"},
+                                Passage(text="Caen is a city.", title="Caen")],
+                     "France.", judges=["p_true"])
+    prompt = "\n".join(message["content"] for message in llm.seen[0])
+    for text in (PASSAGE, "Rouen is its capital.", "Caen is a city.", "Rouen", "Caen"):
+        assert text in prompt
+
+
+def test_to_dict_is_the_shape_the_api_answers(tmp_path):
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'api.db'}")
+    body = {"question": QUESTION, "passages": [{"text": PASSAGE}], "answer": "France.",
+            "judges": ["p_true"], "rule": "p_true", "store": False}
+    api = client_for(settings, open_store(settings.database_url)).post("/v1/judge", json=body)
+    assert api.status_code == 200, api.text
+    with ragshield.Shield.open() as shield:
+        scripted(shield)
+        ours = shield.judge(QUESTION, [PASSAGE], "France.", judges=["p_true"],
+                            rule="p_true").to_dict()
+    theirs = api.json()
+    assert set(ours) == set(theirs)
+    assert set(ours["verdicts"][0]) == set(theirs["verdicts"][0])
+    for key in ("decision", "kept", "rule", "reason", "rule_reason", "shown", "question"):
+        assert ours[key] == theirs[key], key
+    assert ours["verdicts"][0]["reason"] == theirs["verdicts"][0]["reason"]
+
+
+def test_one_default_judge_set_in_every_face():
+    settings = Settings(database_url="sqlite://")
+    expected = default_judges(settings)
+    assert expected and "pre_answer" in expected  # the default rule's judge is in it
+    assert [j["name"] for j in judge_catalogue(settings) if j["default"]] == sorted(
+        expected, key=[j["name"] for j in judge_catalogue(settings)].index)
+    assert DemoForm().request().judges is None  # the Demo asks for the default set too
+    with ragshield.Shield.open() as shield:
+        scripted(shield)
+        decision = shield.judge(QUESTION, [PASSAGE], "France.")
+    assert sorted(v.judge for v in decision.verdicts) == sorted(expected)
+    assert decision.rule == settings.decision_rule
+
+
+def test_a_judge_that_cannot_run_is_not_a_default():
+    names = default_judges(Settings(database_url="sqlite://", nli_model=None))
+    assert "nli" not in names
+
+
+def test_the_answerer_comes_from_the_settings():
+    with ragshield.Shield.open(answerer="vanilla") as shield:
+        llm = scripted(shield)
+        llm.respond = lambda messages: (
+            p_true_reply(messages) if "Yes or No" in messages[-1]["content"]
+            or "yes or no" in messages[-1]["content"].lower() else "France")
+        decision = shield.ask(QUESTION, passages=[PASSAGE], judges=["p_true"])
+    assert decision.result.judged.answer.answerer == "vanilla"
+
+
+def test_unknown_policy_and_bad_input_are_user_errors():
+    with ragshield.Shield.open() as shield:
+        with pytest.raises(UserError, match="nope"):
+            shield.policy("nope")
+        with pytest.raises(UserError, match="judge"):
+            shield.judge(QUESTION, [PASSAGE], "France.", judges=["no_such_judge"])
+        with pytest.raises(UserError, match="empty"):
+            shield.judge(QUESTION, [PASSAGE], "   ", judges=["p_true"])
+
+
+def python_example() -> str:
+    """The code block of README's "Use from Python" section."""
+    text = README.read_text(encoding="utf-8")
+    section = text.split("## Use from Python", 1)[1]
+    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+
+
+def test_the_readme_example_runs_on_the_embedded_model(qwen_path, capsys):
+    exec(compile(python_example(), "README.md", "exec"), {})
+    printed = capsys.readouterr().out
+    assert re.search(r"^(keep|abstain|defer) ", printed, re.M), printed
+    assert "p_true" in printed
