@@ -1,11 +1,11 @@
 """Quality of every judge on real labelled data: a balanced sample of SQuAD 2.0 part A and of
-ClapNQ (the public sets, given by --data-dir), answered by the default answerer on the configured model and judged
-by the chosen judges; per judge AwF PR-AUC and QPP PR-AUC with 95% bootstrap intervals, the
-paired gap to keep-all and to the best judge, how many distinct scores it gave, and seconds
-per sample. Appends to docs/QUALITY.md.
+ClapNQ (the full public sets, in the folder given by --data-dir), answered by the default
+answerer on the configured model and judged by the chosen judges; per judge AwF PR-AUC and QPP
+PR-AUC with 95% bootstrap intervals, the paired gap to keep-all and to the best judge, how many
+distinct scores it gave, and seconds per sample. Appends to docs/QUALITY.md.
 
-    python scripts/bench_quality.py --data-dir DIR [--samples 300] [--judges all] [--datasets squad2-part-a,clapnq]
-                                    [--model qwen-1.5b]
+    python scripts/bench_quality.py --data-dir DIR [--samples 300] [--judges all]
+                                    [--datasets squad2-part-a,clapnq] [--model qwen-1.5b]
 
 Each dataset's sample is a run in the configured store (RAGSHIELD_DATABASE_URL), found again
 by its name: run the command again after an interruption and it resumes where it stopped.
@@ -48,8 +48,9 @@ DATASETS = {"squad2-part-a": "squad2_dev_part_a.jsonl", "clapnq": "clapnq_dev.js
 DATA_DIR_HELP = (
     "required: the folder of the public sets squad2_dev_part_a.jsonl (SQuAD 2.0 dev, its "
     "first half, 2,805 questions) and clapnq_dev.jsonl (ClapNQ dev, 600 questions) in "
-    "ragshield's unified JSONL (the dev machines keep them in ../shared/data; tests/data "
-    "holds only small subsets, too small for these figures)")
+    "ragshield's unified JSONL (sources and licences: tests/data/README.md; the dev machines "
+    "keep them in ../shared/data; tests/data holds only small subsets, too small for these "
+    "figures)")
 KEEP_ALL = "trivial"
 RESAMPLES = 1000
 MAX_GROUPS = 12  # more titles than this (ClapNQ: one page per question) are hashed into

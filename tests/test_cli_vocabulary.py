@@ -4,11 +4,13 @@ that writes a file takes it as --out; a listing takes --json; one concept has on
 
 from __future__ import annotations
 
-from typing import Iterator
+import inspect
+from pathlib import Path
+from typing import Iterator, get_args, get_type_hints
 
-import click
 import pytest
 import typer
+from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 from ragshield.cli import app
 
@@ -42,10 +44,10 @@ READ_OPTIONS = {"--verdicts", "--set", "--auth", "--api-keys"}
 LISTING_WORDS = {"list", "show", "samples", "history", "progress", "formats"}
 
 
-def _commands(group: click.Group, path: tuple[str, ...] = ()
-              ) -> Iterator[tuple[str, click.Command]]:
+def _commands(group: TyperGroup, path: tuple[str, ...] = ()
+              ) -> Iterator[tuple[str, TyperCommand]]:
     for name, command in group.commands.items():
-        if isinstance(command, click.Group):
+        if isinstance(command, TyperGroup):
             yield from _commands(command, (*path, name))
         else:
             yield " ".join((*path, name)), command
@@ -54,10 +56,16 @@ def _commands(group: click.Group, path: tuple[str, ...] = ()
 COMMANDS = dict(_commands(typer.main.get_command(app)))
 
 
-def _options(command: click.Command) -> dict[str, click.Option]:
+def _options(command: TyperCommand) -> dict[str, TyperOption]:
     """Every name of every option of the command (both names of --flag/--no-flag)."""
-    return {name: param for param in command.params if isinstance(param, click.Option)
+    return {name: param for param in command.params if isinstance(param, TyperOption)
             for name in (*param.opts, *param.secondary_opts)}
+
+
+def _path_parameters(command: TyperCommand) -> set[str]:
+    """The names of the command's parameters that take a file or folder."""
+    hints = get_type_hints(inspect.unwrap(command.callback))
+    return {name for name, hint in hints.items() if Path in (hint, *get_args(hint))}
 
 
 def test_the_tree_is_walked():
@@ -74,8 +82,9 @@ def test_every_writer_takes_out_and_every_exporter_is_a_writer():
 
 def test_a_file_option_is_out_or_a_named_input():
     for name, command in COMMANDS.items():
+        paths = _path_parameters(command)
         for option, param in _options(command).items():
-            if isinstance(param.type, click.Path):
+            if param.name in paths:
                 assert option in READ_OPTIONS | {"--out"}, (
                     f"`{name} {option}`: a file a command writes is --out; add a file it "
                     "reads to READ_OPTIONS")
@@ -96,7 +105,7 @@ def test_one_name_per_concept(concept):
     found = [f"`{name} {param_name}`" for name, command in COMMANDS.items()
              for param_name in [*_options(command),
                                 *(p.name for p in command.params
-                                  if isinstance(p, click.Argument))]
+                                  if isinstance(p, TyperArgument))]
              if param_name in synonyms | arguments]
     assert not found, f"{concept} is {option}, not: {', '.join(found)}"
 

@@ -188,7 +188,8 @@ def test_delete_asks_first_and_refuses_a_dataset_in_use_unless_forced(cli, tmp_p
     assert [d.name for d in datasets_in(database_url)] == ["mine", "used"]
     accepted = cli("delete", "mine", input="y\n")
     assert accepted.returncode == 0, accepted.stderr
-    assert accepted.stdout.strip() == "deleted dataset 'mine': 3 samples, 3 passages"
+    echoed, said = accepted.stdout.splitlines()  # CliRunner echoes the typed answer first
+    assert (echoed.strip(), said) == ("y", "deleted dataset 'mine': 3 samples, 3 passages")
     assert [d.name for d in datasets_in(database_url)] == ["used"]
 
     run_id = use_dataset(database_url, "used")

@@ -225,9 +225,9 @@ def test_the_dashboard_trains_a_judge_on_its_labels(squad_store, cache_settings)
     started = start_training(context, trainer, "squad", "dash-qpp", True)
     assert "training dash-qpp on squad" in started  # seconds of training follow
     again = start_training(context, trainer, "squad", "other", False)
-    assert "dash-qpp is still training" in again
+    assert "training dash-qpp is still going" in again
     for training in trainer.trainings():
-        training.thread.join(300)
+        training.wait(300)
     shown = training_html(context, trainer, "squad")
     assert "trained:dash-qpp is ready: PR-AUC" in shown and "rs-msg-error" not in shown
 

@@ -22,7 +22,8 @@ from typing import Any
 from ragshield.config import Settings
 from ragshield.errors import UserError
 from ragshield.judges.registry import JUDGES, unavailable_reason
-from ragshield.llm.upstream import UpstreamChat, UpstreamReply
+# UpstreamError: the API turns it into its 502 answer.
+from ragshield.llm.upstream import UpstreamChat, UpstreamError, UpstreamReply  # noqa: F401
 from ragshield.services.asking import (LARGER_FALLBACK, AskRequest, AskResult, Models,
                                        PassageFinders, answer_and_judge, default_judges,
                                        prepare)

@@ -14,7 +14,6 @@ import json
 import logging
 import shutil
 import tempfile
-import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -40,6 +39,7 @@ from ragshield.metrics.precision_recall import pr_auc, pr_curve
 from ragshield.policies.fitting import PERSON
 from ragshield.retrieval.embeddings import packaged_embedding_path
 from ragshield.services.policies import truth_sources
+from ragshield.services.jobs import Job, Jobs
 from ragshield.store.database import Store
 from ragshield.store.labels import current_labels
 from ragshield.store.runs import get_run
@@ -360,70 +360,35 @@ def readiness(store: Store, dataset: str) -> Readiness:
     return Readiness(dataset, good, len(examples) - good, from_people)
 
 
-@dataclass
-class Training:
-    """A training started from the app: its progress, and then its judge or its error."""
-
-    name: str
-    dataset: str
-    done: int = 0
-    total: int = 0
-    info: TrainedJudgeInfo | None = None
-    error: str | None = None
-    thread: threading.Thread | None = None
-
-    @property
-    def running(self) -> bool:
-        return self.thread is not None and self.thread.is_alive()
-
-
 class JudgeTrainer:
-    """The trainings this app started, one at a time, each in a daemon thread at the lower
-    CPU priority of the app's runs."""
+    """The trainings this app started, one at a time, each a background job
+    (services/jobs.py) at the lower CPU priority of the app's runs; a job's key is the
+    judge's name, its result the TrainedJudgeInfo."""
 
-    def __init__(self, store: Store, settings: Settings) -> None:
+    KIND = "training"
+
+    def __init__(self, store: Store, settings: Settings, jobs: Jobs | None = None) -> None:
         self.store, self.settings = store, settings
-        self._trainings: list[Training] = []
-        self._lock = threading.Lock()
+        self.jobs = jobs or Jobs()
 
-    def start(self, name: str, dataset: str, *, hard_negatives: bool = False) -> Training:
+    def start(self, name: str, dataset: str, *, hard_negatives: bool = False) -> Job:
         """Start training trained:NAME (kind signals) on the dataset's answerable labels;
         UserError at once for a bad name, too few labels, or a training still going."""
         check_judge_name(name)
         ready = readiness(self.store, dataset)
         if not ready.enough:
             raise UserError(ready.message())
-        with self._lock:
-            going = next((t for t in self._trainings if t.running), None)
-            if going is not None:
-                raise UserError(f"judge {going.name} is still training: start the next one "
-                                "when it is done")
-            training = Training(name, dataset)
-            training.thread = threading.Thread(target=self._train, args=(training, hard_negatives),
-                                               daemon=True, name=f"ragshield-train-{name}")
-            self._trainings.append(training)
-        training.thread.start()
-        return training
 
-    def _train(self, training: Training, hard_negatives: bool) -> None:
-        from ragshield.services.runs import lower_thread_priority
+        def train(job: Job) -> TrainedJudgeInfo:
+            return train_judge(self.store, self.settings, name, dataset,
+                               hard_negatives=hard_negatives, progress=job.progress)
 
-        lower_thread_priority()
+        with self.jobs.one_at_a_time(self.KIND):
+            return self.jobs.start(self.KIND, name, train, background=True, about=dataset)
 
-        def progress(done: int, total: int) -> None:
-            training.done, training.total = done, total
-
-        try:
-            training.info = train_judge(self.store, self.settings, training.name,
-                                        training.dataset, hard_negatives=hard_negatives,
-                                        progress=progress)
-        except Exception as exc:  # the thread's end: keep the reason for the page
-            log.exception("training %s stopped", training.name)
-            training.error = f"{type(exc).__name__}: {exc}"
-
-    def trainings(self) -> list[Training]:
+    def trainings(self) -> list[Job]:
         """Newest first."""
-        return self._trainings[::-1]
+        return self.jobs.of_kind(self.KIND)[::-1]
 
 
 def trained_judges(settings: Settings) -> list[TrainedJudgeInfo | TrainedJudgeError]:

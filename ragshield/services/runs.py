@@ -8,15 +8,12 @@ the CLI show the same way."""
 from __future__ import annotations
 
 import logging
-import os
-import sys
-import threading
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from ragshield.answerers.registry import GIVEN, make_answerer
 from ragshield.config import Settings
-from ragshield.errors import OptionError, UserError
+from ragshield.errors import OptionError
 from ragshield.judges.registry import JUDGES
 from ragshield.judging import POOLED_RULES, choose_rule
 from ragshield.pipeline import (RejudgeOutcome, RunModels, RunOutcome, execute_run, rejudge_run,
@@ -25,6 +22,7 @@ from ragshield.run_config import RunConfig, check_config, with_default_rule
 from ragshield.services.ask_choices import packaged_choice
 from ragshield.services.datasets import ensure_demo_dataset
 from ragshield.services.form_values import whole_number
+from ragshield.services.jobs import Job, Jobs
 from ragshield.policies.rules import policy_rule
 from ragshield.services.policies import policy_sources, with_policy
 from ragshield.services.run_choices import newest_runs
@@ -33,7 +31,7 @@ from ragshield.store.runs import RunSummary, failures, get_run, list_runs, set_r
 from ragshield.store.samples import count_given_answers
 
 __all__ = ["ANSWER_SOURCES", "RULES", "GivenAnswers", "ModelOpener", "NewRun",
-           "NoGivenAnswersError", "RunBusyError", "RunForm", "RunLauncher", "RunProgress",
+           "NoGivenAnswersError", "RunForm", "RunLauncher", "RunProgress",
            "RunResult", "add_judges", "check_given_answers", "execute", "form_config",
            "form_defaults", "given_answers", "list_runs", "record_run", "run_answerer"]
 
@@ -193,30 +191,6 @@ def form_config(settings: Settings, dataset: str | None, limit: Any, answerer: s
 
 # -- runs in the background ------------------------------------------------------------------
 
-# Runs started from the app yield the CPU to the page: at this niceness a run's threads get
-# about a tenth of a core that a request also wants, so labels do not wait for the model.
-RUN_NICENESS = 10
-
-
-def lower_thread_priority(niceness: int = RUN_NICENESS) -> None:
-    """Lower the calling thread's CPU priority by `niceness`. On Linux priority is per
-    thread and the threads it starts inherit it (llama.cpp's workers among them); elsewhere
-    it would apply to the whole process, so it does nothing there."""
-    if not sys.platform.startswith("linux"):
-        return
-    thread = threading.get_native_id()
-    try:
-        current = os.getpriority(os.PRIO_PROCESS, thread)
-        os.setpriority(os.PRIO_PROCESS, thread, min(19, current + niceness))
-    except OSError as error:  # e.g. a sandbox that forbids it: run at the usual priority
-        log.warning("could not lower the run's CPU priority: %s", error)
-
-
-class RunBusyError(UserError, ValueError):
-    """A run started from the app is still going (a second would compete for the model and
-    the CPU)."""
-
-
 @dataclass(frozen=True)
 class RunProgress:
     run: RunSummary
@@ -224,67 +198,63 @@ class RunProgress:
 
 
 class RunLauncher:
-    """The runs this app started, each executed in its own daemon thread.
+    """The runs this app started, one at a time, each a background job (services/jobs.py).
 
     `open_models` replaces the models a run opens from its configuration (tests pass a
     scripted model); by default every run opens its own, so it never shares the embedded
     model (and its lock) with the tabs."""
 
+    KIND = "run"
+
     def __init__(self, store: Store, settings: Settings, *,
-                 open_models: ModelOpener | None = None) -> None:
+                 open_models: ModelOpener | None = None, jobs: Jobs | None = None) -> None:
         self.store, self.settings, self.open_models = store, settings, open_models
-        self._threads: dict[int, threading.Thread] = {}
-        self._errors: dict[int, str] = {}
-        self._lock = threading.Lock()
+        self.jobs = jobs or Jobs()
 
     def start(self, config: RunConfig, *, name: str | None = None) -> int:
         """Record the run (record_run) and start executing it; returns its id at once.
-        Raises a UserError for a bad configuration or dataset, RunBusyError (one too) while
-        a run started here is still going."""
-        with self._lock:
-            busy = self.active()
-            if busy:
-                raise RunBusyError(f"run {busy[0]} is still going: start the next one when "
-                                   "it is done")
+        Raises a UserError for a bad configuration or dataset, JobBusy (one too) while a run
+        started here is still going."""
+        with self.jobs.one_at_a_time(self.KIND):
             new = record_run(self.store, self.settings, config, name=name)
-            thread = threading.Thread(target=self._execute, args=(new.run_id, config),
-                                      daemon=True, name=f"ragshield-run-{new.run_id}")
-            self._threads[new.run_id] = thread
+            self.jobs.start(self.KIND, str(new.run_id),
+                            lambda _job: self._execute(new.run_id, config), background=True)
         if new.note:
             log.info("run %s: %s", new.run_id, new.note)
-        thread.start()
         return new.run_id
 
     def _execute(self, run_id: int, config: RunConfig) -> None:
-        lower_thread_priority()
         try:
             models = self.open_models(config) if self.open_models else None
             execute(self.store, self.settings, run_id, models=models)
-        except Exception as exc:  # the thread's end: keep the reason for the progress view
-            log.exception("run %s stopped", run_id)
-            self._errors[run_id] = f"{type(exc).__name__}: {exc}"
+        except Exception:
             set_run_status(self.store, run_id, "failed", finished=True)
+            raise
+
+    def _job(self, run_id: int) -> Job | None:
+        return next((job for job in self.jobs.of_kind(self.KIND) if job.key == str(run_id)),
+                    None)
 
     def started(self) -> list[int]:
         """Ids of the runs started here, oldest first."""
-        return list(self._threads)
+        return [int(job.key) for job in self.jobs.of_kind(self.KIND)]
 
     def active(self) -> list[int]:
-        return [run_id for run_id, thread in self._threads.items() if thread.is_alive()]
+        return [int(job.key) for job in self.jobs.of_kind(self.KIND) if job.running]
 
     def error(self, run_id: int) -> str | None:
-        """Why the run's thread stopped early (e.g. its model could not be opened)."""
-        return self._errors.get(run_id)
+        """Why the run's job stopped early (e.g. its model could not be opened)."""
+        job = self._job(run_id)
+        return job.error_text if job is not None else None
 
     def wait(self, run_id: int, timeout: float | None = None) -> bool:
-        """Wait for the run's thread; True when it has ended."""
-        thread = self._threads[run_id]
-        thread.join(timeout)
-        return not thread.is_alive()
+        """Wait for the run's job; True when it has ended."""
+        job = self._job(run_id)
+        return job is None or job.wait(timeout)
 
     def progress(self) -> list[RunProgress]:
         """Each run going on (started from the CLI too) and each run started here, newest
         first."""
-        mine = set(self._threads)
+        mine = set(self.started())
         return [RunProgress(run, self.error(run.id)) for run in newest_runs(self.store)
                 if run.status == "running" or run.id in mine]

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from ragshield.config import Settings
 from ragshield.services.asking import LLM, OpenedModels
 from ragshield.services.database import Store
+from ragshield.services.jobs import Jobs
 from ragshield.services.run_tables import RunTablesCache
 
 
@@ -19,6 +20,7 @@ class UiContext:
     # The embedded model keeps one KV cache and serves one call at a time: every handler
     # that calls a model holds this lock for the whole sample it works on.
     model_lock: threading.Lock = field(default_factory=threading.Lock)
+    jobs: Jobs = field(default_factory=Jobs)  # the app's background work (services/jobs.py)
     tables: RunTablesCache = field(init=False)  # run tables shared by Browse and Dashboard
     models: OpenedModels = field(init=False)
 

@@ -122,13 +122,14 @@ def training_html(context: UiContext, trainer: JudgeTrainer, dataset: str | None
     parts = []
     for training in trainer.trainings():
         if training.error:
-            parts.append(message_html(f"trained:{training.name}: {training.error}", "error"))
-        elif training.info is not None:
+            parts.append(message_html(f"trained:{training.key}: {training.error_text}",
+                                      "error"))
+        elif training.result is not None:
             parts.append(message_html(
-                f"trained:{training.name} is ready: {held_out_sentence(training.info.card)}; "
+                f"trained:{training.key} is ready: {held_out_sentence(training.result.card)}; "
                 "choose it as a judge in a run, the Demo or the API."))
         else:
-            text = (f"training {training.name} on {training.dataset}: {training.done} of "
+            text = (f"training {training.key} on {training.about}: {training.done} of "
                     f"{training.total or '?'} steps")
             parts.append(f'<div class="rs-run-progress"><div>{esc(text)}</div><progress '
                          f'value="{training.done}" max="{max(training.total, 1)}"></progress>'
@@ -227,8 +228,8 @@ def build(context: UiContext, page: gr.Blocks) -> None:
     """Components and events of the tab (called inside its gr.Tab of `page`, the app's
     Blocks, whose load event fills the tab)."""
     cache = DashboardCache()
-    launcher = RunLauncher(context.store, context.settings)
-    trainer = JudgeTrainer(context.store, context.settings)
+    launcher = RunLauncher(context.store, context.settings, jobs=context.jobs)
+    trainer = JudgeTrainer(context.store, context.settings, context.jobs)
     settings = context.settings
     defaults = form_defaults(settings)
     choices = run_choices(context.store)

@@ -161,8 +161,8 @@ def ask(context: UiContext, form: DemoForm,
                    rule_reason=prepared.rule_reason)
     yield view.html()
     events: Queue[Event] = Queue()
-    threading.Thread(target=_in_background, daemon=True,
-                     args=(context, prepared, events)).start()
+    context.jobs.start("question", prepared.sample.id,
+                       lambda _job: _in_background(context, prepared, events))
     for kind, payload in iter(events.get, END):
         _apply(view, kind, payload)
         yield view.html()
