@@ -6,14 +6,15 @@ docs/BENCHMARKS.md.
                                  [--typed QUESTION]
 
 The app runs as `python -m ragshield serve` on a temporary SQLite database holding the demo
-dataset (ragshield/testing/servers.py). Each idle window measures the CPU time (user + system) of the app
-process and its children with psutil, so the figure is the app's own use even while the
-machine has other load; the load average is reported anyway. The Demo question goes through
-gradio_client (`demo_ask`), on the stored demo sample with the least text (its own passages,
-no retrieval) unless --typed asks a typed question (retrieved by hybrid search from the demo
-corpus, which loads the embedding model; the corpus is ingested on first use). The client is
-closed, and the window starts `--settle` seconds later. The threads that used the most CPU in
-each window are printed too (the kernel's name, from /proc, or "main thread").
+dataset (ragshield/testing/servers.py). Each idle window measures the CPU time (user +
+system) of the app process and its children with psutil, so the figure is the app's own use
+even while the machine has other load; the load average is reported anyway. The Demo
+question goes through gradio_client (`demo_ask`), on the stored demo sample with the least
+text (its own passages, no retrieval) unless --typed asks a typed question (retrieved by
+hybrid search from the demo corpus, which loads the embedding model; the corpus is ingested
+on first use). The client is closed, and the window starts `--settle` seconds later. The
+threads that used the most CPU in each window are printed too (the kernel's name, from
+/proc, or "main thread").
 """
 
 from __future__ import annotations
@@ -177,12 +178,12 @@ def main() -> None:
     question = (f"the typed question {args.typed!r} (hybrid retrieval, 3 passages)" if args.typed
                 else f"stored demo sample {sample_id} with its own passages")
     notes = (f"App launched with `python -m ragshield serve` on a temporary SQLite database "
-             f"with the demo dataset; CPU is user + system time of the app process and its children (psutil) over "
-             f"each idle window, no client connected; the Demo question ({question}, judges "
-             f"{args.judges}) took {question_s:.1f} s through gradio_client, which was then "
-             f"closed; each window started {args.settle:g} s after the previous step. RSS at "
-             f"the end: {rss_mb:.0f} MB. Load average (1 min) at start {load_before:.1f}, at end "
-             f"{load_after:.1f}.")
+             f"with the demo dataset; CPU is user + system time of the app process and its "
+             f"children (psutil) over each idle window, no client connected; the Demo "
+             f"question ({question}, judges {args.judges}) took {question_s:.1f} s through "
+             f"gradio_client, which was then closed; each window started {args.settle:g} s "
+             f"after the previous step. RSS at the end: {rss_mb:.0f} MB. Load average (1 min) "
+             f"at start {load_before:.1f}, at end {load_after:.1f}.")
     if args.no_append:
         return
     publish("Idle app", command, notes, body,

@@ -1,5 +1,5 @@
-"""Make the demo run that ships with the app (ragshield/assets/demo/run.json.xz) and the Demo's example
-questions (ragshield/assets/demo/examples.json).
+"""Make the demo run that ships with the app (ragshield/assets/demo/run.json.xz) and the
+Demo's example questions (ragshield/assets/demo/examples.json).
 
     python scripts/make_demo_run.py            # about 1.5 h on 2 cores; resumable
     python scripts/make_demo_run.py --limit 5  # a quick look (writes elsewhere with --out)

@@ -1,4 +1,5 @@
-"""Build the bundled demo set in ragshield/assets/demo from the real ClapNQ and SQuAD 2.0 dev files.
+"""Build the bundled demo set in ragshield/assets/demo from the real ClapNQ and SQuAD 2.0 dev
+files.
 
     python scripts/make_demo_set.py --data-dir DIR [--per-group 40] [--seed 7]
 

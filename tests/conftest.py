@@ -32,7 +32,7 @@ from sqlalchemy.engine import make_url
 
 from ragshield import home
 from ragshield.config import Settings
-from scripts.bench_app import free_port, running_server  # noqa: F401 (the tests' own, too)
+from ragshield.testing.servers import free_port, running_server  # noqa: F401 (re-exported)
 from ragshield.store.database import Store, open_store
 
 if TYPE_CHECKING:
@@ -205,7 +205,7 @@ def recording_embedder(embedder):
 @lane("model")
 def packaged_models(qwen_path: Path, small_model_path: Path,
                     larger_model_path: Path) -> dict[str, Path]:
-    """Every packaged model, ready, for tests whose subprocesses (the CLI, app.py) load them:
+    """Every packaged model, ready, for tests whose subprocesses (the CLI, the server) load them:
     the three GGUF files assembled in the cache, and the MiniLM folder."""
     from ragshield.retrieval.embeddings import packaged_embedding_path
 
@@ -233,7 +233,7 @@ def run_server() -> Callable[..., AbstractContextManager[subprocess.Popen]]:
 @pytest.fixture(scope="session")
 @lane("server")
 def launch_app() -> Callable[..., AbstractContextManager[str]]:
-    """`tests.ui_launch.launched_app` (`python app.py` on a free port), for fixtures and
+    """`tests.ui_launch.launched_app` (`python -m ragshield serve` on a free port), for fixtures and
     tests that launch the app themselves (their own database, --auth or environment)."""
     from tests.ui_launch import launched_app
 
@@ -289,6 +289,6 @@ def prepared(tmp_path_factory: pytest.TempPathFactory) -> "PreparedStore":
 @pytest.fixture(scope="module")
 def app_url(prepared: "PreparedStore", tmp_path_factory: pytest.TempPathFactory,
             launch_app) -> Iterator[str]:
-    """`python app.py` on the `prepared` database, one per test module."""
+    """`python -m ragshield serve` on the `prepared` database, one per test module."""
     with launch_app(tmp_path_factory.mktemp("app"), prepared.database_url) as url:
         yield url

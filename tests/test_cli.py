@@ -14,8 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import Result
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from ragshield import __version__
 from ragshield.cli import app
@@ -32,7 +31,8 @@ def invoke(*args: str, env: dict[str, str] | None = None) -> Result:
     return CliRunner().invoke(app, list(args), env=env, catch_exceptions=False)
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+def run_cli(*args: str, env: dict[str, str] | None = None,
+            timeout: float = 300) -> subprocess.CompletedProcess:
     """`python -m ragshield ARGS` in a process of its own (ask for `python_processes`)."""
     full_env = {**os.environ, **(env or {})}
     return subprocess.run(
@@ -42,7 +42,8 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300)
 
 
 def test_doctor_reports_every_part_ok(tmp_path, packaged_models):
-    result = invoke("doctor", "--json", env={"RAGSHIELD_DATABASE_URL": f"sqlite:///{tmp_path}/d.db"})
+    result = invoke("doctor", "--json",
+                    env={"RAGSHIELD_DATABASE_URL": f"sqlite:///{tmp_path}/d.db"})
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert set(report) == {"llm", "small_llm", "larger_llm", "embeddings", "database"}
@@ -140,10 +141,11 @@ def test_ask_judges_a_demo_sample_and_prints_the_documented_json(tmp_path, packa
     payload = json.loads(result.stdout)
     assert {"question", "passages", "answer", "verdicts", "decision"} <= set(payload)
     assert payload["passages"] and {"id", "text", "score"} <= set(payload["passages"][0])
-    assert {"text", "evidence"} <= set(payload["answer"])
+    assert {"text", "cited_passages"} <= set(payload["answer"])
     assert [v["judge"] for v in payload["verdicts"]] == ["trivial", "p_true"]
     p_true = payload["verdicts"][1]
-    assert p_true["available"] and p_true["calls"] == 1 and p_true["prompt_tokens"] > 0
+    assert p_true["available"] and p_true["cost"]["calls"] == 1
+    assert p_true["cost"]["prompt_tokens"] > 0
     assert 0.0 <= p_true["score"] <= 1.0 and p_true["trace"][0]["purpose"]
     assert payload["decision"] == "keep"
 
@@ -160,16 +162,17 @@ def test_ask_rejects_bad_options_with_a_message(tmp_path):
 
 def test_serve_refuses_a_bad_setup_in_one_line(tmp_path):
     env = {"RAGSHIELD_DATABASE_URL": f"sqlite:///{tmp_path}/s.db"}
-    open_api = invoke("serve", "--api-only", "--host", "0.0.0.0", env=env)
-    assert open_api.exit_code == 1 and open_api.stderr.startswith("error: the guard API on 0.0.0.0")
-    no_keys = invoke("serve", "--api-only", "--api-keys", str(tmp_path / "none.txt"), env=env)
-    assert no_keys.exit_code == 1 and str(tmp_path / "none.txt") in no_keys.stderr
-    with socket.socket() as taken:
+    with socket.socket() as taken:  # every call gets a taken port: none may go on to serve
         taken.bind(("127.0.0.1", 0))
         taken.listen()
-        port = taken.getsockname()[1]
-        busy = invoke("serve", "--api-only", "--port", str(port), env=env)
-    assert busy.exit_code == 1
+        port = str(taken.getsockname()[1])
+        open_api = invoke("serve", "--api-only", "--host", "0.0.0.0", "--port", port, env=env)
+        no_keys = invoke("serve", "--api-only", "--port", port, "--api-keys",
+                         str(tmp_path / "none.txt"), env=env)
+        busy = invoke("serve", "--api-only", "--port", port, env=env)
+    assert open_api.stderr.startswith("error: the guard API on 0.0.0.0 would be open")
+    assert no_keys.stderr.startswith("error: ") and str(tmp_path / "none.txt") in no_keys.stderr
     assert busy.stderr == f"error: cannot serve on 127.0.0.1:{port}: Address already in use\n"
     for result in (open_api, no_keys, busy):
-        assert len(result.stderr.splitlines()) == 1 and result.stdout == ""
+        assert result.exit_code == 1 and result.stdout == ""
+        assert len(result.stderr.splitlines()) == 1

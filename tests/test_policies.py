@@ -286,7 +286,7 @@ def test_cli_fit_show_list_export_import_watch(store, store_url, settings, demo_
     listed = cli.invoke(app, ["policy", "list", "--json"])
     assert [row["rule"] for row in json.loads(listed.stdout)] == ["policy:cli-guard@1"]
     exported = tmp_path / "guard.json"
-    assert cli.invoke(app, ["policy", "export", "cli-guard", "--to", str(exported)]).exit_code == 0
+    assert cli.invoke(app, ["policy", "export", "cli-guard", "--out", str(exported)]).exit_code == 0
     imported = cli.invoke(app, ["policy", "import", str(exported)])
     assert imported.exit_code == 0 and imported.stdout == "stored policy:cli-guard@2\n"
     watched = cli.invoke(app, ["policy", "watch", "cli-guard", "--run", str(run_id), "--json"])

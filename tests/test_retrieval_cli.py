@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from click.testing import Result
+from typer.testing import Result
 
 from tests.retrieval_fixtures import DOCUMENTS, write_jsonl
 from tests.test_cli import invoke

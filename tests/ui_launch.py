@@ -19,7 +19,7 @@ from ragshield.testing.servers import launched_app as launched_server
 from ragshield.testing.synthetic_run import fill_synthetic_run
 from ragshield.types import Passage, Sample
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[1]  # the checkout, where app.py is
 
 SYNTHETIC_JUDGES = ("token_prob", "p_true", "cot_hybrid", "counterfactual")
 SYNTHETIC_SAMPLES = 50

@@ -10,7 +10,7 @@ import typer
 from ragshield.cli.errors import user_errors
 from ragshield.cli.output import emit_json
 from ragshield.config import Settings
-from ragshield.retrieval.index_config import DenseIndexConfig, IndexKind
+from ragshield.services.corpora import DenseIndexConfig, IndexKind
 
 app = typer.Typer(no_args_is_help=True, help="Corpora: chunks with their BM25 and FAISS indexes.")
 
@@ -33,16 +33,15 @@ def ingest(
     as_json: bool = typer.Option(False, "--json", help="Print the manifest as JSON."),
 ) -> None:
     """Chunk, embed and index documents as a named corpus."""
-    from ragshield.retrieval.ingest import IngestOptions, ingest_corpus
+    from ragshield.services.corpora import ingest as ingest_documents
 
     settings = Settings()
     with user_errors():
-        options = IngestOptions(
-            chunk_tokens=chunk_tokens, overlap=overlap, description=description,
+        corpus = ingest_documents(
+            name, paths, settings, chunk_tokens=chunk_tokens, overlap=overlap,
+            description=description, replace=replace, progress=True,
             index=DenseIndexConfig(kind=index, nlist=nlist, nprobe=nprobe, hnsw_m=hnsw_m,
-                                   ef_search=ef_search),
-        )
-        corpus = ingest_corpus(name, paths, settings, options, replace=replace, progress=True)
+                                   ef_search=ef_search))
     manifest = corpus.manifest
     if as_json:
         emit_json(manifest.to_dict())
@@ -57,11 +56,11 @@ def ingest(
 @app.command("list")
 def list_corpora(as_json: bool = typer.Option(False, "--json", help="Print a JSON list.")) -> None:
     """The ingested corpora."""
-    from ragshield.retrieval.corpus_store import list_corpora as manifests
+    from ragshield.services.corpora import corpora
 
     settings = Settings()
     with user_errors():
-        found = manifests(settings.corpora_dir)
+        found = corpora(settings)
     if as_json:
         emit_json([m.to_dict() for m in found])
         return

@@ -19,10 +19,9 @@ def doctor(
 ) -> None:
     """Check the LLM, the smallest and the larger packaged LLMs, the embeddings and the
     database."""
-    from ragshield.doctor import doctor_parts, run_doctor
+    from ragshield.services.models import check_health
 
     with user_errors():
-        parts = doctor_parts(only)
-    report = run_doctor(Settings(), parts)
+        report = check_health(Settings(), only)
     emit_parts(report, as_json)
     exit_unless_all_ok(report)

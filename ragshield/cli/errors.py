@@ -11,7 +11,7 @@ from typing import Iterator, NoReturn
 import typer
 
 from ragshield.errors import UserError
-from ragshield.store.database import DatabaseError
+from ragshield.services.database import DatabaseError
 
 
 @contextmanager

@@ -9,7 +9,7 @@ import typer
 from ragshield.cli.errors import user_errors
 from ragshield.cli.output import emit_json, print_table
 from ragshield.cli.store import opened_store
-from ragshield.judges.training import EPOCHS
+from ragshield.services.judge_training import EPOCHS
 
 app = typer.Typer(no_args_is_help=True, help="Judges: list them, train one on labels.")
 
@@ -65,11 +65,11 @@ def train(name: str = typer.Argument(..., help="Its name: the judge becomes trai
 def list_(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """The registered judges and the trained ones (with their held-out PR-AUC)."""
     from ragshield.config import Settings
-    from ragshield.judges.registry import JUDGES
+    from ragshield.services.guard import judge_catalogue
     from ragshield.services.judge_training import trained_judges
 
-    rows = [{"judge": name, "cost": cls.cost, "trained on": "-", "held-out PR-AUC": "-"}
-            for name, cls in JUDGES.items()]
+    rows = [{"judge": judge["name"], "cost": judge["cost"], "trained on": "-",
+             "held-out PR-AUC": "-"} for judge in judge_catalogue(Settings())]
     for found in trained_judges(Settings()):
         if isinstance(found, Exception):
             rows.append({"judge": "?", "cost": "-", "trained on": str(found),

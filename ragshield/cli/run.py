@@ -91,8 +91,7 @@ def run(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Answer and judge a dataset's samples and store everything (resumable)."""
-    from ragshield.run_config import RunConfig
-    from ragshield.services.runs import add_judges, execute, record_run, run_answerer
+    from ragshield.services.runs import RunConfig, add_judges, execute, record_run, run_answerer
 
     if sum(x is not None for x in (dataset, resume, rejudge)) != 1:
         fail("give exactly one of --dataset (a new run), --resume RUN or --rejudge RUN")

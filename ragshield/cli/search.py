@@ -23,16 +23,11 @@ def search(
                                  help="Print a JSON list of {id, text, score, doc_id}."),
 ) -> None:
     """Retrieve the best passages of a corpus for QUERY."""
-    from ragshield.retrieval.demo_corpus import open_corpus
-    from ragshield.retrieval.encoding import default_embedder
-    from ragshield.retrieval.factory import make_retriever
+    from ragshield.services.corpora import search as search_corpus
 
-    settings = Settings()
     with user_errors():
-        embedder = None if retrieval == "bm25" else default_embedder(settings)
-        opened = open_corpus(corpus, settings, embedder=embedder, progress=True)
-        retriever = make_retriever(opened, retrieval, embedder=embedder, settings=settings, alpha=alpha)
-        passages = retriever.search(query, k)
+        passages = search_corpus(Settings(), corpus, query, k, retrieval, alpha=alpha,
+                                 progress=True)
     if as_json:
         emit_json([{"id": p.meta["chunk_id"], "text": p.text, "score": p.score, "doc_id": p.doc_id}
                    for p in passages])

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import socket
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
@@ -23,9 +22,7 @@ from ragshield.cli.errors import fail
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
-    from ragshield.config import Settings
-    from ragshield.services.asking import OpenedModels
-    from ragshield.store.database import Store
+    from ragshield.services.shield import Shield
 
 Host = Annotated[str, typer.Option("--host", help="The address to serve on.")]
 Port = Annotated[int, typer.Option("--port", help="The port to serve on.")]
@@ -55,23 +52,23 @@ def serve(host: Host = "127.0.0.1", port: Port = 7860, auth: Auth = None,
     from ragshield.api.keys import KeyCheck, check_exposure, read_keys
     from ragshield.config import Settings
     from ragshield.errors import UserError
-    from ragshield.services.asking import OpenedModels
-    from ragshield.services.guard import Guard, ModelGate
-    from ragshield.store.database import open_store
+    from ragshield.services.database import open_store
+    from ragshield.services.guard import Guard
+    from ragshield.services.shield import Shield
 
     overrides = {key: value for key, value in (("api_keys_file", api_keys),
                                                ("upstream_base_url", upstream)) if value}
     try:
+        # One shield for the server: the app and the API share its store, its models and
+        # the turns at them (one in-process model).
         settings = Settings(**overrides)
         keys = read_keys(settings)
         check_exposure(host, keys)
-        store = open_store(settings.database_url)
-        model_lock = threading.Lock()  # one in-process model: the app and the API take turns
-        models = OpenedModels(settings, store)
-        guard = Guard(settings, store, models, ModelGate(settings, model_lock))
-        server = build_api(settings, guard, KeyCheck(keys))
+        shield = Shield(settings, open_store(settings.database_url))
+        guard = Guard(shield.settings, shield.store, shield.models, shield.gate, shield.finders)
+        server = build_api(shield.settings, guard, KeyCheck(keys))
         if not api_only:
-            server = _with_web_app(server, settings, store, models, model_lock, auth)
+            server = _with_web_app(server, shield, auth)
     except UserError as error:
         fail(" ".join(str(error).split()))  # one line: psycopg's span two
     listening = _listen(host, port)
@@ -94,8 +91,7 @@ def _listen(host: str, port: int) -> socket.socket:
     return listening
 
 
-def _with_web_app(server: FastAPI, settings: Settings, store: Store, models: OpenedModels,
-                  model_lock: threading.Lock, auth_file: Path | None) -> FastAPI:
+def _with_web_app(server: FastAPI, shield: Shield, auth_file: Path | None) -> FastAPI:
     """The Gradio app mounted at / of the API's server."""
     import gradio as gr
 
@@ -103,7 +99,8 @@ def _with_web_app(server: FastAPI, settings: Settings, store: Store, models: Ope
     from ragshield.ui.auth import read_auth_file
 
     auth = read_auth_file(auth_file) if auth_file else None
-    app = build_app(settings, store, models=models, model_lock=model_lock)
+    app = build_app(shield.settings, shield.store, models=shield.models,
+                    model_lock=shield.gate.local)
     app.queue(default_concurrency_limit=4)
     options = launch_options()
     return gr.mount_gradio_app(

@@ -6,7 +6,7 @@ from contextlib import contextmanager
 from typing import Iterator
 
 from ragshield.config import Settings
-from ragshield.store.database import Store, open_store
+from ragshield.services.database import Store, open_store
 
 
 @contextmanager

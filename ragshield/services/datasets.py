@@ -9,6 +9,7 @@ from typing import Callable, Iterable, Iterator
 
 from sqlalchemy.exc import IntegrityError
 
+from ragshield.datasets import FORMATS, parse_mapping
 from ragshield.datasets.column_mapping import ColumnMapping
 from ragshield.datasets.demo import DEMO_DATASET, DEMO_LICENSE, DEMO_SAMPLES, demo_asset
 from ragshield.datasets.registry import detect_format, get_format, load_dataset
@@ -20,8 +21,9 @@ from ragshield.store.samples import (DatasetSummary, ImportResult, SampleSummary
                                      has_dataset, import_samples, list_datasets, list_samples)
 from ragshield.types import Sample
 
-__all__ = ["Progress", "all_datasets", "dataset_names", "dataset_samples", "delete_dataset",
-           "deletion_preview", "ensure_demo_dataset", "import_file"]
+__all__ = ["FORMATS", "Progress", "all_datasets", "dataset_names", "dataset_samples",
+           "delete_dataset", "deletion_preview", "ensure_demo_dataset", "import_file",
+           "parse_mapping"]
 
 Progress = Callable[[Iterator[Sample]], Iterable[Sample]]  # e.g. tqdm
 
@@ -51,7 +53,8 @@ def ensure_demo_dataset(store: Store) -> bool:
     if has_dataset(store, DEMO_DATASET):
         return False
     try:
-        import_file(store, DEMO_DATASET, demo_asset(DEMO_SAMPLES), format="unified", license=DEMO_LICENSE)
+        import_file(store, DEMO_DATASET, demo_asset(DEMO_SAMPLES), format="unified",
+                    license=DEMO_LICENSE)
     except IntegrityError:
         # Another process (the app, a CLI call) created it at the same moment.
         if has_dataset(store, DEMO_DATASET):

@@ -1,6 +1,6 @@
-"""The demo run that ships with the app (ragshield/assets/demo/run.json.xz): the demo set answered by
-the embedded model (and by the larger one, for the switch curve) and judged by every judge.
-A new database gets it with the demo set (once, however many app processes start on it
+"""The demo run that ships with the app (ragshield/assets/demo/run.json.xz): the demo set
+answered by the embedded model (and by the larger one, for the switch curve) and judged by
+every judge. A new database gets it with the demo set (once, however many app processes start on it
 together), so Browse, the Dashboard and the threshold panel are full at first launch, and a
 demo sample asked with the Demo's defaults is replayed from the call cache.
 scripts/make_demo_run.py makes the file again when prompts change."""

@@ -30,7 +30,7 @@ from ragshield.store.database import Store
 from ragshield.store.runs import RunSummary, failures, get_run, list_runs, set_run_status
 from ragshield.store.samples import count_given_answers
 
-__all__ = ["ANSWER_SOURCES", "RULES", "GivenAnswers", "ModelOpener", "NewRun",
+__all__ = ["ANSWER_SOURCES", "RULES", "GivenAnswers", "ModelOpener", "NewRun", "RunConfig",
            "NoGivenAnswersError", "RunForm", "RunLauncher", "RunProgress",
            "RunResult", "add_judges", "check_given_answers", "execute", "form_config",
            "form_defaults", "given_answers", "list_runs", "record_run", "run_answerer"]

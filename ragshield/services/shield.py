@@ -94,12 +94,6 @@ class Shield:
         return cls(configured, open_store(configured.database_url),
                    record=database is not None)
 
-    @classmethod
-    def configured(cls) -> Shield:
-        """A shield on the configured database (RAGSHIELD_DATABASE_URL, else the home's)."""
-        settings = Settings()
-        return cls(settings, open_store(settings.database_url))
-
     def judge(self, question: str, passages: Sequence[PassageLike], answer: str, *,
               judges: Sequence[str] | None = None, rule: str | None = None,
               answer_logprobs: Sequence[tuple[str, float]] | None = None,
