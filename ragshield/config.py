@@ -14,6 +14,9 @@ BackendName = Literal["embedded", "openai", "transformers"]
 # Padded tokens per embedding batch; the fastest of 512..8192 per CPU-second on these 2-core
 # machines (see ragshield/retrieval/encoding.py). A GPU wants far more.
 EMBEDDING_BATCH_TOKENS = 2048
+# Passes of the cross-encoder judge's training over its labels: on SQuAD 2.0 held-out
+# articles a third epoch did not help (docs/QUALITY.md).
+TRAINING_EPOCHS = 2
 
 
 # The default decision rule: the judge the shipped quality benchmark ranks best on the

@@ -132,7 +132,7 @@ def _corpus_list_raising(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
         raise error
 
     monkeypatch.setenv("RAGSHIELD_CORPORA_DIR", str(tmp_path / "corpora"))
-    monkeypatch.setattr("ragshield.services.corpora.list_corpora", raising)
+    monkeypatch.setattr("ragshield.retrieval.corpus_store.list_corpora", raising)
 
 
 def test_the_cli_shows_a_user_error_as_one_line_with_exit_status_1(monkeypatch, tmp_path):

@@ -10,7 +10,7 @@ import typer
 from ragshield.cli.errors import user_errors
 from ragshield.cli.output import emit_json
 from ragshield.config import Settings
-from ragshield.services.corpora import DenseIndexConfig, IndexKind
+from ragshield.services.defaults import DenseIndexConfig, IndexKind
 
 app = typer.Typer(no_args_is_help=True, help="Corpora: chunks with their BM25 and FAISS indexes.")
 

@@ -9,7 +9,7 @@ import typer
 from ragshield.cli.errors import user_errors
 from ragshield.cli.output import emit_json, print_table
 from ragshield.cli.store import opened_store
-from ragshield.services.judge_training import EPOCHS
+from ragshield.services.defaults import TRAINING_EPOCHS
 
 app = typer.Typer(no_args_is_help=True, help="Judges: list them, train one on labels.")
 
@@ -31,7 +31,7 @@ def train(name: str = typer.Argument(..., help="Its name: the judge becomes trai
           negatives: bool = typer.Option(False, "--hard-negatives", help="Also learn from "
                                          "unanswerable questions made from the answerable ones "
                                          "(target answerable, no --reads)."),
-          epochs: int = typer.Option(EPOCHS, "--epochs", help="kind cross-encoder: passes over "
+          epochs: int = typer.Option(TRAINING_EPOCHS, "--epochs", help="kind cross-encoder: passes over "
                                      "the training labels."),
           as_json: bool = typer.Option(False, "--json", help="Print the model card as JSON.")
           ) -> None:

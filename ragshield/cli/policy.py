@@ -12,7 +12,7 @@ import typer
 from ragshield.cli.errors import user_errors
 from ragshield.cli.output import emit_json, print_table
 from ragshield.cli.store import opened_store
-from ragshield.services.policies import HOLDOUT_SHARE
+from ragshield.services.defaults import HOLDOUT_SHARE
 
 app = typer.Typer(no_args_is_help=True,
                   help="Decision policies: answer, withhold or ask a person, with a promise.")

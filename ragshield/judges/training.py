@@ -16,11 +16,11 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from ragshield.config import TRAINING_EPOCHS
 from ragshield.types import Sample
 
 MAX_TOKENS = 256  # question and passages, cut from the passages' end
 BATCH = 16
-EPOCHS = 2  # on SQuAD 2.0 held-out articles a third epoch did not help (docs/QUALITY.md)
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ def predict(tokenizer, model, examples: Sequence[Example]) -> np.ndarray:
 
 
 def train_cross_encoder(base: Path, examples: Sequence[Example], out_dir: Path, *,
-                        epochs: int = EPOCHS, learning_rate: float = 1e-4, seed: int = 0,
+                        epochs: int = TRAINING_EPOCHS, learning_rate: float = 1e-4, seed: int = 0,
                         progress: Callable[[int, int], None] | None = None) -> float:
     """Fine-tune the model at `base` on `examples` and save it (and its tokenizer) into
     `out_dir`; returns the seconds spent training. `progress(done, total)` after each

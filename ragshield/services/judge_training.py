@@ -22,7 +22,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ragshield.config import Settings
+from ragshield.config import TRAINING_EPOCHS, Settings
 from ragshield.errors import OptionError, UserError
 from ragshield.evaluation import RunTables, run_tables
 from ragshield.grading import LLMGrader
@@ -32,7 +32,7 @@ from ragshield.judges.signals import SignalReader
 from ragshield.judges.trained import (CARD_FILE, KINDS, PREFIX, TARGETS, WEIGHTS_FILES,
                                       ModelCard, TrainedJudgeError, feature_names, feature_rows,
                                       judges_dir, read_card, valid_name, weights_digest)
-from ragshield.judges.training import (EPOCHS, Example, group_of, held_out_split, load_base,
+from ragshield.judges.training import (Example, group_of, held_out_split, load_base,
                                        pair_texts, predict, train_cross_encoder)
 from ragshield.metrics.labels import ANSWERABLE, UNANSWERABLE, majority_label
 from ragshield.metrics.precision_recall import pr_auc, pr_curve
@@ -225,7 +225,7 @@ def _check_request(name: str, target: str, kind: str, run_id: int | None,
 def train_judge(store: Store, settings: Settings, name: str, dataset: str, *,
                 target: str = "answerable", run_id: int | None = None,
                 kind: str = "signals", reads: Sequence[str] = (),
-                hard_negatives: bool = False, epochs: int = EPOCHS,
+                hard_negatives: bool = False, epochs: int = TRAINING_EPOCHS,
                 progress: Callable[[int, int], None] | None = None) -> TrainedJudgeInfo:
     """Train trained:NAME on the dataset's labels, measure it on groups it did not see, and
     keep it in the cache directory with its card. Kind signals: nested grouped

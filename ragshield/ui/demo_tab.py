@@ -68,7 +68,7 @@ class DemoForm:
     noise: int = ASK_DEFAULTS.noise
     answerer: str | None = ASK_DEFAULTS.answerer  # None: the configured one
     judges: tuple[str, ...] | None = ASK_DEFAULTS.judges  # None: the default set
-    rule: str = "majority"
+    rule: str = ""  # "": the configured rule, as every face
     fallback: str = ASK_DEFAULTS.fallback
     model: str = CONFIGURED
     judge_model: str = CONFIGURED

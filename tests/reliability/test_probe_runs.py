@@ -284,7 +284,7 @@ def test_ask_chooses_the_rule_as_run_does(python_processes, tmp_path, server, sc
     result = cli_run(args, rule_env(tmp_path))
     payload = json.loads(result.stdout or "{}")
     scenario.check("`ask` without --rule decides by majority",
-                   result.returncode == 0 and payload.get("decision_rule") == "majority",
+                   result.returncode == 0 and payload.get("rule") == "majority",
                    result.stdout + result.stderr)
     scenario.check("and reaches a decision", payload.get("decision") is not None, payload)
     explicit = cli_run([*args, "--rule", "counterfactual"], rule_env(tmp_path))
