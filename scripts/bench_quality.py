@@ -48,9 +48,8 @@ DATASETS = {"squad2-part-a": "squad2_dev_part_a.jsonl", "clapnq": "clapnq_dev.js
 DATA_DIR_HELP = (
     "required: the folder of the public sets squad2_dev_part_a.jsonl (SQuAD 2.0 dev, its "
     "first half, 2,805 questions) and clapnq_dev.jsonl (ClapNQ dev, 600 questions) in "
-    "ragshield's unified JSONL (sources and licences: tests/data/README.md; the dev machines "
-    "keep them in ../shared/data; tests/data holds only small subsets, too small for these "
-    "figures)")
+    "ragshield's unified JSONL (sources and licences: tests/data/README.md; tests/data holds "
+    "only small subsets, too small for these figures)")
 KEEP_ALL = "trivial"
 RESAMPLES = 1000
 MAX_GROUPS = 12  # more titles than this (ClapNQ: one page per question) are hashed into

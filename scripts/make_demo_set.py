@@ -31,8 +31,7 @@ SOURCES = {"clapnq": "clapnq_dev.jsonl", "squad2": "squad2_dev_part_a.jsonl"}
 DATA_DIR_HELP = (
     "required: the folder of the public sets clapnq_dev.jsonl (ClapNQ dev, 600 questions) and "
     "squad2_dev_part_a.jsonl (SQuAD 2.0 dev, its first half, 2,805 questions) in ragshield's "
-    "unified JSONL (sources and licences: tests/data/README.md; the dev machines keep them in "
-    "../shared/data)")
+    "unified JSONL (sources and licences: tests/data/README.md)")
 
 
 def word_count(sample: Sample) -> int:

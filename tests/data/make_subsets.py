@@ -3,9 +3,9 @@
     python tests/data/make_subsets.py --data-dir DIR [--out tests/data]
 
 DIR holds the full files under the names the tests use (squad2_dev_part_a.jsonl,
-clapnq_dev.jsonl, halueval_qa500.jsonl, nq_open_oracle.jsonl and raw/...; on the dev machines
-that is ../shared/data). The cut is deterministic: no randomness, rows are chosen by their
-position or id and kept in their original order, JSON Lines rows are copied byte for byte,
+clapnq_dev.jsonl, halueval_qa500.jsonl, nq_open_oracle.jsonl and raw/...). The cut is
+deterministic: no randomness, rows are chosen by their position or id and kept in their
+original order, JSON Lines rows are copied byte for byte,
 and the JSON files are written back the way the originals are written (one line,
 json.dumps's default separators), so a subset differs from its original only by the rows left
 out. What each file keeps is in SUBSETS below and in README.md.
