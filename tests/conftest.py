@@ -10,7 +10,7 @@ server or starts Python processes gets them from such a fixture, never inline: `
 `small_model_path`, `embedded_llm`, `embedder`, `recording_embedder`, `packaged_models`
 (model); `launch_app`, `app_url`, `run_server` (server); `browser`, `page` (browser);
 `postgres_admin`, `postgres_url`, `store_url`'s postgresql case (postgres);
-`python_processes` (slow).
+`python_processes`, `long_computation` (slow).
 """
 
 from __future__ import annotations
@@ -211,6 +211,14 @@ def packaged_models(qwen_path: Path, small_model_path: Path,
 
     return {"qwen": qwen_path, "smollm2": small_model_path, "qwen-1.5b": larger_model_path,
             "embeddings": packaged_embedding_path()}
+
+
+@pytest.fixture(scope="session")
+@lane("slow")
+def long_computation() -> None:
+    """Asked for by a test that computes for many seconds with no model or server (a
+    simulation of thousands of draws, a replay of every shipped example): `make test` runs
+    it, `make test-fast` leaves it out."""
 
 
 @pytest.fixture(scope="session")

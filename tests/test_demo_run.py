@@ -240,6 +240,7 @@ def test_the_shipped_demo_run_is_full_and_not_stale(shipped, settings):
     assert verdict_scores(store, rerun) == verdict_scores(store, run_id)
 
 
+@pytest.mark.usefixtures("long_computation")
 def test_the_shipped_examples_replay_and_show_what_they_say(shipped, settings):
     store, run_id = shipped
     examples = {example.title: example for example in read_examples(DEMO_EXAMPLES)}

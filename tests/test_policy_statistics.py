@@ -195,6 +195,7 @@ def _violations(true_risk, bad_rate, seed: int) -> tuple[float, float, int]:
     return fitted_bad / DRAWS, naive_bad / DRAWS, refused
 
 
+@pytest.mark.usefixtures("long_computation")
 def test_the_promise_holds_where_the_uncorrected_bound_breaks_it():
     # A score that tells nothing, and every answer wrong 11% of the time: every threshold's
     # risk is 0.11 > alpha, so any fitted policy breaks the promise. Learn-then-Test keeps
@@ -204,6 +205,7 @@ def test_the_promise_holds_where_the_uncorrected_bound_breaks_it():
     assert naive > DELTA + ALLOWANCE
 
 
+@pytest.mark.usefixtures("long_computation")
 def test_the_promise_holds_for_an_informative_score():
     # P(bad | s) = 0.6 (1 - s), so the risk of answering s >= t is 0.3 (1 - t): alpha is
     # reached at t = 2/3. Most fits succeed, and few overshoot.
@@ -212,6 +214,7 @@ def test_the_promise_holds_for_an_informative_score():
     assert refused < DRAWS / 2
 
 
+@pytest.mark.usefixtures("long_computation")
 def test_both_promises_hold_together_with_beta():
     rng = np.random.default_rng(3)
     beta, broken = 0.5, 0
