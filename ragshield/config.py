@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from ragshield import home
-
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from ragshield import home
 
 BackendName = Literal["embedded", "openai", "transformers"]
 # Padded tokens per embedding batch; the fastest of 512..8192 per CPU-second on these 2-core

@@ -31,13 +31,18 @@ class HomeError(UserError, OSError):
     """The home folder cannot be used as it is."""
 
 
+def _chosen_home() -> str:
+    """RAGSHIELD_HOME as set, "" when it is not."""
+    return os.environ.get("RAGSHIELD_HOME", "").strip()
+
+
 def home_dir() -> Path:
-    value = os.environ.get("RAGSHIELD_HOME", "").strip()
-    return Path(value).expanduser() if value else Path(platformdirs.user_data_dir("ragshield"))
+    chosen = _chosen_home()
+    return Path(chosen).expanduser() if chosen else Path(platformdirs.user_data_dir("ragshield"))
 
 
 def cache_dir() -> Path:
-    if os.environ.get("RAGSHIELD_HOME", "").strip():
+    if _chosen_home():
         return home_dir() / "cache"
     return Path(platformdirs.user_cache_dir("ragshield"))
 
@@ -46,9 +51,8 @@ def data_dir() -> Path:
     """The folder of the database and the corpora: the home, or the old `db/` folder when it
     holds the only database. Made when missing; a folder that cannot be written is an error."""
     home = home_dir()
-    explicit = bool(os.environ.get("RAGSHIELD_HOME", "").strip())
     old = OLD_DATA_DIR / DATABASE_FILE
-    if not explicit and old.is_file():
+    if not _chosen_home() and old.is_file():
         if (home / DATABASE_FILE).is_file():
             raise HomeError(
                 f"two ragshield databases: {old} (the old place) and {home / DATABASE_FILE};"

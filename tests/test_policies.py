@@ -397,7 +397,7 @@ def test_value_mix_text_errors_name_the_source():
 
 
 def test_the_demo_badge_speaks_as_the_policy():
-    from ragshield.judging import RuleDecision
+    from ragshield.types import RuleDecision
     from ragshield.ui.demo_render import decision_html
 
     asked = decision_html(RuleDecision(None, "policy:x@1", "p_true score 0.5 <b>", deferred=True))

@@ -14,8 +14,7 @@ from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse
 
 from ragshield.errors import UserError
-from ragshield.services.guard import UpstreamError
-from ragshield.services.guard import GuardBusy, GuardTimeout, NoUpstream
+from ragshield.services.guard import GuardBusy, GuardTimeout, NoUpstream, UpstreamError
 
 log = logging.getLogger("ragshield.api")
 

@@ -11,8 +11,7 @@ from ragshield.cli.llm_options import (Backend, BaseUrl, JudgeModel, Model, NoLL
                                        settings_with)
 from ragshield.cli.output import emit_json
 from ragshield.cli.store import opened_store
-from ragshield.types import RetrievalMode
-from ragshield.types import outcome
+from ragshield.types import RetrievalMode, outcome
 
 
 def ask(

@@ -45,15 +45,14 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from ragshield.answerers.context import PromptOptions
-from ragshield.types import evidence_labels
 from ragshield.errors import OptionError
-from ragshield.judges.base import DetailTable, Judge
+from ragshield.judges.base import Judge
 from ragshield.judges.follow_up import Reply, ask_answer, ask_value, follow_up
 from ragshield.judges.readers import read_marker, read_probability
 from ragshield.llm.traced import TracedLLM
 from ragshield.metrics.correctness import answer_agreement
 from ragshield.refusal import is_refusal
-from ragshield.types import Answer, Sample, Verdict, keep_word
+from ragshield.types import Answer, DetailTable, Sample, Verdict, evidence_labels, keep_word
 
 QUALITY, USAGE = "cf-quality", "cf-usage"
 FUSIONS = ("direct", "probability", "safety")

@@ -15,11 +15,11 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 from ragshield.errors import UserError
-from ragshield.judging import ABSTAINED, DEFERRED, KEPT, RuleDecision, Rule
+from ragshield.judging import ABSTAINED, DEFERRED, KEPT, Rule
 from ragshield.policies.risk_control import clopper_pearson
 from ragshield.policies.rules import policy_rule
 from ragshield.policies.stacked_score import STACKED, StackedScore, read_stacked
-from ragshield.types import Verdict
+from ragshield.types import RuleDecision, Verdict
 
 FORMAT = "ragshield-policy/1"
 ANSWER, WITHHOLD, DEFER = "answer", "withhold", "defer"

@@ -7,7 +7,8 @@ import html
 from pathlib import Path
 from urllib.parse import urlencode
 
-from ragshield.reports.tables import SampleLinks, Table
+from ragshield.reports.tables import SampleLinks
+from ragshield.types import Table
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:2rem;max-width:1200px;color:#222}
 table{border-collapse:collapse;margin:0.5rem 0 1.5rem}th,td{border:1px solid #ccc;

@@ -6,8 +6,7 @@ from __future__ import annotations
 import zlib
 
 from ragshield.config import Settings
-from ragshield.types import RetrievalMode
-from ragshield.types import Passage
+from ragshield.types import Passage, RetrievalMode
 
 
 class PassageFinder:

@@ -28,12 +28,12 @@ from ragshield.llm.streaming import streaming_to
 from ragshield.llm.traced import TracedLLM
 from ragshield.policies.rules import parse_rule
 from ragshield.retrieval.demo_corpus import DEMO_CORPUS_NAME, open_corpus
-from ragshield.types import RetrievalMode
 from ragshield.retrieval.noise import inject_noise
 from ragshield.retrieval.passage_finder import PassageFinder
 from ragshield.store.database import Store
 from ragshield.store.samples import load_sample
-from ragshield.types import KEEP, Answer, GivenAnswer, Passage, Sample, decision_word
+from ragshield.types import (KEEP, Answer, GivenAnswer, Passage, RetrievalMode, Sample,
+                             decision_word)
 
 FALLBACKS = ("abstain message", "No-RAG answer", "larger-model answer")
 ABSTAIN_FALLBACK, NORAG_FALLBACK, LARGER_FALLBACK = FALLBACKS

@@ -9,7 +9,7 @@ from typing import Any, Sequence
 import pandas as pd
 
 from ragshield.judges.registry import judge_class
-from ragshield.judging import RuleDecision, decide
+from ragshield.judging import decide
 from ragshield.policies.policy import config_rule
 from ragshield.services.browse import BrowseFrames, fold_column, run_frame
 from ragshield.services.run_tables import RunTablesCache
@@ -17,7 +17,7 @@ from ragshield.store.database import Store
 from ragshield.store.labels import LabelRecord, label_history
 from ragshield.store.runs import MAIN
 from ragshield.store.sample_records import SampleCase, sample_case
-from ragshield.types import DetailTable, Verdict
+from ragshield.types import DetailTable, RuleDecision, Verdict
 
 __all__ = ["MAIN", "CaseStudy", "case_study"]
 

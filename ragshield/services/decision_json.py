@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ragshield.types import decision_word
 from ragshield.services.asking import ABSTAIN_MESSAGE, AskResult
-from ragshield.types import CostSummary, LLMCall, Verdict
+from ragshield.types import CostSummary, LLMCall, Verdict, decision_word
 
 
 def cost_json(calls: list[LLMCall]) -> dict[str, Any]:

@@ -11,8 +11,8 @@ from ragshield.evaluation import RunTables
 from ragshield.judging import KEPT
 from ragshield.metrics.decision_view import ShownAnswers, in_plain_words, shown_answers
 from ragshield.metrics.labels import awf_truth
-from ragshield.reports.tables import Table
 from ragshield.services.browse import keep_codes, run_decisions, run_judges
+from ragshield.types import Table
 
 KEEP_ALL_ROW = "every answer shown"
 

@@ -14,13 +14,12 @@ from typing import Iterable
 from ragshield.config import Settings
 from ragshield.datasets.demo import DEMO_DATASET, DEMO_EXAMPLES
 from ragshield.judges.registry import quick_judges
-from ragshield.types import decision_word
 from ragshield.metrics.correctness import is_correct
 from ragshield.services.asking import AskRequest, OpenedModels, ask
 from ragshield.store.database import Store
 from ragshield.store.runs import iter_main_answers
 from ragshield.store.samples import load_sample
-from ragshield.types import KEEP
+from ragshield.types import KEEP, decision_word
 
 NOISE = 3  # random chunks added for the noise example
 MAX_NOISE_TRIES = 16  # kept answers asked again with noise before giving up on that example

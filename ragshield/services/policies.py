@@ -32,11 +32,12 @@ from ragshield.policies.stacked_score import (STACKED, StackedScore, run_feature
                                               train_stacked_score)
 from ragshield.policies.watch import WatchRow, watch
 from ragshield.run_config import RunConfig
-from ragshield.reports.tables import Table, fmt
+from ragshield.reports.tables import fmt
 from ragshield.store.database import Store
 from ragshield.store import policies as policy_store
 from ragshield.store.annotation_queue import ValueMix
 from ragshield.store.runs import get_run
+from ragshield.types import Table
 
 TRUTH = "human"
 

@@ -26,8 +26,8 @@ from ragshield.evaluation import RunRecords, RunTables
 from ragshield.label_agreement import automatic_labels
 from ragshield.metrics.summary import judge_metrics
 from ragshield.reports.stacking import with_stacked_judge
-from ragshield.reports.tables import (JudgeSeries, SampleLinks, Table, fallback_table, fmt,
-                                      grader_table, judge_series, overview_table, quality_table,
+from ragshield.reports.tables import (JudgeSeries, SampleLinks, fallback_table, fmt, grader_table,
+                                      judge_series, overview_table, quality_table,
                                       risk_table, switch_table, threshold_table)
 from ragshield.services.agreement import Agreement, agreement, run_keeps
 from ragshield.services.decision_view import decision_table
@@ -37,6 +37,7 @@ from ragshield.services.policies import policy_watch_table
 from ragshield.store.database import Store
 from ragshield.store.labels import progress as label_progress
 from ragshield.store.versions import dataset_version
+from ragshield.types import Table
 
 __all__ = ["MAX_RESAMPLES", "Dashboard", "DashboardCache", "Figure", "RunView",
            "TruthPart", "agreement_tables", "annotation_table", "awf_part", "correctness_part",

@@ -15,20 +15,19 @@ the same defaults (answerer and rule from the settings, one default judge set).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ragshield.config import Settings
-from ragshield.types import decision_word
 from ragshield.policies.policy import Policy
 from ragshield.services.asking import (AskRequest, AskResult, OpenedModels, PassageFinders,
                                        answer_and_judge, prepare)
 from ragshield.services.decision_json import decision_json, shown_text
 from ragshield.services.guard import ModelGate, judge_catalogue
 from ragshield.services.policies import get_policy
-from ragshield.store.database import Store, open_store
-from ragshield.types import GivenAnswer, Passage, TokenLogprob, Verdict
+from ragshield.services.database import Store, open_store
+from ragshield.types import GivenAnswer, Passage, TokenLogprob, Verdict, decision_word
 
 IN_MEMORY = "sqlite://"
 
@@ -37,35 +36,53 @@ PassageLike = str | Passage | Mapping[str, Any]
 
 @dataclass(frozen=True)
 class Decision:
-    """What the shield decided about one answer. `decision` is "keep", "abstain", "defer" (a
-    policy asks a person) or None when the rule could not decide; `shown` is what a user
-    should see (the answer when kept, else the abstain message or the fallback)."""
+    """What the shield decided about one answer: the ask's whole result and where its time
+    went; the rest is read from the result."""
 
-    decision: str | None
-    answer: str
-    shown: str
-    rule: str | None
-    reason: str | None
-    verdicts: tuple[Verdict, ...]
+    result: AskResult
     seconds: Mapping[str, float]
-    result: AskResult = field(repr=False)
+
+    @property
+    def decision(self) -> str | None:
+        """"keep", "abstain", "defer" (a policy asks a person), or None when the rule could
+        not decide."""
+        return decision_word(self.result.judged.decision)
+
+    @property
+    def answer(self) -> str:
+        return self.result.judged.answer.text
+
+    @property
+    def shown(self) -> str:
+        """What a user should see: the answer when kept, else the abstain message or the
+        fallback answer."""
+        return shown_text(self.result)
+
+    @property
+    def rule(self) -> str | None:
+        decision = self.result.judged.decision
+        return decision.rule if decision else None
+
+    @property
+    def reason(self) -> str | None:
+        decision = self.result.judged.decision
+        return decision.reason if decision else None
+
+    @property
+    def verdicts(self) -> tuple[Verdict, ...]:
+        return tuple(self.result.judged.verdicts)
 
     @property
     def kept(self) -> bool:
         return self.result.fallback is None
 
+    def __repr__(self) -> str:
+        return (f"Decision(decision={self.decision!r}, shown={self.shown!r}, "
+                f"rule={self.rule!r}, verdicts={[v.judge for v in self.verdicts]})")
+
     def to_dict(self, *, trace: bool = False, passages: bool = False) -> dict[str, Any]:
         """The JSON shape that `ragshield ask --json` prints and the guard API answers."""
         return decision_json(self.result, self.seconds, trace=trace, passages=passages)
-
-    @classmethod
-    def of(cls, result: AskResult, seconds: Mapping[str, float]) -> Decision:
-        decision = result.judged.decision
-        return cls(decision=decision_word(decision), answer=result.judged.answer.text,
-                   shown=shown_text(result), rule=decision.rule if decision else None,
-                   reason=decision.reason if decision else None,
-                   verdicts=tuple(result.judged.verdicts), seconds=dict(seconds),
-                   result=result)
 
 
 def database_url(database: str | Path) -> str:
@@ -134,7 +151,7 @@ class Shield:
         started = time.monotonic()
         with gate:
             result = answer_and_judge(self.store, self.settings, self.models, prepared)
-        return Decision.of(result, {"judging": time.monotonic() - started})
+        return Decision(result, {"judging": time.monotonic() - started})
 
     def close(self) -> None:
         self.store.engine.dispose()
