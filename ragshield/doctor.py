@@ -63,6 +63,10 @@ def _llm_check(settings: Settings, packaged: str | None = None) -> dict[str, Any
         "logprobs": bool(reply.tokens),
         "capabilities": sorted(llm.capabilities),
     }
+    if llm.backend == "llama.cpp":
+        from ragshield.llm.llama_cpp_backend import instruction_sets
+
+        result["instruction_sets"] = instruction_sets()
     if not answer:
         result["error"] = "the model returned an empty answer"
     return result

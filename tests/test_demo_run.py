@@ -152,7 +152,8 @@ def _rewrite(path: Path, change) -> Path:
     return bad
 
 
-@pytest.mark.parametrize("change, fragment", [
+# Each change breaks one field of a good bundle; the error names the file and that field.
+BAD_BUNDLES = [
     (lambda b: b.update(format="something else"), "field 'format'"),
     (lambda b: b.update(format_version=99), "field 'format_version' is 99"),
     (lambda b: b.update(answers="many"), "field 'answers' must be a list"),
@@ -160,20 +161,22 @@ def _rewrite(path: Path, change) -> Path:
     (lambda b: b["answers"][2].update(colour="red"), "answers[2] has unknown field(s) ['colour']"),
     (lambda b: b["answers"][1].update(sample="demo:nope"), "not in dataset 'demo'"),
     (lambda b: b["llm_calls"][0].update(extra=1), "llm_calls has unknown field(s) ['extra']"),
-])
-def test_a_bad_bundle_names_the_file_and_field_and_stores_nothing(store, bundled, tmp_path,
-                                                                  change, fragment):
+]
+
+
+def test_a_bad_bundle_names_the_file_and_field_and_stores_nothing(store, bundled, tmp_path):
     _, path = bundled
-    bad = _rewrite(path, change)
     other = open_store(f"sqlite:///{tmp_path / 'other.db'}")
     try:
         ensure_demo_dataset(other)
-        with pytest.raises(BundleError, match="bad.json.xz") as error:
-            load_bundle(other, read_bundle(bad))
-        assert fragment in str(error.value)
-        with other.session() as session:
-            for table in (Run, AnswerRow, VerdictRow, LLMCallRow):
-                assert session.scalar(select(func.count()).select_from(table)) == 0
+        for change, fragment in BAD_BUNDLES:
+            bad = _rewrite(path, change)
+            with pytest.raises(BundleError, match="bad.json.xz") as error:
+                load_bundle(other, read_bundle(bad))
+            assert fragment in str(error.value)
+            with other.session() as session:
+                for table in (Run, AnswerRow, VerdictRow, LLMCallRow):
+                    assert session.scalar(select(func.count()).select_from(table)) == 0
     finally:
         other.close()
 

@@ -41,6 +41,17 @@ def _close_instances() -> None:
 N_BATCH = 128
 
 
+def instruction_sets() -> list[str]:
+    """The CPU instruction sets the installed llama.cpp build uses (AVX2, AVX512, ...), as
+    its system info reports them: `make setup` builds for the best set the CPU runs."""
+    import llama_cpp
+
+    info = llama_cpp.llama_print_system_info().decode("utf-8", "replace")
+    return [name.strip() for part in info.split("|") if "=" in part
+            for name, _, value in [part.rpartition(":")[2].partition("=")]
+            if value.strip() == "1"]
+
+
 def _load(path: Path, n_ctx: int, n_threads: int) -> tuple[object, threading.Lock]:
     key = (str(path), n_ctx, n_threads)
     with _INSTANCES_LOCK:

@@ -1,4 +1,6 @@
-"""Every test under tests/reliability is marked `reliability` and recorded (scenario.py)."""
+"""Every test under tests/reliability is marked `reliability` and recorded (scenario.py).
+These hostile probes (fuzzing, faults, floods) run in `make test`; they are also marked `slow`
+so that the fast lane for daily work stays short."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "tests/reliability/" in item.nodeid:
             item.add_marker(pytest.mark.reliability)
+            item.add_marker(pytest.mark.slow)
 
 
 def _scenario_name(item: pytest.Item) -> str:
