@@ -77,6 +77,11 @@ class Settings(BaseSettings):
     api_timeout_s: float = Field(default=120.0, gt=0)  # one call, waiting for the model included
     api_max_body_bytes: int = Field(default=1_000_000, gt=0)
     api_max_waiting: int = Field(default=64, gt=0)  # calls queued for the model beyond this: 503
+    # A dataset file uploaded in the app (the Data tab): its size, its rows, and the seconds
+    # its check or its import may take. `ragshield datasets import` has no such bounds.
+    upload_max_bytes: int = Field(default=200_000_000, gt=0)
+    upload_max_rows: int = Field(default=200_000, gt=0)
+    upload_timeout_s: float = Field(default=600.0, gt=0)
     # The guarded system's OpenAI-compatible endpoint, for POST /v1/chat/completions.
     upstream_base_url: str | None = None
     upstream_api_key: SecretStr | None = None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, get_args
 
 from ragshield.config import Settings
@@ -119,12 +119,3 @@ def check_config(config: RunConfig) -> RunConfig:
     if problems:
         raise RunConfigError("run config: " + "; ".join(problems))
     return RunConfig(**{**config.to_dict(), "judges": judges, "rule": rule})
-
-
-def with_default_rule(config: RunConfig, default: str) -> tuple[RunConfig, str | None]:
-    """The config with its rule settled against `default` (Settings.decision_rule) by
-    choose_rule, and the note to show when that default did not fit the judges."""
-    from ragshield.judges.registry import judge_names
-
-    choice = choose_rule(config.rule, judge_names(",".join(config.judges)), default)
-    return replace(config, rule=choice.rule), choice.note

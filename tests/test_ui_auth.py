@@ -27,13 +27,14 @@ def test_the_password_is_everything_after_the_first_colon_as_written(tmp_path: P
                                b"\tcarol:\tx\x0cy \r\n"
                                b"# dave:comment\n\n   \n"
                                b"erin:no newline at the end ")
-    assert read_auth_file(path) == [("alice", " lead and trail  "), ("bob", "a:b:c"),
-                                    ("carol", "\tx\x0cy "), ("erin", "no newline at the end ")]
+    assert [user[:2] for user in read_auth_file(path)] == [
+        ("alice", " lead and trail  "), ("bob", "a:b:c"), ("carol", "\tx\x0cy "),
+        ("erin", "no newline at the end ")]
 
 
 def test_a_byte_order_mark_and_a_lone_cr_are_read_as_written(tmp_path: Path) -> None:
     path = auth_file(tmp_path, "\ufeffalice:pa\rss\n".encode())
-    assert read_auth_file(path) == [("alice", "pa\rss")]
+    assert [user[:2] for user in read_auth_file(path)] == [("alice", "pa\rss")]
 
 
 @pytest.mark.parametrize(("content", "message"), [

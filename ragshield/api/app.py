@@ -25,7 +25,7 @@ from ragshield.api.render import completion_json, judged_json
 from ragshield.api.schemas import AskBody, ChatBody, JudgeBody, PassageIn
 from ragshield.config import Settings
 from ragshield.services.asking import AskRequest
-from ragshield.services.guard import Guard, ProxyRequest, default_judges, judge_catalogue
+from ragshield.services.guard import Guard, ProxyRequest, judge_catalogue
 from ragshield.types import GivenAnswer, Passage, TokenLogprob
 
 DESCRIPTION = """Risk control for retrieval-augmented answers: each answer is judged, then
@@ -38,8 +38,10 @@ def _passages(passages: list[PassageIn]) -> tuple[Passage, ...]:
                  for p in passages)
 
 
-def _judges(names: list[str] | None, settings: Settings) -> tuple[str, ...]:
-    return tuple(names) if names else default_judges(settings)
+def _judges(names: list[str] | None) -> tuple[str, ...] | None:
+    """The judges asked for; None leaves them to the service's default set (the judges
+    of the pinned policy included)."""
+    return tuple(names) if names else None
 
 
 def _last_user_message(messages: list[dict[str, Any]]) -> str:
@@ -82,7 +84,7 @@ def build_api(settings: Settings, guard: Guard, keys: KeyCheck) -> FastAPI:
             question=body.question, passages=_passages(body.passages),
             given_answer=GivenAnswer(body.answer, body.answer_model, tokens,
                                      body.cited_passages),
-            judges=_judges(body.judges, settings), rule=body.rule, keep_record=body.store,
+            judges=_judges(body.judges), rule=body.rule, keep_record=body.store,
             judge_model=body.judge_model)
         result = await deadlines.run(lambda outcome, deadline:
                                      guard.ask(request, outcome, deadline))
@@ -96,7 +98,7 @@ def build_api(settings: Settings, guard: Guard, keys: KeyCheck) -> FastAPI:
             question=body.question,
             passages=_passages(body.passages) if body.passages is not None else None,
             **({"corpus": body.corpus} if body.corpus else {}), mode=body.mode, k=body.k,
-            noise=body.noise, answerer=body.answerer, judges=_judges(body.judges, settings),
+            noise=body.noise, answerer=body.answerer, judges=_judges(body.judges),
             rule=body.rule, fallback=body.fallback, model=body.model,
             judge_model=body.judge_model, keep_record=body.store)
         result = await deadlines.run(lambda outcome, deadline:
@@ -116,7 +118,7 @@ def build_api(settings: Settings, guard: Guard, keys: KeyCheck) -> FastAPI:
         forwarded = body.model_dump(exclude={"ragshield"}, exclude_none=True)
         proxied = ProxyRequest(
             body=forwarded, question=extra.question or _last_user_message(body.messages),
-            passages=_passages(extra.passages), judges=_judges(extra.judges, settings),
+            passages=_passages(extra.passages), judges=_judges(extra.judges),
             rule=extra.rule, keep_record=extra.store)
         result = await deadlines.run(lambda outcome, deadline:
                                      guard.proxy(proxied, outcome, deadline))

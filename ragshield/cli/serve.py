@@ -2,7 +2,8 @@
 page at /v1/docs) in one server, on the embedded defaults and the demo dataset. The one module
 of a face that imports the other two faces: it mounts the web app on the API's server.
 
-With --auth, annotators log in and their labels carry their login name. With --api-only
+With --auth, annotators log in and their labels carry their login name; admins (a role in
+the auth file, or given in the app) add people and delete data. With --api-only
 the server serves the API alone. The API needs keys (--api-keys, or RAGSHIELD_API_KEYS)
 unless it serves on a loopback address. --upstream is the OpenAI-compatible endpoint that
 POST /v1/chat/completions forwards to (or RAGSHIELD_UPSTREAM_BASE_URL; its key in
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 Host = Annotated[str, typer.Option("--host", help="The address to serve on.")]
 Port = Annotated[int, typer.Option("--port", help="The port to serve on.")]
 Auth = Annotated[Optional[Path], typer.Option(
-    "--auth", help="A file of name:password lines; annotators must log in.")]
+    "--auth", help="A file of name:password[:admin] lines; annotators must log in.")]
 ApiKeys = Annotated[Optional[Path], typer.Option(
     "--api-keys", help="A file of API keys, one per line.")]
 Upstream = Annotated[Optional[str], typer.Option(
@@ -92,17 +93,26 @@ def _listen(host: str, port: int) -> socket.socket:
 
 
 def _with_web_app(server: FastAPI, shield: Shield, auth_file: Path | None) -> FastAPI:
-    """The Gradio app mounted at / of the API's server."""
+    """The Gradio app mounted at / of the API's server. With an auth file, the users of
+    the file and the enabled accounts an admin added in the app log in (the file wins on a
+    name clash: services/people.py); a warning says so when nobody of them is an admin."""
     import gradio as gr
 
+    from ragshield.services.people import Access, Logins, admin_warning
     from ragshield.ui.app import build_app, launch_options
-    from ragshield.ui.auth import read_auth_file
+    from ragshield.ui.auth import gradio_auth, read_auth_file
 
-    auth = read_auth_file(auth_file) if auth_file else None
+    users = read_auth_file(auth_file) if auth_file else []
+    access = Access(logins=bool(users), file_roles={user.name: user.role for user in users})
+    passwords = {user.name: user.password for user in users}
+    auth = gradio_auth(Logins(shield.store, passwords).check) if users else None
+    warning = admin_warning(shield.store, access)
+    if warning:
+        typer.echo(f"warning: {warning}", err=True)
     app = build_app(shield.settings, shield.store, models=shield.models,
-                    model_lock=shield.gate.local)
+                    model_lock=shield.gate.local, access=access)
     app.queue(default_concurrency_limit=4)
-    options = launch_options()
+    options = launch_options(shield.settings)
     return gr.mount_gradio_app(
         server, app, path="/", auth=auth,
         auth_message="Log in with your annotator name." if auth else None,

@@ -35,14 +35,21 @@ def parse_mapping(text: str) -> ColumnMapping:
         field, sep, column = (s.strip() for s in part.partition("="))
         if not sep or not field or not column:
             raise DatasetError(f"bad column mapping {part!r}: write FIELD=COLUMN, e.g. question=q")
-        if field not in FIELDS + OPTIONAL_FIELDS:
-            raise DatasetError(f"unknown field {field!r} in the column mapping; "
-                               f"the fields are {', '.join(FIELDS + OPTIONAL_FIELDS)}")
         if field in mapping:
             raise DatasetError(f"field {field!r} is mapped twice in the column mapping")
         mapping[field] = column
     if not mapping:
         raise DatasetError("the column mapping is empty; write FIELD=COLUMN,... e.g. question=q")
+    return check_mapping(mapping)
+
+
+def check_mapping(mapping: ColumnMapping) -> ColumnMapping:
+    """`mapping` when its fields are known and the given answer's fields come with `answer`
+    (the checks of `parse_mapping`, for a mapping made by a form)."""
+    unknown = [field for field in mapping if field not in FIELDS + OPTIONAL_FIELDS]
+    if unknown:
+        raise DatasetError(f"unknown field {unknown[0]!r} in the column mapping; "
+                           f"the fields are {', '.join(FIELDS + OPTIONAL_FIELDS)}")
     strays = [field for field in ANSWER_FIELDS[1:] if field in mapping]
     if strays and "answer" not in mapping:
         raise DatasetError(f"the column mapping names {', '.join(strays)} but no answer "

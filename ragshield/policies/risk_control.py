@@ -44,7 +44,12 @@ from ragshield.metrics.sweep import Sweep, threshold_sweep
 
 class PolicyFitError(UserError, ValueError):
     """The labels cannot support the requested promise; the message says why and what
-    would."""
+    would. `more_labels`: about how many more labels would certify a threshold at the
+    current error rate (None: more labels alone would not, or the fit failed otherwise)."""
+
+    def __init__(self, message: str, more_labels: int | None = None) -> None:
+        super().__init__(message)
+        self.more_labels = more_labels
 
 
 def min_trials(alpha: float, delta: float) -> int:
@@ -134,6 +139,7 @@ def _no_threshold(sweep: Sweep, candidates: np.ndarray, alpha: float, level: flo
     total = int(sweep.kept[candidates[-1]]) if candidates.size else 0
     needed = labels_needed(sweep.kept[candidates], sweep.sums[0][candidates], total, alpha,
                            level) if candidates.size else None
+    more_labels = None
     if needed is None:
         more = ("every threshold's error rate on these labels is at or above "
                 f"{alpha:g}: more labels at this error rate will not certify it; allow a "
@@ -144,13 +150,14 @@ def _no_threshold(sweep: Sweep, candidates: np.ndarray, alpha: float, level: flo
         rate = sweep.sums[0][at] / sweep.kept[at]
         threshold = (f"score >= {sweep.thresholds[at]:.4g} ({int(sweep.kept[at])} of "
                      f"{total} answered, {rate:.1%} of them bad)")
+        more_labels = count - total if count > total else None
         more = (f"at the current error rate, about {count} labels in all ({count - total} "
                 f"more) would certify {threshold}; or allow a higher alpha or delta"
                 if count > total else
                 f"{threshold} would pass on its own, but the test stops at the first "
                 "stricter threshold that fails: label more of the high-scoring samples, or "
                 "allow a higher alpha or delta")
-    return PolicyFitError(f"{reason}; {more}")
+    return PolicyFitError(f"{reason}; {more}", more_labels)
 
 
 def _answer_threshold(score: np.ndarray, bad: np.ndarray, alpha: float, delta: float,

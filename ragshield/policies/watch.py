@@ -36,14 +36,19 @@ def _row(name: str, policy: Policy, scores: np.ndarray, good: np.ndarray) -> Wat
                     seen.bad_answered, seen.risk, seen.risk_interval, policy.alpha)
 
 
+def unused_mask(policy: Policy, dataset: str | None, sample_ids: np.ndarray) -> np.ndarray:
+    """Which of these samples of `dataset` the policy was not fitted on."""
+    used = (set(policy.fitted_on.sample_ids) if dataset == policy.fitted_on.dataset
+            else set())
+    return np.asarray([str(i) not in used for i in sample_ids], dtype=bool)
+
+
 def watch(policy: Policy, dataset: str | None, sample_ids: np.ndarray, scores: np.ndarray,
           good: np.ndarray) -> list[WatchRow]:
     """The policy on labelled samples of `dataset` that it was not fitted on: the random
     slice kept apart (when the policy keeps one; nobody chose these labels, so their risk
     is unbiased) and every unused label."""
-    used = (set(policy.fitted_on.sample_ids) if dataset == policy.fitted_on.dataset
-            else set())
-    unused = np.asarray([str(i) not in used for i in sample_ids], dtype=bool)
+    unused = unused_mask(policy, dataset, sample_ids)
     rows = []
     if policy.holdout > 0:
         held = unused & np.asarray([in_holdout(str(i), policy.holdout) for i in sample_ids],

@@ -6,8 +6,11 @@ Browse shows them) so that a face can point at their case studies."""
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
+from itertools import combinations
 from typing import Any
 
 from sqlalchemy import select
@@ -15,7 +18,7 @@ from sqlalchemy import select
 from ragshield.evaluation import RunTables
 from ragshield.label_agreement import automatic_labels, newest_run_keeps
 from ragshield.metrics.agreement import (agreement_summary, agreement_with_majority,
-                                         majority_by_item)
+                                         cohen_kappa_pairs, majority_by_item)
 from ragshield.reports.tables import JudgeSeries
 from ragshield.store.database import Store
 from ragshield.store.labels import current_label_table
@@ -69,6 +72,33 @@ def _sample_names(store: Store, row_ids: set[int], with_dataset: bool) -> dict[i
             names.update((row, f"{name}/{external}" if with_dataset else external)
                          for row, name, external in rows)
     return names
+
+
+@dataclass(frozen=True)
+class PairAgreement:
+    kappa: float | None  # None: both gave one and the same label on every shared sample
+    shared: int  # samples both have a current label on
+
+
+def pair_agreement(store: Store, dataset: str) -> dict[tuple[str, str], PairAgreement]:
+    """Cohen's kappa of every two annotators of `dataset` on the samples both labelled
+    (current labels, "unsure" a label like the others, as in `agreement`), keyed by the
+    two names in sorted order; pairs without a shared sample are left out. The raters are
+    numbered for the statistics, so that a name may hold any character."""
+    ratings = current_label_table(store, dataset)
+    names = sorted({name for _, name, _ in ratings})
+    number = {name: index for index, name in enumerate(names)}
+    raters: dict[int, list[int]] = {}
+    for sample, name, _ in ratings:
+        raters.setdefault(sample, []).append(number[name])
+    shared = Counter(pair for row in raters.values() for pair in combinations(sorted(row), 2))
+    kappas = cohen_kappa_pairs([(sample, number[name], label) for sample, name, label in ratings])
+    result = {}
+    for key, kappa in kappas.items():
+        first, second = sorted(map(int, key.split("|")))
+        result[names[first], names[second]] = PairAgreement(
+            None if math.isnan(kappa) else kappa, shared[first, second])
+    return result
 
 
 def newest_run_agreement(store: Store, dataset: str | None) -> Agreement:

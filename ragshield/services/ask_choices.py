@@ -57,9 +57,13 @@ def rule_choices(judges: list[str], rule: str | None,
                  policies: Mapping[str, str] | None = None) -> tuple[list[str], str]:
     """The decision rules that fit the chosen judges (with the stored policies, name ->
     the judge each reads, whose judge is chosen; a stacked policy is offered always and
-    names the judges it still needs when chosen), and the rule to select."""
+    names the judges it still needs when chosen; `rule`, a version of one of them such as
+    the pinned default, beside it), and the rule to select."""
     fitting = [policy_rule(name, None) for name, source in (policies or {}).items()
                if source in judges or source == STACKED]
+    named, _, version = (rule or "").partition("@")
+    if version.isdecimal() and named in fitting:
+        fitting.append(str(rule))
     choices = [*POOLED_RULES, *judges, *fitting]
     return choices, rule if rule in choices else POOLED_RULES[0]
 

@@ -11,7 +11,7 @@ import threading
 import zlib
 from collections import OrderedDict
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Protocol, get_args
+from typing import Any, Callable, NamedTuple, Protocol, Sequence, get_args
 
 from ragshield.answerers.base import Answerer
 from ragshield.answerers.norag import NoRagAnswerer
@@ -21,16 +21,19 @@ from ragshield.datasets.demo import DEMO_DATASET
 from ragshield.errors import UserError
 from ragshield.judges.base import Judge
 from ragshield.judges.registry import make_judges, quick_judges
-from ragshield.judging import JudgedSample, Rule, cheapest_first, choose_rule, judge_sample
+from ragshield.judging import (POOLED_RULES, JudgedSample, Rule, cheapest_first, choose_rule,
+                               judge_sample)
 from ragshield.llm.base import LLM
 from ragshield.llm.packaged_models import LARGER_MODEL, PACKAGED_MODELS
 from ragshield.llm.streaming import streaming_to
 from ragshield.llm.traced import TracedLLM
-from ragshield.policies.rules import parse_rule
+from ragshield.policies.rules import parse_rule, policy_rule
 from ragshield.retrieval.demo_corpus import DEMO_CORPUS_NAME, open_corpus
 from ragshield.retrieval.noise import inject_noise
 from ragshield.retrieval.passage_finder import PassageFinder
+from ragshield.services.pinned_policy import pinned
 from ragshield.store.database import Store
+from ragshield.store.policies import UnknownPolicyError
 from ragshield.store.samples import load_sample
 from ragshield.types import (KEEP, Answer, GivenAnswer, Passage, RetrievalMode, Sample,
                              decision_word)
@@ -53,7 +56,8 @@ class AskRequest:
     read with the `passages` it comes with) or stored (`sample_id` of `dataset`, with its
     own passages); `noise` random chunks of `corpus` are added either way. With
     `given_answer` (a typed question only) no model answers: the given answer is judged as
-    it is. `rule` None: the configured rule where it fits the judges, else majority."""
+    it is. `rule` None: the default rule (`default_rule`: a pinned policy, else the configured
+    one) where it fits the judges, else majority."""
 
     question: str | None = None
     sample_id: str | None = None
@@ -75,11 +79,66 @@ class AskRequest:
     given_answer: GivenAnswer | None = None  # an outside system's answer to judge
 
 
-def default_judges(settings: Settings, rule: str | None = None) -> tuple[str, ...]:
+class DefaultRule(NamedTuple):
+    """The rule that decides where none is named, and why it is the default, in words."""
+
+    rule: str
+    reason: str
+
+
+def default_rule(settings: Settings, store: Store | None = None) -> DefaultRule:
+    """The default rule of every face: the policy version pinned on the Dashboard (with
+    `store`), else the configured one (RAGSHIELD_DECISION_RULE)."""
+    pin = pinned(store) if store is not None else None
+    if pin is not None:
+        return DefaultRule(pin.rule, pin.words)
+    rule = settings.decision_rule
+    return DefaultRule(rule, DEFAULT_RULE_REASON if rule == DEFAULT_DECISION_RULE else
+                       "the rule this server is set up with (RAGSHIELD_DECISION_RULE)")
+
+
+def default_judges(settings: Settings, rule: str | None = None,
+                   store: Store | None = None) -> tuple[str, ...]:
     """The judges of an ask that names none, in every face: each free or cheap judge that
-    `settings` can build, and the judge of the rule that decides (`rule`, else the
-    configured one)."""
-    return tuple(quick_judges(rule or settings.decision_rule, settings))
+    `settings` can build, and the judges of the rule that decides (`rule`, else the default
+    one; with `store`, a stored policy's judges too: a missing one adds none, and the ask
+    that decides by it says it is missing)."""
+    rule = rule or default_rule(settings, store).rule
+    judges = quick_judges(rule, settings)
+    parsed = parse_rule(rule)
+    if store is not None and parsed is not None:
+        from ragshield.services.policies import get_policy  # loads the metrics stack
+
+        try:
+            policy_judges = get_policy(store, *parsed).judges
+        except UnknownPolicyError:
+            policy_judges = []
+        judges += [judge for judge in policy_judges if judge not in judges]
+    return tuple(judges)
+
+
+def settle_rule(store: Store, rule: str | None, judges: Sequence[str],
+                default: DefaultRule) -> tuple[Rule, str | None]:
+    """The rule `judges` decide by, a policy rule read into its stored policy, and the note
+    to show when the default did not fit them: `rule` when given, else `default` where it
+    fits (a policy fits when the judges it reads are among `judges`), else majority."""
+    parsed = parse_rule(default.rule) if rule is None else None
+    if parsed is None:
+        choice = choose_rule(rule, judges, default.rule)
+        if parse_rule(choice.rule) is None:
+            return choice.rule, choice.note
+        from ragshield.services.policies import resolve_rule  # loads the metrics stack
+
+        return resolve_rule(store, choice.rule, judges), None
+    from ragshield.services.policies import get_policy
+
+    policy = get_policy(store, *parsed)
+    missing = [judge for judge in policy.judges if judge not in judges]
+    if missing:
+        return POOLED_RULES[0], (f"the default rule {default.rule!r} reads "
+                                 f"{', '.join(missing)}, not among the chosen judges; "
+                                 f"deciding by {POOLED_RULES[0]}")
+    return policy, None
 
 
 def check_request(request: AskRequest) -> None:
@@ -194,38 +253,37 @@ class Prepared:
 
 
 def rule_reason(rule: Rule, asked: str | None, settings: Settings,
-                note: str | None = None) -> str:
-    """Why `rule` decides an ask whose request named `asked`: a policy's promise, the
-    measured default, the operator's setting, the request's own choice, or the fallback
-    `note` when the default did not fit the judges."""
-    if not isinstance(rule, str):
-        return f"the stored policy {rule.rule}: {rule.promise()}"
+                note: str | None = None, default: DefaultRule | None = None) -> str:
+    """Why `rule` decides an ask whose request named `asked`: the default's reason (the
+    pinned policy, the measured default, the operator's setting; `default`, else the
+    configured one), a policy's promise, the request's own choice, or the fallback `note`
+    when the default did not fit the judges."""
     if note is not None:
         return note
-    if rule == settings.decision_rule:
-        return (DEFAULT_RULE_REASON if rule == DEFAULT_DECISION_RULE else
-                "the rule this server is set up with (RAGSHIELD_DECISION_RULE)")
-    return "chosen for this question" if asked is not None else "the default rule"
+    default = default or default_rule(settings)
+    if isinstance(rule, str):
+        if rule == default.rule:
+            return default.reason
+        return "chosen for this question" if asked is not None else "the default rule"
+    if default.rule in (rule.rule, policy_rule(rule.name, None)):
+        return f"{default.reason}: {rule.promise()}"
+    return f"the stored policy {rule.rule}: {rule.promise()}"
 
 
 def prepare(store: Store, settings: Settings, request: AskRequest,
             finders: PassageFinders | None = None) -> Prepared:
     """Everything before the first model call; user errors surface here, at once."""
     check_request(request)
-    chosen = request.judges or default_judges(settings, request.rule)
+    default = default_rule(settings, store)
+    chosen = request.judges or default_judges(settings, request.rule or default.rule, store)
     judges = cheapest_first(make_judges(",".join(chosen), settings))
     names = [judge.name for judge in judges]
-    choice = choose_rule(request.rule, names, settings.decision_rule)
-    rule: Rule = choice.rule
-    if parse_rule(choice.rule) is not None:
-        from ragshield.services.policies import resolve_rule  # loads the metrics stack
-
-        rule = resolve_rule(store, choice.rule, names)
+    rule, note = settle_rule(store, request.rule, names, default)
     answerer = make_answerer(GIVEN if request.given_answer is not None
                              else request.answerer or settings.answerer)
     sample, source = _sample(store, settings, request, finders or PassageFinders(settings))
-    return Prepared(request, sample, source, answerer, judges, rule, choice.note,
-                    rule_reason(rule, request.rule, settings, choice.note))
+    return Prepared(request, sample, source, answerer, judges, rule, note,
+                    rule_reason(rule, request.rule, settings, note, default))
 
 
 def _sample(store: Store, settings: Settings, request: AskRequest,

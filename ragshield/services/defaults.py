@@ -7,4 +7,10 @@ from ragshield.config import TRAINING_EPOCHS
 from ragshield.holdout import HOLDOUT_SHARE
 from ragshield.retrieval.index_config import DenseIndexConfig, IndexKind
 
-__all__ = ["HOLDOUT_SHARE", "TRAINING_EPOCHS", "DenseIndexConfig", "IndexKind"]
+# A policy file or a run bundle uploaded in the app (Data tab, "Results out") larger than this
+# is refused before it is read; `ragshield policy import` and `runs import` take any size.
+# The demo run with every model call behind it is about 1 MB.
+TRANSFER_MAX_BYTES = 20_000_000
+
+__all__ = ["HOLDOUT_SHARE", "TRAINING_EPOCHS", "TRANSFER_MAX_BYTES", "DenseIndexConfig",
+           "IndexKind"]

@@ -121,7 +121,7 @@ class ProxyRequest:
     body: dict[str, Any]
     question: str
     passages: tuple[Passage, ...]
-    judges: tuple[str, ...]
+    judges: tuple[str, ...] | None = None  # None: default_judges (the pinned policy's too)
     rule: str | None = None
     keep_record: bool = True
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -31,6 +31,7 @@ from ragshield.policies.rules import parse_rule
 from ragshield.policies.stacked_score import (STACKED, StackedScore, run_features,
                                               train_stacked_score)
 from ragshield.policies.watch import WatchRow, watch
+from ragshield.services.pinned_policy import pinned
 from ragshield.run_config import RunConfig
 from ragshield.reports.tables import fmt
 from ragshield.store.database import Store
@@ -108,30 +109,57 @@ def _stacked(tables: RunTables, holdout: float) -> tuple[StackedScore, LabelledS
     return stacker, calibration, [str(i) for i in trained.sample_ids]
 
 
-def fit_run_policy(store: Store, run_id: int, judge: str, name: str, *, alpha: float,
-                   delta: float, beta: float | None = None,
-                   holdout: float = HOLDOUT_SHARE) -> Policy:
-    """Fit a policy on the run's labels and store it as the next version of `name`.
-    `judge` "stacked": the stacked judge of the run's judges, trained on half the labels."""
+@dataclass(frozen=True)
+class CalibrationSet:
+    """What a policy on a run is fitted on: the labelled calibration samples with the score
+    it reads, and for the stacked judge its model, trained on the samples `trained_on`."""
+
+    run_id: int
+    dataset: str | None
+    judge: str
+    holdout: float
+    data: LabelledScores
+    stacker: StackedScore | None = None
+    trained_on: tuple[str, ...] = ()
+
+    def fit(self, name: str, *, alpha: float, delta: float,
+            beta: float | None = None) -> Policy:
+        """The policy these labels support, not stored (PolicyFitError when none)."""
+        return fit_policy(name, self.judge, self.data, alpha=alpha, delta=delta, beta=beta,
+                          run_id=self.run_id, dataset=self.dataset, truth=TRUTH,
+                          holdout=self.holdout, stacker=self.stacker,
+                          trained_on=self.trained_on)
+
+
+def run_calibration(store: Store, run_id: int, judge: str, holdout: float = HOLDOUT_SHARE,
+                    tables: RunTables | None = None) -> CalibrationSet:
+    """The run's labels a policy on `judge` is fitted on (`tables`: the run's, under truth
+    "human", when the caller has them). `judge` "stacked": the stacked judge of the run's
+    judges, trained on half the labels."""
     if not 0 <= holdout < 1:
         raise OptionError(f"holdout must lie in [0, 1), got {holdout}")
     run = get_run(store, run_id)
-    tables = run_tables(store, run_id, TRUTH)
+    tables = tables if tables is not None else run_tables(store, run_id, TRUTH)
     if tables.samples.empty:
         raise UserError(f"run {run_id} has no answers to fit a policy on")
     if not (truth_sources(tables.samples) != "").any():
         raise UserError(f"run {run_id} has no sample whose truth is known: a policy needs "
                         "people's labels (Annotate tab or `labels import`), reference answers "
                         "or the dataset's answerable flag")
-    stacker, trained_on = None, []
     if judge == STACKED:
         stacker, data, trained_on = _stacked(tables, holdout)
-    else:
-        data = labelled_scores(tables, judge_scores(tables, judge), holdout)
-    policy = fit_policy(name, judge, data, alpha=alpha, delta=delta, beta=beta,
-                        run_id=run_id, dataset=run.dataset, truth=TRUTH, holdout=holdout,
-                        stacker=stacker, trained_on=trained_on)
-    return save_policy(store, policy)
+        return CalibrationSet(run_id, run.dataset, judge, holdout, data, stacker,
+                              tuple(trained_on))
+    return CalibrationSet(run_id, run.dataset, judge, holdout,
+                          labelled_scores(tables, judge_scores(tables, judge), holdout))
+
+
+def fit_run_policy(store: Store, run_id: int, judge: str, name: str, *, alpha: float,
+                   delta: float, beta: float | None = None,
+                   holdout: float = HOLDOUT_SHARE) -> Policy:
+    """Fit a policy on the run's labels and store it as the next version of `name`."""
+    calibration = run_calibration(store, run_id, judge, holdout)
+    return save_policy(store, calibration.fit(name, alpha=alpha, delta=delta, beta=beta))
 
 
 def save_policy(store: Store, policy: Policy) -> Policy:
@@ -238,15 +266,35 @@ def interval_text(bounds: tuple[float, float] | None) -> str:
     return "-" if bounds is None else f"[{fmt(bounds[0], 3)}, {fmt(bounds[1], 3)}]"
 
 
-def _reading(store: Store, tables: RunTables) -> list[Policy]:
+def _scored(tables: RunTables) -> set[str]:
+    return set(tables.verdicts.loc[tables.verdicts["score"].notna(), "judge"])
+
+
+def reads_run(policy: Policy, tables: RunTables) -> bool:
+    """Whether the run's judges gave what the policy reads: its judge's scores, or a verdict
+    of each judge of its stacked judge."""
+    return (set(policy.judges) <= set(tables.verdicts["judge"])
+            and (policy.source == STACKED or policy.source in _scored(tables)))
+
+
+def _reading(store: Store, tables: RunTables,
+             also: tuple[str, int | None] | None = None) -> list[Policy]:
     """The newest version of each stored policy whose judges gave this run what it reads
-    (only those bodies are read: the Dashboard asks on every refresh)."""
-    scored = set(tables.verdicts.loc[tables.verdicts["score"].notna(), "judge"])
-    ran = set(tables.verdicts["judge"])
-    heads = [h for h in policy_store.policy_heads(store)
+    (only those bodies are read: the Dashboard asks on every refresh), after the version
+    `also` (name, version) when it reads them too."""
+    scored = _scored(tables)
+    heads = [(h.name, h.version) for h in policy_store.policy_heads(store)
              if h.source in scored or h.source == STACKED]
-    policies = [get_policy(store, h.name, h.version) for h in heads]
-    return [p for p in policies if set(p.judges) <= ran]
+    versions = [also, *(head for head in heads if head != also)] if also else heads
+    policies = [get_policy(store, name, version) for name, version in versions]
+    return [policy for policy in policies if reads_run(policy, tables)]
+
+
+def policies_in_use(store: Store, tables: RunTables) -> list[Policy]:
+    """The policies a run's watch follows: the pinned version (the default rule) first,
+    then the newest version of each other policy, those whose judges scored the run."""
+    pin = pinned(store)
+    return _reading(store, tables, parse_rule(pin.rule) if pin is not None else None)
 
 
 def policy_watch_table(store: Store, tables: RunTables, human: Callable[[], RunTables],

@@ -8,18 +8,19 @@ the CLI show the same way."""
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from ragshield.answerers.registry import GIVEN, make_answerer
 from ragshield.config import Settings
 from ragshield.errors import OptionError
-from ragshield.judges.registry import JUDGES
+from ragshield.judges.registry import JUDGES, judge_names
 from ragshield.judging import POOLED_RULES, choose_rule
 from ragshield.pipeline import (RejudgeOutcome, RunModels, RunOutcome, execute_run, rejudge_run,
                                 start_run)
-from ragshield.run_config import RunConfig, check_config, with_default_rule
+from ragshield.run_config import RunConfig, check_config
 from ragshield.services.ask_choices import packaged_choice
+from ragshield.services.asking import default_rule, settle_rule
 from ragshield.services.datasets import ensure_demo_dataset
 from ragshield.services.form_values import whole_number
 from ragshield.services.jobs import Job, Jobs
@@ -106,12 +107,15 @@ class NewRun:
 def record_run(store: Store, settings: Settings, config: RunConfig, *,
                name: str | None = None) -> NewRun:
     """Check and record a new run; nothing is generated yet. Without a rule, the run decides
-    by the configured one where it fits the judges, else by majority (choose_rule). The demo
+    by the default one (a pinned policy, else the configured rule) where it fits the judges,
+    else by majority (asking.settle_rule). The demo
     set is imported first into a store without it, so that a run on `demo` works on a new
     database. A run of given answers on samples that carry none is refused
     (check_given_answers), after the configuration's own checks."""
     ensure_demo_dataset(store)
-    config, note = with_default_rule(config, settings.decision_rule)
+    rule, note = settle_rule(store, config.rule, judge_names(",".join(config.judges)),
+                             default_rule(settings, store))
+    config = replace(config, rule=rule if isinstance(rule, str) else rule.rule)
     checked = check_config(config)
     check_given_answers(store, checked)
     return NewRun(start_run(store, with_policy(store, checked), name=name), note)

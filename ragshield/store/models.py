@@ -23,6 +23,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 LABEL_VALUES = ("answerable", "unanswerable", "unsure")
+ACCOUNT_ROLES = ("admin", "annotator")  # what a login may do in the app (services/people.py)
 
 
 def utcnow() -> datetime:
@@ -199,6 +200,28 @@ class Annotator(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
+class Account(Base):
+    """A login an admin added in the app, for one annotator. Kept apart from Annotator,
+    whose free-text `role` describes a person (expert, student): an account's `role` is
+    what they may do (ACCOUNT_ROLES). The password is stored as a salted scrypt hash."""
+
+    __tablename__ = "accounts"
+    __table_args__ = (
+        CheckConstraint(
+            f"role IN ({', '.join(repr(v) for v in ACCOUNT_ROLES)})", name="ck_accounts_role"),
+    )
+    id: Mapped[int] = mapped_column(primary_key=True)
+    annotator_id: Mapped[int] = mapped_column(
+        ForeignKey("annotators.id", ondelete="CASCADE"), unique=True)
+    password_hash: Mapped[str] = mapped_column(String(200))
+    role: Mapped[str] = mapped_column(String(20))
+    disabled: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    created_by: Mapped[str | None] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_by: Mapped[str | None] = mapped_column(String(200))
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
 class Label(Base):
     """One answerability judgement by one person. A change adds a row; rows are never updated.
     A person's current label on a sample is their newest row; a `retracted` row (an undo of
@@ -267,3 +290,14 @@ class PolicyRow(Base):
     dataset: Mapped[str | None] = mapped_column(String(200))  # it was fitted on
     body: Mapped[dict[str, Any]]
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class AppSetting(Base):
+    """A setting changed from the app that every process on this store must see (the pinned
+    default policy): one JSON value per key, with who changed it last and when."""
+
+    __tablename__ = "app_settings"
+    key: Mapped[str] = mapped_column(String(100), primary_key=True)
+    value: Mapped[dict[str, Any]]
+    updated_by: Mapped[str | None] = mapped_column(String(200))
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)

@@ -146,6 +146,54 @@ def _update(session: Session, changed: list[tuple[int, Sample]]) -> None:
     _insert_passages(session, {s.id: row_id for row_id, s in changed}, [s for _, s in changed])
 
 
+def _compared(session: Session, name: str, dataset_id: int | None, samples: Iterable[Sample],
+              batch_size: int) -> Iterator[tuple[list[Sample], list[tuple[int, Sample]], int]]:
+    """For each batch of `samples`: those new to the dataset, the (row id, sample) of those
+    whose question, answers, answerable flag, meta, given answer or passages differ from the
+    stored ones, and the batch's size. An id repeated within `samples` is an error."""
+    seen: set[str] = set()
+    for batch in _batches(samples, batch_size):
+        for sample in batch:
+            if sample.id in seen:
+                raise RepeatedSampleIdError(
+                    f"sample id {sample.id!r} occurs more than once in the input of "
+                    f"dataset {name!r}")
+            seen.add(sample.id)
+        stored = (_stored_contents(session, dataset_id, [s.id for s in batch])
+                  if dataset_id is not None else {})
+        new = [s for s in batch if s.id not in stored]
+        changed = [(stored[s.id][0], s) for s in batch
+                   if s.id in stored and _content(s) != stored[s.id][1]]
+        yield new, changed, len(batch)
+
+
+def _sample_count(session: Session, dataset_id: int | None) -> int:
+    if dataset_id is None:
+        return 0
+    return session.scalar(
+        select(func.count(SampleRow.id)).where(SampleRow.dataset_id == dataset_id)) or 0
+
+
+@dataclass
+class _Tally:
+    name: str
+    before: int  # samples in the dataset before the import
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+
+    def count(self, new: list[Sample], changed: list[tuple[int, Sample]], size: int) -> None:
+        self.added += len(new)
+        self.updated += len(changed)
+        self.unchanged += size - len(new) - len(changed)
+
+    def result(self) -> ImportResult:
+        return ImportResult(dataset=self.name, added=self.added, updated=self.updated,
+                            unchanged=self.unchanged,
+                            missing=self.before - self.updated - self.unchanged,
+                            samples=self.before + self.added)
+
+
 def import_samples(
     store: Store, name: str, samples: Iterable[Sample], *, source: str | None = None,
     license: str | None = None, description: str | None = None, batch_size: int = BATCH_SIZE,
@@ -167,30 +215,28 @@ def import_samples(
             dataset = DatasetRow(name=name, source=source, license=license, description=description)
             session.add(dataset)
             session.flush()
-        before = session.scalar(
-            select(func.count(SampleRow.id)).where(SampleRow.dataset_id == dataset.id)) or 0
-        seen: set[str] = set()
-        added = updated = unchanged = 0
-        for batch in _batches(samples, batch_size):
-            for sample in batch:
-                if sample.id in seen:
-                    raise RepeatedSampleIdError(
-                        f"sample id {sample.id!r} occurs more than once in the input of "
-                        f"dataset {name!r}")
-                seen.add(sample.id)
-            stored = _stored_contents(session, dataset.id, [s.id for s in batch])
-            new = [s for s in batch if s.id not in stored]
-            changed = [(stored[s.id][0], s) for s in batch
-                       if s.id in stored and _content(s) != stored[s.id][1]]
+        tally = _Tally(name, _sample_count(session, dataset.id))
+        for new, changed, size in _compared(session, name, dataset.id, samples, batch_size):
             if new:
                 _insert(session, dataset.id, new)
             if changed:
                 _update(session, changed)
-            added += len(new)
-            updated += len(changed)
-            unchanged += len(batch) - len(new) - len(changed)
-    return ImportResult(dataset=name, added=added, updated=updated, unchanged=unchanged,
-                        missing=before - updated - unchanged, samples=before + added)
+            tally.count(new, changed, size)
+    return tally.result()
+
+
+def preview_import(store: Store, name: str, samples: Iterable[Sample], *,
+                   batch_size: int = BATCH_SIZE) -> ImportResult:
+    """What `import_samples(store, name, samples)` would do, read without writing anything:
+    the same comparison, so the counts are the ones the import will report (unless the
+    dataset changes in between)."""
+    name = check_name(name, "dataset name")
+    with store.session() as session:
+        dataset_id = session.scalar(select(DatasetRow.id).where(DatasetRow.name == name))
+        tally = _Tally(name, _sample_count(session, dataset_id))
+        for new, changed, size in _compared(session, name, dataset_id, samples, batch_size):
+            tally.count(new, changed, size)
+    return tally.result()
 
 
 def ensure_sample(store: Store, name: str, sample: Sample, *,
@@ -274,6 +320,13 @@ def list_datasets(store: Store) -> list[DatasetSummary]:
                            unlabelled=total - yes - no)
             for name, total, yes, no in session.execute(query)
         ]
+
+
+def dataset_origins(store: Store) -> dict[str, tuple[str | None, str | None]]:
+    """Every dataset's (source, licence) by name: where its first import came from."""
+    with store.session() as session:
+        return {name: (source, license) for name, source, license in session.execute(
+            select(DatasetRow.name, DatasetRow.source, DatasetRow.license))}
 
 
 def list_samples(store: Store, name: str, *, limit: int | None = None,

@@ -17,12 +17,15 @@ from ragshield.store.runs import get_run
 
 @dataclass(frozen=True)
 class RunVersion:
-    records: tuple[Any, ...]  # the run's answer count, newest answer id, newest verdict id
+    # The run's answer count, newest answer id, newest verdict id, and its dataset's name
+    # (renaming the dataset rewrites the run's config, which the records hold).
+    records: tuple[Any, ...]
     labels: int | None  # the newest label (or retraction) of the run's dataset
 
 
 def run_version(store: Store, run_id: int) -> RunVersion:
-    """Changes whenever an answer, a verdict or a label of the run's dataset is added."""
+    """Changes whenever an answer, a verdict or a label of the run's dataset is added, and
+    when the dataset is renamed."""
     run = get_run(store, run_id)
     with store.session() as session:
         answers = session.execute(
@@ -34,7 +37,7 @@ def run_version(store: Store, run_id: int) -> RunVersion:
         label = session.scalar(
             select(func.max(Label.id)).join(SampleRow, SampleRow.id == Label.sample_id)
             .where(SampleRow.dataset_id == run.dataset_id)) if run.dataset_id else None
-    return RunVersion(records=(*answers, verdicts), labels=label)
+    return RunVersion(records=(*answers, verdicts, run.dataset), labels=label)
 
 
 def dataset_version(store: Store, dataset: str) -> tuple[Any, ...]:

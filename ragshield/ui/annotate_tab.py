@@ -22,6 +22,7 @@ from ragshield.services import labelling
 from ragshield.services.datasets import dataset_names
 from ragshield.services.labelling import (LABEL_VALUES, STRATEGIES, AnnotationItem,
                                           AnnotatorMissingError, LabelRecord, Next, Queue)
+from ragshield.ui import people_panel
 from ragshield.ui.context import UiContext
 from ragshield.ui.html_render import esc, message_html, table_html
 
@@ -410,6 +411,7 @@ def build(context: UiContext, page: gr.Blocks) -> None:
                 guidelines_save = gr.Button("Save guidelines", elem_id="annotate-guidelines-save")
                 guidelines_message = gr.HTML(label="Message")
         gr.Markdown(_help_markdown(), elem_id="annotate-help")
+        people_panel.build(context, page)
     # The name is not confidential; a fixed key keeps it readable across app restarts.
     remembered_name = gr.BrowserState("", storage_key="ragshield-annotator",
                                       secret="ragshield-annotator-name")

@@ -1,4 +1,4 @@
-"""build_app(settings): the Gradio app, four tabs over one store. The tabs only wire
+"""build_app(settings): the Gradio app, five tabs over one store. The tabs only wire
 library functions (the same ones the CLI calls) to components; each tab lives in its own
 module with its handlers as plain functions, tested without a browser. A tab module
 exposes TITLE, CSS (its stylesheet), HEAD (scripts for the page head) and
@@ -15,13 +15,14 @@ from starlette.middleware import Middleware
 from ragshield.config import Settings
 from ragshield.services.asking import OpenedModels
 from ragshield.services.database import Store, open_store
-from ragshield.ui import annotate_tab, browse_tab, dashboard_tab, demo_tab
+from ragshield.services.people import Access
+from ragshield.ui import annotate_tab, browse_tab, dashboard_tab, data_tab, demo_tab
 from ragshield.ui.context import UiContext
 from ragshield.ui.login_gate import LoginGate
 from ragshield.ui.login_throttle import ThrottleLogins
 from ragshield.ui.quiet_queue import QuietBlocks
 
-TABS = (demo_tab, annotate_tab, browse_tab, dashboard_tab)
+TABS = (demo_tab, annotate_tab, browse_tab, dashboard_tab, data_tab)
 
 BASE_CSS = """
 .rs-msg { padding: 0.5em 0.8em; border-radius: 6px; margin: 0.3em 0; }
@@ -36,18 +37,20 @@ BASE_CSS = """
 
 def build_app(settings: Settings, store: Store | None = None,
               models: OpenedModels | None = None,
-              model_lock: threading.Lock | None = None) -> gr.Blocks:
+              model_lock: threading.Lock | None = None,
+              access: Access | None = None) -> gr.Blocks:
     """The app on `settings` (and `store`, opened from settings.database_url if not given).
     The demo dataset and the shipped demo run are loaded into an empty database first (the
     run only where the database holds no run). A server that also serves the
     guard API passes the models and the lock on them that the API uses, so that the two
-    take turns at the one in-process model."""
+    take turns at the one in-process model; one with logins passes their `access` (who
+    may manage people and data)."""
     from ragshield.services.demo_run import load_demo_run
 
     store = store or open_store(settings.database_url)
     load_demo_run(store)
     context = UiContext(settings=settings, store=store,
-                        model_lock=model_lock or threading.Lock())
+                        model_lock=model_lock or threading.Lock(), access=access or Access())
     if models is not None:
         context.models = models
     with QuietBlocks(title="ragshield") as app:
@@ -67,7 +70,7 @@ def _tab_of_link(request: gr.Request) -> Any:
     return gr.Tabs(selected="browse") if "sample" in request.query_params else gr.update()
 
 
-def launch_options() -> dict[str, Any]:
+def launch_options(settings: Settings) -> dict[str, Any]:
     """Page-level options (Gradio 6 takes them in launch()): the stylesheet of every tab,
     the scripts in the page head (the Annotate hotkeys), and the middleware that keeps the
     app behind its logins (login_gate, login_throttle; both idle without logins). Pages
@@ -77,4 +80,6 @@ def launch_options() -> dict[str, Any]:
     head = "".join(tab.HEAD for tab in TABS)
     middleware = [Middleware(LoginGate), Middleware(ThrottleLogins)]
     return {"css": css, "head": head, "ssr_mode": False,
+            # An upload over the Data tab's limit is refused as it arrives, not once stored.
+            "max_file_size": settings.upload_max_bytes,
             "app_kwargs": {"middleware": middleware}}

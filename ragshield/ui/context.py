@@ -10,6 +10,7 @@ from ragshield.config import Settings
 from ragshield.services.asking import LLM, OpenedModels
 from ragshield.services.database import Store
 from ragshield.services.jobs import Jobs
+from ragshield.services.people import Access
 from ragshield.services.run_tables import RunTablesCache
 
 
@@ -21,6 +22,9 @@ class UiContext:
     # that calls a model holds this lock for the whole sample it works on.
     model_lock: threading.Lock = field(default_factory=threading.Lock)
     jobs: Jobs = field(default_factory=Jobs)  # the app's background work (services/jobs.py)
+    # Whether the app has logins (--auth) and the auth file's roles: who may manage people
+    # and data (services/people.py). The default: no logins, one local user.
+    access: Access = field(default_factory=Access)
     tables: RunTablesCache = field(init=False)  # run tables shared by Browse and Dashboard
     models: OpenedModels = field(init=False)
 

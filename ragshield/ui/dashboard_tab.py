@@ -26,6 +26,7 @@ from ragshield.services.runs import (RunLauncher, form_config, form_defaults, gi
                                      rule_names)
 from ragshield.ui.context import UiContext
 from ragshield.ui.html_render import esc, message_html
+from ragshield.ui.policy_panel import build_policy_panel
 
 TITLE = "Dashboard"
 CSS = """
@@ -251,6 +252,7 @@ def build(context: UiContext, page: gr.Blocks) -> None:
     with gr.Row():
         annotation_out = gr.HTML(elem_id="dashboard-annotation")
         agreement_out = gr.HTML(elem_id="dashboard-agreement")
+    build_policy_panel(context, run_picker)
     with gr.Accordion("Start a run", open=False):
         with gr.Row():
             names = dataset_names(context.store)

@@ -29,7 +29,7 @@ from ragshield.services.policies import policy_sources
 from ragshield.services.asking import (ABSTAIN_FALLBACK, FALLBACKS, LARGER_FALLBACK, MAX_NOISE,
                                        NORAG_FALLBACK, RETRIEVAL_MODES, AskInputError,
                                        AskRequest, PassageFinders, Prepared, answer_and_judge,
-                                       default_judges, prepare)
+                                       default_judges, default_rule, prepare)
 from ragshield.services.datasets import dataset_names
 from ragshield.services.demo_examples import DemoExample, demo_request, read_examples
 from ragshield.types import KEEP, decision_word
@@ -215,13 +215,12 @@ def build(context: UiContext, page: gr.Blocks) -> None:
             answerer = gr.Dropdown(list(ANSWERERS), label="Answerer",
                                    value=settings.answerer if settings.answerer in ANSWERERS
                                    else None)
-            fast = list(default_judges(settings))
+            built = rule_defaults(context)
+            fast, rules, rule_value = built
             judges = gr.CheckboxGroup(judge_choices(settings), value=fast, label="Judges")
             with gr.Row():
                 all_judges = gr.Button("All judges", size="sm")
                 fast_judges = gr.Button("Fast set", size="sm")
-            rules, rule_value = rule_choices(fast, settings.decision_rule,
-                                             policy_sources(context.store))
             rule = gr.Dropdown(rules, value=rule_value, label="Decision rule",
                                allow_custom_value=True)
             fallback = gr.Radio(list(FALLBACKS), value=ABSTAIN, label="When it abstains, show",
@@ -274,11 +273,32 @@ def build(context: UiContext, page: gr.Blocks) -> None:
     judges.change(on_judges, inputs=[judges, rule], outputs=rule, api_name="demo_rules")
     all_judges.click(lambda: judge_choices(settings), outputs=judges,
                      api_name="demo_all_judges")
-    fast_judges.click(lambda: list(default_judges(settings)), outputs=judges,
-                      api_name="demo_fast_judges")
+    fast_judges.click(lambda: list(default_judges(settings, store=context.store)),
+                      outputs=judges, api_name="demo_fast_judges")
+    page.load(lambda: reloaded_defaults(context, built), outputs=[judges, rule],
+              api_visibility="private")
     # Picking a sample or typing switches the question's source (in the browser only).
     sample.input(None, outputs=source, js=f"() => {json.dumps(STORED)}")
     question.input(None, outputs=source, js=f"() => {json.dumps(TYPED)}")
+
+
+def rule_defaults(context: UiContext) -> tuple[list[str], list[str], str]:
+    """The judges the form starts with, and the rules offered with the one chosen: those of
+    the default rule (the policy pinned on the Dashboard, else the configured rule)."""
+    default = default_rule(context.settings, context.store)
+    judges = list(default_judges(context.settings, default.rule, context.store))
+    rules, rule = rule_choices(judges, default.rule, policy_sources(context.store))
+    return judges, rules, rule
+
+
+def reloaded_defaults(context: UiContext, built: tuple[list[str], list[str], str]) -> tuple:
+    """At a page load, the judges and the rule of a default pinned or unpinned since the
+    page was built (left alone otherwise, so nothing the page has set is undone)."""
+    now = rule_defaults(context)
+    if now == built:
+        return gr.skip(), gr.skip()
+    judges, rules, rule = now
+    return gr.CheckboxGroup(value=judges), gr.Dropdown(choices=rules, value=rule)
 
 
 def example_form(example: DemoExample, settings: Settings) -> list[Any]:

@@ -52,7 +52,8 @@ def _plain(path: Path, where: str, column: str, value: Any) -> Any:
     return str(value)  # durations and the like
 
 
-def _rows(path: Path) -> Iterator[dict[str, Any]]:
+def rows(path: Path) -> Iterator[dict[str, Any]]:
+    """The file's rows as they come from pyarrow, a batch at a time."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -67,7 +68,7 @@ def _rows(path: Path) -> Iterator[dict[str, Any]]:
 def read(path: Path, mapping: ColumnMapping | None = None) -> Iterator[LocatedSample]:
     columns, explicit = with_defaults(mapping), frozenset(mapping or {})
     kinds = cell_kinds(columns)
-    for number, row in enumerate(_rows(path), start=1):
+    for number, row in enumerate(rows(path), start=1):
         where = f"row {number}"
         values = {key: text_cell(path, where, key, value, kinds.get(key))
                   if isinstance(value, str) else _plain(path, where, key, value)

@@ -1,0 +1,125 @@
+"""The Dashboard's policy panel, called without a browser on the judged demo run of
+tests/test_policies.py: preview (nothing stored), save, the versions table, pin and unpin as
+the Demo sees them, the watch figures, readable errors and escaping; and the accordion built
+into the Dashboard."""
+
+from __future__ import annotations
+
+import base64
+import html
+import re
+
+import gradio as gr
+import pytest
+
+from ragshield.services.policies import list_policies
+from ragshield.ui import dashboard_tab
+from ragshield.ui.context import UiContext
+from ragshield.ui.demo_tab import DemoForm, STORED, ask, reloaded_defaults, rule_defaults
+from ragshield.ui.policy_panel import (judge_choices, pin_html, preview_html, save_html,
+                                       saved_html, unpin_html, version_choices, watch_html)
+from tests.fakes import ScriptedLLM
+from tests.test_policies import JUDGE, judged_demo_run
+
+SQLITE_ONLY = pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)
+pytestmark = SQLITE_ONLY  # the services under the panel have their PostgreSQL tests
+ERROR = 'class="rs-msg rs-msg-error"'
+
+
+@pytest.fixture
+def judged(store, settings):
+    """(the panel's context, the judged demo run's world, the run id)."""
+    world, run_id = judged_demo_run(store, settings, [JUDGE])
+    return UiContext(settings=settings, store=store), world, run_id
+
+
+def images(page: str) -> list[bytes]:
+    return [base64.b64decode(data) for data in re.findall(r'base64,([A-Za-z0-9+/=]+)"', page)]
+
+
+def test_preview_then_save_then_the_saved_versions(judged):
+    context, _, run_id = judged
+    assert judge_choices(context, run_id) == [JUDGE, "stacked"]
+    assert judge_choices(context, None) == []
+    page = html.unescape(preview_html(context, run_id, JUDGE, 0.2, 0.1, None))
+    assert "Of the answers shown, at most 20% are wrong or unsupported, with 90% confidence."\
+        in page
+    assert re.search(r"Calibration labels: (\d+) \(\1 from people, 0 from reference answers, "
+                     r"0 from unanswerable flags\)", page)
+    assert "Coverage on the calibration labels" in page and "Answer when the score is" in page
+    [histogram] = images(page)
+    assert histogram.startswith(b"\x89PNG") and list_policies(context.store) == []
+
+    saved = save_html(context, run_id, JUDGE, 0.2, 0.1, None, "guard")
+    assert "Saved policy:guard@1." in saved and ERROR not in saved
+    assert "Saved policy:guard@2." in save_html(context, run_id, JUDGE, 0.2, 0.1, "", "guard")
+    assert [p.rule for p in list_policies(context.store)] == ["policy:guard@1",
+                                                            "policy:guard@2"]
+    versions = saved_html(context, run_id)
+    assert versions.count("<td>policy:guard@") == 2 and "<td>pinned</td>" not in versions
+    assert version_choices(context) == (["policy:guard@1", "policy:guard@2"],
+                                        "policy:guard@2")
+
+
+def test_errors_and_promises_the_labels_cannot_keep_read_as_messages(judged):
+    context, _, run_id = judged
+    strict = html.unescape(preview_html(context, run_id, JUDGE, 0.01, 0.05))
+    assert re.search(r"No threshold keeps this promise on these labels: it needs about \d+ "
+                     r"more labels at the current error rate\.", strict)
+    assert "needs at least 368 labelled samples" in strict and images(strict)
+    assert "give a number between 0 and 1" in preview_html(context, run_id, JUDGE, "lots", 0.1)
+    assert "Choose a judge first." in preview_html(context, run_id, None, 0.2, 0.1)
+    assert "No run chosen" in preview_html(context, None, JUDGE, 0.2, 0.1)
+    assert "judge &#x27;nli&#x27; gave no score" in preview_html(context, run_id, "nli", 0.2, 0.1)
+    assert "Type a name for the policy first." in save_html(context, run_id, JUDGE, 0.2, 0.1,
+                                                            None, " ")
+    hostile = save_html(context, run_id, JUDGE, 0.2, 0.1, None, "<b>x</b>")
+    assert "&lt;b&gt;x&lt;/b&gt;" in hostile and "<b>x</b>" not in hostile
+    assert "<b>x</b>" not in saved_html(context, run_id)
+    assert ERROR in pin_html(context, "policy:missing@1")
+
+
+def test_pinning_makes_the_version_the_demos_default_rule(judged):
+    context, world, run_id = judged
+    save_html(context, run_id, JUDGE, 0.3, 0.1, None, "guard")
+    built = rule_defaults(context)  # as a Demo page built now shows it
+    pinned = pin_html(context, "policy:guard@1", "ann")
+    assert "policy:guard@1 is now the default rule of the Demo and the API" in pinned
+    assert "<td>pinned</td>" in saved_html(context, run_id)
+    assert version_choices(context)[1] == "policy:guard@1"
+    judges, rules, rule = rule_defaults(context)
+    assert rule == "policy:guard@1" and rule in rules and JUDGE in judges
+    judges_update, rule_update = reloaded_defaults(context, built)
+    assert rule_update.value == "policy:guard@1" and JUDGE in judges_update.value
+
+    context.models._opened[None] = ScriptedLLM(respond=world.respond)
+    sample_id = next(iter(world.samples.values())).id
+    form = DemoForm(source=STORED, dataset="demo", sample_id=sample_id, judges=(JUDGE,),
+                    rule=rule)
+    page = html.unescape(list(ask(context, form))[-1])
+    assert "rule <b>policy:guard@1</b>" in page
+    assert "Why this rule: the pinned policy guard@1, pinned by ann on" in page
+
+    unpinned = html.unescape(unpin_html(context))
+    assert "No policy is pinned: the default rule is pre_answer again" in unpinned
+    assert rule_defaults(context) == built
+    assert reloaded_defaults(context, built) == (gr.skip(), gr.skip())
+    assert "<td>pinned</td>" not in saved_html(context, run_id)
+
+
+def test_the_watch_is_a_figure_per_policy_in_use(judged):
+    context, _, run_id = judged
+    assert "No policy in use reads this run" in watch_html(context, run_id)
+    save_html(context, run_id, JUDGE, 0.3, 0.1, None, "guard")
+    page = watch_html(context, run_id)
+    assert 'data-figure="watch policy:guard@1"' in page
+    [figure] = images(page)
+    assert figure.startswith(b"\x89PNG")
+
+
+def test_the_dashboard_builds_the_policy_accordion(judged):
+    context, _, _ = judged
+    with gr.Blocks() as page:
+        dashboard_tab.build(context, page)
+    labels = [block.label for block in page.blocks.values() if isinstance(block, gr.Accordion)]
+    assert labels.index("Policy") < labels.index("Start a run")
