@@ -123,15 +123,19 @@ def test_judge_withholds_an_unsure_answer_and_can_skip_storing(
     assert result["verdicts"][2]["trace"][0]["messages"]  # the p_true prompt, with trace on
 
 
+# A stored policy on token_prob: keep at >= 0.9, withhold below 0.1, defer between.
+API_GUARD_POLICY = {
+    "format": "ragshield-policy/1", "name": "api-guard", "source": "token_prob",
+    "answer_at": 0.9, "withhold_below": 0.1, "alpha": 0.1, "delta": 0.1, "beta": 0.2,
+    "calibration": {"labels": 40, "answered": 20, "withheld": 10, "deferred": 10,
+                    "bad_answered": 1, "good_withheld": 1},
+    "fitted_on": {"truth": "human", "human_labels": 40, "automatic_labels": 0,
+                  "unscored": 0, "fingerprint": "f", "sample_ids": []},
+    "code_version": "test", "created_at": "2026-11-25T00:00:00+00:00"}
+
+
 def test_a_stored_policy_decides_in_the_api(settings: Settings, sqlite_store: Store) -> None:
-    body = {"format": "ragshield-policy/1", "name": "api-guard", "source": "token_prob",
-            "answer_at": 0.9, "withhold_below": 0.1, "alpha": 0.1, "delta": 0.1, "beta": 0.2,
-            "calibration": {"labels": 40, "answered": 20, "withheld": 10, "deferred": 10,
-                            "bad_answered": 1, "good_withheld": 1},
-            "fitted_on": {"truth": "human", "human_labels": 40, "automatic_labels": 0,
-                          "unscored": 0, "fingerprint": "f", "sample_ids": []},
-            "code_version": "test", "created_at": "2026-11-25T00:00:00+00:00"}
-    save_policy(sqlite_store, Policy.from_dict(body))
+    save_policy(sqlite_store, Policy.from_dict(API_GUARD_POLICY))
     client = client_for(settings, sqlite_store)
 
     def ask(logprob: float) -> dict:

@@ -28,7 +28,7 @@ from ragshield.services.runs import record_run
 from ragshield.store.policies import UnknownPolicyError
 from ragshield.store.runs import get_run
 from tests.fakes import FakeModels, ScriptedLLM
-from tests.test_api import client_for, judge_body
+from tests.test_api import API_GUARD_POLICY, client_for, judge_body
 from tests.test_policies import JUDGE, judged_demo_run
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -141,16 +141,9 @@ def test_the_pin_is_the_default_rule_of_asks_and_runs_until_unpinned(store, sett
 
 @SQLITE_ONLY
 def test_the_api_decides_by_the_pinned_policy_when_no_rule_is_named(store, settings):
-    body = {"format": "ragshield-policy/1", "name": "api-guard", "source": "token_prob",
-            "answer_at": 0.9, "withhold_below": 0.1, "alpha": 0.1, "delta": 0.1, "beta": 0.2,
-            "calibration": {"labels": 40, "answered": 20, "withheld": 10, "deferred": 10,
-                            "bad_answered": 1, "good_withheld": 1},
-            "fitted_on": {"truth": "human", "human_labels": 40, "automatic_labels": 0,
-                          "unscored": 0, "fingerprint": "f", "sample_ids": []},
-            "code_version": "test", "created_at": "2026-11-25T00:00:00+00:00"}
     from ragshield.services.policies import save_policy
 
-    save_policy(store, Policy.from_dict(body))
+    save_policy(store, Policy.from_dict(API_GUARD_POLICY))
     client = client_for(settings, store)
     answer = judge_body(answer_logprobs=[{"token": "The", "logprob": -0.7}], store=False)
     before = client.post("/v1/judge", json=answer).json()

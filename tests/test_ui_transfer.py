@@ -6,6 +6,7 @@ changes nothing and says why in one line."""
 from __future__ import annotations
 
 import html
+import lzma
 import os
 import re
 import shutil
@@ -20,6 +21,7 @@ import pytest
 from ragshield.evaluation import run_tables
 from ragshield.services.database import open_store
 from ragshield.services.defaults import TRANSFER_MAX_BYTES
+from ragshield.services import downloads
 from ragshield.services.downloads import ALL_DATASETS, KEEP_SECONDS, fresh_folder
 from ragshield.services.labelling import label_sample
 from ragshield.services.policies import fit_run_policy, get_policy, list_policies
@@ -148,7 +150,8 @@ def test_a_policy_round_trips(context, run_id, tmp_path):
 
 
 @SQLITE_ONLY
-def test_bad_uploads_give_one_line_errors_and_change_nothing(context, run_id, tmp_path):
+def test_bad_uploads_give_one_line_errors_and_change_nothing(context, run_id, tmp_path,
+                                                             monkeypatch):
     fit_run_policy(context.store, run_id, JUDGE, "guard", alpha=0.3, delta=0.1)
     policies, runs = len(list_policies(context.store)), len(newest_runs(context.store))
     folder = tmp_path / "upload"
@@ -171,6 +174,11 @@ def test_bad_uploads_give_one_line_errors_and_change_nothing(context, run_id, tm
     not_a_bundle.write_bytes(b"not xz")
     text = _error_line(import_run_file(context, str(not_a_bundle)))
     assert text.startswith("run.json.xz: not an xz-compressed JSON run bundle")
+    bomb = folder / "bomb.json.xz"  # small packed, large unpacked
+    bomb.write_bytes(lzma.compress(b" " * 5_000))
+    monkeypatch.setattr(downloads, "TRANSFER_MAX_UNPACKED", 1_000)
+    text = _error_line(import_run_file(context, str(bomb)))
+    assert text.startswith("bomb.json.xz: unpacks to more than") and "runs import" in text
     assert "choose a policy file" in _error_line(import_policy_file(context, None))
     assert len(list_policies(context.store)) == policies
     assert len(newest_runs(context.store)) == runs

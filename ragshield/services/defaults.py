@@ -11,6 +11,8 @@ from ragshield.retrieval.index_config import DenseIndexConfig, IndexKind
 # is refused before it is read; `ragshield policy import` and `runs import` take any size.
 # The demo run with every model call behind it is about 1 MB.
 TRANSFER_MAX_BYTES = 20_000_000
+# What an uploaded run bundle may unpack to (xz packs the demo run's JSON about 18 to 1).
+TRANSFER_MAX_UNPACKED = 400_000_000
 
-__all__ = ["HOLDOUT_SHARE", "TRAINING_EPOCHS", "TRANSFER_MAX_BYTES", "DenseIndexConfig",
+__all__ = ["HOLDOUT_SHARE", "TRAINING_EPOCHS", "TRANSFER_MAX_BYTES", "TRANSFER_MAX_UNPACKED", "DenseIndexConfig",
            "IndexKind"]

@@ -24,7 +24,7 @@ from typing import Any, Iterator
 from ragshield.config import Settings
 from ragshield.errors import UserError
 from ragshield.policies.policy import Policy
-from ragshield.services.defaults import TRANSFER_MAX_BYTES
+from ragshield.services.defaults import TRANSFER_MAX_BYTES, TRANSFER_MAX_UNPACKED
 from ragshield.services.form_values import whole_number
 from ragshield.services.labelling import export_labels
 from ragshield.services.metric_views import write_run_report
@@ -154,7 +154,7 @@ def upload_run(store: Store, path: Path | str | None) -> ImportedRun:
     must be in the store (the demo set is put in on the way)."""
     checked = _within_limit(path, "a run bundle", "runs import")
     with _named(checked):
-        run_id = import_run(store, checked)
+        run_id = import_run(store, checked, TRANSFER_MAX_UNPACKED)
     run = next(run for run in newest_runs(store) if run.id == run_id)
     return ImportedRun(run_id, run.dataset, run.done)
 

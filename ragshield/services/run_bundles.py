@@ -20,10 +20,11 @@ def export_run(store: Store, run_id: int, path: Path, *, calls: bool = False) ->
     return write_bundle(store, run_id, path, code_version=code_version(), calls=calls)
 
 
-def import_run(store: Store, path: Path) -> int:
+def import_run(store: Store, path: Path, max_unpacked: int | None = None) -> int:
     """Add the run in `path` to the store; its id. Its dataset must be there already (the
-    demo set is imported on the way); BundleError names the file and field otherwise."""
-    bundle = read_bundle(path)
+    demo set is imported on the way); BundleError names the file and field otherwise, and
+    when the file unpacks to more than `max_unpacked` characters."""
+    bundle = read_bundle(path, max_unpacked)
     if bundle.dataset == DEMO_DATASET:
         ensure_demo_dataset(store)
     return load_bundle(store, bundle)

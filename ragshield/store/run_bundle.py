@@ -103,11 +103,17 @@ def _field(body: dict[str, Any], name: str, kind: type, path: Path) -> Any:
     return value
 
 
-def read_bundle(path: Path) -> Bundle:
-    """The bundle at `path`; BundleError naming the file and field when it is not one."""
+def read_bundle(path: Path, max_unpacked: int | None = None) -> Bundle:
+    """The bundle at `path`; BundleError naming the file and field when it is not one, or
+    when it unpacks to more than `max_unpacked` characters (a small upload can unpack to
+    gigabytes)."""
     try:
         with lzma.open(path, "rt", encoding="utf-8") as handle:
-            body = json.load(handle)
+            text = handle.read(-1 if max_unpacked is None else max_unpacked + 1)
+        if max_unpacked is not None and len(text) > max_unpacked:
+            raise BundleError(f"{path}: unpacks to more than {max_unpacked / 1e6:.0f} MB of "
+                              "JSON; import it with `python -m ragshield runs import`")
+        body = json.loads(text)
     except FileNotFoundError:
         raise BundleError(f"{path}: no such file") from None
     except (lzma.LZMAError, EOFError, UnicodeDecodeError, json.JSONDecodeError) as exc:
