@@ -1,20 +1,28 @@
-"""JSON text from files people give, parsed with what `json.loads` lets through refused.
+"""JSON text from files people give, parsed with what `json.loads` lets through refused, and
+JSON text written so that strict parsers read it.
 
 Python's json accepts NaN and Infinity, turns 1e999 into infinity, and nests as deep as the
 interpreter's stack allows, then raises RecursionError. None of that is data a store, a metric
 or a page can use, and deep values break the recursive code downstream (checks, serialisers,
-renderers), so `loads` refuses them with a ValueError naming the field at fault.
+renderers), so `loads` refuses them with a ValueError naming the field at fault. On request it
+refuses lone surrogates too ("\\ud800" is a valid escape, but no text: nothing can encode it).
+`dumps` writes what strict parsers read: a non-finite number as null (the store's JSON columns
+and `runs export` write with it).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 from ragshield.errors import UserError
 
 MAX_DEPTH = 100  # nested arrays and objects; real records nest a handful of levels
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# Where a lone surrogate can come from: a \u escape of one (the text is decoded), or the text.
+_MAY_HOLD_SURROGATES = re.compile("\\\\u[dD][89abcdefABCDEF]|[\ud800-\udfff]")
 
 
 class JsonValueError(UserError, ValueError):
@@ -49,15 +57,17 @@ def _int(text: str) -> int | _Refused:
         return _Refused(f"an integer of {len(text.lstrip('-'))} digits is too long")
 
 
-def loads(text: str, field: str | None = None) -> Any:
+def loads(text: str, field: str | None = None, *, lone_surrogates: bool = True) -> Any:
     """The value of `text`; json.JSONDecodeError for bad syntax, JsonValueError for
-    non-finite numbers, overlong integers and nesting deeper than MAX_DEPTH. `field` names
-    the text itself when it is part of a record (a CSV cell), to prefix the fields in errors."""
+    non-finite numbers, overlong integers and nesting deeper than MAX_DEPTH, and with
+    `lone_surrogates` False for a string or key holding one. `field` names the text itself
+    when it is part of a record (a CSV cell), to prefix the fields in errors."""
     try:
         value = json.loads(text, parse_constant=_constant, parse_float=_float, parse_int=_int)
     except RecursionError:
         raise JsonValueError(f"nested deeper than {MAX_DEPTH} levels", field) from None
-    _check(value, (field,) if field else ())
+    texts = not lone_surrogates and _MAY_HOLD_SURROGATES.search(text) is not None
+    _check(value, (field,) if field else (), texts)
     return value
 
 
@@ -67,10 +77,20 @@ def _field(path: tuple[str | int, ...]) -> str | None:
     return text.removeprefix(".") or None
 
 
-def _check(value: Any, root: tuple[str, ...]) -> None:
-    """Walk the value without recursion (it may be deep) for refused numbers and depth."""
+def _check_text(text: str, path: tuple[str | int, ...], what: str = "") -> None:
+    found = _SURROGATE.search(text)
+    if found is not None:
+        raise JsonValueError(f"{what}a lone surrogate (\\u{ord(found.group()):04x}) is not "
+                             "text", _field(path))
+
+
+def _check(value: Any, root: tuple[str, ...], texts: bool = False) -> None:
+    """Walk the value without recursion (it may be deep) for refused numbers and depth, and
+    with `texts` for lone surrogates (a key is checked before it names a field)."""
     if isinstance(value, _Refused):
         raise JsonValueError(value.reason, _field(root))
+    if texts and isinstance(value, str):
+        _check_text(value, root)
     if not isinstance(value, (dict, list)):
         return
     stack: list[tuple[Any, tuple[str | int, ...]]] = [(value, root)]
@@ -81,7 +101,34 @@ def _check(value: Any, root: tuple[str, ...]) -> None:
             raise JsonValueError(f"nested deeper than {MAX_DEPTH} levels", _field(outermost))
         items = container.items() if isinstance(container, dict) else enumerate(container)
         for key, item in items:
+            if texts and isinstance(key, str):
+                _check_text(key, path, "a key with ")
             if isinstance(item, _Refused):
                 raise JsonValueError(item.reason, _field((*path, key)))
+            if texts and isinstance(item, str):
+                _check_text(item, (*path, key))
             if isinstance(item, (dict, list)):
                 stack.append((item, (*path, key)))
+
+
+def finite(value: Any) -> Any:
+    """`value` with every non-finite number (NaN, Infinity) in it replaced by None: a number
+    that means nothing is stored and exported as absent, never as a word that strict JSON
+    parsers refuse."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(item) for item in value]
+    return value
+
+
+def dumps(value: Any, **options: Any) -> str:
+    """JSON text that strict parsers read: json.dumps with non-finite numbers written as null
+    (json.dumps writes NaN and Infinity, which no standard parser reads). `options` go to
+    json.dumps."""
+    try:
+        return json.dumps(value, allow_nan=False, **options)
+    except ValueError:  # a non-finite number somewhere in it: the rare case walks the value
+        return json.dumps(finite(value), allow_nan=False, **options)

@@ -74,6 +74,13 @@ def error_of(response: Any) -> dict:
     return response.json()["error"]
 
 
+def post_json(client: TestClient, path: str, body: Any, **headers: str) -> Any:
+    """POST `body` as Python's json writes it: NaN, Infinity and lone surrogates (as \\ud800
+    escapes) go out as they are, as a hostile client would send them."""
+    return client.post(path, content=json.dumps(body).encode(),
+                       headers={"content-type": "application/json", **headers})
+
+
 @pytest.fixture
 def sqlite_store(tmp_path: Path) -> Store:
     from ragshield.store.database import open_store
@@ -179,14 +186,23 @@ def test_default_judges_are_the_fast_set(settings: Settings, sqlite_store: Store
      422, "answer_logprobs[0].logprob"),
     ({"question": "q", "answer": "a", "cited_passages": [-1]}, 422, "cited_passages[0]"),
     ({"question": "", "answer": "a"}, 422, "question"),
-    ({"question": "q", "answer": "a", "judges": []}, 400, None),  # no judge: refused
+    ({"question": "q", "answer": "a", "judges": []}, 422, "judges"),  # omit it for the defaults
+    ({"question": "q", "answer": "a", "store": "yes"}, 422, "store"),  # booleans are strict
+    ({"question": "q", "answer": "a", "trace": 1}, 422, "trace"),
+    ({"question": "q", "answer": "a", "passages": [{"text": "p"}], "cited_passages": [7, 49]},
+     422, "cited_passages"),
+    ({"question": "q", "answer": "a", "passages": [{"text": "p", "score": float("nan")}]}, 422,
+     "passages[0].score"),
+    ({"question": "q", "answer": "a", "passages": [{"text": "p", "score": float("inf")}]}, 422,
+     "passages[0].score"),
+    ({"question": "q", "answer": "a",
+      "answer_logprobs": [{"token": "a", "logprob": float("-inf")}]}, 422,
+     "answer_logprobs[0].logprob"),
+    ({"question": "q", "answer": "a", "judge_model": "\ud800"}, 422, "judge_model"),
 ])
 def test_bad_fields_are_named(settings: Settings, sqlite_store: Store, body: dict,
                               status: int, param: str | None) -> None:
-    response = client_for(settings, sqlite_store).post("/v1/judge", json=body)
-    if body.get("judges") == []:  # an empty list means "the defaults", so it is answered
-        assert response.status_code == 200
-        return
+    response = post_json(client_for(settings, sqlite_store), "/v1/judge", body)
     assert response.status_code == status, response.text
     assert error_of(response)["param"] == param and param in error_of(response)["message"]
     assert live_answers(sqlite_store) == 0
@@ -416,3 +432,200 @@ def test_web_app_and_api_share_one_lock(settings: Settings) -> None:
     assert gate.for_request(AskRequest(question="q")) is gate.remote
     settings.backend = "embedded"
     assert ModelGate(settings, lock).for_request(AskRequest(question="q")) is lock
+
+
+# Hostile requests (issue 31): every bad body is a 422 naming its field; what is stored is
+# told apart by everything that can change a verdict; the model is opened only when needed.
+
+@pytest.mark.parametrize("change, param", [
+    ({"messages": [{"role": "user", "content": "Capital \ud800?"}]}, "messages[0].content"),
+    ({"user": "\ud800"}, "user"),
+    ({"metadata": {"note": ["ok", "\udfff"]}}, "metadata.note[1]"),
+    ({"temperature": float("nan")}, "temperature"),
+    ({"logit_bias": {"50256": float("-inf")}}, "logit_bias.50256"),
+    ({"messages": [{"role": "user", "content": [{"type": "text", "text": 5}]}]},
+     "messages[0].content"),
+    ({"messages": [{"content": "Capital?"}]}, "messages[0].role"),
+    ({"ragshield": {"judges": []}}, "ragshield.judges"),
+    ({"ragshield": {"store": "yes"}}, "ragshield.store"),
+    ({"ragshield": {"passages": [{"text": "p", "score": float("nan")}]}},
+     "ragshield.passages[0].score"),
+])
+def test_proxy_bodies_are_checked_as_strictly_as_judge_bodies(
+        settings: Settings, sqlite_store: Store, change: dict, param: str) -> None:
+    with FakeOpenAIServer() as upstream:
+        client = client_for(proxy_settings(settings, upstream), sqlite_store)
+        response = post_json(client, "/v1/chat/completions", {**chat_body(), **change})
+        assert not upstream.chat_requests()
+    assert response.status_code == 422, response.text
+    assert error_of(response)["param"].startswith(param), error_of(response)
+    assert live_answers(sqlite_store) == 0
+
+
+def test_proxy_forwards_text_parts_and_tool_messages_as_they_came(
+        settings: Settings, sqlite_store: Store) -> None:
+    messages = [{"role": "assistant", "content": None,
+                 "tool_calls": [{"id": "c1", "type": "function",
+                                 "function": {"name": "f", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "c1", "content": "42"},
+                {"role": "user", "content": [{"type": "text", "text": "Capital"},
+                                             {"type": "image_url",
+                                              "image_url": {"url": "data:,x"}},
+                                             {"type": "text", "text": "of France?"}]}]
+    with FakeOpenAIServer() as upstream:
+        client = client_for(proxy_settings(settings, upstream), sqlite_store)
+        response = client.post("/v1/chat/completions",
+                               json=chat_body(messages=messages, stop=None, seed=7))
+        sent = upstream.chat_requests()[0].body
+    assert response.status_code == 200, response.text
+    assert sent["messages"] == messages and sent["stop"] is None and sent["seed"] == 7
+    assert response.json()["ragshield"]["question"] == "Capital of France?"
+
+
+def test_bodies_nested_too_deep_are_refused(settings: Settings, sqlite_store: Store) -> None:
+    deep = "[" * 5000 + "]" * 5000
+    response = client_for(settings, sqlite_store).post(
+        "/v1/judge", content=f'{{"question": "q", "answer": "a", "x": {deep}}}'.encode(),
+        headers={"content-type": "application/json"})
+    assert response.status_code == 422 and error_of(response)["param"] == "body"
+    assert "nested deeper than 100 levels" in error_of(response)["message"]
+    shallow = post_json(client_for(settings, sqlite_store), "/v1/judge",
+                        {"question": "q", "answer": "a", "x": json.loads("[" * 150 + "]" * 150)})
+    assert shallow.status_code == 422 and error_of(shallow)["param"] == "x"
+
+
+def test_the_schemas_refuse_non_finite_numbers() -> None:
+    from pydantic import ValidationError
+
+    from ragshield.api.schemas import JudgeBody
+
+    for bad in (float("nan"), float("inf"), float("-inf")):
+        with pytest.raises(ValidationError, match="finite number"):
+            JudgeBody.model_validate({"question": "q", "answer": "a",
+                                      "passages": [{"text": "p", "score": bad}]})
+
+
+def test_a_key_is_checked_before_the_body_is_read(settings: Settings,
+                                                  sqlite_store: Store) -> None:
+    client = client_for(settings, sqlite_store, keys=[KEY])
+    for body in (b'{"question": ', b'{"nonsense": NaN}', json.dumps(judge_body()).encode()):
+        keyless = client.post("/v1/judge", content=body,
+                              headers={"content-type": "application/json"})
+        assert keyless.status_code == 401, keyless.text
+        assert keyless.headers["www-authenticate"] == "Bearer"
+    keyed = client.post("/v1/judge", content=b'{"question": ', headers={
+        "content-type": "application/json", "Authorization": f"Bearer {KEY}"})
+    assert keyed.status_code == 400 and error_of(keyed)["type"] == "invalid_json"
+    assert client.get("/v1/judges").status_code == 401
+    assert client.get("/v1/health").status_code == 200
+    assert client.get("/v1/openapi.json").status_code == 200
+
+
+def test_keys_that_no_header_can_carry_are_refused(settings: Settings, tmp_path: Path) -> None:
+    keys_file = tmp_path / "keys.txt"
+    keys_file.write_text(f"{KEY}\n# the next one can never match\nключ-{'x' * 20}\n",
+                         encoding="utf-8")
+    settings.api_keys_file = keys_file
+    with pytest.raises(ApiKeyError, match=f"^{keys_file}:3: an API key must be printable ASCII"):
+        read_keys(settings)
+    settings.api_keys_file = None
+    settings.api_keys = SecretStr(f"{KEY},{'y' * 20}\x7f")
+    with pytest.raises(ApiKeyError, match="^RAGSHIELD_API_KEYS: an API key must be printable"):
+        read_keys(settings)
+
+
+def test_calls_that_differ_in_anything_a_verdict_reads_are_each_stored(
+        settings: Settings, sqlite_store: Store) -> None:
+    client = client_for(settings, sqlite_store)
+    base = {"question": "Who gave their name to Normandy?", "answer": "The Normans",
+            "passages": [{"text": "The Normans gave their name to Normandy.", "title": "N",
+                          "score": 0.9},
+                         {"text": "Rollo was a Viking.", "title": "R", "score": 0.5}],
+            "cited_passages": [0], "answer_logprobs": [{"token": "The", "logprob": SURE}],
+            "judges": ["trivial", "token_prob"], "rule": "trivial"}
+
+    def with_passage(**change: Any) -> list[dict]:
+        return [{**base["passages"][0], **change}, base["passages"][1]]
+
+    variants = {
+        "question": {"question": "Who named Normandy?"},
+        "passage text": {"passages": with_passage(text="The Normans named Normandy.")},
+        "passage title": {"passages": with_passage(title="Normandy")},
+        "passage score": {"passages": with_passage(score=0.2)},
+        "passage order": {"passages": base["passages"][::-1]},
+        "cited passages": {"cited_passages": [1]},
+        "log-probs": {"answer_logprobs": [{"token": "The", "logprob": UNSURE}]},
+        "answer": {"answer": "The Vikings"},
+        "answer model": {"answer_model": "their-model"},
+        "judges": {"judges": ["trivial"]},
+        "rule": {"rule": "token_prob"},
+    }
+    first = client.post("/v1/judge", json=base).json()["record"]
+    assert first["stored"]
+    assert client.post("/v1/judge", json=base).json()["record"] == {**first, "stored": False}
+    records = {}
+    for what, change in variants.items():
+        response = client.post("/v1/judge", json={**base, **change})
+        assert response.status_code == 200, (what, response.text)
+        records[what] = response.json()["record"]
+        assert records[what]["stored"], f"a call differing in its {what} was not stored"
+    kept = {(record["run_id"], record["sample_id"]) for record in [first, *records.values()]}
+    assert len(kept) == len(variants) + 1 == live_answers(sqlite_store)
+
+
+class NoModels:
+    """Models that must not be opened: an ask that needs none must not ask for one."""
+
+    def llm(self, packaged: str | None = None) -> LLM:
+        raise AssertionError("a model was opened for an ask that needs none")
+
+
+def test_the_trivial_judge_needs_no_model_and_no_turn_at_it(
+        settings: Settings, sqlite_store: Store) -> None:
+    settings.api_timeout_s = 2.0
+    busy = threading.Lock()
+    busy.acquire()  # the web app's long generation holds the in-process model
+    guard = Guard(settings, sqlite_store, NoModels(), ModelGate(settings, busy))  # type: ignore[arg-type]
+    client = TestClient(build_api(settings, guard, KeyCheck([])), raise_server_exceptions=False)
+    started = time.monotonic()
+    response = client.post("/v1/judge", json=judge_body(judges=["trivial"], rule="trivial"))
+    assert response.status_code == 200, response.text
+    assert time.monotonic() - started < 1.5 and response.json()["record"]["stored"]
+    needs_one = client.post("/v1/judge", json=judge_body(judges=["trivial", "p_true"]))
+    assert needs_one.status_code == 504  # p_true waits for the model, which stays busy
+    busy.release()
+
+
+def test_a_missing_model_file_is_a_server_fault_that_names_no_path(
+        settings: Settings, sqlite_store: Store, tmp_path: Path,
+        caplog: pytest.LogCaptureFixture) -> None:
+    from ragshield.services.asking import OpenedModels
+
+    missing = tmp_path / "models" / "gone.gguf"
+    settings.backend, settings.model = "embedded", str(missing)
+    guard = Guard(settings, sqlite_store, OpenedModels(settings, sqlite_store),
+                  ModelGate(settings))
+    client = TestClient(build_api(settings, guard, KeyCheck([])), raise_server_exceptions=False)
+    response = client.post("/v1/judge", json=judge_body(judges=["p_true"]))
+    assert response.status_code == 503, response.text
+    assert str(tmp_path) not in response.text and "log" in error_of(response)["message"]
+    assert str(missing) in caplog.text  # the operator finds the path in the server's log
+    assert live_answers(sqlite_store) == 0
+
+
+def test_unknown_corpora_and_trained_judges_name_no_server_path(
+        settings: Settings, sqlite_store: Store) -> None:
+    client = client_for(settings, sqlite_store)
+    judge = client.post("/v1/judge", json=judge_body(judges=["trained:nosuch"]))
+    assert judge.status_code == 400
+    message = error_of(judge)["message"]
+    assert "trained:nosuch" in message and "judges list" in message
+    assert str(settings.cache_dir) not in message and "/judges" not in message
+    corpus = client.post("/v1/ask", json={
+        "question": "q", "passages": [{"text": "p"}], "corpus": "nosuch", "noise": 1,
+        "judges": ["trivial"]})
+    assert corpus.status_code == 400
+    message = error_of(corpus)["message"]
+    assert "'nosuch'" in message and "corpus list" in message
+    assert str(settings.corpora_dir) not in message
+    assert live_answers(sqlite_store) == 0

@@ -17,6 +17,7 @@ import httpx
 import openai
 import pytest
 
+from ragshield.services.asking import ABSTAIN_MESSAGE
 from tests.conftest import free_port
 from tests.run_helpers import llama_server_command
 
@@ -84,7 +85,7 @@ def test_the_openai_client_gets_a_judged_completion(guard: tuple[str, Path]) -> 
     p_true = verdicts["verdicts"][1]
     assert 0 <= p_true["score"] <= 1 and p_true["cost"]["calls"] == 1
     assert verdicts["kept"] == (p_true["score"] >= 0.5)
-    assert content == (verdicts["answer"]["text"] if verdicts["kept"] else verdicts["shown"])
+    assert content == (verdicts["answer"]["text"] if verdicts["kept"] else ABSTAIN_MESSAGE)
     assert verdicts["answer"]["model"] == "qwen-embedded" and verdicts["record"]["stored"]
     assert dict(stored_answers(database))[verdicts["record"]["sample_id"]] == 1
 

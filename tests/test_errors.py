@@ -21,6 +21,7 @@ import ragshield
 from ragshield.cli.app import app
 from ragshield.datasets.errors import DatasetFormatError
 from ragshield.errors import OptionError, UserError
+from ragshield.policies.risk_control import PolicyFitError
 from ragshield.llm.upstream import UpstreamRefused
 from ragshield.metrics.summary import VerdictTableError
 from ragshield.store.dataset_deletion import DatasetInUseError, DatasetUsage
@@ -34,6 +35,9 @@ INTERNAL = {
         "a KeyboardInterrupt raised on SIGTERM to stop a run the way Ctrl-C does",
     "ragshield.pipeline.SampleFailed":
         "caught by execute_run and recorded as the sample's failure; never reaches a face",
+    "ragshield.services.guard.ModelUnavailable":
+        "a fault of the server (its model cannot be opened): the API answers 503 and logs "
+        "the cause, which names server paths, instead of showing it to the caller",
 }
 # A message for the classes whose constructor takes more than the message.
 EXAMPLES = {
@@ -47,6 +51,8 @@ EXAMPLES = {
                         "line 4: keep must be true or false"),
     JsonValueError: (lambda: JsonValueError("NaN is not a number", field="score"),
                      "field 'score': NaN is not a number"),
+    PolicyFitError: (lambda: PolicyFitError("no threshold keeps risk <= 0.1", more_labels=40),
+                     "no threshold keeps risk <= 0.1"),
     DatasetInUseError: (lambda: DatasetInUseError(DatasetUsage("demo", 3, 6, [1], 0, 0)),
                         "dataset 'demo' is used by run(s) 1; delete with --force to remove "
                         "them too"),

@@ -204,7 +204,7 @@ def test_bad_training_requests_are_refused_with_the_reason(store, cache_settings
         train_judge(store, cache_settings, "one", "one-article")
     assert not judges_dir(cache_settings.cache_dir).exists() or not any(
         judges_dir(cache_settings.cache_dir).iterdir())
-    with pytest.raises(TrainedJudgeError, match="no trained judge at"):
+    with pytest.raises(TrainedJudgeError, match="no trained judge 'trained:missing'"):
         make_judge("trained:missing", cache_settings)
     with pytest.raises(OptionError, match=r"unknown judge\(s\) \['trained:../x'\]"):
         judge_names("trained:../x")

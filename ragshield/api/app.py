@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import Depends, FastAPI, Header
+from fastapi import APIRouter, FastAPI, Security
+from fastapi.exceptions import RequestValidationError
+from fastapi.security import HTTPBearer
 from starlette.exceptions import HTTPException
 
 from ragshield import __version__
@@ -22,7 +24,8 @@ from ragshield.api import errors
 from ragshield.api.keys import KeyCheck
 from ragshield.api.limits import BodyLimit, Deadlines
 from ragshield.api.render import completion_json, judged_json
-from ragshield.api.schemas import AskBody, ChatBody, JudgeBody, PassageIn
+from ragshield.api.routes import keyed_route
+from ragshield.api.schemas import AskBody, ChatBody, ChatMessage, JudgeBody, PassageIn
 from ragshield.config import Settings
 from ragshield.services.asking import AskRequest
 from ragshield.services.guard import Guard, ProxyRequest, judge_catalogue
@@ -44,15 +47,29 @@ def _judges(names: list[str] | None) -> tuple[str, ...] | None:
     return tuple(names) if names else None
 
 
-def _last_user_message(messages: list[dict[str, Any]]) -> str:
+TOOL_FIELDS = ("tools", "functions")  # `functions`: the older name of `tools`
+
+
+def _refuse_tools(body: ChatBody) -> None:
+    """A 422 naming the field for a request that offers the model tools: a tool call is not
+    an answer the guard can judge against passages, and passing it on unjudged would let any
+    text beside it through unjudged too."""
+    for name in TOOL_FIELDS:
+        if (body.model_extra or {}).get(name) is not None:
+            raise RequestValidationError([{
+                "type": "value_error", "loc": ("body", name),
+                "msg": "the guard judges text answers, not tool calls; send requests with "
+                       "tools to the upstream directly"}])
+
+
+def _last_user_message(messages: list[ChatMessage]) -> str:
     """The text of the last user message (content as a string or as text parts)."""
     for message in reversed(messages):
-        if message.get("role") == "user":
-            content = message.get("content")
+        if message.role == "user":
+            content = message.content
             if isinstance(content, list):
-                content = " ".join(part.get("text", "") for part in content
-                                   if isinstance(part, dict) and part.get("type") == "text")
-            if isinstance(content, str) and content.strip():
+                content = " ".join(part.text or "" for part in content if part.type == "text")
+            if content and content.strip():
                 return content
     raise HTTPException(422, "ragshield.question: not given, and no user message has text "
                              "to take it from")
@@ -67,15 +84,12 @@ def build_api(settings: Settings, guard: Guard, keys: KeyCheck) -> FastAPI:
     deadlines = Deadlines(settings.api_timeout_s, workers=settings.api_max_waiting + 8)
     api.router.on_shutdown.extend([deadlines.close, guard.close])
 
-    def authorized(authorization: str | None = Header(default=None)) -> None:
-        if not keys.accepts(authorization):
-            raise HTTPException(401, "a valid API key is required: "
-                                     "Authorization: Bearer <key>",
-                                headers={"WWW-Authenticate": "Bearer"})
+    # The key is checked by the route class, before the body is read; the dependency only
+    # shows it in the OpenAPI page (its Authorize button).
+    guarded = APIRouter(route_class=keyed_route(keys), dependencies=[Security(HTTPBearer(
+        auto_error=False, description="an API key, when the server has keys"))])
 
-    guarded = [Depends(authorized)]
-
-    @api.post("/v1/judge", dependencies=guarded, tags=["guard"])
+    @guarded.post("/v1/judge", tags=["guard"])
     async def judge(body: JudgeBody) -> dict[str, Any]:
         """Judge an answer that another system wrote, from the passages it was given."""
         tokens = ([TokenLogprob(t.token, t.logprob) for t in body.answer_logprobs]
@@ -90,7 +104,7 @@ def build_api(settings: Settings, guard: Guard, keys: KeyCheck) -> FastAPI:
                                      guard.ask(request, outcome, deadline))
         return judged_json(result, trace=body.trace)
 
-    @api.post("/v1/ask", dependencies=guarded, tags=["guard"])
+    @guarded.post("/v1/ask", tags=["guard"])
     async def ask(body: AskBody) -> dict[str, Any]:
         """Answer a question from a corpus (or from the passages given), judge the answer,
         and say what the user should see."""
@@ -105,7 +119,7 @@ def build_api(settings: Settings, guard: Guard, keys: KeyCheck) -> FastAPI:
                                      guard.ask(request, outcome, deadline))
         return judged_json(result, trace=body.trace, passages=True)
 
-    @api.post("/v1/chat/completions", dependencies=guarded, tags=["proxy"])
+    @guarded.post("/v1/chat/completions", tags=["proxy"])
     async def chat_completions(body: ChatBody) -> dict[str, Any]:
         """OpenAI-compatible: forwards the request to the upstream, judges its answer
         against `ragshield.passages`, and returns the completion with the answer, or the
@@ -114,8 +128,9 @@ def build_api(settings: Settings, guard: Guard, keys: KeyCheck) -> FastAPI:
         if body.stream:
             raise HTTPException(422, "stream: the guard judges whole answers; send "
                                      "stream=false")
+        _refuse_tools(body)
         extra = body.ragshield
-        forwarded = body.model_dump(exclude={"ragshield"}, exclude_none=True)
+        forwarded = body.model_dump(exclude={"ragshield"}, exclude_unset=True)
         proxied = ProxyRequest(
             body=forwarded, question=extra.question or _last_user_message(body.messages),
             passages=_passages(extra.passages), judges=_judges(extra.judges),
@@ -124,7 +139,7 @@ def build_api(settings: Settings, guard: Guard, keys: KeyCheck) -> FastAPI:
                                      guard.proxy(proxied, outcome, deadline))
         return completion_json(result)
 
-    @api.get("/v1/judges", dependencies=guarded, tags=["about"])
+    @guarded.get("/v1/judges", tags=["about"])
     async def judges() -> list[dict[str, Any]]:
         """Every judge: its name, what it costs, and whether it is in the default set."""
         return judge_catalogue(settings)
@@ -137,4 +152,5 @@ def build_api(settings: Settings, guard: Guard, keys: KeyCheck) -> FastAPI:
                 "upstream": guard.upstream.shown_url if guard.upstream else None,
                 "keys_required": keys.required}
 
+    api.include_router(guarded)
     return api

@@ -14,7 +14,8 @@ from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse
 
 from ragshield.errors import UserError
-from ragshield.services.guard import GuardBusy, GuardTimeout, NoUpstream, UpstreamError
+from ragshield.services.guard import (GuardBusy, GuardTimeout, ModelUnavailable, NoUpstream,
+                                      UpstreamError)
 
 log = logging.getLogger("ragshield.api")
 
@@ -57,7 +58,7 @@ def _user(_request: Request, error: Exception) -> JSONResponse:
 def _upstream(_request: Request, error: Exception) -> JSONResponse:
     assert isinstance(error, UpstreamError)
     kind = "upstream_timeout" if error.status == 504 else "upstream_error"
-    return error_response(error.status, str(error), kind)
+    return error_response(error.status, str(error), kind, headers=error.headers)
 
 
 def _busy(_request: Request, error: Exception) -> JSONResponse:
@@ -68,6 +69,11 @@ def _timeout(_request: Request, error: Exception) -> JSONResponse:
     return error_response(504, f"{error}; nothing of this call was stored", "timeout")
 
 
+def _no_model(request: Request, error: Exception) -> JSONResponse:
+    log.error("%s %s: %s (%s)", request.method, request.url.path, error, error.__cause__)
+    return error_response(503, str(error), "model_unavailable")
+
+
 def _http(_request: Request, error: Exception) -> JSONResponse:
     assert isinstance(error, HTTPException)
     return error_response(error.status_code, str(error.detail), "http_error",
@@ -75,7 +81,9 @@ def _http(_request: Request, error: Exception) -> JSONResponse:
 
 
 def _bug(request: Request, error: Exception) -> JSONResponse:
-    log.exception("%s %s failed", request.method, request.url.path, exc_info=error)
+    """The 500 answer. Starlette raises the error again once this is sent, for the server to
+    log its traceback (uvicorn does): logged here too, it would show twice."""
+    log.error("%s %s failed (%s)", request.method, request.url.path, type(error).__name__)
     return error_response(500, f"internal error ({type(error).__name__}); the server's log "
                           "has the details", "internal_error")
 
@@ -86,5 +94,6 @@ def install(api: FastAPI) -> None:
     api.add_exception_handler(UpstreamError, _upstream)
     api.add_exception_handler(GuardBusy, _busy)
     api.add_exception_handler(GuardTimeout, _timeout)
+    api.add_exception_handler(ModelUnavailable, _no_model)
     api.add_exception_handler(HTTPException, _http)
     api.add_exception_handler(Exception, _bug)

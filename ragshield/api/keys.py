@@ -21,7 +21,9 @@ class ApiKeyError(UserError, ValueError):
 
 
 def read_keys(settings: Settings) -> list[str]:
-    """Every configured key; errors name the file and line of a key that is too short."""
+    """Every configured key; errors name the file and line of a key that is too short or
+    that no request could carry (an HTTP header reaches the server as ASCII: a key with
+    other characters would never match)."""
     keys: list[tuple[str, str]] = []
     if settings.api_keys is not None:
         keys += [(key.strip(), "RAGSHIELD_API_KEYS")
@@ -35,6 +37,9 @@ def read_keys(settings: Settings) -> list[str]:
         if len(key) < MIN_KEY_CHARS:
             raise ApiKeyError(f"{where}: an API key must have at least {MIN_KEY_CHARS} "
                               "characters")
+        if not (key.isascii() and key.isprintable()):
+            raise ApiKeyError(f"{where}: an API key must be printable ASCII (letters, digits, "
+                              "punctuation): a request cannot carry other characters")
     return [key for key, _ in keys]
 
 

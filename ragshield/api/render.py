@@ -3,7 +3,6 @@ proxy, the upstream's completion with what the user may see."""
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from ragshield.services.decision_json import decision_json, shown_text
@@ -16,14 +15,17 @@ def judged_json(guarded: Guarded, *, trace: bool = False,
 
 
 def completion_json(guarded: Guarded) -> dict[str, Any]:
-    """The upstream's completion as it came, except that a withheld answer is replaced by
-    what the user may see (and its token log-probs, which would spell it out, removed);
-    ragshield's verdicts ride along in the extra field `ragshield`."""
+    """The upstream's completion as it came, with its first choice only (the one judged: any
+    other is an answer nobody judged), whose answer, when withheld, is replaced by what the
+    user may see (and its token log-probs, which would spell it out, removed). ragshield's
+    verdicts ride along in the extra field `ragshield`, less `shown`: the content is what is
+    shown, and the answer is sent back at most twice (content, `ragshield.answer.text`)."""
     assert guarded.upstream is not None
-    body = copy.deepcopy(guarded.upstream.body)
-    choice = body["choices"][0]
+    body = guarded.upstream.body
+    choice = dict(body["choices"][0])
     if guarded.result.fallback is not None:
-        choice["message"]["content"] = shown_text(guarded.result)
+        choice["message"] = {**choice["message"], "content": shown_text(guarded.result)}
         choice.pop("logprobs", None)
-    body["ragshield"] = judged_json(guarded)
-    return body
+    verdicts = judged_json(guarded)
+    del verdicts["shown"]
+    return {**body, "choices": [choice], "ragshield": verdicts}

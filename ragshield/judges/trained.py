@@ -99,9 +99,13 @@ def weights_digest(directory: Path, kind: str) -> str:
 def read_card(directory: Path) -> ModelCard:
     """The card of a trained judge's directory, checked against its weights."""
     path = directory / CARD_FILE
-    if not directory.is_dir():
-        raise TrainedJudgeError(f"no trained judge at {directory} (train one with `python -m "
-                                "ragshield judges train NAME --dataset D`)")
+    if not directory.is_dir():  # named, not its path: the guard API answers with this
+        trained = sorted(f"{PREFIX}{found.name}" for found in directory.parent.glob("[!.]*")
+                         if found.is_dir()) if directory.parent.is_dir() else []
+        raise TrainedJudgeError(
+            f"no trained judge '{PREFIX}{directory.name}' (trained judges here: "
+            f"{', '.join(trained) or 'none'}; `python -m ragshield judges list` lists every "
+            "judge, `python -m ragshield judges train NAME --dataset D` trains one)")
     try:
         body = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:

@@ -2,15 +2,18 @@
 proxy forwards requests to, as they are, and whose answer ragshield then judges.
 
 Unlike the openai backend (llm/openai_backend.py), which asks a model for ragshield's own
-prompts, this client passes a caller's request through unchanged (tools, temperature,
-log-probs and all), so it speaks raw JSON over HTTP. Its failures are told apart because the
-proxy answers each with its own status: the endpoint cannot be reached (502), it took too long
-(504), it refused the request (its 4xx, passed on), or it replied with something that is not a
-chat completion (502). No message ever carries the upstream's key, and URLs are shown masked.
+prompts, this client passes a caller's request through unchanged (temperature, log-probs and
+all), so it speaks raw JSON over HTTP. Its failures are told apart because the proxy answers
+each with its own status: the endpoint cannot be reached (502), it took too long (504: the
+whole exchange has one deadline, however slowly the upstream drips its reply), it refused the
+request (its 4xx, passed on, a 429 with its Retry-After), or it replied with something that is
+not a text answer in a chat completion the guard could store and send on (502). No message
+ever carries the upstream's key, and URLs are shown masked.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from dataclasses import dataclass
@@ -18,10 +21,14 @@ from typing import Any
 
 import httpx
 
+from ragshield import strict_json
 from ragshield.errors import UserError
+from ragshield.strict_json import JsonValueError
 from ragshield.types import TokenLogprob
 
 MAX_REPLY_BYTES = 4_000_000  # a chat completion is kilobytes; more is not a reply we read
+MAX_MESSAGE_CHARS = 300  # of an upstream's error message, shown in the guard's own
+THROTTLE_HEADERS = ("retry-after", "retry-after-ms")  # passed on with a 429, as OpenAI sends them
 
 
 class UpstreamError(UserError):
@@ -29,6 +36,7 @@ class UpstreamError(UserError):
     answers with; the message names the masked upstream URL, never its key."""
 
     status = 502
+    headers: dict[str, str] | None = None  # for the guard's answer (an upstream's Retry-After)
 
 
 class UpstreamUnreachable(UpstreamError):
@@ -40,11 +48,12 @@ class UpstreamTimeout(UpstreamError):
 
 
 class UpstreamRefused(UpstreamError):
-    """The upstream answered 4xx: the request is at fault, so its status is passed on."""
+    """The upstream answered 4xx: the request is at fault, so its status is passed on (with
+    the headers that say when to retry, for a 429)."""
 
-    def __init__(self, message: str, status: int) -> None:
+    def __init__(self, message: str, status: int, headers: dict[str, str] | None = None) -> None:
         super().__init__(message)
-        self.status = status
+        self.status, self.headers = status, headers
 
 
 class UpstreamBadReply(UpstreamError):
@@ -70,79 +79,131 @@ def _masked(url: str) -> str:
 
 class UpstreamChat:
     """POSTs chat completion requests to `base_url` + /chat/completions with the upstream's
-    own key. One connection pool, shared by the threads that call it."""
+    own key. The exchanges run on one event loop thread, with one connection pool, for the
+    threads that call it: there each has one deadline for all of it (httpx's timeouts bound
+    each read, so an upstream dripping a byte at a time would hold its caller's thread, and
+    its place in the guard's queue, for as long as it liked)."""
 
     def __init__(self, base_url: str, api_key: str | None = None) -> None:
         self.base_url = base_url.rstrip("/")
         self.shown_url = _masked(self.base_url)
         self._key = api_key
-        self._client: httpx.Client | None = None
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.AsyncClient(headers=headers, follow_redirects=False,
+                                         timeout=None,  # each exchange's deadline bounds it
+                                         limits=httpx.Limits(max_connections=64))
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
         self._opening = threading.Lock()
 
-    def _http(self) -> httpx.Client:
+    def _io(self) -> asyncio.AbstractEventLoop:
+        """The event loop the exchanges run on, started with the first."""
         with self._opening:
-            if self._client is None:
-                headers = {"Authorization": f"Bearer {self._key}"} if self._key else {}
-                self._client = httpx.Client(headers=headers, follow_redirects=False,
-                                            limits=httpx.Limits(max_connections=64))
-            return self._client
+            if self._loop is None:
+                self._loop = asyncio.new_event_loop()
+                self._thread = threading.Thread(target=self._loop.run_forever,
+                                                name="upstream", daemon=True)
+                self._thread.start()
+            return self._loop
 
     def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
+        with self._opening:
+            loop, thread, self._loop = self._loop, self._thread, None
+        if loop is None or thread is None:
+            return
+        asyncio.run_coroutine_threadsafe(self._client.aclose(), loop).result()
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join()
+        loop.close()
 
     def _scrub(self, text: str) -> str:
         return text.replace(self._key, "[upstream key]") if self._key else text
 
     def complete(self, body: dict[str, Any], timeout_s: float) -> UpstreamReply:
-        """One completion; an UpstreamError saying what went wrong otherwise."""
+        """One completion, all of it within `timeout_s`; an UpstreamError saying what went
+        wrong otherwise."""
+        exchange = self._exchange(body, timeout_s)
+        status, headers, raw = asyncio.run_coroutine_threadsafe(exchange, self._io()).result()
+        if status >= 400:
+            raise self._refusal(status, headers, raw)
+        return _reply(raw, self.shown_url)
+
+    async def _exchange(self, body: dict[str, Any],
+                        timeout_s: float) -> tuple[int, httpx.Headers, bytes]:
+        """The upstream's status, headers and whole body (run on the loop)."""
         url = self.base_url + "/chat/completions"
         try:
-            with self._http().stream("POST", url, json=body, timeout=timeout_s) as response:
+            async with (asyncio.timeout(timeout_s),
+                        self._client.stream("POST", url, json=body) as response):
                 raw = bytearray()
-                for chunk in response.iter_bytes():
+                async for chunk in response.aiter_bytes():
                     raw += chunk
                     if len(raw) > MAX_REPLY_BYTES:
                         raise UpstreamBadReply(f"the upstream {self.shown_url} sent a reply "
                                                f"over {MAX_REPLY_BYTES} bytes")
-        except httpx.TimeoutException as exc:
+                return response.status_code, response.headers, bytes(raw)
+        except TimeoutError as exc:
             raise UpstreamTimeout(f"the upstream {self.shown_url} did not answer within "
                                   f"{timeout_s:g} s") from exc
         except httpx.HTTPError as exc:
             raise UpstreamUnreachable(f"cannot reach the upstream {self.shown_url}: "
                                       f"{type(exc).__name__}") from exc
-        if response.status_code >= 400:
-            detail = self._scrub(_error_message(bytes(raw)))
-            message = f"the upstream {self.shown_url} answered {response.status_code}: {detail}"
-            if 400 <= response.status_code < 500 and response.status_code not in (401, 403):
-                raise UpstreamRefused(message, response.status_code)
-            # Its own server errors, and refusing our key, are the upstream's fault, not the
-            # caller's: a bad gateway.
-            raise UpstreamBadReply(message)
-        return _reply(bytes(raw), self.shown_url)
+
+    def _refusal(self, status: int, headers: httpx.Headers, raw: bytes) -> UpstreamError:
+        """The error for an upstream's 4xx or 5xx, its message scrubbed of the key before it
+        is cut short (a cut could leave part of the key)."""
+        detail = self._scrub(_error_message(raw))[:MAX_MESSAGE_CHARS]
+        message = f"the upstream {self.shown_url} answered {status}: {detail}"
+        if 400 <= status < 500 and status not in (401, 403):
+            retry = {name: headers[name] for name in THROTTLE_HEADERS
+                     if status == 429 and 0 < len(headers.get(name, "")) <= 64}
+            return UpstreamRefused(message, status, retry or None)
+        # Its own server errors, and refusing our key, are the upstream's fault, not the
+        # caller's: a bad gateway.
+        return UpstreamBadReply(message)
 
 
 def _error_message(raw: bytes) -> str:
-    """The message of an OpenAI-style error body, or the start of whatever came."""
+    """The message of an OpenAI-style error body, else whatever came, on one line (lone
+    surrogates replaced, so that it can be sent on)."""
     try:
-        body = json.loads(raw)
-        message = body["error"]["message"] if isinstance(body.get("error"), dict) else body
-    except (ValueError, TypeError, KeyError, AttributeError):
+        message = json.loads(raw)["error"]["message"]
+    except (ValueError, TypeError, KeyError, IndexError, RecursionError):
+        message = None
+    if not isinstance(message, str):
         message = raw.decode("utf-8", "replace")
-    return " ".join(str(message).split())[:300]
+    return " ".join(message.split()).encode("utf-8", "replace").decode("utf-8")
+
+
+def _json(raw: bytes, shown_url: str) -> Any:
+    """The reply's JSON, if the guard can store it and send it on (strict_json: no NaN, no
+    nesting deeper than its MAX_DEPTH, no lone surrogate, which JSON can spell but UTF-8
+    cannot encode)."""
+    try:
+        return strict_json.loads(raw.decode("utf-8"), lone_surrogates=False)
+    except JsonValueError as exc:
+        raise UpstreamBadReply(f"the upstream {shown_url} sent JSON the guard cannot pass on: "
+                               f"{exc}") from exc
+    except ValueError as exc:
+        raise UpstreamBadReply(f"the upstream {shown_url} did not reply with a chat "
+                               f"completion ({type(exc).__name__})") from exc
 
 
 def _reply(raw: bytes, shown_url: str) -> UpstreamReply:
+    body = _json(raw, shown_url)
     try:
-        body = json.loads(raw)
         choice = body["choices"][0]
-        text = choice["message"]["content"]
-    except (ValueError, TypeError, KeyError, IndexError) as exc:
+        message = choice["message"]
+        text = message["content"]
+    except (TypeError, KeyError, IndexError) as exc:
         raise UpstreamBadReply(f"the upstream {shown_url} did not reply with a chat "
                                f"completion ({type(exc).__name__})") from exc
+    if message.get("tool_calls") or message.get("function_call"):
+        raise UpstreamBadReply(f"the upstream {shown_url} replied with a tool call; only text "
+                               "answers are judged")
     if not isinstance(text, str):
-        raise UpstreamBadReply(f"the upstream {shown_url} replied without text (a tool call "
-                               "or an empty message); only text answers are judged")
+        raise UpstreamBadReply(f"the upstream {shown_url} replied without text (content "
+                               f"{json.dumps(text)[:20]}); only text answers are judged")
     model = body.get("model") if isinstance(body.get("model"), str) else None
     return UpstreamReply(body, text, model, _tokens(choice.get("logprobs")))
 

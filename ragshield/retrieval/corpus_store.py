@@ -93,8 +93,11 @@ def _write(corpus: Corpus, folder: Path) -> None:
 def read_manifest(corpora_dir: Path, name: str) -> CorpusManifest:
     folder = corpus_folder(corpora_dir, name)
     path = folder / MANIFEST_FILE
-    if not path.is_file():
-        raise CorpusNotFound(f"no corpus '{name}' in {corpora_dir} (ingest it first)")
+    if not path.is_file():  # named, not its folder: the guard API answers with this
+        found = ", ".join(_complete(Path(corpora_dir))) or "none"
+        raise CorpusNotFound(f"no corpus '{name}' (ingested here: {found}; `python -m "
+                             "ragshield corpus list` lists them, `python -m ragshield corpus "
+                             "ingest NAME FILES` adds one)")
     try:
         data = strict_json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:  # unreadable, not UTF-8, not JSON, absurdly nested
@@ -137,11 +140,14 @@ def load_corpus(corpora_dir: Path, name: str) -> Corpus:
     return corpus
 
 
-def list_corpora(corpora_dir: Path) -> list[CorpusManifest]:
-    """Manifests of the complete corpora, by name."""
-    corpora_dir = Path(corpora_dir)
+def _complete(corpora_dir: Path) -> list[str]:
+    """The names of the complete corpora (those with a manifest), sorted."""
     if not corpora_dir.is_dir():
         return []
-    return [read_manifest(corpora_dir, folder.name)
-            for folder in sorted(corpora_dir.iterdir())
+    return [folder.name for folder in sorted(corpora_dir.iterdir())
             if NAME_PATTERN.fullmatch(folder.name) and (folder / MANIFEST_FILE).is_file()]
+
+
+def list_corpora(corpora_dir: Path) -> list[CorpusManifest]:
+    """Manifests of the complete corpora, by name."""
+    return [read_manifest(corpora_dir, name) for name in _complete(Path(corpora_dir))]

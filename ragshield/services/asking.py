@@ -24,6 +24,7 @@ from ragshield.judges.registry import make_judges, quick_judges
 from ragshield.judging import (POOLED_RULES, JudgedSample, Rule, cheapest_first, choose_rule,
                                judge_sample)
 from ragshield.llm.base import LLM
+from ragshield.llm.no_model import NoModel
 from ragshield.llm.packaged_models import LARGER_MODEL, PACKAGED_MODELS
 from ragshield.llm.streaming import streaming_to
 from ragshield.llm.traced import TracedLLM
@@ -44,6 +45,7 @@ ABSTAIN_MESSAGE = "I don't know. (The system is not confident enough in its answ
 RETRIEVAL_MODES: tuple[str, ...] = get_args(RetrievalMode)
 MAX_NOISE = 5
 MAX_QUESTION_CHARS = 2000
+MAX_ANSWER_CHARS = 20_000  # of an answer given to judge, or an upstream's to pass on
 
 
 class AskInputError(UserError, ValueError):
@@ -251,6 +253,14 @@ class Prepared:
     rule_note: str | None = None
     rule_reason: str = ""  # why this rule decides, in words
 
+    @property
+    def needs_model(self) -> bool:
+        """Whether the ask calls a model: to write the answer, for a judge that reads one
+        (it requires a capability of it), or for a fallback answer. Without one it neither
+        opens a model nor waits for its turn at one."""
+        return (self.request.given_answer is None or self.request.fallback != ABSTAIN_FALLBACK
+                or any(judge.requires for judge in self.judges))
+
 
 def rule_reason(rule: Rule, asked: str | None, settings: Settings,
                 note: str | None = None, default: DefaultRule | None = None) -> str:
@@ -378,12 +388,13 @@ def answer_and_judge(store: Store, settings: Settings, models: Models, prepared:
                      post: Post | None = None) -> AskResult:
     """The model work of one ask, each step posted as it happens. With the larger-model
     fallback, the packaged larger model answers when the first answer is withheld (the
-    switch of a run). The caller serialises calls to an in-process model."""
+    switch of a run). A model is opened only when the ask needs one (Prepared.needs_model);
+    the caller serialises calls to an in-process model."""
     post = post or (lambda _kind, _payload: None)
     request = prepared.request
-    main = models.llm(request.model)
+    main: LLM = models.llm(request.model) if prepared.needs_model else NoModel()
     reader_name = request.judge_model or settings.judge_model
-    reader = models.llm(reader_name) if reader_name else main
+    reader = models.llm(reader_name) if reader_name and prepared.needs_model else main
     judged = judge_sample(prepared.sample, main, _Reporting(prepared.answerer, post, main.name),
                           prepared.judges, prepared.rule,
                           on_verdict=lambda verdict: post("verdict", verdict),

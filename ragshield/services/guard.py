@@ -22,11 +22,13 @@ from typing import Any
 from ragshield.config import Settings
 from ragshield.errors import UserError
 from ragshield.judges.registry import JUDGES, unavailable_reason
+from ragshield.llm.base import LLM
 # UpstreamError: the API turns it into its 502 answer.
-from ragshield.llm.upstream import UpstreamChat, UpstreamError, UpstreamReply  # noqa: F401
-from ragshield.services.asking import (LARGER_FALLBACK, AskRequest, AskResult, Models,
-                                       PassageFinders, answer_and_judge, default_judges,
-                                       prepare)
+from ragshield.llm.upstream import (UpstreamBadReply, UpstreamChat, UpstreamError,  # noqa: F401
+                                     UpstreamReply)
+from ragshield.services.asking import (LARGER_FALLBACK, MAX_ANSWER_CHARS, AskRequest, AskResult,
+                                       Models, PassageFinders, Prepared, answer_and_judge,
+                                       default_judges, prepare)
 from ragshield.services.live_runs import keep_asked
 from ragshield.store.database import Store
 from ragshield.types import GivenAnswer, Passage
@@ -57,6 +59,43 @@ class GuardTimeout(UserError):
 
 class NoUpstream(UserError):
     """The proxy was called but no upstream endpoint is configured."""
+
+
+class ModelUnavailable(Exception):
+    """The server cannot open its model (a missing GGUF file, a model package that is not
+    installed): a fault of the server, not of the call (503). Its cause, which names the
+    server's paths, goes to the server's log only."""
+
+
+class ServerModels:
+    """The guard's models: one that cannot be opened is ModelUnavailable, whatever the
+    reason; the web app and the CLI show that reason to their user, the operator."""
+
+    def __init__(self, models: Models) -> None:
+        self.models = models
+
+    def llm(self, packaged: str | None = None) -> LLM:
+        try:
+            return self.models.llm(packaged)
+        except UserError as error:
+            raise ModelUnavailable("the server cannot open its model; the server's log says "
+                                   "why") from error
+
+
+class _NoTurn:
+    """The turn of an ask that calls no model: always free."""
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        return True
+
+    def release(self) -> None:
+        pass
+
+    def __enter__(self) -> _NoTurn:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        pass
 
 
 class Outcome:
@@ -102,6 +141,11 @@ class ModelGate:
                       or request.fallback == LARGER_FALLBACK)
         return self.local if in_process else self.remote
 
+    def turn(self, prepared: Prepared) -> Any:
+        """What the ask waits for: its model's lock or semaphore (for_request), or nothing
+        when it calls no model (a given answer judged by the trivial judge alone)."""
+        return self.for_request(prepared.request) if prepared.needs_model else _NoTurn()
+
 
 @dataclass
 class Guarded:
@@ -132,10 +176,11 @@ class Guard:
 
     def __init__(self, settings: Settings, store: Store, models: Models,
                  gate: ModelGate | None = None, finders: PassageFinders | None = None) -> None:
-        self.settings, self.store, self.models = settings, store, models
+        self.settings, self.store, self.models = settings, store, ServerModels(models)
         self.gate = gate or ModelGate(settings)
         self.finders = finders or PassageFinders(settings)
-        self.upstream = (UpstreamChat(settings.upstream_base_url, _secret(settings.upstream_api_key))
+        self.upstream = (UpstreamChat(settings.upstream_base_url,
+                                      _secret(settings.upstream_api_key))
                          if settings.upstream_base_url else None)
         self._waiting = threading.BoundedSemaphore(settings.api_max_waiting)
 
@@ -146,13 +191,20 @@ class Guard:
             return self._judged(request, outcome, deadline, {})
 
     def proxy(self, proxied: ProxyRequest, outcome: Outcome, deadline: float) -> Guarded:
-        """The upstream's answer to `proxied.body`, judged like a given answer."""
+        """The upstream's answer to `proxied.body`, judged like a given answer (and, like
+        one, of at most MAX_ANSWER_CHARS: a longer one is neither judged, stored nor sent on).
+        Its waiting slot is held until the upstream answers or the deadline passes, never
+        longer."""
         if self.upstream is None:
             raise NoUpstream("no upstream endpoint is configured: start the server with "
                              "--upstream URL (or set RAGSHIELD_UPSTREAM_BASE_URL)")
         with self._turn():
             started = time.monotonic()
             reply = self.upstream.complete(proxied.body, timeout_s=_left(deadline))
+            if len(reply.text) > MAX_ANSWER_CHARS:
+                raise UpstreamBadReply(f"the upstream {self.upstream.shown_url} answered "
+                                       f"{len(reply.text):,} characters; answers of up to "
+                                       f"{MAX_ANSWER_CHARS:,} are judged")
             request = AskRequest(question=proxied.question, passages=proxied.passages,
                                  given_answer=GivenAnswer(reply.text, reply.model, reply.tokens),
                                  judges=proxied.judges, rule=proxied.rule,
@@ -176,7 +228,7 @@ class Guard:
                 seconds: dict[str, float]) -> Guarded:
         prepared = prepare(self.store, self.settings, replace(request, keep_record=False),
                            self.finders)
-        gate = self.gate.for_request(request)
+        gate = self.gate.turn(prepared)
         waited = time.monotonic()
         if not gate.acquire(timeout=_left(deadline)):
             raise GuardTimeout("the model stayed busy with other calls until the deadline")

@@ -102,22 +102,24 @@ def _sample_row(store: Store, result: AskResult) -> tuple[str, str, int]:
 
 def _typed_sample_id(result: AskResult) -> str:
     """The live sample of a typed question: the question alone when we retrieved and
-    answered, else the question with the passages and answer it came with."""
+    answered, else the question with everything of the passages and the answer it came with
+    (titles, scores, the answer's model, log-probs and cited passages all reach the judges):
+    a call that differs in any of them is another sample. Judges and rule are the run's."""
     request, sample = result.prepared.request, result.prepared.sample
     parts: list[object] = [sample.question]
     if request.passages is not None or request.given_answer is not None:
         given = request.given_answer
-        parts += [[passage.text for passage in request.passages or ()],
-                  given.text if given else None, given.model if given else None]
-    text = sample.question if len(parts) == 1 else json.dumps(parts)
+        parts += [[run_store.passage_dict(passage) for passage in request.passages or ()],
+                  given.to_dict() if given else None]
+    text = sample.question if len(parts) == 1 else json.dumps(parts, sort_keys=True)
     return "q-" + hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def keep_asked(store: Store, settings: Settings, result: AskResult) -> LiveRecord:
-    """Keep one ask in today's live run for its dataset and settings."""
-    with _KEEPING, store.exclusive(LOCK_NAME):
-        dataset, sample_id, row_id = _sample_row(store, result)
-        run_id = _live_run(store, live_config(result, settings))
+    """Keep one ask in today's live run for its dataset and settings: the run and a typed
+    question's sample when they are new, and the answers and verdicts, in one transaction,
+    so that a crash (kill -9 in a burst of calls) leaves all of it or none: never a live
+    sample without its answer."""
     judged, passages = result.judged, result.prepared.sample.passages
     answers = {MAIN: RoleAnswer(judged.answer, result.answer_model, passages)}
     fallback = result.fallback
@@ -125,5 +127,8 @@ def keep_asked(store: Store, settings: Settings, result: AskResult) -> LiveRecor
         answers[FALLBACK_ROLES[fallback.strategy]] = RoleAnswer(
             fallback.answer, fallback.model,
             [] if fallback.strategy == NORAG_FALLBACK else passages)
-    stored = run_store.add_live_sample(store, run_id, row_id, answers, judged.verdicts)
+    with _KEEPING, store.exclusive(LOCK_NAME):
+        dataset, sample_id, row_id = _sample_row(store, result)
+        run_id = _live_run(store, live_config(result, settings))
+        stored = run_store.add_live_sample(store, run_id, row_id, answers, judged.verdicts)
     return LiveRecord(run_id, dataset, sample_id, stored)

@@ -147,7 +147,7 @@ class Shield:
 
     def _decide(self, request: AskRequest) -> Decision:
         prepared = prepare(self.store, self.settings, request, self.finders)
-        gate = self.gate.for_request(request)
+        gate = self.gate.turn(prepared)
         started = time.monotonic()
         with gate:
             result = answer_and_judge(self.store, self.settings, self.models, prepared)

@@ -19,6 +19,7 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
 
+from ragshield import strict_json
 from ragshield.errors import UserError
 
 # The database driver's own errors (a lost connection, a full disk), for the faces that
@@ -176,6 +177,9 @@ def create_store_engine(url: str) -> Engine:
             # and the ping would cost a round trip on every session (about ten per label).
             pool_pre_ping=not is_sqlite,
             connect_args={"timeout": 30, "check_same_thread": False} if is_sqlite else {},
+            # JSON columns hold strict JSON: a NaN or Infinity (from a judge, an upstream, a
+            # caller of the Python front door) is stored as null; PostgreSQL refuses it.
+            json_serializer=strict_json.dumps,
             **pool,
         )
     except (ArgumentError, ImportError, SQLAlchemyError) as exc:

@@ -17,6 +17,7 @@ from typing import Any
 
 from sqlalchemy import Table, func, insert, select
 
+from ragshield import strict_json
 from ragshield.errors import UserError
 from ragshield.store.database import Store
 from ragshield.store.models import AnswerRow, Dataset, LLMCallRow, Run, Sample, VerdictRow
@@ -89,10 +90,18 @@ def write_bundle(store: Store, run_id: int, path: Path, *, code_version: str,
         }
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(path.name + ".partial")
-    with lzma.open(temporary, "wt", encoding="utf-8", preset=9) as handle:
-        json.dump(body, handle, ensure_ascii=False, separators=(",", ":"))
+    try:
+        _write_json(temporary, body)
+    except ValueError:  # a NaN or Infinity that an older version stored: written as null
+        _write_json(temporary, strict_json.finite(body))
     temporary.replace(path)
     return path
+
+
+def _write_json(path: Path, body: dict[str, Any]) -> None:
+    """Strict JSON (no NaN or Infinity, which strict parsers refuse), streamed to `path`."""
+    with lzma.open(path, "wt", encoding="utf-8", preset=9) as handle:
+        json.dump(body, handle, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 def _field(body: dict[str, Any], name: str, kind: type, path: Path) -> Any:

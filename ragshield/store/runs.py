@@ -11,6 +11,7 @@ from sqlalchemy import Select, case, delete, func, null, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from ragshield import strict_json
 from ragshield.errors import UserError
 from ragshield.metrics.judge_disagreement import disagreement
 from ragshield.store.database import Store
@@ -122,7 +123,8 @@ def _answer_row(run_id: int, sample_id: int, role: str, item: RoleAnswer) -> Ans
 def _verdict_row(answer_id: int, verdict: Verdict) -> VerdictRow:
     cost = verdict.cost
     return VerdictRow(
-        answer_id=answer_id, judge=verdict.judge, keep=verdict.keep, score=verdict.score,
+        answer_id=answer_id, judge=verdict.judge, keep=verdict.keep,
+        score=strict_json.finite(verdict.score),  # a score that means nothing is absent
         rationale=verdict.rationale, available=verdict.available, error=verdict.error,
         parse_error=verdict.parse_error, details=verdict.details,
         trace=[call.to_dict() for call in verdict.trace], calls=cost.calls,

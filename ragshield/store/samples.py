@@ -10,6 +10,7 @@ from typing import Any, Iterable, Iterator
 from sqlalchemy import case, delete, func, insert, select, update
 from sqlalchemy.orm import Session, selectinload
 
+from ragshield import strict_json
 from ragshield.errors import UserError
 from ragshield.names import check_name, name_list
 from ragshield.store.database import Store, remembered
@@ -75,13 +76,13 @@ def _sample_values(sample: Sample) -> dict[str, Any]:
 
 def _passage_values(passage: Passage) -> dict[str, Any]:
     return {"doc_id": passage.doc_id, "title": passage.title, "text": passage.text,
-            "score": passage.score, "meta": dict(passage.meta)}
+            "score": strict_json.finite(passage.score), "meta": dict(passage.meta)}
 
 
 def _content(sample: Sample) -> dict[str, Any]:
     """What the store keeps of a sample, as JSON values (a tuple becomes the list it is
     stored as), so that it compares equal to what `_stored_contents` reads back."""
-    return json.loads(json.dumps(
+    return json.loads(strict_json.dumps(
         {**_sample_values(sample), "passages": [_passage_values(p) for p in sample.passages]}))
 
 

@@ -11,7 +11,7 @@ The file's name comes from whoever uploads it: it is escaped wherever it is show
 from __future__ import annotations
 
 import json
-from typing import Any, NamedTuple
+from typing import Any, Iterable, Iterator, NamedTuple
 
 import gradio as gr
 
@@ -24,6 +24,7 @@ from ragshield.services.uploads import (DETECT, FORMAT_CHOICES, ImportPlan, Prog
                                         UploadLimits, UploadRequest, open_upload, plan_import,
                                         preview, run_import, suggested_dataset,
                                         suggested_mapping, upload_request)
+from ragshield.types import Sample
 from ragshield.ui import transfer_panel
 from ragshield.ui.context import UiContext
 from ragshield.ui.html_render import message_html, table_html
@@ -209,6 +210,15 @@ def delete_confirmed(context: UiContext, name: str | None, usage: DatasetUsage |
 
 # -- the tab --------------------------------------------------------------------------------
 
+def tracked(progress: gr.Progress, desc: str, total: int | None = None) -> Progress:
+    """Samples counted on the page's progress bar, through a generator: Gradio's tracker,
+    asked for an item once it is done (as the import's batched read does), raises
+    IndexError instead of StopIteration."""
+    def track(samples: Iterable[Sample]) -> Iterator[Sample]:
+        yield from progress.tqdm(samples, desc=desc, total=total, unit="samples")
+    return track
+
+
 def _mapping_boxes(view: FileView) -> list[gr.Dropdown]:
     return [gr.Dropdown(choices=[("(default)", NOT_SET), *view.columns],
                         value=view.mapping.get(field, NOT_SET)) for field in MAPPED_FIELDS]
@@ -267,16 +277,14 @@ def build(context: UiContext, page: gr.Blocks) -> None:
 
     def on_check(file, format_choice, dataset, *mapping, progress=gr.Progress()) -> tuple:
         return check_upload(context, file, format_choice, dataset, list(mapping),
-                            lambda samples: progress.tqdm(samples, desc="checking",
-                                                          unit="samples"))
+                            tracked(progress, "checking"))
 
     def on_import(file, format_choice, dataset, plan, request: gr.Request, *mapping,
                   progress=gr.Progress()) -> tuple:  # Gradio puts `request` in its place
         total = None if plan is None else plan.rows
         message = import_upload(
             context, file, format_choice, dataset, list(mapping), plan,
-            lambda samples: progress.tqdm(samples, desc="importing", total=total,
-                                          unit="samples"),
+            tracked(progress, "importing", total),
             getattr(request, "username", None))
         return (message, None, *lists())
 

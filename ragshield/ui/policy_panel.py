@@ -38,8 +38,9 @@ def _png_html(png: bytes, name: str) -> str:
 
 
 def _share(value: Any, what: str, optional: bool = False) -> float | None:
-    """A share typed into a number box; None for an empty optional one."""
-    if value in (None, "") and optional:
+    """A share typed into a number box; None for an empty optional one (a browser sends an
+    empty number box as 0, which no promise's share may be)."""
+    if value in (None, "", 0) and optional:
         return None
     try:
         return float(value)
@@ -216,8 +217,8 @@ def build_policy_panel(context: UiContext, run_picker: gr.Dropdown) -> None:
             alpha = gr.Number(value=DEFAULT_ALPHA, label="alpha: at most this share of the "
                                                           "answers shown are wrong")
             delta = gr.Number(value=DEFAULT_DELTA, label="delta: ... with confidence 1 - delta")
-            beta = gr.Number(value=None, label="beta (optional): at most this share of the "
-                                               "withheld were good")
+            beta = gr.Number(value=None, label="beta (optional, 0: none): at most this share "
+                                               "of the withheld were good")
         with gr.Row():
             preview_button = gr.Button("Preview", variant="primary")
             name = gr.Textbox(label="Policy name", placeholder="e.g. support-bot")

@@ -1,10 +1,16 @@
 """Reading an HTTP request's body in ASGI middleware, bounded, and handing it on: the login
 throttle (ui/login_throttle.py) reads the login form, the guard API's size limit
-(api/limits.py) every body under /v1/."""
+(api/limits.py) every body under /v1/. And parsing a JSON body strictly (the guard API's
+keyed routes, api/routes.py)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from starlette.types import Message, Receive
+
+from ragshield import strict_json
+from ragshield.strict_json import JsonValueError  # noqa: F401 (what json_value raises)
 
 
 async def read_body(receive: Receive, max_bytes: int) -> bytes | None:
@@ -32,3 +38,12 @@ def replay(body: bytes, receive: Receive) -> Receive:
         return {"type": "http.request", "body": body, "more_body": False}
 
     return replayed
+
+
+def json_value(body: bytes) -> Any:
+    """The JSON value of a request body. json.JSONDecodeError for bad syntax,
+    UnicodeDecodeError for bytes that are not UTF-8 (a byte-order mark is dropped), and
+    JsonValueError naming the field for what json.loads lets through but no handler can
+    use: NaN, Infinity, 1e999, nesting deeper than strict_json.MAX_DEPTH, and lone
+    surrogates (no answer or store can even encode one)."""
+    return strict_json.loads(body.decode("utf-8-sig"), lone_surrogates=False)

@@ -1,8 +1,8 @@
 """A real HTTP server on 127.0.0.1 that speaks the OpenAI API ragshield uses (GET /v1/models,
 POST /v1/chat/completions) and misbehaves on cue: a test's `behaviour` picks, for each
-request, a Fault (a status, a raw body, headers, a delay, a dropped connection) or None for
-a healthy reply. Healthy replies are deterministic: "Yes" to yes/no questions, else a short
-answer citing Passage-0, with log-probs when asked.
+request, a Fault (a status, a raw body, headers, a delay, a body dripped byte by byte, a
+dropped connection) or None for a healthy reply. Healthy replies are deterministic: "Yes" to
+yes/no questions, else a short answer citing Passage-0, with log-probs when asked.
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ class Fault:
     body: bytes | None = None  # None: the healthy reply's body
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0  # wait before answering (a hanging server)
+    drip_s: float = 0.0  # send the body one byte every drip_s seconds (a server that hangs on)
     drop: bool = False  # close the connection without any reply
 
 
@@ -151,7 +152,12 @@ class FakeOpenAIServer:
                         self.send_header(key, value)
                     self.send_header("content-length", str(len(payload)))
                     self.end_headers()
-                    self.wfile.write(payload)
+                    if fault.drip_s:
+                        for index in range(len(payload)):
+                            self.wfile.write(payload[index:index + 1])
+                            time.sleep(fault.drip_s)
+                    else:
+                        self.wfile.write(payload)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up first (a timeout)
 

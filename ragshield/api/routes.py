@@ -1,0 +1,63 @@
+"""The guard API's keyed routes. The caller's key is checked before anything of the body is
+read, so a caller without one learns nothing of what a body should hold and costs no
+parsing; then the body is parsed strictly (web/request_bodies.py), so that every endpoint
+refuses NaN, Infinity, 1e999, lone surrogates and deep nesting anywhere in its body, fields
+passed on to an upstream included, with a 422 naming the field."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Coroutine
+
+from fastapi.exceptions import RequestValidationError
+from fastapi.routing import APIRoute
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+
+from ragshield.api.keys import KeyCheck
+from ragshield.web.request_bodies import JsonValueError, json_value
+
+Handler = Callable[[Request], Coroutine[Any, Any, Response]]
+
+
+class StrictJsonRequest(Request):
+    """A request whose JSON body is parsed strictly, once."""
+
+    async def json(self) -> Any:
+        if not hasattr(self, "_strict_json"):
+            self._strict_json = json_value(await self.body())
+        return self._strict_json
+
+    async def check_json(self) -> None:
+        """RequestValidationError naming the field of a value the strict parser refuses; a
+        body that is not JSON at all is left to the handler, which says so (400)."""
+        try:
+            if await self.body():
+                await self.json()
+        except JsonValueError as error:
+            where = ("body", error.field) if error.field else ("body",)
+            raise RequestValidationError([{"type": "value_error", "loc": where,
+                                           "msg": error.reason}]) from None
+        except ValueError:  # not JSON, or not UTF-8
+            pass
+
+
+def keyed_route(keys: KeyCheck) -> type[APIRoute]:
+    """The route class of the endpoints that take a key."""
+
+    class KeyedRoute(APIRoute):
+        def get_route_handler(self) -> Handler:
+            handler = super().get_route_handler()
+
+            async def keyed(request: Request) -> Response:
+                if not keys.accepts(request.headers.get("authorization")):
+                    raise HTTPException(401, "a valid API key is required: "
+                                             "Authorization: Bearer <key>",
+                                        headers={"WWW-Authenticate": "Bearer"})
+                strict = StrictJsonRequest(request.scope, request.receive)
+                await strict.check_json()
+                return await handler(strict)
+
+            return keyed
+
+    return KeyedRoute
