@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import tempfile
 from pathlib import Path
 
 import platformdirs
@@ -70,11 +71,13 @@ def default_database_url() -> str:
 
 
 def writable(folder: Path) -> Path:
+    """`folder`, made if missing, once a file could be written there. Each check writes a
+    probe of its own name: processes that start together (the app, a CLI call, test
+    workers) must not remove each other's."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        probe = folder / ".ragshield-write-check"
-        probe.touch()
-        probe.unlink()
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".ragshield-write-check-"):
+            pass
     except OSError as error:
         raise HomeError(
             f"cannot write to the ragshield home {folder} ({error.strerror or error}): set"

@@ -34,6 +34,7 @@ from ragshield import home
 from ragshield.config import Settings
 from ragshield.testing.servers import free_port, running_server  # noqa: F401 (re-exported)
 from ragshield.store.database import Store, open_store
+from tests.sqlite_copies import copy_sqlite
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
@@ -104,7 +105,9 @@ def model_cache_dir() -> Path:
 
 
 @pytest.fixture
-def settings(tmp_path: Path, model_cache_dir: Path) -> Settings:
+def settings(tmp_path: Path, model_cache_dir: Path, migrated_sqlite: Path) -> Settings:
+    """Settings on an empty SQLite store at the newest revision (a copy of a migrated one)."""
+    copy_sqlite(migrated_sqlite, tmp_path / "test.db")
     return Settings(cache_dir=model_cache_dir, database_url=f"sqlite:///{tmp_path / 'test.db'}")
 
 
@@ -132,10 +135,20 @@ def postgres_url(postgres_admin: Engine) -> Iterator[str]:
             connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
+@pytest.fixture(scope="session")
+def migrated_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An empty SQLite store at the newest revision, migrated once per test process."""
+    path = tmp_path_factory.mktemp("migrated") / "store.db"
+    open_store(f"sqlite:///{path}").close()
+    return path
+
+
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """The URL of an empty database: a SQLite file or a fresh PostgreSQL database."""
+    """The URL of an empty database at the newest revision: a SQLite file (a copy of one
+    migrated store: tests/sqlite_copies.py) or a fresh PostgreSQL database."""
     if request.param == "sqlite":
+        copy_sqlite(request.getfixturevalue("migrated_sqlite"), tmp_path / "store.db")
         return f"sqlite:///{tmp_path / 'store.db'}"
     return request.getfixturevalue("postgres_url")
 

@@ -30,6 +30,7 @@ from ragshield.store.samples import load_sample
 from ragshield.types import Message
 from ragshield.policies.policy import Policy
 from ragshield.services.policies import save_policy
+from tests.sqlite_copies import copy_sqlite
 from tests.fakes import FakeModels, ScriptedLLM, ScriptedReply
 from tests.reliability.fake_openai import ANSWER, Fault, FakeOpenAIServer
 
@@ -82,9 +83,10 @@ def post_json(client: TestClient, path: str, body: Any, **headers: str) -> Any:
 
 
 @pytest.fixture
-def sqlite_store(tmp_path: Path) -> Store:
+def sqlite_store(tmp_path: Path, migrated_sqlite: Path) -> Store:
     from ragshield.store.database import open_store
 
+    copy_sqlite(migrated_sqlite, tmp_path / "api.db")
     store = open_store(f"sqlite:///{tmp_path / 'api.db'}")
     yield store
     store.close()

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Iterator
 
 import httpx
-import openai
 import pytest
 
 from ragshield.services.asking import ABSTAIN_MESSAGE
@@ -70,6 +69,8 @@ def stored_answers(database: Path) -> list[tuple[str, int]]:
 
 
 def test_the_openai_client_gets_a_judged_completion(guard: tuple[str, Path]) -> None:
+    import openai  # here: its import takes half a second of every test worker's collection
+
     base, database = guard
     client = openai.OpenAI(base_url=f"{base}/v1", api_key=KEY, max_retries=0)
     completion = client.chat.completions.create(

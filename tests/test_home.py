@@ -98,3 +98,12 @@ def test_a_missing_demo_file_names_the_fix(tmp_path):
 
     with pytest.raises(MissingAssetError, match="reinstall"):
         demo_asset(tmp_path / "samples.jsonl")
+
+
+def test_processes_checking_the_home_at_once_do_not_trip_each_other(tmp_path):
+    # Test workers, the app and a CLI call check the same home as they start.
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(4) as pool:
+        checked = list(pool.map(lambda _: home.writable(tmp_path), range(400)))
+    assert checked == [tmp_path] * 400 and not list(tmp_path.iterdir())

@@ -100,7 +100,9 @@ class ScriptedServer:
                     pass  # the client gave up (timeout test)
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        # Polled every 20 ms (not 0.5 s): stopping the server waits for the next poll.
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.02,),
+                                       daemon=True)
 
     @property
     def url(self) -> str:

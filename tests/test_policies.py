@@ -6,8 +6,6 @@ Dashboard's watch panel showing it; and the policy files and commands."""
 from __future__ import annotations
 
 import json
-import math
-import zlib
 
 import pytest
 from typer.testing import CliRunner
@@ -15,13 +13,11 @@ from typer.testing import CliRunner
 from ragshield.cli import app
 from ragshield.evaluation import run_tables
 from ragshield.judges.yes_no import REPLY_YES_OR_NO
-from ragshield.metrics.correctness import is_correct
 from ragshield.pipeline import RunModels
 from ragshield.holdout import in_holdout
 from ragshield.policies.policy import Policy, PolicyFormatError
 from ragshield.run_config import RunConfig
 from ragshield.services.browse import BrowseFrames, DECISION, run_frame
-from ragshield.services.datasets import ensure_demo_dataset
 from ragshield.services.labelling import (Queue, add_annotator, label_sample, next_to_label,
                                          parse_mix)
 from ragshield.policies.promise_check import check_promise
@@ -33,7 +29,6 @@ from ragshield.services.run_tables import RunTablesCache
 from ragshield.services.runs import execute, record_run
 from ragshield.store.annotation_queue import ValueMix
 from ragshield.store.policies import UnknownPolicyError
-from ragshield.store.samples import iter_samples
 from ragshield.errors import OptionError, UserError
 from ragshield.store.samples import import_samples
 from ragshield.types import Passage, Sample
@@ -42,64 +37,7 @@ from ragshield.services.run_views import DashboardCache
 from ragshield.ui.context import UiContext
 from ragshield.ui.dashboard_tab import refresh_dashboard
 from tests.fakes import ScriptedLLM, ScriptedReply
-
-JUDGE = "p_true"
-
-
-def _unit(text: str) -> float:
-    """A fixed pseudo-random number in [0, 1) for a text."""
-    return zlib.crc32(text.encode()) / 2**32
-
-
-class DemoWorld:
-    """What the scripted model knows of each demo question: its answer (right for three in
-    four answerable questions) and a P(yes) that leans towards the truth, with noise."""
-
-    def __init__(self, store) -> None:
-        self.samples = {s.question: s for s in iter_samples(store, "demo")}
-
-    def _sample(self, messages):
-        text = messages[-1]["content"]
-        return max((s for q, s in self.samples.items() if q in text),
-                   key=lambda s: len(s.question))
-
-    def answer_of(self, sample) -> str:
-        if sample.answerable and _unit(sample.id) < 0.75:
-            return sample.reference_answers[0]
-        return "Atlantis"
-
-    def good(self, sample) -> bool:
-        return bool(sample.answerable) and is_correct(self.answer_of(sample),
-                                                      sample.reference_answers)
-
-    def respond(self, messages):
-        sample = self._sample(messages)
-        if REPLY_YES_OR_NO in messages[-1]["content"]:
-            z = (2.0 if self.good(sample) else -1.0) + 5 * (_unit("noise" + sample.id) - 0.5)
-            p_yes = 1 / (1 + math.exp(-z))
-            return ScriptedReply("yes", top={"yes": math.log(p_yes), "no": math.log(1 - p_yes)})
-        return ScriptedReply(f"Answer: {self.answer_of(sample)}\nEvidence: ## Passage-0 ##")
-
-
-def judged_demo_run(store, settings, judges: list[str],
-                    labelled: bool = True) -> tuple[DemoWorld, int]:
-    """A run of the demo set by these judges, every sample labelled from its flags (unless
-    not `labelled`: then the dataset's references and flags are the only truth)."""
-    ensure_demo_dataset(store)
-    world = DemoWorld(store)
-    run_id = record_run(store, settings, RunConfig(dataset="demo", judges=judges,
-                                                   rule=judges[0])).run_id
-    execute(store, settings, run_id, models=RunModels(main=ScriptedLLM(respond=world.respond)))
-    if not labelled:
-        return world, run_id
-    for name in ("flag-reader", "second-reader", "third-reader"):
-        add_annotator(store, name)
-    for sample in world.samples.values():
-        label_sample(store, "demo", sample.id, "flag-reader",
-                     "answerable" if sample.answerable else "unanswerable",
-                     answer_correct=world.good(sample))
-    return world, run_id
-
+from tests.judged_demo import JUDGE, judged_demo_run
 
 @pytest.fixture
 def demo_run(store, settings):
@@ -293,7 +231,8 @@ def test_cli_fit_show_list_export_import_watch(store, store_url, settings, demo_
     rows = json.loads(watched.stdout)
     assert [row["labels"] for row in rows] == ["random slice", "every unused label"]
     missing = cli.invoke(app, ["policy", "show", "nope"])
-    assert missing.exit_code == 1 and "no policy 'nope'; stored policies: cli-guard" in missing.stderr
+    assert missing.exit_code == 1
+    assert "no policy 'nope'; stored policies: cli-guard" in missing.stderr
 
 
 # Each change breaks one field of a good policy file; the error names that field.

@@ -29,7 +29,7 @@ from ragshield.store.policies import UnknownPolicyError
 from ragshield.store.runs import get_run
 from tests.fakes import FakeModels, ScriptedLLM
 from tests.test_api import API_GUARD_POLICY, client_for, judge_body
-from tests.test_policies import JUDGE, judged_demo_run
+from tests.judged_demo import JUDGE, judged_demo_run
 
 PNG = b"\x89PNG\r\n\x1a\n"
 SQLITE_ONLY = pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)

@@ -8,21 +8,20 @@ import shutil
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-import torch
-from tokenizers import Tokenizer, models, pre_tokenizers, trainers
-from transformers import (
-    AutoModelForCausalLM,
-    AutoTokenizer,
-    GenerationConfig,
-    LlamaConfig,
-    LlamaForCausalLM,
-    PreTrainedTokenizerFast,
-)
 
 from ragshield.llm.base import CHAT, LOGPROBS, SCORE, LLMError
-from ragshield.llm.transformers_backend import TransformersLLM
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import LlamaForCausalLM, PreTrainedTokenizerFast
+
+    from ragshield.llm.transformers_backend import TransformersLLM
+
+# torch and transformers take seconds to import: they are imported where they are used, so
+# that collecting this file (in every test worker) does not import them.
 
 CORPUS = [
     "user : what is the capital of france",
@@ -42,8 +41,17 @@ MESSAGES = [
 ]
 
 
+def _backend(path: str, **options) -> TransformersLLM:
+    from ragshield.llm.transformers_backend import TransformersLLM
+
+    return TransformersLLM(path, **options)
+
+
 def _tokenizer(chat_template: str | None) -> PreTrainedTokenizerFast:
     """A word-level tokenizer: one token per word, so texts and ids map back and forth."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
     tok = Tokenizer(models.WordLevel(unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     trainer = trainers.WordLevelTrainer(special_tokens=["<unk>", "<pad>", "<bos>", "<eos>"])
@@ -60,6 +68,9 @@ def _tokenizer(chat_template: str | None) -> PreTrainedTokenizerFast:
 
 
 def _save_tiny(path: Path, chat_template: str | None = TEMPLATE) -> Path:
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
     tokenizer = _tokenizer(chat_template)
     config = LlamaConfig(
         vocab_size=len(tokenizer),
@@ -87,12 +98,15 @@ def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def llm(tiny_dir: Path) -> TransformersLLM:
-    return TransformersLLM(str(tiny_dir), device="cpu")
+    return _backend(str(tiny_dir), device="cpu")
 
 
 @pytest.fixture(scope="module")
 def reference(tiny_dir: Path) -> tuple[PreTrainedTokenizerFast, LlamaForCausalLM]:
     """The same files loaded straight through transformers, to check the backend against."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
     tokenizer = AutoTokenizer.from_pretrained(tiny_dir)
     model = AutoModelForCausalLM.from_pretrained(tiny_dir, dtype=torch.float32).eval()
     return tokenizer, model
@@ -104,6 +118,8 @@ def _prompt_ids(tokenizer: PreTrainedTokenizerFast, messages: list[dict[str, str
 
 
 def _log_softmax_rows(model: LlamaForCausalLM, ids: list[int]) -> torch.Tensor:
+    import torch
+
     with torch.no_grad():
         logits = model(input_ids=torch.tensor([ids])).logits[0]
     return torch.log_softmax(logits.double(), dim=-1)
@@ -193,7 +209,7 @@ def test_score_matches_a_manual_forward_pass(llm: TransformersLLM, reference) ->
 
 def test_score_without_logits_to_keep(tiny_dir: Path, llm: TransformersLLM) -> None:
     """Models whose forward() lacks logits_to_keep get the full logits; same scores."""
-    full = TransformersLLM(str(tiny_dir), device="cpu")
+    full = _backend(str(tiny_dir), device="cpu")
     full._keeps_logits = False
     continuation = "a green pear"
     assert [t.logprob for t in full.score(MESSAGES, continuation).tokens] == pytest.approx(
@@ -223,13 +239,15 @@ def test_stop_strings_truncate(llm: TransformersLLM) -> None:
 
 def test_end_of_sequence_stops(tiny_dir: Path, tmp_path: Path, llm: TransformersLLM) -> None:
     """A copy whose generation config counts the greedy first token as an end token."""
+    from transformers import AutoTokenizer, GenerationConfig
+
     first = llm.chat(MESSAGES, max_tokens=2, logprobs=True).tokens
     copy = shutil.copytree(tiny_dir, tmp_path / "tiny-eos")
     tokenizer = AutoTokenizer.from_pretrained(copy)
     end_ids = [tokenizer.eos_token_id, tokenizer.convert_tokens_to_ids(first[0].token)]
     config = GenerationConfig(eos_token_id=end_ids, pad_token_id=tokenizer.pad_token_id)
     config.save_pretrained(copy)
-    llm_eos = TransformersLLM(str(copy), device="cpu")
+    llm_eos = _backend(str(copy), device="cpu")
     completion = llm_eos.chat(MESSAGES, max_tokens=5, logprobs=True)
     assert completion.finish_reason == "stop"
     assert completion.completion_tokens == 0
@@ -238,8 +256,10 @@ def test_end_of_sequence_stops(tiny_dir: Path, tmp_path: Path, llm: Transformers
 
 
 def test_fallback_rendering_without_a_chat_template(tmp_path: Path) -> None:
+    from transformers import AutoTokenizer
+
     path = _save_tiny(tmp_path / "no-template", chat_template=None)
-    llm = TransformersLLM(str(path), device="cpu")
+    llm = _backend(str(path), device="cpu")
     tokenizer = AutoTokenizer.from_pretrained(path)
     rendered = "system: answer in one word\nuser: what is the capital of france\nassistant:"
     completion = llm.chat(MESSAGES, max_tokens=2)
@@ -274,14 +294,14 @@ def test_bad_calls(llm: TransformersLLM) -> None:
 def test_missing_path_is_an_llm_error(tmp_path: Path) -> None:
     missing = tmp_path / "no-such-model"
     with pytest.raises(LLMError, match="no-such-model"):
-        TransformersLLM(str(missing), device="cpu")
+        _backend(str(missing), device="cpu")
 
 
 def test_bad_config_is_an_llm_error(tiny_dir: Path, tmp_path: Path) -> None:
     broken = shutil.copytree(tiny_dir, tmp_path / "broken-model")
     (broken / "config.json").write_text('{"model_type": "no-such-architecture"}')
     with pytest.raises(LLMError, match="broken-model"):
-        TransformersLLM(str(broken), device="cpu")
+        _backend(str(broken), device="cpu")
 
 
 # -- a packaged GGUF, dequantized by transformers --------------------------------------------
@@ -292,7 +312,7 @@ def test_packaged_gguf_through_transformers(small_model_path: Path) -> None:
     pytest.importorskip("accelerate", reason="transformers needs accelerate to load GGUF files")
     path = small_model_path
     started = time.perf_counter()
-    llm = TransformersLLM(str(path.parent), gguf_file=path.name)
+    llm = _backend(str(path.parent), gguf_file=path.name)
     loaded = time.perf_counter()
     question = [{"role": "user", "content": "What is the capital of France? Answer in one word."}]
     answer = llm.chat(question, max_tokens=8, logprobs=True, top_logprobs=3)

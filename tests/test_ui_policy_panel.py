@@ -19,7 +19,7 @@ from ragshield.ui.demo_tab import DemoForm, STORED, ask, reloaded_defaults, rule
 from ragshield.ui.policy_panel import (judge_choices, pin_html, preview_html, save_html,
                                        saved_html, unpin_html, version_choices, watch_html)
 from tests.fakes import ScriptedLLM
-from tests.test_policies import JUDGE, judged_demo_run
+from tests.judged_demo import JUDGE, judged_demo_run
 
 SQLITE_ONLY = pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)
 pytestmark = SQLITE_ONLY  # the services under the panel have their PostgreSQL tests

@@ -34,7 +34,7 @@ from ragshield.ui.transfer_panel import (choices, download_labels, download_poli
                                          download_report, download_run, import_policy_file,
                                          import_run_file)
 from tests.test_cli import invoke
-from tests.test_policies import JUDGE, judged_demo_run
+from tests.judged_demo import JUDGE, judged_demo_run
 
 # The services behind the panel have their own PostgreSQL tests.
 SQLITE_ONLY = pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)
