@@ -113,7 +113,8 @@ def decision_html(decision: RuleDecision, why: str = "") -> str:
     if is_policy_rule(decision.rule):
         word = POLICY_WORDS.get(word, word)
     badge = badge_html(word, "ask a human" if word == "ask" else None)
-    why_html = f'<div class="rs-demo-rule-why">Why this rule: {esc(why)}.</div>' if why else ""
+    why_html = (f'<div class="rs-demo-rule-why">Why this rule: {esc(why.rstrip("."))}.</div>'
+                if why else "")
     return (f'<div class="rs-demo-decision">{badge}rule <b>{esc(decision.rule)}</b>'
             f'</div><div class="rs-demo-reason">{esc(decision.reason)}</div>{why_html}')
 
