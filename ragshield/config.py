@@ -77,6 +77,10 @@ class Settings(BaseSettings):
     api_timeout_s: float = Field(default=120.0, gt=0)  # one call, waiting for the model included
     api_max_body_bytes: int = Field(default=1_000_000, gt=0)
     api_max_waiting: int = Field(default=64, gt=0)  # calls queued for the model beyond this: 503
+    # A guard call's latency budget (judge_budget.py) where the request gives none (None: no
+    # budget), and what happens when the rule cannot decide within it.
+    guard_budget_ms: int | None = Field(default=None, gt=0)
+    guard_on_budget: Literal["keep", "abstain", "error"] = "abstain"
     # A dataset file uploaded in the app (the Data tab): its size, its rows, and the seconds
     # its check or its import may take. `ragshield datasets import` has no such bounds.
     upload_max_bytes: int = Field(default=200_000_000, gt=0)
@@ -85,3 +89,9 @@ class Settings(BaseSettings):
     # The guarded system's OpenAI-compatible endpoint, for POST /v1/chat/completions.
     upstream_base_url: str | None = None
     upstream_api_key: SecretStr | None = None
+    # The decision log (services/decision_log.py) keeps each guard call's question as its
+    # SHA-256 ("hash") or also as text ("text"); a call with "store": false only ever as hash.
+    decision_log_questions: Literal["hash", "text"] = "hash"
+    # An OTLP/HTTP traces endpoint (Phoenix: http://127.0.0.1:6006/v1/traces): a guard call
+    # that carries trace_id and span_id gets a span there, a child of the caller's.
+    otlp_endpoint: str | None = None

@@ -17,6 +17,7 @@ import numpy as np
 from ragshield.answerers.base import Answerer
 from ragshield.config import DEFAULT_DECISION_RULE
 from ragshield.errors import OptionError
+from ragshield.judge_budget import Budget, budget_decision, judge_within
 from ragshield.judges.base import COSTS, Judge
 from ragshield.llm.base import LLM
 from ragshield.policies.rules import parse_rule
@@ -138,14 +139,22 @@ def judge_sample(
     on_verdict: Callable[[Verdict], None] | None = None,
     order: Callable[[Sequence[Judge]], list[Judge]] = judging_order,
     reader: LLM | None = None,
+    budget: Budget | None = None,
 ) -> JudgedSample:
     """Generate the base answer once with `llm`, run every judge on it (in `order`) with
-    `reader` (default: `llm`), and decide.
+    `reader` (default: `llm`), and decide; with a `budget`, from the verdicts in by its
+    deadline (judge_budget.py).
 
     `on_verdict` is called as each verdict arrives (the UI streams them).
     """
     answer = answerer.answer(sample, llm)
     result = JudgedSample(sample=sample, answer=answer)
+    if budget is not None:
+        result.verdicts = judge_within(order(judges), sample, answer, reader or llm, budget,
+                                       on_verdict)
+        result.decision = budget_decision(decide(result.verdicts, rule), result.verdicts,
+                                          budget)
+        return result
     for judge in order(judges):
         verdict = judge.judge(sample, answer, reader or llm)
         result.verdicts.append(verdict)

@@ -154,6 +154,15 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 
 @pytest.fixture
+def sqlite_store(tmp_path: Path, migrated_sqlite: Path) -> Iterator[Store]:
+    """An empty SQLite store at the newest revision (the guard API's tests)."""
+    copy_sqlite(migrated_sqlite, tmp_path / "api.db")
+    opened = open_store(f"sqlite:///{tmp_path / 'api.db'}")
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
 def store(store_url: str) -> Iterator[Store]:
     opened = open_store(store_url)
     yield opened

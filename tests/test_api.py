@@ -30,7 +30,6 @@ from ragshield.store.samples import load_sample
 from ragshield.types import Message
 from ragshield.policies.policy import Policy
 from ragshield.services.policies import save_policy
-from tests.sqlite_copies import copy_sqlite
 from tests.fakes import FakeModels, ScriptedLLM, ScriptedReply
 from tests.reliability.fake_openai import ANSWER, Fault, FakeOpenAIServer
 
@@ -57,7 +56,8 @@ def client_for(settings: Settings, store: Store, llm: LLM | None = None,
                keys: Sequence[str] = ()) -> TestClient:
     llm = llm or ScriptedLLM(respond=p_true_reply)
     guard = Guard(settings, store, FakeModels(llm), ModelGate(settings))
-    return TestClient(build_api(settings, guard, KeyCheck(list(keys))), raise_server_exceptions=False)
+    return TestClient(build_api(settings, guard, KeyCheck(list(keys))),
+                      raise_server_exceptions=False)
 
 
 def judge_body(question: str = "Who gave their name to Normandy?", **extra: Any) -> dict:
@@ -80,16 +80,6 @@ def post_json(client: TestClient, path: str, body: Any, **headers: str) -> Any:
     escapes) go out as they are, as a hostile client would send them."""
     return client.post(path, content=json.dumps(body).encode(),
                        headers={"content-type": "application/json", **headers})
-
-
-@pytest.fixture
-def sqlite_store(tmp_path: Path, migrated_sqlite: Path) -> Store:
-    from ragshield.store.database import open_store
-
-    copy_sqlite(migrated_sqlite, tmp_path / "api.db")
-    store = open_store(f"sqlite:///{tmp_path / 'api.db'}")
-    yield store
-    store.close()
 
 
 def test_judge_returns_decision_verdicts_cost_and_keeps_the_call_once(
@@ -407,16 +397,18 @@ def test_proxy_upstream_down_and_not_configured(settings: Settings, sqlite_store
     assert live_answers(sqlite_store) == 0
 
 
-def test_proxy_refuses_streaming_and_several_choices(settings: Settings,
-                                                     sqlite_store: Store) -> None:
+def test_proxy_refuses_several_choices_and_unknown_stream_modes(settings: Settings,
+                                                                sqlite_store: Store) -> None:
     with FakeOpenAIServer() as upstream:
         client = client_for(proxy_settings(settings, upstream), sqlite_store)
-        stream = client.post("/v1/chat/completions", json=chat_body(stream=True))
-        several = client.post("/v1/chat/completions", json=chat_body(n=2))
+        body = chat_body(stream=True)
+        body["ragshield"]["stream_mode"] = "eventually"
+        mode = client.post("/v1/chat/completions", json=body)
+        several = client.post("/v1/chat/completions", json=chat_body(n=2, stream=True))
         no_user = client.post("/v1/chat/completions", json={
             "messages": [{"role": "system", "content": "hi"}]})
         assert not upstream.chat_requests()
-    assert stream.status_code == 422 and "stream" in error_of(stream)["message"]
+    assert mode.status_code == 422 and error_of(mode)["param"] == "ragshield.stream_mode"
     assert several.status_code == 422 and error_of(several)["param"] == "n"
     assert no_user.status_code == 422 and "ragshield.question" in error_of(no_user)["message"]
 

@@ -20,7 +20,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("llm", {"llm"}),  # the call cache lives in the store
     ("retrieval", {"retrieval"}),
     ("answerers and judges", {"answerers", "judges"}),
-    ("engines", {"judging", "grading", "run_config", "pipeline", "evaluation", "reports",
+    ("engines", {"judging", "judge_budget", "grading", "run_config", "pipeline", "evaluation", "reports",
                  "label_agreement", "doctor", "verdict_files", "policies"}),
     ("services", {"services"}),
     ("web", {"web"}),  # what the two HTTP faces share

@@ -226,8 +226,8 @@ def test_head_script_binds_every_hotkey_to_its_element():
 def served(context) -> Iterator[tuple[str, UiContext]]:
     """The tab alone in a Blocks, launched with a login (the app's --auth)."""
     with gr.Blocks() as app:
-        with gr.Tab(annotate_tab.TITLE):
-            annotate_tab.build(context, app)
+        with gr.Tab(annotate_tab.TITLE) as tab:
+            annotate_tab.build(context, app, tab)
     app.queue()
     port = free_port()
     app.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True,

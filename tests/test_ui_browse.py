@@ -413,8 +413,8 @@ def test_showing_is_capped(shared):
 def test_named_endpoints_through_gradio_client(shared):
     context, _, run_id = shared
     with gr.Blocks() as app:
-        with gr.Tab(TITLE):
-            build(context, app)
+        with gr.Tab(TITLE) as tab:
+            build(context, app, tab)
     app.queue()
     app.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True,
                quiet=True)

@@ -211,9 +211,10 @@ def test_a_policy_is_previewed_saved_and_pinned(page: Page, database_url: str) -
 
 # -- 5. the Demo decides by it ---------------------------------------------------------------
 
-@pytest.mark.xfail(reason="open defect (session 16 note): after a pin the Demo tab's rule box keeps its old value until the page is loaded again", strict=False)
 def test_a_typed_question_is_decided_by_the_pinned_policy(page: Page, packaged_models) -> None:
-    # The example buttons replay their recorded rule; a typed question takes the default.
+    # The example buttons replay their recorded rule; a typed question takes the default,
+    # which the tab re-reads when it is opened after the pin (no page reload).
+    open_tab(page, "Demo")
     rule = page.get_by_label("Decision rule", exact=True)
     expect(rule).to_have_value(POLICY_RULE)  # the page's default: nothing chosen
     page.get_by_label("Your question (answered from the corpus)").fill(

@@ -376,8 +376,8 @@ def test_the_start_form_chooses_the_rule_as_every_run_does(settings):
 @contextmanager
 def dashboard_client(context) -> Iterator[Client]:
     """The Dashboard tab alone, launched on a free port, and a gradio_client on it."""
-    with gr.Blocks() as app:
-        dashboard_tab.build(context, app)
+    with gr.Blocks() as app, gr.Tab(dashboard_tab.TITLE) as tab:
+        dashboard_tab.build(context, app, tab)
     app.queue()
     port = free_port()
     app.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)

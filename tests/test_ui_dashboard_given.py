@@ -21,7 +21,6 @@ from ragshield.store.runs import get_run, list_runs
 from ragshield.store.sample_records import sample_case
 from ragshield.store.samples import import_samples
 from ragshield.types import GivenAnswer, Message, Passage, Sample
-from ragshield.ui import dashboard_tab
 from ragshield.ui.context import UiContext
 from ragshield.ui.dashboard_tab import (answer_source_form, answers_note, answers_update,
                                         start_run_from_form)

@@ -220,7 +220,8 @@ def test_a_typed_question_is_answered_from_retrieved_passages_plus_noise(context
 @pytest.mark.parametrize(("fields", "message"), [
     ({"source": "type a question", "question": "  "}, "Type a question first"),
     ({"sample_id": None}, "Pick a sample"),
-    ({"rule": "counterfactual"}, "rule &#x27;counterfactual&#x27; must be all, majority, one of the chosen judges"),
+    ({"rule": "counterfactual"},
+     "rule &#x27;counterfactual&#x27; must be all, majority, one of the chosen judges"),
     ({"judges": ()}, "Choose at least one judge"),
     ({"judges": ("oracle",), "rule": "all"}, "unknown judge"),
     ({"answerer": "oracle"}, "unknown answerer"),
@@ -343,8 +344,8 @@ def test_named_endpoints_stream_and_answer_through_gradio(context):
     from tests.conftest import free_port
 
     with_model(context, ScriptedLLM(respond=replies("0.2")))
-    with gr.Blocks() as blocks:
-        demo_tab.build(context, blocks)
+    with gr.Blocks() as blocks, gr.Tab(demo_tab.TITLE) as tab:
+        demo_tab.build(context, blocks, tab)
     blocks.queue()
     _, url, _ = blocks.launch(prevent_thread_lock=True, server_name="127.0.0.1",
                               server_port=free_port(), quiet=True)

@@ -15,7 +15,7 @@ import pytest
 from ragshield.services.policies import list_policies
 from ragshield.ui import dashboard_tab
 from ragshield.ui.context import UiContext
-from ragshield.ui.demo_tab import DemoForm, STORED, ask, reloaded_defaults, rule_defaults
+from ragshield.ui.demo_tab import DemoForm, STORED, ask, followed_defaults, rule_defaults
 from ragshield.ui.policy_panel import (judge_choices, pin_html, preview_html, save_html,
                                        saved_html, unpin_html, version_choices, watch_html)
 from tests.fakes import ScriptedLLM
@@ -89,8 +89,11 @@ def test_pinning_makes_the_version_the_demos_default_rule(judged):
     assert version_choices(context)[1] == "policy:guard@1"
     judges, rules, rule = rule_defaults(context)
     assert rule == "policy:guard@1" and rule in rules and JUDGE in judges
-    judges_update, rule_update = reloaded_defaults(context, built)
+    judges_update, rule_update, shown = followed_defaults(context, built)
     assert rule_update.value == "policy:guard@1" and JUDGE in judges_update.value
+    assert shown == (judges, rules, rule)
+    # Opening the tab again changes nothing the person set after that.
+    assert followed_defaults(context, shown) == (gr.skip(),) * 3
 
     context.models._opened[None] = ScriptedLLM(respond=world.respond)
     sample_id = next(iter(world.samples.values())).id
@@ -103,7 +106,8 @@ def test_pinning_makes_the_version_the_demos_default_rule(judged):
     unpinned = html.unescape(unpin_html(context))
     assert "No policy is pinned: the default rule is pre_answer again" in unpinned
     assert rule_defaults(context) == built
-    assert reloaded_defaults(context, built) == (gr.skip(), gr.skip())
+    assert followed_defaults(context, shown)[1].value == built[2]  # the unpinned default
+    assert followed_defaults(context, built) == (gr.skip(),) * 3
     assert "<td>pinned</td>" not in saved_html(context, run_id)
 
 
@@ -119,7 +123,7 @@ def test_the_watch_is_a_figure_per_policy_in_use(judged):
 
 def test_the_dashboard_builds_the_policy_accordion(judged):
     context, _, _ = judged
-    with gr.Blocks() as page:
-        dashboard_tab.build(context, page)
+    with gr.Blocks() as page, gr.Tab(dashboard_tab.TITLE) as tab:
+        dashboard_tab.build(context, page, tab)
     labels = [block.label for block in page.blocks.values() if isinstance(block, gr.Accordion)]
     assert labels.index("Policy") < labels.index("Start a run")

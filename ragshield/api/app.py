@@ -12,23 +12,26 @@ counted like any run."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-from fastapi import APIRouter, FastAPI, Security
+from fastapi import APIRouter, FastAPI, Request, Response, Security
 from fastapi.exceptions import RequestValidationError
 from fastapi.security import HTTPBearer
 from starlette.exceptions import HTTPException
 
 from ragshield import __version__
 from ragshield.api import errors
-from ragshield.api.keys import KeyCheck
+from ragshield.api.keys import ApiKey, KeyCheck
 from ragshield.api.limits import BodyLimit, Deadlines
 from ragshield.api.render import completion_json, judged_json
 from ragshield.api.routes import keyed_route
-from ragshield.api.schemas import AskBody, ChatBody, ChatMessage, JudgeBody, PassageIn
+from ragshield.api.schemas import (AskBody, ChatBody, ChatMessage, JudgeBody, PassageIn,
+                                   Traced)
+from ragshield.api.streaming import LIVE, held_events, live_response, streamed
 from ragshield.config import Settings
 from ragshield.services.asking import AskRequest
-from ragshield.services.guard import Guard, ProxyRequest, judge_catalogue
+from ragshield.services.guard import CallContext, Guard, ProxyRequest, judge_catalogue
 from ragshield.types import GivenAnswer, Passage, TokenLogprob
 
 DESCRIPTION = """Risk control for retrieval-augmented answers: each answer is judged, then
@@ -45,6 +48,20 @@ def _judges(names: list[str] | None) -> tuple[str, ...] | None:
     """The judges asked for; None leaves them to the service's default set (the judges
     of the pinned policy included)."""
     return tuple(names) if names else None
+
+
+Part = TypeVar("Part", bound=Traced)
+
+
+def _keyed(request: Request, endpoint: str, part: Part) -> tuple[Part, CallContext]:
+    """A body (or the proxy's `ragshield` field) with the judges and rule of the caller's key
+    where it names none, and the call's context: the endpoint, the key's name (None on a
+    server without keys) and the caller's trace and span."""
+    key: ApiKey | None = request.state.api_key
+    defaults = {name: value for name, value in (("judges", key.judges), ("rule", key.rule))
+                if value is not None and getattr(part, name) is None} if key else {}
+    context = CallContext(endpoint, key.name if key else None, part.trace_id, part.span_id)
+    return part.model_copy(update=defaults), context
 
 
 TOOL_FIELDS = ("tools", "functions")  # `functions`: the older name of `tools`
@@ -82,7 +99,9 @@ def build_api(settings: Settings, guard: Guard, keys: KeyCheck) -> FastAPI:
     api.add_middleware(BodyLimit, max_bytes=settings.api_max_body_bytes)
     errors.install(api)
     deadlines = Deadlines(settings.api_timeout_s, workers=settings.api_max_waiting + 8)
-    api.router.on_shutdown.extend([deadlines.close, guard.close])
+    # Listeners that hold resources (the trace export's exporter thread) close with the app.
+    api.router.on_shutdown.extend([deadlines.close, guard.close, *(
+        listener.close for listener in guard.listeners if hasattr(listener, "close"))])
 
     # The key is checked by the route class, before the body is read; the dependency only
     # shows it in the OpenAPI page (its Authorize button).
@@ -90,8 +109,9 @@ def build_api(settings: Settings, guard: Guard, keys: KeyCheck) -> FastAPI:
         auto_error=False, description="an API key, when the server has keys"))])
 
     @guarded.post("/v1/judge", tags=["guard"])
-    async def judge(body: JudgeBody) -> dict[str, Any]:
+    async def judge(body: JudgeBody, http: Request) -> dict[str, Any]:
         """Judge an answer that another system wrote, from the passages it was given."""
+        body, context = _keyed(http, "judge", body)
         tokens = ([TokenLogprob(t.token, t.logprob) for t in body.answer_logprobs]
                   if body.answer_logprobs else None)
         request = AskRequest(
@@ -99,45 +119,54 @@ def build_api(settings: Settings, guard: Guard, keys: KeyCheck) -> FastAPI:
             given_answer=GivenAnswer(body.answer, body.answer_model, tokens,
                                      body.cited_passages),
             judges=_judges(body.judges), rule=body.rule, keep_record=body.store,
-            judge_model=body.judge_model)
+            judge_model=body.judge_model, budget_ms=body.budget_ms, on_budget=body.on_budget)
         result = await deadlines.run(lambda outcome, deadline:
-                                     guard.ask(request, outcome, deadline))
+                                     guard.ask(request, outcome, deadline, context))
         return judged_json(result, trace=body.trace)
 
     @guarded.post("/v1/ask", tags=["guard"])
-    async def ask(body: AskBody) -> dict[str, Any]:
+    async def ask(body: AskBody, http: Request) -> dict[str, Any]:
         """Answer a question from a corpus (or from the passages given), judge the answer,
         and say what the user should see."""
+        body, context = _keyed(http, "ask", body)
         request = AskRequest(
             question=body.question,
             passages=_passages(body.passages) if body.passages is not None else None,
             **({"corpus": body.corpus} if body.corpus else {}), mode=body.mode, k=body.k,
             noise=body.noise, answerer=body.answerer, judges=_judges(body.judges),
             rule=body.rule, fallback=body.fallback, model=body.model,
-            judge_model=body.judge_model, keep_record=body.store)
+            judge_model=body.judge_model, keep_record=body.store, budget_ms=body.budget_ms,
+            on_budget=body.on_budget)
         result = await deadlines.run(lambda outcome, deadline:
-                                     guard.ask(request, outcome, deadline))
+                                     guard.ask(request, outcome, deadline, context))
         return judged_json(result, trace=body.trace, passages=True)
 
-    @guarded.post("/v1/chat/completions", tags=["proxy"])
-    async def chat_completions(body: ChatBody) -> dict[str, Any]:
+    @guarded.post("/v1/chat/completions", tags=["proxy"], response_model=None)
+    async def chat_completions(body: ChatBody, request: Request) -> dict[str, Any] | Response:
         """OpenAI-compatible: forwards the request to the upstream, judges its answer
         against `ragshield.passages`, and returns the completion with the answer, or the
         abstain message when it is withheld. The verdicts are in the extra field
-        `ragshield`."""
-        if body.stream:
-            raise HTTPException(422, "stream: the guard judges whole answers; send "
-                                     "stream=false")
+        `ragshield`. With `stream: true` the reply is a stream of chunks (api/streaming.py:
+        `ragshield.stream_mode` hold, the default, or live)."""
         _refuse_tools(body)
         extra = body.ragshield
         forwarded = body.model_dump(exclude={"ragshield"}, exclude_unset=True)
         proxied = ProxyRequest(
             body=forwarded, question=extra.question or _last_user_message(body.messages),
             passages=_passages(extra.passages), judges=_judges(extra.judges),
-            rule=extra.rule, keep_record=extra.store)
-        result = await deadlines.run(lambda outcome, deadline:
-                                     guard.proxy(proxied, outcome, deadline))
-        return completion_json(result)
+            rule=extra.rule, keep_record=extra.store, budget_ms=extra.budget_ms,
+            on_budget=extra.on_budget)
+        context = CallContext("chat")
+
+        def call(on_chunk: Callable[[dict[str, Any]], None] | None = None) -> Any:
+            return deadlines.run(lambda outcome, deadline: guard.proxy(
+                proxied, outcome, deadline, context, on_chunk))
+
+        if not body.stream:
+            return completion_json(await call())
+        if extra.stream_mode == LIVE:
+            return await live_response(request, call)
+        return streamed(held_events(await call()))
 
     @guarded.get("/v1/judges", tags=["about"])
     async def judges() -> list[dict[str, Any]]:

@@ -14,8 +14,8 @@ from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse
 
 from ragshield.errors import UserError
-from ragshield.services.guard import (GuardBusy, GuardTimeout, ModelUnavailable, NoUpstream,
-                                      UpstreamError)
+from ragshield.services.guard import (BudgetPassed, GuardBusy, GuardTimeout, ModelUnavailable,
+                                      NoUpstream, UpstreamError)
 
 log = logging.getLogger("ragshield.api")
 
@@ -69,6 +69,10 @@ def _timeout(_request: Request, error: Exception) -> JSONResponse:
     return error_response(504, f"{error}; nothing of this call was stored", "timeout")
 
 
+def _budget(_request: Request, error: Exception) -> JSONResponse:
+    return error_response(504, f"{error}; nothing of this call was stored", "budget_passed")
+
+
 def _no_model(request: Request, error: Exception) -> JSONResponse:
     log.error("%s %s: %s (%s)", request.method, request.url.path, error, error.__cause__)
     return error_response(503, str(error), "model_unavailable")
@@ -88,12 +92,19 @@ def _bug(request: Request, error: Exception) -> JSONResponse:
                           "has the details", "internal_error")
 
 
+# Most particular first: the first whose class matches answers.
+HANDLERS = ((RequestValidationError, _invalid), (NoUpstream, _user), (UpstreamError, _upstream),
+            (GuardBusy, _busy), (GuardTimeout, _timeout), (BudgetPassed, _budget),
+            (UserError, _user),
+            (ModelUnavailable, _no_model), (HTTPException, _http), (Exception, _bug))
+
+
 def install(api: FastAPI) -> None:
-    api.add_exception_handler(RequestValidationError, _invalid)
-    api.add_exception_handler(UserError, _user)
-    api.add_exception_handler(UpstreamError, _upstream)
-    api.add_exception_handler(GuardBusy, _busy)
-    api.add_exception_handler(GuardTimeout, _timeout)
-    api.add_exception_handler(ModelUnavailable, _no_model)
-    api.add_exception_handler(HTTPException, _http)
-    api.add_exception_handler(Exception, _bug)
+    for kind, handler in HANDLERS:
+        api.add_exception_handler(kind, handler)
+
+
+def response_for(request: Request, error: Exception) -> JSONResponse:
+    """The answer the handlers give `error`: for a streamed reply that has begun, whose
+    status is already sent, the error is sent as its last event instead."""
+    return next(handler for kind, handler in HANDLERS if isinstance(error, kind))(request, error)

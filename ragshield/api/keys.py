@@ -1,46 +1,118 @@
 """API keys: bearer tokens that callers of the guard API present. They come from
 RAGSHIELD_API_KEYS (comma-separated) and from a file of one key per line (blank lines and
 lines starting with # are ignored). Without keys the API is open, which is allowed only on a
-loopback address: a server reachable from other machines must ask for a key."""
+loopback address: a server reachable from other machines must ask for a key.
+
+A line of the file may give the key settings after it, so that applications sharing one
+server get different promises: `KEY name=NAME judges=a,b rule=RULE` (each optional; RULE may
+pin a policy version, `policy:NAME@VERSION`). The name is stored with every call the key
+makes; the judges and rule apply where a call's body names none. A key without a name (and
+every key of RAGSHIELD_API_KEYS) is `key-N`, N its place among all the keys."""
 
 from __future__ import annotations
 
 import hmac
 import ipaddress
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ragshield.config import Settings
 from ragshield.errors import UserError
+from ragshield.services.key_defaults import check_key_rule, key_judges
 from ragshield.web.secret_files import read_secret_text
 
 MIN_KEY_CHARS = 16
+KEY_FIELDS = ("name", "judges", "rule")
+KEY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@:-]{0,99}")  # no blanks: fields split on them
 
 
 class ApiKeyError(UserError, ValueError):
     pass
 
 
-def read_keys(settings: Settings) -> list[str]:
-    """Every configured key; errors name the file and line of a key that is too short or
-    that no request could carry (an HTTP header reaches the server as ASCII: a key with
-    other characters would never match)."""
-    keys: list[tuple[str, str]] = []
+@dataclass(frozen=True)
+class ApiKey:
+    """Who holds a key (the name stored with their calls) and what their calls get when
+    the body leaves it out: judges and a decision rule (None: the server's defaults)."""
+
+    name: str
+    judges: tuple[str, ...] | None = None
+    rule: str | None = None
+
+
+@dataclass(frozen=True)
+class KeyEntry:
+    """A configured key: the secret a request carries, and whose it is."""
+
+    secret: str = field(repr=False)
+    key: ApiKey
+
+
+def read_keys(settings: Settings) -> list[KeyEntry]:
+    """Every configured key with its settings; errors name the file and line of a key that
+    is too short or that no request could carry (an HTTP header reaches the server as ASCII:
+    a key with other characters would never match), and the field at fault."""
+    lines: list[tuple[list[str], str]] = []  # (the key and its fields, where)
     if settings.api_keys is not None:
-        keys += [(key.strip(), "RAGSHIELD_API_KEYS")
-                 for key in settings.api_keys.get_secret_value().split(",") if key.strip()]
+        lines += [([key.strip()], "RAGSHIELD_API_KEYS")
+                  for key in settings.api_keys.get_secret_value().split(",") if key.strip()]
     if settings.api_keys_file is not None:
         path: Path = settings.api_keys_file
         for number, line in enumerate(read_secret_text(path, "API key file").splitlines(), 1):
             if line.strip() and not line.strip().startswith("#"):
-                keys.append((line.strip(), f"{path}:{number}"))
-    for key, where in keys:
-        if len(key) < MIN_KEY_CHARS:
-            raise ApiKeyError(f"{where}: an API key must have at least {MIN_KEY_CHARS} "
-                              "characters")
-        if not (key.isascii() and key.isprintable()):
-            raise ApiKeyError(f"{where}: an API key must be printable ASCII (letters, digits, "
-                              "punctuation): a request cannot carry other characters")
-    return [key for key, _ in keys]
+                lines.append((line.split(), f"{path}:{number}"))
+    entries: list[KeyEntry] = []
+    named: dict[str, str] = {}  # name -> where it was given
+    for number, ([secret, *fields], where) in enumerate(lines, 1):
+        _check_secret(secret, where)
+        key = _key_settings(fields, where, f"key-{number}")
+        if key.name in named:
+            raise ApiKeyError(f"{where}: field 'name': {key.name!r} is the name of the key "
+                              f"at {named[key.name]} too; names tell callers apart")
+        named[key.name] = where
+        entries.append(KeyEntry(secret, key))
+    return entries
+
+
+def _check_secret(secret: str, where: str) -> None:
+    if len(secret) < MIN_KEY_CHARS:
+        raise ApiKeyError(f"{where}: an API key must have at least {MIN_KEY_CHARS} "
+                          "characters")
+    if not (secret.isascii() and secret.isprintable()):
+        raise ApiKeyError(f"{where}: an API key must be printable ASCII (letters, digits, "
+                          "punctuation): a request cannot carry other characters")
+
+
+def _key_settings(fields: list[str], where: str, default_name: str) -> ApiKey:
+    """The settings written after a key: NAME=VALUE fields, each at most once."""
+    given: dict[str, str] = {}
+    for text in fields:
+        name, equals, value = text.partition("=")
+        if name not in KEY_FIELDS:
+            raise ApiKeyError(f"{where}: unknown field {name!r} after the key; the fields "
+                              f"are {', '.join(f'{n}=...' for n in KEY_FIELDS)}")
+        if not equals or not value:
+            raise ApiKeyError(f"{where}: field {name!r} has no value: write {name}=VALUE")
+        if name in given:
+            raise ApiKeyError(f"{where}: field {name!r} is given twice")
+        given[name] = value
+    name = given.get("name", default_name)
+    if not KEY_NAME.fullmatch(name):
+        raise ApiKeyError(f"{where}: field 'name': {name!r} must be 1 to 100 letters, digits "
+                          "or . _ @ : - (starting with a letter or digit)")
+    try:
+        judges = key_judges(given["judges"]) if "judges" in given else None
+    except UserError as error:
+        raise ApiKeyError(f"{where}: field 'judges': {error}") from None
+    rule = given.get("rule")
+    if rule is not None:
+        try:
+            check_key_rule(rule, judges)
+        except UserError as error:
+            raise ApiKeyError(f"{where}: field 'rule': {error}") from None
+    return ApiKey(name, judges, rule)
 
 
 def is_loopback(host: str) -> bool:
@@ -52,7 +124,7 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def check_exposure(host: str, keys: list[str]) -> None:
+def check_exposure(host: str, keys: Sequence[KeyEntry]) -> None:
     """ApiKeyError when the API would be open to other machines."""
     if not keys and not is_loopback(host):
         raise ApiKeyError(f"the guard API on {host} would be open to other machines: give it "
@@ -60,20 +132,25 @@ def check_exposure(host: str, keys: list[str]) -> None:
 
 
 class KeyCheck:
-    """Whether an Authorization header carries one of the keys (compared in constant time)."""
+    """Which key an Authorization header carries, compared in constant time with every
+    key. A key given as its bare secret (tests, callers of build_api) is `key-N`."""
 
-    def __init__(self, keys: list[str]) -> None:
-        self.keys = [key.encode() for key in keys]
+    def __init__(self, keys: Sequence[KeyEntry | str]) -> None:
+        self.keys = [(entry.secret.encode(), entry.key) if isinstance(entry, KeyEntry)
+                     else (entry.encode(), ApiKey(f"key-{number}"))
+                     for number, entry in enumerate(keys, 1)]
 
     @property
     def required(self) -> bool:
         return bool(self.keys)
 
-    def accepts(self, authorization: str | None) -> bool:
-        if not self.keys:
-            return True
+    def match(self, authorization: str | None) -> ApiKey | None:
+        """The key the header carries; None when it carries none of them (or the server
+        has none: then every call is let in, and made by nobody in particular)."""
         scheme, _, token = (authorization or "").partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
-            return False
+            return None
         given = token.strip().encode()
-        return sum(hmac.compare_digest(given, key) for key in self.keys) > 0  # try every key
+        matched = [key for secret, key in self.keys  # every key is compared
+                   if hmac.compare_digest(given, secret)]
+        return matched[0] if matched else None

@@ -1,8 +1,10 @@
 """The guard API's keyed routes. The caller's key is checked before anything of the body is
 read, so a caller without one learns nothing of what a body should hold and costs no
-parsing; then the body is parsed strictly (web/request_bodies.py), so that every endpoint
-refuses NaN, Infinity, 1e999, lone surrogates and deep nesting anywhere in its body, fields
-passed on to an upstream included, with a 422 naming the field."""
+parsing, and the key that matched (its name and defaults: api/keys.py) is put on
+`request.state.api_key` (None on a server without keys); then the body is parsed strictly
+(web/request_bodies.py), so that every endpoint refuses NaN, Infinity, 1e999, lone
+surrogates and deep nesting anywhere in its body, fields passed on to an upstream included,
+with a 422 naming the field."""
 
 from __future__ import annotations
 
@@ -50,10 +52,12 @@ def keyed_route(keys: KeyCheck) -> type[APIRoute]:
             handler = super().get_route_handler()
 
             async def keyed(request: Request) -> Response:
-                if not keys.accepts(request.headers.get("authorization")):
+                key = keys.match(request.headers.get("authorization"))
+                if key is None and keys.required:
                     raise HTTPException(401, "a valid API key is required: "
                                              "Authorization: Bearer <key>",
                                         headers={"WWW-Authenticate": "Bearer"})
+                request.state.api_key = key  # the handlers read its name and defaults
                 strict = StrictJsonRequest(request.scope, request.receive)
                 await strict.check_json()
                 return await handler(strict)

@@ -5,10 +5,11 @@ strict ("yes" is no boolean) and numbers finite; the body itself was parsed stri
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+import re
+from typing import Annotated, Any, Literal
 
-from pydantic import (BaseModel, ConfigDict, Discriminator, Field, StrictBool, Tag,
-                      ValidationInfo, field_validator)
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Discriminator, Field, StrictBool,
+                      Tag, ValidationInfo, field_validator)
 
 from ragshield.services.ask_choices import MAX_MODEL_LENGTH, PACKAGED_MODELS
 from ragshield.services.asking import (FALLBACKS, MAX_ANSWER_CHARS, MAX_NOISE,
@@ -44,7 +45,53 @@ Judges = Annotated[list[Name] | None, Field(
                 "cheap judge)")]
 
 
-class Judging(Strict):
+BudgetMs = Annotated[int | None, Field(
+    ge=1, le=600_000,
+    description="how long the judges may take, in ms; the decision is made from those that "
+                "finished (cheapest first); default: RAGSHIELD_GUARD_BUDGET_MS, else none")]
+OnBudget = Annotated[Literal["keep", "abstain", "error"] | None, Field(
+    description="when the rule cannot decide within the budget: keep the answer, abstain "
+                "(fail closed), or error (504); default: RAGSHIELD_GUARD_ON_BUDGET, else "
+                "abstain")]
+
+
+def _hex_id(digits: int) -> AfterValidator:
+    """An OpenTelemetry id: `digits` hex digits, not all zero (W3C Trace Context), lowered."""
+    shape = re.compile(f"[0-9a-fA-F]{{{digits}}}")
+
+    def check(value: str | None) -> str | None:
+        if value is not None and (not shape.fullmatch(value) or not value.strip("0")):
+            raise ValueError(f"must be {digits} hex digits, not all zero")
+        return value.lower() if value is not None else None
+
+    return AfterValidator(check)
+
+
+TraceId = Annotated[str | None, Field(
+    max_length=32, description="the caller's OpenInference trace (32 hex digits): ragshield's "
+                               "span goes into it (RAGSHIELD_OTLP_ENDPOINT)"), _hex_id(32)]
+SpanId = Annotated[str | None, Field(
+    max_length=16, validate_default=True,
+    description="the caller's span (16 hex digits), the parent of ragshield's; with trace_id"),
+    _hex_id(16)]
+
+
+class Traced(Strict):
+    """The caller's trace and span, for the span of this call that ragshield sends to the
+    OTLP endpoint of the settings (services/trace_export.py); both or neither."""
+
+    trace_id: TraceId = None
+    span_id: SpanId = None
+
+    @field_validator("span_id")
+    @classmethod
+    def _with_trace_id(cls, span_id: str | None, info: ValidationInfo) -> str | None:
+        if "trace_id" in info.data and (info.data["trace_id"] is None) != (span_id is None):
+            raise ValueError("trace_id and span_id come together: give both or neither")
+        return span_id
+
+
+class Judging(Traced):
     judges: Judges = None
     rule: Name | None = Field(
         default=None, description="a judge's name, \"majority\", \"all\" or a stored "
@@ -58,6 +105,8 @@ class Judging(Strict):
         default=None, description="a packaged model the judges read from: "
                                   + " | ".join(PACKAGED_MODELS)
                                   + "; default: RAGSHIELD_JUDGE_MODEL, else the answer model")
+    budget_ms: BudgetMs = None
+    on_budget: OnBudget = None
 
 
 class JudgeBody(Judging):
@@ -100,7 +149,7 @@ class AskBody(Judging):
                               + " | ".join(PACKAGED_MODELS) + "; default: the configured one")
 
 
-class ProxyField(Strict):
+class ProxyField(Traced):
     """ragshield's field of a chat completion request (`"ragshield": {...}` in the body; with
     the openai client, `extra_body={"ragshield": {...}}`)."""
 
@@ -110,6 +159,12 @@ class ProxyField(Strict):
     judges: Judges = None
     rule: Name | None = None
     store: StrictBool = True
+    budget_ms: BudgetMs = None
+    on_budget: OnBudget = None
+    stream_mode: Literal["hold", "live"] = Field(
+        default="hold", description="with stream: true, hold (judge, then stream what may be "
+                                    "shown) or live (stream the upstream's tokens as they "
+                                    "come, then a decision event)")
 
 
 class Open(BaseModel):

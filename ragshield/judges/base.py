@@ -43,7 +43,8 @@ class Judge(ABC):
         self.options = options
 
     def judge(self, sample: Sample, answer: Answer, llm: LLM) -> Verdict:
-        missing = self.requires - llm.capabilities
+        # A judge that requires nothing does not wait for a server's capability probe.
+        missing = self.requires - llm.capabilities if self.requires else frozenset()
         if missing:
             return Verdict(
                 judge=self.name, keep=None, available=False,

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,22 +120,33 @@ class UpstreamChat:
     def _scrub(self, text: str) -> str:
         return text.replace(self._key, "[upstream key]") if self._key else text
 
-    def complete(self, body: dict[str, Any], timeout_s: float) -> UpstreamReply:
+    def complete(self, body: dict[str, Any], timeout_s: float,
+                 on_chunk: Callable[[dict[str, Any]], None] | None = None) -> UpstreamReply:
         """One completion, all of it within `timeout_s`; an UpstreamError saying what went
-        wrong otherwise."""
-        exchange = self._exchange(body, timeout_s)
+        wrong otherwise. A request with `"stream": true` is read as the server-sent events it
+        brings, each chunk handed to `on_chunk` as it comes (on the exchange's thread), and
+        the reply is the completion the chunks add up to."""
+        chunks = ChunkReader(self.shown_url, on_chunk) if body.get("stream") else None
+        exchange = self._exchange(body, timeout_s, chunks)
         status, headers, raw = asyncio.run_coroutine_threadsafe(exchange, self._io()).result()
         if status >= 400:
             raise self._refusal(status, headers, raw)
+        if chunks is not None and chunks.streamed:
+            return chunks.reply()
         return _reply(raw, self.shown_url)
 
-    async def _exchange(self, body: dict[str, Any],
-                        timeout_s: float) -> tuple[int, httpx.Headers, bytes]:
-        """The upstream's status, headers and whole body (run on the loop)."""
+    async def _exchange(self, body: dict[str, Any], timeout_s: float,
+                        chunks: ChunkReader | None) -> tuple[int, httpx.Headers, bytes]:
+        """The upstream's status, headers and whole body (run on the loop); a stream of
+        events is read by `chunks` as it comes instead (its body is then left empty)."""
         url = self.base_url + "/chat/completions"
         try:
             async with (asyncio.timeout(timeout_s),
                         self._client.stream("POST", url, json=body) as response):
+                if (chunks is not None and response.status_code < 400 and response.headers
+                        .get("content-type", "").startswith("text/event-stream")):
+                    await chunks.read(response.aiter_lines())
+                    return response.status_code, response.headers, b""
                 raw = bytearray()
                 async for chunk in response.aiter_bytes():
                     raw += chunk
@@ -161,6 +173,81 @@ class UpstreamChat:
         # Its own server errors, and refusing our key, are the upstream's fault, not the
         # caller's: a bad gateway.
         return UpstreamBadReply(message)
+
+
+class ChunkReader:
+    """Reads an upstream's stream of chat completion chunks (`data: {...}` lines, then
+    `data: [DONE]`), hands each on as it comes and adds up the first choice's text and token
+    log-probs into the completion they make, which is judged as a whole answer is."""
+
+    def __init__(self, shown_url: str,
+                 on_chunk: Callable[[dict[str, Any]], None] | None = None) -> None:
+        self.shown_url, self.on_chunk = shown_url, on_chunk
+        self.streamed = False  # the upstream did answer with events
+        self._first: dict[str, Any] = {}
+        self._text: list[str] = []
+        self._tokens: list[Any] = []
+        self._finish: str | None = None
+        self._usage: dict[str, Any] | None = None
+        self._size = 0
+
+    async def read(self, lines: Any) -> None:
+        self.streamed = True
+        async for line in lines:
+            self._size += len(line) + 1
+            if self._size > MAX_REPLY_BYTES:
+                raise UpstreamBadReply(f"the upstream {self.shown_url} streamed over "
+                                       f"{MAX_REPLY_BYTES} bytes")
+            if not line.startswith("data:"):
+                continue  # blank lines end events; comments and other fields carry nothing
+            data = line[len("data:"):].strip()
+            if data == "[DONE]":
+                return
+            self._take(_json(data.encode("utf-8"), self.shown_url))
+        raise UpstreamBadReply(f"the upstream {self.shown_url} ended its stream without "
+                               "[DONE]")
+
+    def _take(self, chunk: Any) -> None:
+        if isinstance(chunk, dict) and isinstance(chunk.get("error"), dict):
+            raise UpstreamBadReply(f"the upstream {self.shown_url} stopped its stream with an "
+                                   f"error: {_error_message(json.dumps(chunk).encode())}")
+        if not isinstance(chunk, dict) or not isinstance(chunk.get("choices"), list):
+            raise UpstreamBadReply(f"the upstream {self.shown_url} streamed something that is "
+                                   "not a chat completion chunk")
+        self._first = self._first or chunk
+        if isinstance(chunk.get("usage"), dict):  # with stream_options.include_usage
+            self._usage = chunk["usage"]
+        for choice in chunk["choices"]:
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                continue  # n is 1: another index is not an answer anyone asked for
+            delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
+            if delta.get("tool_calls") or delta.get("function_call"):
+                raise UpstreamBadReply(f"the upstream {self.shown_url} streamed a tool call; "
+                                       "only text answers are judged")
+            if isinstance(delta.get("content"), str):
+                self._text.append(delta["content"])
+            logprobs = choice.get("logprobs")
+            if isinstance(logprobs, dict) and isinstance(logprobs.get("content"), list):
+                self._tokens += logprobs["content"]
+            if isinstance(choice.get("finish_reason"), str):
+                self._finish = choice["finish_reason"]
+        if self.on_chunk is not None:
+            self.on_chunk(chunk)
+
+    def reply(self) -> UpstreamReply:
+        """The completion the chunks make, in the shape of a non-streamed one."""
+        if not self._first:
+            raise UpstreamBadReply(f"the upstream {self.shown_url} streamed no chunk")
+        text = "".join(self._text)
+        logprobs = {"content": self._tokens} if self._tokens else None
+        choice = {"index": 0, "message": {"role": "assistant", "content": text},
+                  "logprobs": logprobs, "finish_reason": self._finish}
+        body = {key: self._first[key] for key in ("id", "created", "model",
+                                                 "system_fingerprint") if key in self._first}
+        body = {**body, "object": "chat.completion", "choices": [choice],
+                **({"usage": self._usage} if self._usage else {})}
+        model = body.get("model") if isinstance(body.get("model"), str) else None
+        return UpstreamReply(body, text, model, _tokens(logprobs))
 
 
 def _error_message(raw: bytes) -> str:

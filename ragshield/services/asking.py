@@ -19,6 +19,7 @@ from ragshield.answerers.registry import ANSWERERS, GIVEN, make_answerer
 from ragshield.config import DEFAULT_DECISION_RULE, DEFAULT_RULE_REASON, Settings
 from ragshield.datasets.demo import DEMO_DATASET
 from ragshield.errors import UserError
+from ragshield.judge_budget import Budget
 from ragshield.judges.base import Judge
 from ragshield.judges.registry import make_judges, quick_judges
 from ragshield.judging import (POOLED_RULES, JudgedSample, Rule, cheapest_first, choose_rule,
@@ -79,6 +80,10 @@ class AskRequest:
     keep_record: bool = True  # keep the question, answer and verdicts in a live run
     passages: tuple[Passage, ...] | None = None  # None: retrieved (typed) or the sample's own
     given_answer: GivenAnswer | None = None  # an outside system's answer to judge
+    # A latency budget for the judges (judge_budget.py; the guard's calls), and what to do
+    # when the rule cannot decide within it; None: the settings' (guard_budget_ms, ...).
+    budget_ms: int | None = None
+    on_budget: str | None = None
 
 
 class DefaultRule(NamedTuple):
@@ -385,7 +390,7 @@ class _Reporting(Answerer):
 
 
 def answer_and_judge(store: Store, settings: Settings, models: Models, prepared: Prepared,
-                     post: Post | None = None) -> AskResult:
+                     post: Post | None = None, budget: Budget | None = None) -> AskResult:
     """The model work of one ask, each step posted as it happens. With the larger-model
     fallback, the packaged larger model answers when the first answer is withheld (the
     switch of a run). A model is opened only when the ask needs one (Prepared.needs_model);
@@ -398,7 +403,7 @@ def answer_and_judge(store: Store, settings: Settings, models: Models, prepared:
     judged = judge_sample(prepared.sample, main, _Reporting(prepared.answerer, post, main.name),
                           prepared.judges, prepared.rule,
                           on_verdict=lambda verdict: post("verdict", verdict),
-                          order=cheapest_first, reader=reader)
+                          order=cheapest_first, reader=reader, budget=budget)
     post("decision", judged.decision)
     result = AskResult(prepared, judged, main.name)
     if decision_word(judged.decision) != KEEP:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from ragshield.judge_budget import unfinished_judges
 from ragshield.services.asking import ABSTAIN_MESSAGE, AskResult
 from ragshield.types import CostSummary, LLMCall, Verdict, decision_word
 
@@ -66,6 +67,9 @@ def decision_json(result: AskResult, seconds: Mapping[str, float] | None = None,
             "run_id": result.record.run_id, "dataset": result.record.dataset,
             "sample_id": result.record.sample_id, "stored": result.record.stored},
     }
+    unfinished = unfinished_judges(judged.verdicts)
+    if unfinished:  # the call had a latency budget, and these judges did not finish in it
+        body["unfinished"] = unfinished
     if passages:
         body["passages"] = [{"text": p.text, "title": p.title, "id": p.doc_id, "score": p.score}
                             for p in result.prepared.sample.passages]

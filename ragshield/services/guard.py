@@ -14,15 +14,19 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ragshield.config import Settings
 from ragshield.errors import UserError
+# BudgetPassed: the API turns it into its 504 answer.
+from ragshield.judge_budget import Budget, BudgetPassed  # noqa: F401
 from ragshield.judges.registry import JUDGES, unavailable_reason
 from ragshield.llm.base import LLM
+from ragshield.llm.no_model import NoModel
 # UpstreamError: the API turns it into its 502 answer.
 from ragshield.llm.upstream import (UpstreamBadReply, UpstreamChat, UpstreamError,  # noqa: F401
                                      UpstreamReply)
@@ -80,6 +84,17 @@ class ServerModels:
         except UserError as error:
             raise ModelUnavailable("the server cannot open its model; the server's log says "
                                    "why") from error
+
+
+class _NoModels:
+    """The models of a call whose turn did not come within its budget: none (llm/no_model.py),
+    so that it is decided from the judges that read no model."""
+
+    def llm(self, packaged: str | None = None) -> LLM:
+        return NoModel()
+
+
+_NO_MODELS = _NoModels()
 
 
 class _NoTurn:
@@ -158,6 +173,23 @@ class Guarded:
 
 
 @dataclass(frozen=True)
+class CallContext:
+    """Who made a guard call and where it belongs, beside what it asks: the endpoint, the
+    name of the caller's API key, and the caller's trace and span (OpenInference ids), if it
+    sent them."""
+
+    endpoint: str  # judge | ask | chat
+    caller: str | None = None
+    trace_id: str | None = None
+    span_id: str | None = None
+
+
+# Told of every answered call once its result is kept (or not kept: `"store": false`): the
+# metrics, the decision log and the trace export listen. A listener must not raise.
+Listener = Callable[[CallContext, "Guarded"], None]
+
+
+@dataclass(frozen=True)
 class ProxyRequest:
     """An OpenAI chat completion request for the upstream (ragshield's own field taken out)
     and what to judge its answer against."""
@@ -168,6 +200,8 @@ class ProxyRequest:
     judges: tuple[str, ...] | None = None  # None: default_judges (the pinned policy's too)
     rule: str | None = None
     keep_record: bool = True
+    budget_ms: int | None = None  # for the judges, from when the upstream has answered
+    on_budget: str | None = None
 
 
 class Guard:
@@ -175,32 +209,42 @@ class Guard:
     retrievers and the upstream."""
 
     def __init__(self, settings: Settings, store: Store, models: Models,
-                 gate: ModelGate | None = None, finders: PassageFinders | None = None) -> None:
+                 gate: ModelGate | None = None, finders: PassageFinders | None = None,
+                 listeners: tuple[Listener, ...] = ()) -> None:
         self.settings, self.store, self.models = settings, store, ServerModels(models)
         self.gate = gate or ModelGate(settings)
         self.finders = finders or PassageFinders(settings)
         self.upstream = (UpstreamChat(settings.upstream_base_url,
                                       _secret(settings.upstream_api_key))
                          if settings.upstream_base_url else None)
+        self.listeners = list(listeners)
         self._waiting = threading.BoundedSemaphore(settings.api_max_waiting)
+        self._count_lock = threading.Lock()
+        self.waiting = 0  # calls in the guard now (waiting for the model or being judged)
 
-    def ask(self, request: AskRequest, outcome: Outcome, deadline: float) -> Guarded:
+    def ask(self, request: AskRequest, outcome: Outcome, deadline: float,
+            context: CallContext | None = None) -> Guarded:
         """One question (or one given answer) judged and, unless the caller gave up, kept
         in the live run. GuardBusy when too many calls wait; GuardTimeout past `deadline`."""
         with self._turn():
-            return self._judged(request, outcome, deadline, {})
+            guarded = self._judged(request, outcome, deadline, {})
+        self._tell(context or CallContext("ask"), guarded)
+        return guarded
 
-    def proxy(self, proxied: ProxyRequest, outcome: Outcome, deadline: float) -> Guarded:
+    def proxy(self, proxied: ProxyRequest, outcome: Outcome, deadline: float,
+              context: CallContext | None = None,
+              on_chunk: Callable[[dict[str, Any]], None] | None = None) -> Guarded:
         """The upstream's answer to `proxied.body`, judged like a given answer (and, like
         one, of at most MAX_ANSWER_CHARS: a longer one is neither judged, stored nor sent on).
         Its waiting slot is held until the upstream answers or the deadline passes, never
-        longer."""
+        longer. A streamed request (`"stream": true`) is read from the upstream's stream,
+        each chunk handed to `on_chunk` as it comes."""
         if self.upstream is None:
             raise NoUpstream("no upstream endpoint is configured: start the server with "
                              "--upstream URL (or set RAGSHIELD_UPSTREAM_BASE_URL)")
         with self._turn():
             started = time.monotonic()
-            reply = self.upstream.complete(proxied.body, timeout_s=_left(deadline))
+            reply = self.upstream.complete(proxied.body, _left(deadline), on_chunk)
             if len(reply.text) > MAX_ANSWER_CHARS:
                 raise UpstreamBadReply(f"the upstream {self.upstream.shown_url} answered "
                                        f"{len(reply.text):,} characters; answers of up to "
@@ -208,39 +252,59 @@ class Guard:
             request = AskRequest(question=proxied.question, passages=proxied.passages,
                                  given_answer=GivenAnswer(reply.text, reply.model, reply.tokens),
                                  judges=proxied.judges, rule=proxied.rule,
-                                 keep_record=proxied.keep_record)
+                                 keep_record=proxied.keep_record, budget_ms=proxied.budget_ms,
+                                 on_budget=proxied.on_budget)
             seconds = {"upstream": time.monotonic() - started}
             guarded = self._judged(request, outcome, deadline, seconds)
         guarded.upstream = reply
+        self._tell(context or CallContext("chat"), guarded)
         return guarded
+
+    def _tell(self, context: CallContext, guarded: Guarded) -> None:
+        for listener in self.listeners:
+            listener(context, guarded)
 
     @contextmanager
     def _turn(self) -> Iterator[None]:
         if not self._waiting.acquire(blocking=False):
             raise GuardBusy(f"{self.settings.api_max_waiting} calls are already waiting for "
                             "the model; retry later")
+        self._count(+1)
         try:
             yield
         finally:
+            self._count(-1)
             self._waiting.release()
+
+    def _count(self, change: int) -> None:
+        with self._count_lock:
+            self.waiting += change
 
     def _judged(self, request: AskRequest, outcome: Outcome, deadline: float,
                 seconds: dict[str, float]) -> Guarded:
+        running: list[Future[Any]] = []  # judges still at work when the budget passed
+        budget = self._budget(request, running)
         prepared = prepare(self.store, self.settings, replace(request, keep_record=False),
                            self.finders)
-        gate = self.gate.turn(prepared)
+        gate, models = self.gate.turn(prepared), self.models
         waited = time.monotonic()
-        if not gate.acquire(timeout=_left(deadline)):
-            raise GuardTimeout("the model stayed busy with other calls until the deadline")
+        if not gate.acquire(timeout=_left(min(deadline, budget.deadline if budget else deadline))):
+            if budget is None or time.monotonic() > deadline:
+                raise GuardTimeout("the model stayed busy with other calls until the deadline")
+            if request.given_answer is None:
+                raise BudgetPassed(f"the model stayed busy past the {budget.milliseconds:,} ms "
+                                   "budget: there is no answer to judge")
+            gate, models = _NoTurn(), _NO_MODELS  # decide from what needs no model
         try:
             seconds["queued"] = time.monotonic() - waited
             if outcome.given_up or time.monotonic() > deadline:
                 raise GuardTimeout("the caller gave up while the call waited for the model")
             started = time.monotonic()
-            result = answer_and_judge(self.store, self.settings, self.models, prepared)
+            result = answer_and_judge(self.store, self.settings, models, prepared,
+                                      budget=budget)
             seconds["judging"] = time.monotonic() - started
         finally:
-            gate.release()
+            self._release(gate, running)
         if not outcome.keep():
             raise GuardTimeout("the caller gave up before the verdicts were in")
         if request.keep_record:
@@ -248,6 +312,26 @@ class Guard:
             result.record = keep_asked(self.store, self.settings, result)
             seconds["storing"] = time.monotonic() - started
         return Guarded(result, seconds)
+
+    def _budget(self, request: AskRequest, running: list[Future[Any]]) -> Budget | None:
+        """The call's latency budget, starting now, if it or the settings give one; with a
+        server backend the call's judges run `concurrency` at once."""
+        milliseconds = request.budget_ms or self.settings.guard_budget_ms
+        if milliseconds is None:
+            return None
+        remote = self.gate.for_request(request) is self.gate.remote
+        return Budget.starting_now(milliseconds,
+                                   request.on_budget or self.settings.guard_on_budget,
+                                   self.settings.concurrency if remote else 1, running.extend)
+
+    def _release(self, gate: Any, running: list[Future[Any]]) -> None:
+        """The turn given back; the in-process model's only once the judges that the budget
+        left running are done with it (a server takes calls side by side)."""
+        if gate is not self.gate.local or not running:
+            gate.release()
+            return
+        threading.Thread(target=lambda: (wait(running), gate.release()),
+                         name="guard-release", daemon=True).start()
 
     def close(self) -> None:
         if self.upstream is not None:

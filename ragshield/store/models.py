@@ -301,3 +301,30 @@ class AppSetting(Base):
     value: Mapped[dict[str, Any]]
     updated_by: Mapped[str | None] = mapped_column(String(200))
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class GuardDecision(Base):
+    """One answered call of the guard API (services/decision_log.py): when, who asked (the
+    key's name), what was decided by which rule or policy version, every verdict, and the
+    time it took. The run and sample it was kept as are plain values, not foreign keys: the
+    log outlives the runs and datasets it names."""
+
+    __tablename__ = "guard_decisions"
+    __table_args__ = (Index("ix_guard_decisions_created_at", "created_at"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    caller: Mapped[str | None] = mapped_column(String(100))
+    endpoint: Mapped[str] = mapped_column(String(20))
+    question_sha256: Mapped[str] = mapped_column(String(64))
+    question: Mapped[str | None] = mapped_column(Text)  # only with decision_log_questions=text
+    run_id: Mapped[int | None] = mapped_column(Integer)
+    dataset: Mapped[str | None] = mapped_column(String(200))
+    sample_id: Mapped[str | None] = mapped_column(String(200))
+    decision: Mapped[str | None] = mapped_column(String(20))  # keep, abstain, defer, or None
+    kept: Mapped[bool] = mapped_column(Boolean)  # the answer was shown
+    rule: Mapped[str] = mapped_column(String(200))
+    policy_name: Mapped[str | None] = mapped_column(String(100))
+    policy_version: Mapped[int | None] = mapped_column(Integer)
+    verdicts: Mapped[list[Any]]  # [{judge, keep, outcome, score}]
+    latency_ms: Mapped[float] = mapped_column(Float)
+    phases_ms: Mapped[dict[str, Any]]  # queued, judging, storing, upstream

@@ -68,3 +68,28 @@ def launched_app(database_url: str, log_dir: Path, *, args: Sequence[str] = (),
     with running_server(command, url, log_dir / f"app-{port}.log", timeout_s=timeout_s,
                         env={"RAGSHIELD_DATABASE_URL": database_url, **(env or {})}) as process:
         yield url, process
+
+
+@contextmanager
+def served_in_thread(app: object, timeout_s: float = 30) -> Iterator[str]:
+    """An ASGI app served by uvicorn in a thread of this process on a free port of
+    127.0.0.1 (a test client would gather a streamed reply before handing it over); yield
+    its URL once it listens, stop it afterwards."""
+    import threading
+
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=free_port(),
+                                           log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, name="served-in-thread", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + timeout_s
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the server did not start")
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{server.config.port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)

@@ -367,7 +367,7 @@ def _view(dataset: str, strategy: str, overlap: float | None, blind: bool,
 LABEL_EVENTS: dict[str, Any] = {"queue": False}
 
 
-def build(context: UiContext, page: gr.Blocks) -> None:
+def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
     """Components and events of the tab (called inside its gr.Tab of `page`, the app's
     Blocks, whose load event fills the tab)."""
     names = dataset_names(context.store)
@@ -484,6 +484,8 @@ def build(context: UiContext, page: gr.Blocks) -> None:
 
     page.load(on_load, controls, [name_box, dataset_box, *screen], api_name="annotate_open",
               api_visibility="private")
+    tab.select(lambda: gr.update(choices=dataset_names(context.store)), None, dataset_box,
+               api_visibility="private")
     remembered_name.change(on_remembered, [remembered_name, *controls, name_box],
                            [name_box, *screen], api_name="annotate_restore_name",
                            api_visibility="private")

@@ -2,7 +2,9 @@
 library functions (the same ones the CLI calls) to components; each tab lives in its own
 module with its handlers as plain functions, tested without a browser. A tab module
 exposes TITLE, CSS (its stylesheet), HEAD (scripts for the page head) and
-build(context, page), which makes its components inside its gr.Tab."""
+build(context, page, tab), which makes its components inside its gr.Tab `tab`; what one tab
+changes that another shows (a dataset uploaded, a policy pinned, a run started) the other
+re-reads when it is opened (`tab.select`) as well as at the page's load."""
 
 from __future__ import annotations
 
@@ -59,8 +61,9 @@ def build_app(settings: Settings, store: Store | None = None,
                     "\"I don't know\"?")
         with gr.Tabs() as tabs:
             for tab in TABS:
-                with gr.Tab(tab.TITLE, id=tab.TITLE.lower(), elem_id=f"tab-{tab.TITLE.lower()}"):
-                    tab.build(context, app)
+                with gr.Tab(tab.TITLE, id=tab.TITLE.lower(),
+                            elem_id=f"tab-{tab.TITLE.lower()}") as shown:
+                    tab.build(context, app, shown)
         app.load(_tab_of_link, None, tabs, api_visibility="private")
     return app
 

@@ -134,7 +134,7 @@ def browse_row(context: UiContext, frames: BrowseFrames, run: int | str | None,
 
 # -- wiring ------------------------------------------------------------------------------
 
-def build(context: UiContext, page: gr.Blocks) -> None:
+def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
     """Components and events of the tab (called inside its gr.Tab of `page`, the app's
     Blocks, whose load event fills the tab)."""
     frames = BrowseFrames()
@@ -182,8 +182,8 @@ def build(context: UiContext, page: gr.Blocks) -> None:
     def link_handler(request: gr.Request):
         return browse_link(context, frames, dict(request.query_params))
 
-    gr.on([refresh.click, dataset.input], runs_handler, [dataset, run], [dataset, run],
-          api_name="browse_runs")
+    gr.on([refresh.click, dataset.input, tab.select], runs_handler, [dataset, run],
+          [dataset, run], api_name="browse_runs")
     # A link to a case study (?run=R&sample=ID, e.g. from the Dashboard's false keeps)
     # opens it once the pickers are filled.
     page.load(runs_handler, [dataset, run], [dataset, run], api_visibility="private").then(

@@ -225,7 +225,7 @@ def answer_source_form(answers: str | None) -> tuple[gr.Dropdown, gr.Dropdown]:
 
 # -- wiring -----------------------------------------------------------------------------------
 
-def build(context: UiContext, page: gr.Blocks) -> None:
+def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
     """Components and events of the tab (called inside its gr.Tab of `page`, the app's
     Blocks, whose load event fills the tab)."""
     cache = DashboardCache()
@@ -351,13 +351,15 @@ def build(context: UiContext, page: gr.Blocks) -> None:
     gr.on([page.load, refresh_button.click, run_picker.change, truth_radio.change,
            resamples_box.submit], refresh, view_inputs, view_outputs,
           api_name="dashboard_refresh", trigger_mode="always_last")
-    gr.on([page.load, refresh_button.click], runs, picker, picker, api_name="dashboard_runs")
+    gr.on([page.load, refresh_button.click, tab.select], runs, picker, picker,
+          api_name="dashboard_runs")
     timer.tick(live_refresh, [*view_inputs, shown], view_outputs,
                api_name="dashboard_live_refresh", trigger_mode="always_last",
                show_progress="hidden")
     gr.on([page.load, timer.tick], progress, picker, [run_progress, *picker],
           api_name="dashboard_progress", trigger_mode="always_last", show_progress="hidden")
-    page.load(datasets, dataset_box, dataset_box, api_name="dashboard_datasets").then(
+    gr.on([page.load, tab.select], datasets, dataset_box, dataset_box,
+          api_name="dashboard_datasets").then(
         lambda dataset, answers: answers_update(context, dataset, answers),
         [dataset_box, answers_radio], answers_radio, api_visibility="private")
     dataset_box.change(lambda dataset, answers: answers_update(context, dataset, answers),

@@ -224,7 +224,7 @@ def _mapping_boxes(view: FileView) -> list[gr.Dropdown]:
                         value=view.mapping.get(field, NOT_SET)) for field in MAPPED_FIELDS]
 
 
-def build(context: UiContext, page: gr.Blocks) -> None:
+def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
     gr.Markdown("Upload a dataset file, check what importing it would change, and import it "
                 "all or nothing. Rows may carry the answer another system gave (`answer`).")
     with gr.Row():
@@ -310,7 +310,7 @@ def build(context: UiContext, page: gr.Blocks) -> None:
                     plan_out, plan_state, readable_state]
     lists_outputs = [listing_out, dataset_box, manage_box]
     private = {"api_visibility": "private"}
-    page.load(lists, None, lists_outputs, api_name="data_lists", **private)
+    gr.on([page.load, tab.select], lists, None, lists_outputs, api_name="data_lists", **private)
     gr.on([file_box.change, format_box.input], on_file, file_inputs, file_outputs,
           api_name="data_file", **private).then(
         after_file, [readable_state, *file_inputs, *mapping_boxes], [plan_out, plan_state],

@@ -180,9 +180,10 @@ INTRO = ("Ask a question, or pick a stored sample, and watch the system decide w
          "as it arrives, the decision, and what is shown instead when it abstains.")
 
 
-def build(context: UiContext, page: gr.Blocks) -> None:
-    """Components and events of the tab (called inside its gr.Tab of `page`, the app's
-    Blocks, whose load event fills the tab)."""
+def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
+    """Components and events of the tab (called inside its gr.Tab `tab` of `page`, the app's
+    Blocks, whose load event fills the tab; opening the tab again re-reads the default rule
+    and the datasets, which the Dashboard and the Data tab change)."""
     settings = context.settings
     finders = PassageFinders(settings)
     gr.Markdown(INTRO)
@@ -275,8 +276,11 @@ def build(context: UiContext, page: gr.Blocks) -> None:
                      api_name="demo_all_judges")
     fast_judges.click(lambda: list(default_judges(settings, store=context.store)),
                       outputs=judges, api_name="demo_fast_judges")
-    page.load(lambda: reloaded_defaults(context, built), outputs=[judges, rule],
-              api_visibility="private")
+    applied = gr.State(built)  # the defaults this page shows
+    gr.on([page.load, tab.select], lambda shown: followed_defaults(context, shown), applied,
+          [judges, rule, applied], api_visibility="private")
+    gr.on([page.load, tab.select], lambda: gr.Dropdown(choices=dataset_names(context.store)),
+          outputs=dataset, api_visibility="private")
     # Picking a sample or typing switches the question's source (in the browser only).
     sample.input(None, outputs=source, js=f"() => {json.dumps(STORED)}")
     question.input(None, outputs=source, js=f"() => {json.dumps(TYPED)}")
@@ -291,14 +295,16 @@ def rule_defaults(context: UiContext) -> tuple[list[str], list[str], str]:
     return judges, rules, rule
 
 
-def reloaded_defaults(context: UiContext, built: tuple[list[str], list[str], str]) -> tuple:
-    """At a page load, the judges and the rule of a default pinned or unpinned since the
-    page was built (left alone otherwise, so nothing the page has set is undone)."""
+def followed_defaults(context: UiContext,
+                      shown: tuple[list[str], list[str], str]) -> tuple:
+    """The judges and the rule of a default pinned or unpinned since the page showed
+    `shown` (at a page load, or when the tab is opened again after a pin on the Dashboard),
+    and the defaults now shown; left alone otherwise, so nothing the person set is undone."""
     now = rule_defaults(context)
-    if now == built:
-        return gr.skip(), gr.skip()
+    if now == tuple(shown):
+        return gr.skip(), gr.skip(), gr.skip()
     judges, rules, rule = now
-    return gr.CheckboxGroup(value=judges), gr.Dropdown(choices=rules, value=rule)
+    return gr.CheckboxGroup(value=judges), gr.Dropdown(choices=rules, value=rule), now
 
 
 def example_form(example: DemoExample, settings: Settings) -> list[Any]:

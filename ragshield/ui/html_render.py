@@ -22,4 +22,5 @@ def table_html(columns: list[str], rows: list[list[Any]], *, table_id: str | Non
     id_attr = f' id="{esc(table_id)}"' if table_id else ""
     head = "".join(f"<th>{esc(c)}</th>" for c in columns)
     body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in rows)
-    return f'<table class="rs-table"{id_attr}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    return (f'<table class="rs-table"{id_attr}><thead><tr>{head}</tr></thead>'
+            f'<tbody>{body}</tbody></table>')

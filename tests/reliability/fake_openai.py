@@ -2,7 +2,8 @@
 POST /v1/chat/completions) and misbehaves on cue: a test's `behaviour` picks, for each
 request, a Fault (a status, a raw body, headers, a delay, a body dripped byte by byte, a
 dropped connection) or None for a healthy reply. Healthy replies are deterministic: "Yes" to
-yes/no questions, else a short answer citing Passage-0, with log-probs when asked.
+yes/no questions, else a short answer citing Passage-0, with log-probs when asked; a request
+with `"stream": true` gets the same reply as server-sent events, one token per chunk.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ class Fault:
     delay_s: float = 0.0  # wait before answering (a hanging server)
     drip_s: float = 0.0  # send the body one byte every drip_s seconds (a server that hangs on)
     drop: bool = False  # close the connection without any reply
+    gap_s: float = 0.0  # between the chunks of a streamed reply
 
 
 Behaviour = Callable[[Request], Fault | None]
@@ -85,6 +87,27 @@ def healthy_reply(request: Request) -> dict[str, Any]:
         "usage": {"prompt_tokens": len(request.prompt.split()), "completion_tokens": len(tokens),
                   "total_tokens": len(request.prompt.split()) + len(tokens)},
     }
+
+
+def streamed_reply(request: Request) -> list[dict[str, Any]]:
+    """The chunks of the healthy reply, as a streaming server sends them: the role, a token
+    each (with its log-probs when asked), the finish, and the usage when asked."""
+    whole = healthy_reply(request)
+    choice = whole["choices"][0]
+    head = {"id": whole["id"], "object": "chat.completion.chunk", "created": 0, "model": MODEL}
+    entries = (choice["logprobs"] or {}).get("content") or []
+    words = choice["message"]["content"].split(" ")
+    tokens = [words[0], *(" " + w for w in words[1:])]
+    chunks = [{**head, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
+                                    "finish_reason": None}]}]
+    for index, token in enumerate(tokens):
+        logprobs = {"content": [entries[index]]} if entries else None
+        chunks.append({**head, "choices": [{"index": 0, "delta": {"content": token},
+                                            "logprobs": logprobs, "finish_reason": None}]})
+    chunks.append({**head, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    if (request.body.get("stream_options") or {}).get("include_usage"):
+        chunks.append({**head, "choices": [], "usage": whole["usage"]})
+    return chunks
 
 
 class FakeOpenAIServer:
@@ -145,6 +168,9 @@ class FakeOpenAIServer:
                 if fault.drop:
                     self.close_connection = True
                     return
+                if fault.body is None and request.body.get("stream") and request.is_chat:
+                    self._stream(streamed_reply(request), fault)
+                    return
                 payload = fault.body if fault.body is not None else json.dumps(
                     healthy_reply(request)).encode()
                 try:
@@ -162,6 +188,20 @@ class FakeOpenAIServer:
                         self.wfile.write(payload)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up first (a timeout)
+
+            def _stream(self, chunks: list[dict[str, Any]], fault: Fault) -> None:
+                try:
+                    self.send_response(fault.status)
+                    self.send_header("content-type", "text/event-stream")
+                    self.end_headers()
+                    for chunk in chunks:
+                        self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+                        self.wfile.flush()
+                        time.sleep(fault.gap_s)
+                    self.wfile.write(b"data: [DONE]\n\n")
+                    self.close_connection = True
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
 
             def do_GET(self) -> None:
                 self._serve("GET")

@@ -1,0 +1,114 @@
+"""Judging within a latency budget: a caller of the guard says how long its verdicts may take
+(`budget_ms`) and what to do when the decision rule cannot decide in that time (`on_budget`).
+
+The judges start cheapest first (judging.cheapest_first); with a server backend up to
+`concurrency` of them run at once, with an in-process model one at a time (it serves one call
+and keeps one cache). When the budget passes, the verdicts in hand decide; the judges still
+running are left to finish unheard, and those not started never start. Each of them gets a
+verdict that says it did not finish. If the rule cannot decide from what finished (its judge
+is among the unfinished, or none finished), `on_budget` does: `keep` shows the answer (fail
+open), `abstain` withholds it (fail closed), `error` fails the call (504, nothing stored).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+
+from ragshield.errors import UserError
+from ragshield.judges.base import Judge
+from ragshield.llm.base import LLM
+from ragshield.types import Answer, RuleDecision, Sample, Verdict
+
+ON_BUDGET = ("keep", "abstain", "error")
+UNFINISHED = "unfinished"  # the key of an unfinished verdict's details
+
+
+class BudgetPassed(UserError):
+    """The budget passed before the rule could decide, and the caller asked for an error
+    rather than a decision (504; nothing of the call is stored)."""
+
+
+@dataclass(frozen=True)
+class Budget:
+    deadline: float  # time.monotonic() by which the verdicts are due
+    milliseconds: int  # as the caller gave it, for the reasons
+    on_budget: str = "abstain"  # one of ON_BUDGET
+    concurrency: int = 1  # judges of one call at once
+    # Told of the judges' work still running when the budget passed.
+    leftover: Callable[[list[Future[Verdict | None]]], None] = field(
+        default=lambda running: None, compare=False)
+
+    @classmethod
+    def starting_now(cls, milliseconds: int, on_budget: str, concurrency: int = 1,
+                     leftover: Callable[[list[Future[Verdict | None]]], None] | None = None,
+                     ) -> Budget:
+        if on_budget not in ON_BUDGET:
+            raise BudgetError(f"on_budget {on_budget!r} must be one of {', '.join(ON_BUDGET)}")
+        return cls(time.monotonic() + milliseconds / 1000, milliseconds, on_budget,
+                   max(1, concurrency), leftover or (lambda running: None))
+
+
+class BudgetError(UserError, ValueError):
+    pass
+
+
+def unfinished_verdict(judge: Judge, budget: Budget) -> Verdict:
+    return Verdict(judge=judge.name, keep=None,
+                   rationale=f"did not finish within the {budget.milliseconds:,} ms budget",
+                   details={UNFINISHED: True})
+
+
+def unfinished_judges(verdicts: Sequence[Verdict]) -> list[str]:
+    return [verdict.judge for verdict in verdicts if verdict.details.get(UNFINISHED)]
+
+
+def judge_within(judges: Sequence[Judge], sample: Sample, answer: Answer, reader: LLM,
+                 budget: Budget, on_verdict: Callable[[Verdict], None] | None = None,
+                 ) -> list[Verdict]:
+    """The verdicts of `judges` (in their order) that are in by the budget's deadline, and an
+    unfinished verdict for each of the rest. The judges' work still running is handed to
+    `budget.leftover`: another call must not use an in-process model before it ends."""
+    stopped = threading.Event()  # set at the deadline: the judges not begun do not begin
+
+    def run(judge: Judge) -> Verdict | None:
+        if stopped.is_set():
+            return None
+        verdict = judge.judge(sample, answer, reader)
+        if on_verdict is not None and not stopped.is_set():
+            on_verdict(verdict)
+        return verdict
+
+    if time.monotonic() >= budget.deadline:  # nothing starts (the call's turn came too late)
+        return [unfinished_verdict(judge, budget) for judge in judges]
+    pool = ThreadPoolExecutor(max_workers=min(budget.concurrency, max(1, len(judges))),
+                              thread_name_prefix="judge")
+    futures = [pool.submit(run, judge) for judge in judges]
+    pool.shutdown(wait=False)  # its threads end with the work they have
+    wait(futures, timeout=max(0.0, budget.deadline - time.monotonic()))
+    stopped.set()
+    verdicts = []
+    for judge, future in zip(judges, futures):
+        verdict = future.result() if future.done() else None
+        verdicts.append(verdict or unfinished_verdict(judge, budget))
+    budget.leftover([future for future in futures if not future.done()])
+    return verdicts
+
+
+def budget_decision(decision: RuleDecision, verdicts: Sequence[Verdict],
+                    budget: Budget) -> RuleDecision:
+    """The rule's decision where it could decide from the finished verdicts; else the one
+    `on_budget` asks for (BudgetPassed for `error`)."""
+    late = unfinished_judges(verdicts)
+    if not late or decision.keep is not None or decision.deferred:
+        return decision
+    why = (f"the rule could not decide within the {budget.milliseconds:,} ms budget "
+           f"({', '.join(late)} did not finish)")
+    if budget.on_budget == "error":
+        raise BudgetPassed(why)
+    keep = budget.on_budget == "keep"
+    return RuleDecision(keep, decision.rule, f"{why}: {'kept' if keep else 'withheld'}, as "
+                                             f"on_budget {budget.on_budget} says")

@@ -1,0 +1,142 @@
+"""A guard call's latency budget (`budget_ms`, `on_budget`; ragshield/judge_budget.py): the
+call answers when its budget passes, decided from the judges that finished. Against a slow
+judge backend for real (the openai backend on a fake server that takes seconds per call,
+its judges run side by side) and an in-process model that is slow (its judges one at a
+time, and never two calls on it at once, even when the budget left a judge running)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from ragshield.api.app import build_api
+from ragshield.api.keys import KeyCheck
+from ragshield.config import Settings
+from ragshield.services.asking import ABSTAIN_MESSAGE, OpenedModels
+from ragshield.services.guard import Guard, ModelGate
+from ragshield.store.database import Store
+from tests.reliability.fake_openai import Fault, FakeOpenAIServer
+from tests.test_api import SURE, SlowLLM, client_for, error_of, judge_body, live_answers
+
+SLOW_S = 3.0  # each call to the slow backend
+BUDGET_MS = 800
+SLACK_S = 0.3  # what a call may take past its budget here (the target, 100 ms, is measured
+# by scripts/bench_guard.py on a quiet machine; tests share the cores)
+LOGPROBS = [{"token": "The", "logprob": SURE}, {"token": " Normans", "logprob": SURE}]
+
+
+def slow(seconds: float) -> Any:
+    """Each judge's call takes `seconds` (the model list and the capability probe, made once
+    when the backend opens, do not)."""
+    return lambda request: (Fault(delay_s=seconds)
+                            if request.is_chat and request.prompt != "Say yes." else None)
+
+
+def server_client(settings: Settings, store: Store, upstream: FakeOpenAIServer) -> TestClient:
+    settings.backend, settings.openai_base_url = "openai", upstream.url
+    settings.model, settings.concurrency = "fake-model", 4
+    guard = Guard(settings, store, OpenedModels(settings, store), ModelGate(settings))
+    return TestClient(build_api(settings, guard, KeyCheck([])), raise_server_exceptions=False)
+
+
+def timed_post(client: TestClient, body: dict[str, Any]) -> tuple[float, Any]:
+    started = time.monotonic()
+    response = client.post("/v1/judge", json=body)
+    return time.monotonic() - started, response
+
+
+@pytest.mark.server
+@pytest.mark.parametrize("rule, on_budget, kept", [
+    ("majority", "abstain", True),  # trivial finished, and keeps
+    ("p_true", "abstain", False),  # the rule's judge did not finish: fail closed
+    ("p_true", "keep", True),  # fail open
+])
+def test_a_slow_backend_is_cut_off_at_the_budget(settings: Settings, sqlite_store: Store,
+                                                 rule: str, on_budget: str,
+                                                 kept: bool) -> None:
+    with FakeOpenAIServer(slow(SLOW_S)) as upstream:
+        client = server_client(settings, sqlite_store, upstream)
+        took, response = timed_post(client, judge_body(
+            answer_logprobs=LOGPROBS, rule=rule, budget_ms=BUDGET_MS, on_budget=on_budget,
+            judges=["trivial", "token_prob", "p_true", "pre_answer"]))
+    assert response.status_code == 200, response.text
+    assert took < BUDGET_MS / 1000 + SLACK_S
+    result = response.json()
+    assert sorted(result["unfinished"]) == ["p_true", "pre_answer"]
+    by_judge = {verdict["judge"]: verdict for verdict in result["verdicts"]}
+    assert by_judge["trivial"]["keep"] is True  # token_prob finished too (unavailable here)
+    assert "did not finish within the 800 ms budget" in by_judge["p_true"]["reason"]
+    assert result["kept"] is kept
+    assert result["shown"] == ("The Normans" if kept else ABSTAIN_MESSAGE)
+    if rule == "p_true":
+        assert f"as on_budget {on_budget} says" in result["reason"]
+    assert live_answers(sqlite_store) == 1
+
+
+@pytest.mark.server
+def test_judges_run_side_by_side_on_a_server_and_error_stores_nothing(
+        settings: Settings, sqlite_store: Store) -> None:
+    with FakeOpenAIServer(slow(1.0)) as upstream:
+        client = server_client(settings, sqlite_store, upstream)
+        took, response = timed_post(client, judge_body(
+            rule="p_true", budget_ms=2500, judges=["p_true", "pre_answer"]))
+        assert response.status_code == 200 and "unfinished" not in response.json()
+        assert took < 1.9  # two one-second judges at once, not one after the other
+        _, failed = timed_post(client, judge_body(
+            question="Another question?", rule="p_true", budget_ms=300, on_budget="error",
+            judges=["p_true"]))
+    assert failed.status_code == 504 and error_of(failed)["type"] == "budget_passed"
+    assert "p_true did not finish" in error_of(failed)["message"]
+    assert live_answers(sqlite_store) == 1
+
+
+class CountingSlowLLM(SlowLLM):
+    """A slow in-process model that counts how many calls are on it at once."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(seconds)
+        self.lock = threading.Lock()
+        self.now = self.most = 0
+
+    def chat(self, messages, **params):  # type: ignore[no-untyped-def, override]
+        with self.lock:
+            self.now += 1
+            self.most = max(self.most, self.now)
+        try:
+            return super().chat(messages, **params)
+        finally:
+            with self.lock:
+                self.now -= 1
+
+
+def test_an_in_process_model_is_never_shared_when_a_budget_cuts_a_judge_off(
+        settings: Settings, sqlite_store: Store) -> None:
+    llm = CountingSlowLLM(1.0)
+    client = client_for(settings, sqlite_store, llm=llm)
+    body = judge_body(answer_logprobs=LOGPROBS, rule="majority", budget_ms=300,
+                      judges=["trivial", "token_prob", "p_true"])
+    took, first = timed_post(client, body)
+    assert first.json()["unfinished"] == ["p_true"] and took < 0.3 + SLACK_S
+    # The next call's turn at the model comes only when the cut-off judge is done with it,
+    # after this call's budget: no judge ran, and on_budget (abstain) decides.
+    took, second = timed_post(client, {**body, "question": "Who else?"})
+    assert second.status_code == 200 and took < 0.3 + SLACK_S
+    assert second.json()["unfinished"] == ["trivial", "token_prob", "p_true"]
+    assert not second.json()["kept"] and "as on_budget abstain says" in second.json()["reason"]
+    time.sleep(1.2)
+    assert llm.most == 1
+
+
+def test_the_settings_give_the_default_budget(settings: Settings, sqlite_store: Store) -> None:
+    settings.guard_budget_ms, settings.guard_on_budget = 200, "keep"
+    client = client_for(settings, sqlite_store, llm=CountingSlowLLM(0.6))
+    took, response = timed_post(client, judge_body(rule="p_true", judges=["p_true"]))
+    assert took < 0.2 + SLACK_S
+    assert response.json()["kept"] and "on_budget keep" in response.json()["reason"]
+    bad = client.post("/v1/judge", json=judge_body(budget_ms=0, on_budget="maybe"))
+    assert bad.status_code == 422 and error_of(bad)["param"] in ("budget_ms", "on_budget")
+    time.sleep(0.7)

@@ -1,0 +1,172 @@
+"""The proxy's streamed replies (`"stream": true`, api/streaming.py), against a real HTTP
+upstream that streams (tests/reliability/fake_openai.py): in hold mode nothing unjudged
+reaches the client; in live mode the upstream's chunks come as they come and the stream ends
+with the decision. The timing tests serve the API with uvicorn (a test client would gather
+the whole stream first) and read it with httpx and with the stock openai client."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import httpx
+import pytest
+
+from ragshield.api.app import build_api
+from ragshield.api.keys import KeyCheck
+from ragshield.config import Settings
+from ragshield.services.asking import ABSTAIN_MESSAGE
+from ragshield.services.guard import Guard, ModelGate
+from ragshield.store.database import Store
+from ragshield.testing.servers import served_in_thread
+from tests.fakes import FakeModels, ScriptedLLM
+from tests.reliability.fake_openai import ANSWER, Fault, FakeOpenAIServer
+from tests.test_api import (UNSURE, chat_body, client_for, error_of, live_answers,
+                            p_true_reply, proxy_settings)
+
+pytestmark = pytest.mark.server  # a real upstream, and for the timings a real API server
+
+
+def events(text: str) -> list[Any]:
+    """The data of each server-sent event: parsed JSON, or the string [DONE]."""
+    found = []
+    for block in text.split("\n\n"):
+        if block.startswith("data: "):
+            data = block[len("data: "):]
+            found.append(data if data == "[DONE]" else json.loads(data))
+    return found
+
+
+def streamed_text(chunks: list[Any]) -> str:
+    return "".join(choice["delta"].get("content") or "" for chunk in chunks
+                   if isinstance(chunk, dict) for choice in chunk.get("choices", []))
+
+
+def test_hold_streams_the_kept_answer_after_judging_it(settings: Settings,
+                                                       sqlite_store: Store) -> None:
+    with FakeOpenAIServer() as upstream:
+        client = client_for(proxy_settings(settings, upstream), sqlite_store)
+        response = client.post("/v1/chat/completions", json=chat_body(
+            stream=True, logprobs=True, stream_options={"include_usage": True}))
+        sent = upstream.chat_requests()[0].body
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"].startswith("text/event-stream")
+    chunks = events(response.text)
+    assert chunks[-1] == "[DONE]" and all(c["object"] == "chat.completion.chunk"
+                                          for c in chunks[:-1])
+    assert streamed_text(chunks) == ANSWER
+    last = chunks[-2]
+    assert last["choices"][0]["finish_reason"] == "stop" and last["usage"]["total_tokens"] > 0
+    verdicts = last["ragshield"]
+    # The log-probs came in the upstream's chunks and reached token_prob.
+    assert verdicts["kept"] and verdicts["answer"]["text"] == ANSWER
+    assert verdicts["verdicts"][-1]["judge"] == "token_prob"
+    assert sent["stream"] is True and "ragshield" not in sent
+    assert live_answers(sqlite_store) == 1
+
+
+def test_hold_never_streams_a_withheld_answer(settings: Settings, sqlite_store: Store) -> None:
+    llm = ScriptedLLM(respond=p_true_reply, scores={ANSWER: [UNSURE] * 3})
+    with FakeOpenAIServer() as upstream:
+        client = client_for(proxy_settings(settings, upstream), sqlite_store, llm=llm)
+        response = client.post("/v1/chat/completions", json=chat_body(stream=True))
+    chunks = events(response.text)
+    assert streamed_text(chunks) == ABSTAIN_MESSAGE
+    assert not chunks[-2]["ragshield"]["kept"]
+    # The withheld answer is only in ragshield.answer, for the application's logs.
+    assert chunks[-2]["ragshield"]["answer"]["text"] == ANSWER
+    assert not any("Paris" in json.dumps({k: v for k, v in chunk.items() if k != "ragshield"})
+                   for chunk in chunks[:-1])
+
+
+def test_live_passes_chunks_on_then_ends_with_the_decision(settings: Settings,
+                                                           sqlite_store: Store) -> None:
+    llm = ScriptedLLM(respond=p_true_reply, scores={ANSWER: [UNSURE] * 3})
+    with FakeOpenAIServer() as upstream:
+        client = client_for(proxy_settings(settings, upstream), sqlite_store, llm=llm)
+        body = chat_body(stream=True)
+        body["ragshield"]["stream_mode"] = "live"
+        response = client.post("/v1/chat/completions", json=body)
+    chunks = events(response.text)
+    assert streamed_text(chunks) == ANSWER  # as the upstream sent it, unjudged
+    decision = chunks[-2]
+    assert decision["choices"] == [] and chunks[-1] == "[DONE]"
+    assert not decision["ragshield"]["kept"]
+    assert decision["ragshield"]["shown"] == ABSTAIN_MESSAGE  # what to put in its place
+    assert live_answers(sqlite_store) == 1
+
+
+@pytest.mark.parametrize("mode", ["hold", "live"])
+def test_failures_before_the_first_byte_are_errors_with_their_status(
+        settings: Settings, sqlite_store: Store, mode: str) -> None:
+    fault = Fault(status=500, body=b'{"error": {"message": "boom"}}')
+    with FakeOpenAIServer(lambda request: fault) as upstream:
+        client = client_for(proxy_settings(settings, upstream), sqlite_store)
+        body = chat_body(stream=True)
+        body["ragshield"]["stream_mode"] = mode
+        response = client.post("/v1/chat/completions", json=body)
+    assert response.status_code == 502 and "boom" in error_of(response)["message"]
+    assert live_answers(sqlite_store) == 0
+
+
+def test_a_stream_that_breaks_off_ends_with_an_error_event(settings: Settings,
+                                                           sqlite_store: Store) -> None:
+    head = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m"}
+    broken = b"".join(b"data: " + json.dumps(chunk).encode() + b"\n\n" for chunk in [
+        {**head, "choices": [{"index": 0, "delta": {"content": "Par"}}]},
+        {"error": {"message": "the model crashed"}}])
+    fault = Fault(body=broken, headers={"content-type": "text/event-stream"})
+    with FakeOpenAIServer(lambda request: fault) as upstream:
+        client = client_for(proxy_settings(settings, upstream), sqlite_store)
+        body = chat_body(stream=True)
+        body["ragshield"]["stream_mode"] = "live"
+        live = events(client.post("/v1/chat/completions", json=body).text)
+        held = client.post("/v1/chat/completions", json=chat_body(stream=True))
+    assert streamed_text(live) == "Par"
+    assert "the model crashed" in live[-1]["error"]["message"] and live[-1]["error"]["code"] == 502
+    assert held.status_code == 502 and "the model crashed" in error_of(held)["message"]
+    assert live_answers(sqlite_store) == 0
+
+
+def _served(settings: Settings, store: Store) -> Any:
+    guard = Guard(settings, store, FakeModels(ScriptedLLM(respond=p_true_reply)),
+                  ModelGate(settings))
+    return served_in_thread(build_api(settings, guard, KeyCheck([])))
+
+
+def test_live_chunks_arrive_before_the_upstream_has_finished(settings: Settings,
+                                                             sqlite_store: Store) -> None:
+    gap = 0.3  # between the upstream's chunks: its answer takes about 2 s in all
+    with (FakeOpenAIServer(lambda request: Fault(gap_s=gap)) as upstream,
+          _served(proxy_settings(settings, upstream), sqlite_store) as url):
+        body = chat_body(stream=True)
+        body["ragshield"]["stream_mode"] = "live"
+        started = time.monotonic()
+        arrivals = []
+        with httpx.stream("POST", url + "/v1/chat/completions", json=body,
+                          timeout=30) as response:
+            for line in response.iter_lines():
+                if line.startswith("data: "):
+                    arrivals.append((time.monotonic() - started, line))
+    assert len(arrivals) >= 6
+    first_text = next(t for t, line in arrivals if "Answer" in line)
+    assert first_text < arrivals[-1][0] - 3 * gap  # it came long before the end
+    assert '"ragshield"' in arrivals[-2][1]
+
+
+def test_the_openai_client_reads_both_modes(settings: Settings, sqlite_store: Store) -> None:
+    from openai import OpenAI
+
+    with (FakeOpenAIServer() as upstream,
+          _served(proxy_settings(settings, upstream), sqlite_store) as url):
+        client = OpenAI(base_url=url + "/v1", api_key="unused", max_retries=0)
+        for mode in ("hold", "live"):
+            extra = {**chat_body()["ragshield"], "stream_mode": mode}
+            stream = client.chat.completions.create(
+                model="fake-model", messages=[{"role": "user", "content": "Capital?"}],
+                stream=True, logprobs=True, extra_body={"ragshield": extra})
+            chunks = list(stream)
+            text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+            assert text == ANSWER
+            assert chunks[-1].model_extra["ragshield"]["kept"]
