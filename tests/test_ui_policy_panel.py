@@ -13,6 +13,7 @@ import gradio as gr
 import pytest
 
 from ragshield.services.policies import list_policies
+from ragshield.services.runs import form_defaults
 from ragshield.ui import dashboard_tab
 from ragshield.ui.context import UiContext
 from ragshield.ui.demo_tab import DemoForm, STORED, ask, followed_defaults, rule_defaults
@@ -109,6 +110,22 @@ def test_pinning_makes_the_version_the_demos_default_rule(judged):
     assert followed_defaults(context, shown)[1].value == built[2]  # the unpinned default
     assert followed_defaults(context, built) == (gr.skip(),) * 3
     assert "<td>pinned</td>" not in saved_html(context, run_id)
+
+
+def test_the_start_form_follows_a_pin_when_the_dashboard_is_opened(judged):
+    context, _, run_id = judged
+    save_html(context, run_id, JUDGE, 0.3, 0.1, None, "guard")
+    shown = form_defaults(context.settings, context.store)
+    assert shown.rule != "policy:guard@1"
+    pin_html(context, "policy:guard@1", "ann")
+    judges, rule, now = dashboard_tab.followed_form(context, shown)
+    assert rule["value"] == "policy:guard@1" and "policy:guard@1" in rule["choices"]
+    assert judges.value == ["trivial", JUDGE] and now == form_defaults(context.settings,
+                                                                       context.store)
+    judges, rule, unchanged = dashboard_tab.followed_form(context, now)
+    assert judges == unchanged == gr.skip() and "value" not in rule  # the choices only
+    unpin_html(context)
+    assert dashboard_tab.followed_form(context, now)[2] == shown
 
 
 def test_the_watch_is_a_figure_per_policy_in_use(judged):

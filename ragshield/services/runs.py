@@ -24,10 +24,11 @@ from ragshield.services.asking import default_rule, settle_rule
 from ragshield.services.datasets import ensure_demo_dataset
 from ragshield.services.form_values import whole_number
 from ragshield.services.jobs import Job, Jobs
-from ragshield.policies.rules import policy_rule
-from ragshield.services.policies import policy_sources, with_policy
+from ragshield.policies.rules import parse_rule, policy_rule
+from ragshield.services.policies import get_policy, policy_sources, with_policy
 from ragshield.services.run_choices import newest_runs
 from ragshield.store.database import Store
+from ragshield.store.policies import UnknownPolicyError
 from ragshield.store.runs import RunSummary, failures, get_run, list_runs, set_run_status
 from ragshield.store.samples import count_given_answers
 
@@ -153,10 +154,18 @@ class RunForm:
     rule: str
 
 
-def form_defaults(settings: Settings) -> RunForm:
-    """The trivial judge, plus the configured rule when it names a judge, and the rule a run
-    of those judges decides by (choose_rule, as for every run)."""
-    default = settings.decision_rule
+def form_defaults(settings: Settings, store: Store | None = None) -> RunForm:
+    """The trivial judge, plus the judges of the default rule (with `store`, a policy pinned
+    on the Dashboard, else the configured rule), and the rule a run of those judges decides
+    by (choose_rule, as for every run)."""
+    default = default_rule(settings, store).rule
+    parsed = parse_rule(default)
+    if store is not None and parsed is not None:
+        try:
+            reads = get_policy(store, *parsed).judges
+        except UnknownPolicyError:  # unpinned meanwhile: the configured rule's form
+            return form_defaults(settings)
+        return RunForm(["trivial", *(judge for judge in reads if judge != "trivial")], default)
     judges = ["trivial", default] if default in JUDGES and default != "trivial" else ["trivial"]
     return RunForm(judges, choose_rule(None, judges, default).rule)
 

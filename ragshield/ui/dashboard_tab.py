@@ -22,8 +22,8 @@ from ragshield.services.run_choices import pick_run, run_choices
 from ragshield.services.run_tables import TRUTHS
 from ragshield.services.run_views import (MAX_RESAMPLES, Dashboard, DashboardCache, RunView,
                                           dashboard)
-from ragshield.services.runs import (RunLauncher, form_config, form_defaults, given_answers,
-                                     rule_names)
+from ragshield.services.runs import (RunForm, RunLauncher, form_config, form_defaults,
+                                     given_answers, rule_names)
 from ragshield.ui.context import UiContext
 from ragshield.ui.html_render import esc, message_html
 from ragshield.ui.policy_panel import build_policy_panel
@@ -225,6 +225,18 @@ def answer_source_form(answers: str | None) -> tuple[gr.Dropdown, gr.Dropdown]:
 
 # -- wiring -----------------------------------------------------------------------------------
 
+def followed_form(context: UiContext, shown: RunForm) -> tuple:
+    """The start form's rules (policies saved since), and its judges and rule when the
+    default changed since the form showed `shown` (a pin or an unpin); what the person
+    chose is left alone otherwise."""
+    now = form_defaults(context.settings, context.store)
+    rules = rule_names(context.store)
+    rules += [now.rule] if now.rule not in rules else []  # a pinned version
+    if now == shown:
+        return gr.skip(), gr.update(choices=rules), gr.skip()
+    return gr.CheckboxGroup(value=now.judges), gr.update(choices=rules, value=now.rule), now
+
+
 def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
     """Components and events of the tab (called inside its gr.Tab of `page`, the app's
     Blocks, whose load event fills the tab)."""
@@ -232,7 +244,7 @@ def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
     launcher = RunLauncher(context.store, context.settings, jobs=context.jobs)
     trainer = JudgeTrainer(context.store, context.settings, context.jobs)
     settings = context.settings
-    defaults = form_defaults(settings)
+    defaults = form_defaults(settings, context.store)
     choices = run_choices(context.store)
     with gr.Row():
         # Custom values: runs and datasets made after start-up; the handlers check them.
@@ -380,3 +392,6 @@ def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
                                retrieval_box, fallback_box, answers_radio, model_box,
                                switch_box],
                        [start_message, run_progress, *picker], api_name="dashboard_start_run")
+    form_shown = gr.State(defaults)  # the defaults the start form shows
+    gr.on([page.load, tab.select], lambda shown: followed_form(context, shown), form_shown,
+          [judges_box, rule_box, form_shown], api_visibility="private")
