@@ -16,10 +16,9 @@ import re
 import shutil
 import tempfile
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ragshield.config import Settings
 from ragshield.errors import UserError
@@ -31,7 +30,7 @@ from ragshield.services.metric_views import write_run_report
 from ragshield.services.policies import export_policy, import_policy, list_policies, named_policy
 from ragshield.services.run_bundles import export_run, import_run
 from ragshield.services.run_choices import ALL_DATASETS, newest_runs
-from ragshield.services.uploads import UploadTooLargeError
+from ragshield.services.uploads import UploadTooLargeError, by_own_name
 from ragshield.store.database import Store
 
 FOLDER_PREFIX = "ragshield-download-"
@@ -132,20 +131,11 @@ def _within_limit(path: Path | str | None, what: str, command: str) -> Path:
     return path
 
 
-@contextmanager
-def _named(path: Path) -> Iterator[None]:
-    """A UserError about `path` re-raised as one line naming the file by its own name."""
-    try:
-        yield
-    except UserError as exc:
-        raise UserError(" ".join(str(exc).replace(str(path), path.name).split())) from None
-
-
 def upload_policy(store: Store, path: Path | str | None) -> Policy:
     """Store an uploaded policy file (`policy export`) as the next version of its name;
     a bad file stores nothing."""
     checked = _within_limit(path, "a policy file", "policy import")
-    with _named(checked):
+    with by_own_name(checked):
         return import_policy(store, checked)
 
 
@@ -153,7 +143,7 @@ def upload_run(store: Store, path: Path | str | None) -> ImportedRun:
     """Add the run of an uploaded bundle (`runs export`), in one transaction; its dataset
     must be in the store (the demo set is put in on the way)."""
     checked = _within_limit(path, "a run bundle", "runs import")
-    with _named(checked):
+    with by_own_name(checked):
         run_id = import_run(store, checked, TRANSFER_MAX_UNPACKED)
     run = next(run for run in newest_runs(store) if run.id == run_id)
     return ImportedRun(run_id, run.dataset, run.done)

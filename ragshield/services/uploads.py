@@ -18,7 +18,6 @@ from typing import Iterable, Iterator
 
 from ragshield.config import Settings
 from ragshield.datasets.column_mapping import ColumnMapping
-from ragshield.datasets.errors import DatasetError
 from ragshield.datasets.registry import FORMATS, detect_format, get_format
 from ragshield.datasets.table_preview import TablePreview, table_preview
 from ragshield.errors import UserError
@@ -96,12 +95,22 @@ class ImportPlan:
 
 
 @contextmanager
-def _named(path: Path) -> Iterator[None]:
-    """A DatasetError about `path` re-raised naming the file by its own name."""
+def by_own_name(path: Path) -> Iterator[None]:
+    """A UserError about an uploaded file `path` (a temporary path that means nothing to the
+    person who uploaded it) re-raised on one line naming the file by its own name, of the
+    same class where that class takes a message alone, else of its nearest base that does."""
     try:
         yield
-    except DatasetError as exc:
-        raise DatasetError(str(exc).replace(str(path), path.name)) from None
+    except UserError as exc:
+        message = " ".join(str(exc).replace(str(path), path.name).split())
+        for kind in type(exc).__mro__:
+            if issubclass(kind, UserError):
+                try:
+                    renamed = kind(message)
+                except TypeError:  # it takes more than a message (DatasetFormatError)
+                    continue
+                raise renamed from None
+        raise
 
 
 def _size(size: int) -> str:
@@ -112,7 +121,7 @@ def open_upload(path: Path | str, format_choice: str | None, limits: UploadLimit
     """The upload at `path` in the chosen format ("detect" or none: told from the file);
     refused when larger than the limit."""
     path = Path(path)
-    with _named(path):
+    with by_own_name(path):
         size = path.stat().st_size if path.is_file() else 0
         if size > limits.max_bytes:
             raise UploadTooLargeError(
@@ -129,7 +138,7 @@ def suggested_dataset(upload: Upload) -> str:
 
 def preview(upload: Upload, rows: int = PREVIEW_ROWS) -> TablePreview:
     """The columns and first rows of an upload in a generic format."""
-    with _named(upload.path):
+    with by_own_name(upload.path):
         return table_preview(upload.path, upload.format, rows)
 
 
@@ -185,7 +194,7 @@ def plan_import(store: Store, request: UploadRequest, limits: UploadLimits,
     row fails here, naming the file, line and field, as it would in the import."""
     upload = request.upload
     bounded = _Bounded(upload.name, limits)
-    with _named(upload.path):
+    with by_own_name(upload.path):
         result = preview_file(store, request.dataset, upload.path, format=upload.format,
                               mapping=request.mapping, progress=_progress(bounded, progress))
     return ImportPlan(request, result, bounded.given_answers)
@@ -196,7 +205,7 @@ def run_import(store: Store, request: UploadRequest, limits: UploadLimits,
     """Import `request` in one transaction (nothing stays when a row is bad or a bound is
     passed), then save its column mapping for the dataset's next file."""
     upload = request.upload
-    with _named(upload.path):
+    with by_own_name(upload.path):
         result = import_file(store, request.dataset, upload.path, format=upload.format,
                              mapping=request.mapping,
                              progress=_progress(_Bounded(upload.name, limits), progress))
