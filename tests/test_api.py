@@ -97,7 +97,9 @@ def test_judge_returns_decision_verdicts_cost_and_keeps_the_call_once(
     assert token_prob["score"] == pytest.approx(0.99, abs=0.01) and token_prob["reason"]
     assert token_prob["cost"]["calls"] == 0  # the given log-probs are read, no model call
     assert result["verdicts"][2]["cost"]["calls"] == 1 and result["cost"]["calls"] == 1
-    assert set(result["timings_ms"]) == {"queued", "judging", "storing"}
+    timings = result["timings_ms"]
+    assert set(timings) == {"queued", "judging", "storing", "total"}
+    assert timings["total"] >= timings["judging"] + timings["storing"]
     record = result["record"]
     assert record["stored"] and record["dataset"] == LIVE_DATASET
     sample = load_sample(sqlite_store, LIVE_DATASET, record["sample_id"])
@@ -251,7 +253,7 @@ def test_keys(settings: Settings, sqlite_store: Store, tmp_path: Path) -> None:
         read_keys(settings)
     keys_file.write_text(f"\ufeff{KEY}\n{'m' * 20}\n")
     settings.api_keys = None
-    assert read_keys(settings) == [KEY, "m" * 20]
+    assert [entry.secret for entry in read_keys(settings)] == [KEY, "m" * 20]
     with pytest.raises(ApiKeyError, match="0.0.0.0 would be open"):
         check_exposure("0.0.0.0", [])
     check_exposure("127.0.0.1", [])

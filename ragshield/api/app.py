@@ -149,14 +149,13 @@ def build_api(settings: Settings, guard: Guard, keys: KeyCheck) -> FastAPI:
         `ragshield`. With `stream: true` the reply is a stream of chunks (api/streaming.py:
         `ragshield.stream_mode` hold, the default, or live)."""
         _refuse_tools(body)
-        extra = body.ragshield
+        extra, context = _keyed(request, "chat", body.ragshield)
         forwarded = body.model_dump(exclude={"ragshield"}, exclude_unset=True)
         proxied = ProxyRequest(
             body=forwarded, question=extra.question or _last_user_message(body.messages),
             passages=_passages(extra.passages), judges=_judges(extra.judges),
             rule=extra.rule, keep_record=extra.store, budget_ms=extra.budget_ms,
             on_budget=extra.on_budget)
-        context = CallContext("chat")
 
         def call(on_chunk: Callable[[dict[str, Any]], None] | None = None) -> Any:
             return deadlines.run(lambda outcome, deadline: guard.proxy(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
@@ -156,17 +157,40 @@ def list_runs(as_json: bool = typer.Option(False, "--json", help="Print JSON."))
 
 @runs_app.command("export")
 def export_run(
-    run: int = typer.Argument(..., help="The run to write out."),
-    out: Path = typer.Option(..., "--out", help="The file to write (xz-compressed JSON)."),
+    run: Optional[int] = typer.Argument(None, help="The run to write out."),
+    out: Path = typer.Option(..., "--out", help="The file to write (xz-compressed JSON; "
+                                                "JSONL with --decisions)."),
     calls: bool = typer.Option(False, "--with-calls",
                                help="Also every LLM call the database holds, so the run "
                                     "replays where it is imported (for a database made for "
                                     "this run)."),
+    decisions: bool = typer.Option(False, "--decisions",
+                                   help="Instead of a run, the guard API's decision log: one "
+                                        "JSON object a line, each answered call."),
+    since: Optional[datetime] = typer.Option(None, "--since", formats=["%Y-%m-%d"],
+                                             help="With --decisions: from this day on (UTC)."),
+    caller: Optional[str] = typer.Option(None, "--caller",
+                                         help="With --decisions: the calls of this API key "
+                                              "name only."),
 ) -> None:
-    """Write a run (answers, verdicts, traces) to one file for another database."""
-    from ragshield.services.run_bundles import export_run as write_run
-
+    """Write a run (answers, verdicts, traces) to one file for another database; or, with
+    --decisions, every decision of the guard API (time, caller, question hash, decision,
+    rule and policy version, verdicts, latency) as JSONL."""
+    if decisions == (run is not None):
+        fail("give a RUN to export, or --decisions (not both)")
+    if not decisions and (since is not None or caller is not None):
+        fail("--since and --caller go with --decisions")
+    if decisions and calls:
+        fail("--with-calls goes with a RUN, not with --decisions")
     with user_errors(), opened_store() as store:
+        if decisions:
+            from ragshield.services.decision_log import export_decisions
+
+            count = export_decisions(store, out, since.date() if since else None, caller)
+            typer.echo(f"wrote {count} decision(s) to {out}")
+            return
+        from ragshield.services.run_bundles import export_run as write_run
+
         path = write_run(store, run, out, calls=calls)
     typer.echo(f"wrote run {run} to {path} ({path.stat().st_size:,} bytes)")
 

@@ -55,6 +55,7 @@ def serve(host: Host = "127.0.0.1", port: Port = 7860, auth: Auth = None,
     from ragshield.errors import UserError
     from ragshield.services.database import open_store
     from ragshield.services.guard import Guard
+    from ragshield.services.guard_listeners import guard_listeners
     from ragshield.services.shield import Shield
 
     overrides = {key: value for key, value in (("api_keys_file", api_keys),
@@ -66,7 +67,8 @@ def serve(host: Host = "127.0.0.1", port: Port = 7860, auth: Auth = None,
         keys = read_keys(settings)
         check_exposure(host, keys)
         shield = Shield(settings, open_store(settings.database_url))
-        guard = Guard(shield.settings, shield.store, shield.models, shield.gate, shield.finders)
+        guard = Guard(shield.settings, shield.store, shield.models, shield.gate, shield.finders,
+                      guard_listeners(shield.settings, shield.store))
         server = build_api(shield.settings, guard, KeyCheck(keys))
         if not api_only:
             server = _with_web_app(server, shield, auth)

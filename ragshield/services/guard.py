@@ -168,7 +168,8 @@ class Guarded:
     when the answer came from the proxied system."""
 
     result: AskResult
-    seconds: dict[str, float] = field(default_factory=dict)  # queued, judging, storing, upstream
+    # queued, judging, storing, upstream; total: all of the guard's call (preparing included)
+    seconds: dict[str, float] = field(default_factory=dict)
     upstream: UpstreamReply | None = None
 
 
@@ -226,8 +227,10 @@ class Guard:
             context: CallContext | None = None) -> Guarded:
         """One question (or one given answer) judged and, unless the caller gave up, kept
         in the live run. GuardBusy when too many calls wait; GuardTimeout past `deadline`."""
+        started = time.monotonic()
         with self._turn():
             guarded = self._judged(request, outcome, deadline, {})
+        guarded.seconds["total"] = time.monotonic() - started
         self._tell(context or CallContext("ask"), guarded)
         return guarded
 
@@ -257,6 +260,7 @@ class Guard:
             seconds = {"upstream": time.monotonic() - started}
             guarded = self._judged(request, outcome, deadline, seconds)
         guarded.upstream = reply
+        guarded.seconds["total"] = time.monotonic() - started
         self._tell(context or CallContext("chat"), guarded)
         return guarded
 

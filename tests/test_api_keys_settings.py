@@ -1,0 +1,148 @@
+"""Per-key settings of the guard API (api/keys.py): a line of the keys file may give the key
+a name, default judges and a rule (a pinned policy version too); the calls the key makes get
+them where the body names none, a body's own judges and rule win, and the name goes into the
+decision log. A bad field is an error naming the file, the line and the field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import SecretStr
+from starlette.requests import Request
+
+from ragshield.api.app import _keyed
+from ragshield.api.keys import ApiKey, ApiKeyError, KeyEntry, read_keys
+from ragshield.api.schemas import ProxyField
+from ragshield.config import Settings
+from ragshield.policies.policy import Policy
+from ragshield.services.policies import save_policy
+from ragshield.store.database import Store
+from ragshield.store.guard_decisions import read_decisions
+from tests.fakes import ScriptedLLM, ScriptedReply
+from tests.test_api import API_GUARD_POLICY, SURE, judge_body, p_true_reply
+from tests.test_decision_log import bearer, guarded_client
+
+SUPPORT, LEGAL, PLAIN = "s" * 24, "l" * 24, "p" * 24
+
+
+def test_the_keys_file_gives_names_judges_and_rules(settings: Settings, tmp_path: Path) -> None:
+    keys_file = tmp_path / "keys.txt"
+    keys_file.write_text(f"# two applications on one server\n"
+                         f"{SUPPORT} name=support judges=trivial,Token_Prob rule=token_prob\n"
+                         f"{LEGAL}   rule=policy:api-guard@1   name=legal\n"
+                         f"{PLAIN}\n")
+    settings.api_keys_file = keys_file
+    settings.api_keys = SecretStr(f"{'e' * 20}, {'f' * 20}")
+    entries = read_keys(settings)
+    assert [entry.secret for entry in entries] == ["e" * 20, "f" * 20, SUPPORT, LEGAL, PLAIN]
+    assert [entry.key for entry in entries] == [
+        ApiKey("key-1"), ApiKey("key-2"),
+        ApiKey("support", ("trivial", "token_prob"), "token_prob"),
+        ApiKey("legal", None, "policy:api-guard@1"), ApiKey("key-5")]
+    assert SUPPORT not in repr(entries)  # a key's secret stays out of logs and tracebacks
+
+
+@pytest.mark.parametrize("fields, problem", [
+    ("team=a", "unknown field 'team' after the key"),
+    ("name", "field 'name' has no value"),
+    ("judges=", "field 'judges' has no value"),
+    ("name=a name=b", "field 'name' is given twice"),
+    ("name=a/b", "field 'name': 'a/b' must be 1 to 100 letters"),
+    ("judges=trivial,nosuch", "field 'judges': unknown judge(s) ['nosuch']"),
+    ("rule=policy:", "field 'rule': rule 'policy:' names no policy"),
+    ("rule=policy:p@x", "field 'rule': rule 'policy:p@x': the version after @"),
+    ("judges=trivial rule=p_true", "field 'rule': rule 'p_true' must be all, majority"),
+    ("rule=nosuch", "field 'rule': rule 'nosuch' must be all, majority"),
+    ("name=first", "field 'name': 'first' is the name of the key at"),
+])
+def test_a_bad_field_names_the_file_line_and_field(settings: Settings, tmp_path: Path,
+                                                   fields: str, problem: str) -> None:
+    keys_file = tmp_path / "keys.txt"
+    keys_file.write_text(f"{SUPPORT} name=first\n\n{LEGAL} {fields}\n")
+    settings.api_keys_file = keys_file
+    with pytest.raises(ApiKeyError) as raised:
+        read_keys(settings)
+    message = str(raised.value)
+    assert message.startswith(f"{keys_file}:3: ") and problem in message, message
+    assert "\n" not in message and LEGAL not in message
+
+
+def test_a_key_name_may_not_take_the_number_of_another(settings: Settings,
+                                                       tmp_path: Path) -> None:
+    keys_file = tmp_path / "keys.txt"
+    keys_file.write_text(f"{SUPPORT} name=key-1\n")
+    settings.api_keys, settings.api_keys_file = SecretStr("e" * 20), keys_file
+    with pytest.raises(ApiKeyError, match=f"^{keys_file}:1: field 'name': 'key-1' is the name "
+                                          "of the key at RAGSHIELD_API_KEYS too"):
+        read_keys(settings)
+
+
+def keyed_client(settings: Settings, store: Store, **options: object):
+    keys = [KeyEntry(SUPPORT, ApiKey("support", ("trivial", "token_prob"), "token_prob")),
+            KeyEntry(LEGAL, ApiKey("legal", None, "policy:api-guard@1")),
+            KeyEntry(PLAIN, ApiKey("plain"))]
+    return guarded_client(settings, store, keys, **options)  # type: ignore[arg-type]
+
+
+def test_a_keys_judges_and_rule_apply_where_the_body_names_none(
+        settings: Settings, sqlite_store: Store) -> None:
+    save_policy(sqlite_store, Policy.from_dict(API_GUARD_POLICY))
+    client = keyed_client(settings, sqlite_store)
+    body = judge_body(answer_logprobs=[{"token": "The", "logprob": SURE}])
+    del body["judges"]
+
+    def judged(key: str, **fields: object) -> dict:
+        response = client.post("/v1/judge", json={**body, **fields}, headers=bearer(key))
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    def judges(result: dict) -> list[str]:
+        return [verdict["judge"] for verdict in result["verdicts"]]
+
+    support = judged(SUPPORT)
+    assert judges(support) == ["trivial", "token_prob"] and support["rule"] == "token_prob"
+    own = judged(SUPPORT, judges=["trivial"], rule="trivial")  # the body's own win
+    assert judges(own) == ["trivial"] and own["rule"] == "trivial"
+    own_rule = judged(SUPPORT, rule="majority")
+    assert judges(own_rule) == ["trivial", "token_prob"] and own_rule["rule"] == "majority"
+    legal = judged(LEGAL)  # the pinned policy version, and the judges it reads
+    assert legal["rule"] == "policy:api-guard@1" and "token_prob" in judges(legal)
+    assert legal["decision"] == "keep"
+    plain = judged(PLAIN)  # a key without settings: the server's defaults
+    assert plain["rule"] == settings.decision_rule and "p_true" in judges(plain)
+    assert [(row.caller, row.rule) for row in read_decisions(sqlite_store)] == [
+        ("support", "token_prob"), ("support", "trivial"), ("support", "majority"),
+        ("legal", "policy:api-guard@1"), ("plain", settings.decision_rule)]
+
+
+def test_a_keys_defaults_apply_to_ask_too(settings: Settings, sqlite_store: Store) -> None:
+    llm = ScriptedLLM(respond=lambda messages: p_true_reply(messages)
+                      if "yes or no" in messages[-1]["content"].lower()
+                      else ScriptedReply("Answer: The Normans\nEvidence: ## Passage-0 ##"))
+    client = keyed_client(settings, sqlite_store, llm=llm)
+    response = client.post("/v1/ask", headers=bearer(SUPPORT), json={
+        "question": "Who gave their name to Normandy?", "answerer": "evidence",
+        "passages": [{"text": "The Normans gave their name to Normandy."}]})
+    assert response.status_code == 200, response.text
+    result = response.json()
+    assert [v["judge"] for v in result["verdicts"]] == ["trivial", "token_prob"]
+    assert result["rule"] == "token_prob"
+    [row] = read_decisions(sqlite_store)
+    assert (row.caller, row.endpoint) == ("support", "ask")
+
+
+def test_the_proxy_field_takes_the_keys_defaults_and_the_callers_ids() -> None:
+    """The helper the chat completions handler calls on `ragshield` (api/app.py)."""
+    key = ApiKey("support", ("trivial", "token_prob"), "token_prob")
+    request = Request({"type": "http", "state": {"api_key": key}})
+    field = ProxyField(trace_id="ab" * 16, span_id="cd" * 8)
+    filled, context = _keyed(request, "chat", field)
+    assert (filled.judges, filled.rule) == (("trivial", "token_prob"), "token_prob")
+    assert (context.endpoint, context.caller) == ("chat", "support")
+    assert (context.trace_id, context.span_id) == ("ab" * 16, "cd" * 8)
+    own, _ = _keyed(request, "chat", ProxyField(judges=["p_true"], rule="p_true"))
+    assert (own.judges, own.rule) == (["p_true"], "p_true")
+    unkeyed, open_context = _keyed(Request({"type": "http", "state": {"api_key": None}}),
+                                   "chat", field)
+    assert unkeyed == field and open_context.caller is None
