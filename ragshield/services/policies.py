@@ -155,10 +155,11 @@ def run_calibration(store: Store, run_id: int, judge: str, holdout: float = HOLD
 
 
 def fit_run_policy(store: Store, run_id: int, judge: str, name: str, *, alpha: float,
-                   delta: float, beta: float | None = None,
-                   holdout: float = HOLDOUT_SHARE) -> Policy:
-    """Fit a policy on the run's labels and store it as the next version of `name`."""
-    calibration = run_calibration(store, run_id, judge, holdout)
+                   delta: float, beta: float | None = None, holdout: float = HOLDOUT_SHARE,
+                   tables: RunTables | None = None) -> Policy:
+    """Fit a policy on the run's labels and store it as the next version of `name`
+    (`tables`: the run's under truth "human", when the caller has them)."""
+    calibration = run_calibration(store, run_id, judge, holdout, tables)
     return save_policy(store, calibration.fit(name, alpha=alpha, delta=delta, beta=beta))
 
 

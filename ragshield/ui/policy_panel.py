@@ -139,9 +139,11 @@ def save_html(context: UiContext, run_id: Any, judge: str | None, alpha: Any, de
             raise UserError("Choose a judge first.")
         if not (name or "").strip():
             raise UserError("Type a name for the policy first.")
-        policy = fit_run_policy(context.store, _run(run_id), judge, name.strip(),
+        run = _run(run_id)
+        policy = fit_run_policy(context.store, run, judge, name.strip(),
                                 alpha=_share(alpha, "alpha"), delta=_share(delta, "delta"),
-                                beta=_share(beta, "beta", optional=True))
+                                beta=_share(beta, "beta", optional=True),
+                                tables=context.tables.get(run, "human"))
     except UserError as error:
         return message_html(str(error), "error")
     return message_html(f"Saved {policy.rule}. {policy.promise()} Pin it below to make it the "
