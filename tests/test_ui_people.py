@@ -3,6 +3,8 @@ without a browser, for an admin, an annotator and an app without logins."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from dataclasses import dataclass
 
 import gradio as gr
@@ -98,8 +100,13 @@ def test_roles_and_disabling_through_the_panel(with_logins: UiContext) -> None:
     people_panel.add_person(with_logins, "eve", PASSWORD, ANNOTATOR, "toy", ROOT)
     message, table, _ = people_panel.change_role(with_logins, "eve", ADMIN, "toy", ROOT)
     assert "eve is now admin." in message and "<td>eve</td><td>admin</td>" in table
-    message, table, _ = people_panel.set_disabled(with_logins, "eve", True, "toy", ROOT)
+    # eve is logged in in two browsers; root in one (Gradio's session tokens).
+    tokens = {"t1": "eve", "t2": "root", "t3": "eve"}
+    by_root = SimpleNamespace(username="root",
+                              request=SimpleNamespace(app=SimpleNamespace(tokens=tokens)))
+    message, table, _ = people_panel.set_disabled(with_logins, "eve", True, "toy", by_root)
     assert "can no longer log in" in message and "<td>admin (disabled)</td>" in table
+    assert "2 open sessions ended" in message and tokens == {"t2": "root"}
     assert not Logins(with_logins.store, {}).check("eve", PASSWORD)
     message, _, _ = people_panel.set_disabled(with_logins, "eve", False, "toy", ROOT)
     assert "can log in again" in message

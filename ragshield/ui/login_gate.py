@@ -49,6 +49,19 @@ def logged_in(scope: Scope) -> bool:
     return token is not None and token in app.tokens
 
 
+def end_sessions(request: Any, name: str) -> int:
+    """Log `name` out of every browser: the session tokens Gradio keeps for it (its app's
+    `tokens`, which `logged_in` reads on every request) are dropped. How many were open."""
+    app = getattr(getattr(request, "request", None), "app", None)
+    tokens = getattr(app, "tokens", None)
+    if not isinstance(tokens, dict):
+        return 0
+    ended = [token for token, user in list(tokens.items()) if user == name]
+    for token in ended:
+        tokens.pop(token, None)
+    return len(ended)
+
+
 async def send_json(send: Send, status: int, content: Any,
                     headers: dict[str, str] | None = None) -> None:
     body = json.dumps(content).encode()

@@ -19,6 +19,7 @@ from ragshield.services.people import ACCOUNT_ROLES, ANNOTATOR, FROM_APP, Person
 from ragshield.services.rendering import fmt
 from ragshield.ui.context import UiContext
 from ragshield.ui.html_render import message_html, table_html
+from ragshield.ui.login_gate import end_sessions
 
 COLUMNS = ["person", "role", "login", "labels (all datasets)", "progress here",
            "mean kappa with the others", "kappa with each (samples both labelled)"]
@@ -134,8 +135,10 @@ def set_disabled(context: UiContext, name: str | None, disabled: bool, dataset: 
                                     _login(request))
     except UserError as error:
         return _refused(error)
-    done = (f"{name} can no longer log in (their labels stay)." if disabled
-            else f"{name} can log in again.")
+    ended = end_sessions(request, name) if disabled else 0
+    done = (f"{name} can no longer log in (their labels stay)"
+            + (f"; {ended} open session{'s' if ended != 1 else ''} ended." if ended else ".")
+            if disabled else f"{name} can log in again.")
     return _after(context, dataset, done)
 
 
