@@ -111,6 +111,18 @@ def test_roles_and_disabling_through_the_panel(with_logins: UiContext) -> None:
     message, _, _ = people_panel.set_disabled(with_logins, "eve", False, "toy", ROOT)
     assert "can log in again" in message
     assert Logins(with_logins.store, {}).check("eve", PASSWORD)
+    # A forgotten password: an admin sets a new one; the old one no longer logs in.
+    tokens["t4"] = "eve"
+    message, _, _ = people_panel.reset_password(with_logins, "eve", "another-secret", "toy",
+                                                by_root)
+    assert "eve has a new password; 1 open session ended." in message and "t4" not in tokens
+    assert Logins(with_logins.store, {}).check("eve", "another-secret")
+    assert not Logins(with_logins.store, {}).check("eve", PASSWORD)
+    for refused in (people_panel.reset_password(with_logins, "eve", "short", "toy", ROOT)[0],
+                    people_panel.reset_password(with_logins, "eve", "another-one", "toy",
+                                                ANN)[0]):
+        assert ERROR in refused
+    assert Logins(with_logins.store, {}).check("eve", "another-secret")
     refused, _, _ = people_panel.set_disabled(with_logins, "ann", True, "toy", ROOT)
     assert ERROR in refused and "logs in with the auth file" in refused
     for handler in (lambda: people_panel.change_role(with_logins, None, ADMIN, "toy", ROOT),
@@ -132,4 +144,4 @@ def test_the_panel_offers_no_api_endpoint(local: UiContext) -> None:
     with gr.Blocks() as page:
         people_panel.build(local, page)
     assert page.get_api_info()["named_endpoints"] == {}
-    assert len(page.fns) == 6
+    assert len(page.fns) == 7

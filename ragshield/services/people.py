@@ -171,6 +171,15 @@ def set_disabled(store: Store, access: Access, name: str, disabled: bool,
     update_account(store, name, by, disabled=disabled)
 
 
+def reset_password(store: Store, access: Access, name: str, password: str,
+                   by: str | None) -> None:
+    """Give a login added in the app a new password (an admin does, for someone who forgot
+    theirs; the auth file's passwords are changed in the file)."""
+    require_admin(store, access, by, "set passwords")
+    name = _app_login(access, name)
+    update_account(store, name, by, password_hash=hash_password(check_password(password)))
+
+
 # -- everyone, with what they have done --------------------------------------------------
 
 @dataclass(frozen=True)

@@ -73,8 +73,9 @@ def accounts(store: Store) -> list[AccountRecord]:
 
 
 def update_account(store: Store, name: str, by: str | None, *, role: str | None = None,
-                   disabled: bool | None = None) -> None:
-    """Change the role and/or the disabled flag of the login `name`, noting who did."""
+                   disabled: bool | None = None, password_hash: str | None = None) -> None:
+    """Change the role, the disabled flag and/or the password of the login `name`, noting
+    who did."""
     with store.session() as session:
         row = session.scalar(select(Account).join(Annotator, Annotator.id == Account.annotator_id)
                              .where(Annotator.name == name))
@@ -84,6 +85,8 @@ def update_account(store: Store, name: str, by: str | None, *, role: str | None 
             row.role = role
         if disabled is not None:
             row.disabled = disabled
+        if password_hash is not None:
+            row.password_hash = password_hash
         row.updated_by, row.updated_at = by, utcnow()
 
 

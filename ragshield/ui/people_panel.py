@@ -135,11 +135,27 @@ def set_disabled(context: UiContext, name: str | None, disabled: bool, dataset: 
                                     _login(request))
     except UserError as error:
         return _refused(error)
-    ended = end_sessions(request, name) if disabled else 0
-    done = (f"{name} can no longer log in (their labels stay)"
-            + (f"; {ended} open session{'s' if ended != 1 else ''} ended." if ended else ".")
+    done = (f"{name} can no longer log in (their labels stay){_logged_out(request, name)}"
             if disabled else f"{name} can log in again.")
     return _after(context, dataset, done)
+
+
+def _logged_out(request: Any, name: str) -> str:
+    """The end of a sentence: `name` logged out of every open session, and how many."""
+    ended = end_sessions(request, name)
+    return f"; {ended} open session{'s' if ended != 1 else ''} ended." if ended else "."
+
+
+def reset_password(context: UiContext, name: str | None, password: str, dataset: str,
+                   request: Any = None) -> tuple[str, Any, Any]:
+    if not name:
+        return _refused(NOBODY_CHOSEN)
+    try:
+        people_service.reset_password(context.store, context.access, name, password or "",
+                                      _login(request))
+    except UserError as error:
+        return _refused(error)
+    return _after(context, dataset, f"{name} has a new password{_logged_out(request, name)}")
 
 
 # -- the panel ------------------------------------------------------------------------------
@@ -175,6 +191,10 @@ def build(context: UiContext, page: gr.Blocks) -> None:
                 set_role = gr.Button("Set role", elem_id="people-set-role")
                 disable = gr.Button("Disable", variant="stop", elem_id="people-disable")
                 enable = gr.Button("Enable", elem_id="people-enable")
+            with gr.Row():
+                reset = gr.Textbox(label="New password for this person", type="password",
+                                   elem_id="people-reset-password")
+                set_password = gr.Button("Set password", elem_id="people-set-password")
 
     def on_open(dataset: str, request: gr.Request):
         """Read when the accordion opens, not with every page: the table reads every label."""
@@ -204,4 +224,8 @@ def build(context: UiContext, page: gr.Blocks) -> None:
     set_role.click(on_role, [person, role, dataset_box], outputs, **EVENTS)
     disable.click(on_disabled(True), [person, dataset_box], outputs, **EVENTS)
     enable.click(on_disabled(False), [person, dataset_box], outputs, **EVENTS)
+    def on_password(name, password, dataset, request: gr.Request):
+        return *reset_password(context, name, password, dataset, request), ""
+
+    set_password.click(on_password, [person, reset, dataset_box], [*outputs, reset], **EVENTS)
 
