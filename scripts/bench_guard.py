@@ -13,10 +13,27 @@
 3. The proxy's overhead: POST /v1/chat/completions (judge: trivial, which calls no model)
    minus the same request sent straight to the upstream. The upstream here answers at once,
    so the model's time does not drown the few milliseconds measured. Target: p50 <= 20 ms.
+4. Replicas: two API processes (`python -m ragshield serve --api-only`) started together on a
+   fresh PostgreSQL database, 16 client threads sending distinct /v1/judge calls (judge:
+   trivial, which calls no model) to both in turn: none lost or doubled (every reply 200,
+   one `stored: true` each, one live sample and answer each, and the replicas' /v1/metrics
+   count them all), the API's own latency as the client sees it and as the reply's
+   `timings_ms` say, and calls per second. Target: p95 <= 20 ms.
 
-Prints a table, writes JSON, appends to docs/BENCHMARKS.md. Run it on a quiet machine.
+5. Streaming (`stream`): the proxy's time to first byte with `"stream": true`, hold mode
+   (judged, then streamed) and live mode, minus the same call unstreamed's whole reply
+   (judge trivial, an upstream that answers at once). Target: hold <= +20 ms.
+6. Latency budget (`budget`): /v1/judge with `budget_ms` 2,000 against an OpenAI-compatible
+   judge backend that takes 5 s per judge call, one client and then 4: every call answers
+   within the budget + 100 ms, decided from the judges that finished.
 
-    python scripts/bench_guard.py [--samples 10] [--requests 8] [--proxy-calls 60] [--rounds 3]
+Each part is a section, one function returning its table rows; `--only` picks sections
+(`--only replicas`). Prints a table, writes JSON, appends to docs/BENCHMARKS.md. Run it on
+a quiet machine.
+
+    python scripts/bench_guard.py [--only proxy,stream,budget,judge,throughput,replicas]
+        [--samples 10] [--requests 8] [--proxy-calls 60] [--rounds 3] [--calls 2000]
+        [--budget-ms 2000] [--judge-s 5]
 """
 
 from __future__ import annotations
@@ -33,11 +50,13 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Iterator
 
 import httpx
+from prometheus_client.parser import text_string_to_metric_families
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -51,6 +70,11 @@ from ragshield.datasets.demo import DEMO_SAMPLES  # noqa: E402
 from ragshield.llm.factory import make_llm  # noqa: E402
 from ragshield.llm.packaged_models import QWEN_05B, ensure_model  # noqa: E402
 from ragshield.services.guard import default_judges  # noqa: E402
+from ragshield.services.live_runs import LIVE_DATASET, LIVE_STATUS  # noqa: E402
+from ragshield.store.database import open_store  # noqa: E402
+from ragshield.store.runs import list_runs  # noqa: E402
+from ragshield.store.samples import count_samples  # noqa: E402
+from ragshield.testing.replicas import api_replicas, fresh_postgres  # noqa: E402
 from ragshield.testing.servers import free_port, running_server  # noqa: E402
 from ragshield.types import Message, Sample  # noqa: E402
 
@@ -176,6 +200,9 @@ class CannedUpstream:
         body = json.dumps(CANNED).encode()
         reply = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                  b"Content-Length: %d\r\n\r\n" % len(body)) + body
+        events = sse_body(CANNED)
+        streamed = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                    b"Content-Length: %d\r\n\r\n" % len(events)) + events
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -185,8 +212,8 @@ class CannedUpstream:
                 pass
 
             def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("content-length") or 0))
-                self.wfile.write(reply)
+                request = self.rfile.read(int(self.headers.get("content-length") or 0))
+                self.wfile.write(streamed if b'"stream": true' in request else reply)
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
@@ -222,53 +249,369 @@ def proxy_overheads(folder: Path, calls: int) -> list[float]:
     return overheads
 
 
+
+def sse_body(completion: dict[str, Any]) -> bytes:
+    """A canned completion as a streaming server sends it: a role chunk, its text in chunks
+    of a word, the finish, [DONE]."""
+    head = {"id": completion["id"], "object": "chat.completion.chunk", "created": 0,
+            "model": completion["model"]}
+    words = completion["choices"][0]["message"]["content"].split(" ")
+    deltas = [{"role": "assistant", "content": ""},
+              *({"content": (" " if i else "") + word} for i, word in enumerate(words))]
+    chunks = [{**head, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+              for delta in deltas]
+    chunks.append({**head, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    return b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + \
+        b"data: [DONE]\n\n"
+
+
+def reply_seconds(http: httpx.Client, url: str, body: dict[str, Any]) -> tuple[float, float]:
+    """Seconds to the first byte of the reply's body, and to its last."""
+    started = time.perf_counter()
+    with http.stream("POST", url, json=body) as response:
+        response.raise_for_status()
+        chunks = response.iter_raw()
+        next(chunks)
+        first = time.perf_counter() - started
+        for _ in chunks:
+            pass
+    return first, time.perf_counter() - started
+
+
+def stream_first_bytes(folder: Path, calls: int) -> dict[str, float]:
+    """Hold mode's added time to first byte: per call, a streamed proxy call's first byte
+    minus the same call unstreamed's whole reply (trivial judge; the upstream at once)."""
+    upstream = CannedUpstream()
+    try:
+        with guard_server(folder, {"RAGSHIELD_BACKEND": "embedded"},
+                          "--upstream", upstream.url) as base, httpx.Client(timeout=60) as http:
+            added, live = [], []
+            for i in range(calls + 5):  # the first 5 warm the connections
+                body = {"model": "canned", "messages": [
+                    {"role": "user", "content": f"Who gave their name ({i})?"}],
+                        "ragshield": {"passages": [{"text": "The Normans."}],
+                                      "judges": ["trivial"], "store": False}}
+                _, whole = reply_seconds(http, f"{base}/v1/chat/completions", body)
+                held, _ = reply_seconds(http, f"{base}/v1/chat/completions",
+                                        {**body, "stream": True})
+                passed, _ = reply_seconds(http, f"{base}/v1/chat/completions", {
+                    **body, "stream": True,
+                    "ragshield": {**body["ragshield"], "stream_mode": "live"}})
+                if i >= 5:
+                    added.append((held - whole) * 1000)
+                    live.append((passed - whole) * 1000)
+    finally:
+        upstream.close()
+    return {"hold_added_ms": statistics.median(added),
+            "hold_added_p95_ms": percentile(added, 0.95), "live_added_ms": statistics.median(live)}
+
+
+class SlowJudgeBackend:
+    """An OpenAI-compatible judge backend whose every judge call takes `seconds` (its model
+    list and the capability probe answer at once)."""
+
+    def __init__(self, seconds: float) -> None:
+        probe = json.dumps({**CANNED, "choices": [{
+            "index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "Yes"},
+            "logprobs": {"content": [{"token": "Yes", "logprob": -0.1, "bytes": None,
+                                      "top_logprobs": [{"token": "Yes", "logprob": -0.1,
+                                                        "bytes": None}]}]}}]}).encode()
+        models = json.dumps({"object": "list", "data": [{"id": "canned", "object": "model",
+                                                         "owned_by": "bench"}]}).encode()
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def _send(self, body: bytes) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_GET(self) -> None:
+                self._send(models)
+
+            def do_POST(self) -> None:
+                request = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)))
+                if request.get("messages", [{}])[-1].get("content") != "Say yes.":
+                    time.sleep(seconds)
+                try:
+                    self._send(probe)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+BUDGET_JUDGES = ["trivial", "p_true", "pre_answer"]
+
+
+def budget_calls(folder: Path, samples: list[Sample], budget_ms: int, judge_s: float,
+                 clients: int) -> dict[str, Any]:
+    """Each /v1/judge call's wall time with `budget_ms` against a backend that takes `judge_s`
+    per judge call: one client, then `clients` at once."""
+    backend = SlowJudgeBackend(judge_s)
+    env = {"RAGSHIELD_BACKEND": "openai", "RAGSHIELD_OPENAI_BASE_URL": backend.url,
+           "RAGSHIELD_MODEL": "canned", "RAGSHIELD_CONCURRENCY": "4"}
+    try:
+        with guard_server(folder, env) as base, httpx.Client(base_url=base, timeout=60) as http:
+            def call(body: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+                started = time.perf_counter()
+                response = http.post("/v1/judge", json=body)
+                response.raise_for_status()
+                return time.perf_counter() - started, response.json()
+
+            bodies = [{**judge_body(sample, f" ({i})", BUDGET_JUDGES), "budget_ms": budget_ms,
+                       "rule": "majority"} for i, sample in enumerate(samples * 2)]
+            call(bodies[0])  # opens the backend (its probe) before anything is timed
+            timed = [call(body) for body in bodies[1:len(samples) + 1]]
+            with ThreadPoolExecutor(clients) as pool:
+                timed += list(pool.map(call, bodies[len(samples) + 1:]))
+    finally:
+        backend.close()
+    seconds = [took for took, _ in timed]
+    decided = sum(1 for _, reply in timed if reply["decision"] is not None)
+    return {"calls": len(timed), "p50_ms": statistics.median(seconds) * 1000,
+            "max_ms": max(seconds) * 1000, "decided": decided,
+            "unfinished": sorted({j for _, reply in timed for j in reply.get("unfinished", [])})}
+
+
+Row = tuple[str, str, str]  # measure, value, target
+
+
+@dataclass
+class Section:
+    """A section's table rows, its figures for the JSON file, and what its numbers are."""
+
+    rows: list[Row]
+    data: dict[str, Any]
+    notes: str = ""
+
+
+def demo_samples(args: argparse.Namespace) -> tuple[Sample, list[Sample]]:
+    """A warm-up sample (never measured) and `--samples` others of the demo set."""
+    samples = list(load_dataset(DEMO_SAMPLES))
+    warm_up, *chosen = random.Random(args.seed).sample(samples, min(args.samples + 1,
+                                                                    len(samples)))
+    return warm_up, chosen
+
+
+def proxy_section(args: argparse.Namespace, folder: Path) -> Section:
+    proxy = [statistics.median(proxy_overheads(folder, args.proxy_calls)) * 1000
+             for _ in range(args.rounds)]
+    return Section([(f"proxy overhead p50 (median of {args.rounds} rounds of "
+                     f"{args.proxy_calls})", f"{statistics.median(proxy):.1f} ms",
+                     "<= 20 ms")], {"proxy_overhead_ms_rounds": proxy})
+
+
+def judge_section(args: argparse.Namespace, folder: Path) -> Section:
+    warm_up, samples = demo_samples(args)
+    latencies = judge_latencies(folder, warm_up, samples)
+    reads = prompt_read_seconds(warm_up, samples)
+    ratios = [latency / read for latency, read in zip(latencies, reads)]
+    rows = [(f"/v1/judge p50 (embedded, {len(samples)} demo samples)",
+             f"{statistics.median(latencies):.2f} s", ""),
+            ("/v1/judge p95", f"{percentile(latencies, 0.95):.2f} s", ""),
+            ("prompt read once, p50", f"{statistics.median(reads):.2f} s", ""),
+            ("/v1/judge / prompt read, p50", f"{statistics.median(ratios):.2f}x", "<= 1.5x")]
+    return Section(rows, {"judge_s": latencies, "prompt_read_s": reads, "ratios": ratios},
+                   f"Fast judge set ({', '.join(default_judges())}); the call cache off.")
+
+
+def throughput_section(args: argparse.Namespace, folder: Path) -> Section:
+    _, samples = demo_samples(args)
+    levels = throughput(folder, samples, args.requests)
+    rows = [(f"{row['clients']} client(s), llama.cpp server, judges "
+             f"{'+'.join(THROUGHPUT_JUDGES)}: {row['per_second']:.2f} req/s, "
+             f"p50 {row['p50_s']:.1f} s",
+             f"{row['failures']} failed of {row['requests']}, "
+             f"{'each stored once' if row['stored_once'] else 'STORED TWICE'}", "no failure")
+            for row in levels]
+    return Section(rows, {"throughput": levels})
+
+
+REPLICAS, CLIENTS = 2, 16
+WARM_UP_CALLS, ONE_AT_A_TIME = 20, 100  # per replica, not measured; then measured alone
+
+
+def replica_body(tag: str, number: int) -> dict[str, Any]:
+    return {"question": f"Who gave their name to Normandy ({tag} {number})?",
+            "passages": [{"text": "The Normans gave their name to Normandy, a region in "
+                                  "France.", "title": "Normans"}],
+            "answer": "The Normans", "judges": ["trivial"], "rule": "trivial"}
+
+
+def decisions_counted(http: httpx.Client, base: str) -> float:
+    """The decisions a replica's /v1/metrics counts."""
+    text = http.get(f"{base}/v1/metrics").raise_for_status().text
+    return sum(sample.value for family in text_string_to_metric_families(text)
+               for sample in family.samples if sample.name == "ragshield_guard_decisions_total")
+
+
+def p50_p95(values: list[float]) -> str:
+    return f"{statistics.median(values):.1f} / {percentile(values, 0.95):.1f} ms"
+
+
+def replicas_section(args: argparse.Namespace, folder: Path) -> Section:
+    """Distinct calls to REPLICAS API processes in turn: ONE_AT_A_TIME from one client (the
+    API's own time), then `--calls` from CLIENTS threads at once."""
+    key = "bench-replica-key-" + "x" * 16
+    env = {"RAGSHIELD_API_KEYS": key, "RAGSHIELD_LLM_CACHE": "false"}
+    with fresh_postgres(args.postgres_admin) as url, \
+            api_replicas(REPLICAS, url, folder, env=env, timeout_s=300) as bases, \
+            httpx.Client(timeout=120, headers={"Authorization": f"Bearer {key}"},
+                         limits=httpx.Limits(max_connections=2 * CLIENTS)) as http:
+        def calls(tag: str, count: int) -> list[tuple[str, dict[str, Any]]]:
+            return [(bases[n % REPLICAS], replica_body(tag, n)) for n in range(count)]
+
+        def send(call: tuple[str, dict[str, Any]]) -> tuple[int, float, dict[str, Any]]:
+            started = time.perf_counter()
+            response = http.post(f"{call[0]}/v1/judge", json=call[1])
+            wall = time.perf_counter() - started
+            return response.status_code, wall, response.json()
+
+        with ThreadPoolExecutor(CLIENTS) as pool:
+            list(pool.map(send, calls("warm-up", WARM_UP_CALLS * REPLICAS)))
+            alone = [send(call) for call in calls("alone", ONE_AT_A_TIME)]
+            started = time.perf_counter()
+            replies = list(pool.map(send, calls("call", args.calls)))
+            elapsed = time.perf_counter() - started
+        counted = sum(decisions_counted(http, base) for base in bases)
+        store = open_store(url)
+        try:
+            live = [run for run in list_runs(store) if run.status == LIVE_STATUS]
+            samples = count_samples(store, LIVE_DATASET)
+        finally:
+            store.close()
+    answered = [reply for status, _, reply in alone + replies if status == 200]
+    stored = sum(reply["record"]["stored"] for reply in answered)
+    measured = len(alone) + len(replies)
+    expected = measured + WARM_UP_CALLS * REPLICAS
+    whole = (len(answered) == measured == stored and samples == expected == counted
+             and len(live) == 1 and live[0].done == live[0].total == expected)
+    walls = {name: [wall * 1000 for status, wall, _ in got if status == 200]
+             for name, got in (("alone", alone), ("together", replies))}
+    phases = {name: {phase: [reply["timings_ms"][phase] for _, _, reply in got]
+                     for phase in ("total", "queued", "judging", "storing")}
+              for name, got in (("alone", alone), ("together", replies))}
+    rows = [(f"{REPLICAS} replicas, PostgreSQL: {measured:,} calls lost or doubled",
+             "none" if whole else f"{len(answered)} answered, {stored} stored, {samples} "
+             f"live samples of {expected}, {counted:.0f} counted by /v1/metrics, "
+             f"{len(live)} live runs", "none"),
+            (f"one call at a time ({ONE_AT_A_TIME}): request time at the client, p50 / p95",
+             p50_p95(walls["alone"]), "p95 <= 20 ms"),
+            ("one call at a time: the guard's own time (reply's timings_ms total) / of which "
+             "storing, p50", f"{statistics.median(phases['alone']['total']):.1f} / "
+             f"{statistics.median(phases['alone']['storing']):.1f} ms", ""),
+            (f"{CLIENTS} clients ({args.calls:,} calls): request time at the client, "
+             "p50 / p95", p50_p95(walls["together"]), "p95 <= 20 ms"),
+            (f"{CLIENTS} clients: the guard's own time (reply's timings_ms total), p50 / p95",
+             p50_p95(phases["together"]["total"]), ""),
+            (f"{CLIENTS} clients: of which queued / judging / storing, p50",
+             " / ".join(f"{statistics.median(phases['together'][p]):.1f}"
+                        for p in ("queued", "judging", "storing")) + " ms", ""),
+            (f"{CLIENTS} clients: calls per second, both replicas",
+             f"{args.calls / elapsed:.0f}", "")]
+    notes = (f"Replicas: {REPLICAS} `ragshield serve --api-only` processes started together "
+             f"on a fresh PostgreSQL database, judge trivial (no model), "
+             f"{WARM_UP_CALLS * REPLICAS} unmeasured warm-up calls first; the clients are "
+             "threads of the benchmark's process on the same machine.")
+    return Section(rows, {"replicas": {"calls": args.calls, "lost_or_doubled": not whole,
+                                       "alone_ms": walls["alone"],
+                                       "client_ms": walls["together"], "phases_ms": phases,
+                                       "per_second": args.calls / elapsed}}, notes)
+
+
+def stream_section(args: argparse.Namespace, folder: Path) -> Section:
+    rounds = [stream_first_bytes(folder, args.proxy_calls) for _ in range(args.rounds)]
+    held = statistics.median(r["hold_added_ms"] for r in rounds)
+    return Section([
+        (f"stream, hold: time to first byte minus the unstreamed reply's time, p50 (median "
+         f"of {args.rounds} rounds of {args.proxy_calls})", f"{held:+.1f} ms", "<= +20 ms"),
+        ("stream, hold: the same, p95",
+         f"{statistics.median(r['hold_added_p95_ms'] for r in rounds):+.1f} ms", ""),
+        ("stream, live: time to first byte minus the unstreamed reply's time, p50",
+         f"{statistics.median(r['live_added_ms'] for r in rounds):+.1f} ms", "")],
+        {"stream_rounds": rounds},
+        "Streaming: the proxy with judge trivial over an upstream that answers at once (its "
+        "stream in one write), so that the guard's own added time shows.")
+
+
+def budget_section(args: argparse.Namespace, folder: Path) -> Section:
+    _, samples = demo_samples(args)
+    found = budget_calls(folder, samples, args.budget_ms, args.judge_s, clients=4)
+    limit = args.budget_ms + 100
+    return Section([
+        (f"budget {args.budget_ms:,} ms, judge backend {args.judge_s:g} s per call, "
+         f"{found['calls']} calls (one client, then 4): slowest", f"{found['max_ms']:.0f} ms",
+         f"<= {limit:,} ms"),
+        ("budget: p50", f"{found['p50_ms']:.0f} ms", ""),
+        ("budget: calls decided from the finished judges", f"{found['decided']} of "
+         f"{found['calls']} (unfinished: {', '.join(found['unfinished']) or 'none'})", "all")],
+        {"budget": found},
+        f"Budget: judges {', '.join(BUDGET_JUDGES)}, rule majority, an OpenAI-compatible "
+        f"judge backend whose every judge call takes {args.judge_s:g} s "
+        "(RAGSHIELD_CONCURRENCY=4).")
+
+
+SECTIONS = {"proxy": proxy_section, "stream": stream_section, "budget": budget_section,
+            "judge": judge_section, "throughput": throughput_section,
+            "replicas": replicas_section}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default=",".join(SECTIONS),
+                        help=f"sections to run, comma-separated: {', '.join(SECTIONS)}")
     parser.add_argument("--samples", type=int, default=10)
     parser.add_argument("--requests", type=int, default=8, help="calls per concurrency level")
     parser.add_argument("--proxy-calls", type=int, default=60)
     parser.add_argument("--rounds", type=int, default=3, help="proxy rounds (medians of)")
+    parser.add_argument("--calls", type=int, default=2000, help="replicas: calls measured")
+    parser.add_argument("--budget-ms", type=int, default=2000, help="budget: the calls' budget")
+    parser.add_argument("--judge-s", type=float, default=5.0,
+                        help="budget: seconds the slow judge backend takes per call")
+    parser.add_argument("--postgres-admin", default=os.environ.get(
+        "RAGSHIELD_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"),
+        help="replicas: a PostgreSQL URL that may create databases")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--json-out", type=Path, default=ROOT / "docs" / "bench" / "guard.json")
+    parser.add_argument("--json-out", type=Path, help="default: docs/bench/guard.json, or "
+                        "guard-SECTIONS.json for some sections")
     parser.add_argument("--no-append", action="store_true")
     args = parser.parse_args()
+    chosen = [name.strip() for name in args.only.split(",") if name.strip()]
+    unknown = sorted(set(chosen) - set(SECTIONS))
+    if unknown:
+        parser.error(f"--only: no section {', '.join(unknown)}; there are {', '.join(SECTIONS)}")
+    every = chosen == list(SECTIONS)
+    json_out = args.json_out or ROOT / "docs" / "bench" / (
+        "guard.json" if every else f"guard-{'-'.join(chosen)}.json")
 
-    samples = list(load_dataset(DEMO_SAMPLES))
-    warm_up, *samples = random.Random(args.seed).sample(samples, min(args.samples + 1,
-                                                                     len(samples)))
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as temp:
-        folder = Path(temp)
-        proxy = [statistics.median(proxy_overheads(folder, args.proxy_calls)) * 1000
-                 for _ in range(args.rounds)]
-        latencies = judge_latencies(folder, warm_up, samples)
-        reads = prompt_read_seconds(warm_up, samples)
-        levels = throughput(folder, samples, args.requests)
-    ratios = [latency / read for latency, read in zip(latencies, reads)]
-
-    judges = ", ".join(default_judges())
-    lines = ["| measure | value | target |", "|---|---|---|",
-             f"| /v1/judge p50 (embedded, {len(samples)} demo samples) | "
-             f"{statistics.median(latencies):.2f} s | |",
-             f"| /v1/judge p95 | {percentile(latencies, 0.95):.2f} s | |",
-             f"| prompt read once, p50 | {statistics.median(reads):.2f} s | |",
-             f"| /v1/judge / prompt read, p50 | {statistics.median(ratios):.2f}x | <= 1.5x |",
-             f"| proxy overhead p50 (median of {args.rounds} rounds of {args.proxy_calls}) | "
-             f"{statistics.median(proxy):.1f} ms | <= 20 ms |"]
-    lines += [f"| {row['clients']} client(s), llama.cpp server, judges "
-              f"{'+'.join(THROUGHPUT_JUDGES)}: {row['per_second']:.2f} req/s, "
-              f"p50 {row['p50_s']:.1f} s | {row['failures']} failed of {row['requests']}, "
-              f"{'each stored once' if row['stored_once'] else 'STORED TWICE'} | no failure |"
-              for row in levels]
+        sections = {name: SECTIONS[name](args, Path(temp)) for name in chosen}
+    lines = ["| measure | value | target |", "|---|---|---|"]
+    lines += [f"| {measure} | {value} | {target} |" for section in sections.values()
+              for measure, value, target in section.rows]
     table = "\n".join(lines)
-    notes = (f"Fast judge set ({judges}); the call cache off. Load average (1 min) at start "
-             f"{load_before:.1f}, at end {os.getloadavg()[0]:.1f}.")
-    print(table)
-    print(notes)
-    publish("Guard API", "python scripts/bench_guard.py " + " ".join(sys.argv[1:]), notes,
-            table, {"judge_s": latencies, "prompt_read_s": reads, "ratios": ratios,
-                    "proxy_overhead_ms_rounds": proxy, "throughput": levels},
-            args.json_out, append=not args.no_append)
+    notes = " ".join([*(section.notes for section in sections.values() if section.notes),
+                      f"Load average (1 min) at start {load_before:.1f}, at end "
+                      f"{os.getloadavg()[0]:.1f}."])
+    data = {key: value for section in sections.values() for key, value in section.data.items()}
+    title = "Guard API" if every else f"Guard API: {', '.join(chosen)}"
+    publish(title, "python scripts/bench_guard.py " + " ".join(sys.argv[1:]), notes, table,
+            data, json_out, append=not args.no_append, show=True)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@
     POST /v1/ask               a question -> ragshield's answer, verdicts, decision, fallback
     POST /v1/chat/completions  an OpenAI-compatible proxy that judges the upstream's answer
     GET  /v1/judges, /v1/health, /v1/docs (the OpenAPI page)
+    GET  /v1/metrics           Prometheus text: calls, decisions, latency, queue, model time
 
 Handlers turn a request body into a service call and its result into JSON; nothing else.
 Every call runs in a worker thread under a deadline (api/limits.py) and, unless the body
@@ -24,6 +25,7 @@ from ragshield import __version__
 from ragshield.api import errors
 from ragshield.api.keys import ApiKey, KeyCheck
 from ragshield.api.limits import BodyLimit, Deadlines
+from ragshield.api.metrics import add_metrics
 from ragshield.api.render import completion_json, judged_json
 from ragshield.api.routes import keyed_route
 from ragshield.api.schemas import (AskBody, ChatBody, ChatMessage, JudgeBody, PassageIn,
@@ -166,6 +168,8 @@ def build_api(settings: Settings, guard: Guard, keys: KeyCheck) -> FastAPI:
         if extra.stream_mode == LIVE:
             return await live_response(request, call)
         return streamed(held_events(await call()))
+
+    add_metrics(api, guarded, guard)  # GET /v1/metrics, keyed like the calls it counts
 
     @guarded.get("/v1/judges", tags=["about"])
     async def judges() -> list[dict[str, Any]]:

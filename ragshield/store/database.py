@@ -28,6 +28,7 @@ DatabaseError = SQLAlchemyError
 T = TypeVar("T")
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+MIGRATION_LOCK = "migrate the schema"  # Store.exclusive's names share its key space
 
 
 class StoreError(UserError, RuntimeError):
@@ -198,6 +199,11 @@ def _migrate(connection: Connection) -> None:
     the old one: with foreign keys on, that DROP deletes every row referencing the table
     (a rebuilt `runs` took all answers and verdicts with it), so they are off meanwhile
     (the pragma only works outside a transaction).
+
+    Processes that open one database at once (replicas of the API started together) take
+    turns: on PostgreSQL an advisory lock held to the commit, after which the next one
+    finds the schema at the newest revision (without it, all but one failed on a fresh
+    database); on SQLite the write lock of BEGIN IMMEDIATE.
     """
     sqlite = connection.dialect.name == "sqlite"
     if sqlite:
@@ -207,6 +213,9 @@ def _migrate(connection: Connection) -> None:
         with connection.begin():
             if sqlite:
                 connection.exec_driver_sql("BEGIN IMMEDIATE")
+            elif connection.dialect.name == "postgresql":
+                connection.execute(text("SELECT pg_advisory_xact_lock(:key)"),
+                                   {"key": lock_key(MIGRATION_LOCK)})
             command.upgrade(alembic_config(connection), "head")
     finally:
         if sqlite:
