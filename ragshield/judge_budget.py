@@ -24,6 +24,9 @@ from ragshield.llm.base import LLM
 from ragshield.types import Answer, RuleDecision, Sample, Verdict
 
 ON_BUDGET = ("keep", "abstain", "error")
+# Kept back from a budget for what follows the verdicts: deciding, storing the call and
+# answering (tens of milliseconds), so that the whole call keeps within its budget.
+RESERVE_S = 0.05
 UNFINISHED = "unfinished"  # the key of an unfinished verdict's details
 
 
@@ -43,12 +46,16 @@ class Budget:
         default=lambda running: None, compare=False)
 
     @classmethod
-    def starting_now(cls, milliseconds: int, on_budget: str, concurrency: int = 1,
-                     leftover: Callable[[list[Future[Verdict | None]]], None] | None = None,
-                     ) -> Budget:
+    def starting_at(cls, started: float, milliseconds: int, on_budget: str,
+                    concurrency: int = 1,
+                    leftover: Callable[[list[Future[Verdict | None]]], None] | None = None,
+                    ) -> Budget:
+        """A budget of a call that began at `started` (time.monotonic()): its verdicts are
+        due RESERVE_S before the budget ends (at most half of it)."""
         if on_budget not in ON_BUDGET:
             raise BudgetError(f"on_budget {on_budget!r} must be one of {', '.join(ON_BUDGET)}")
-        return cls(time.monotonic() + milliseconds / 1000, milliseconds, on_budget,
+        seconds = milliseconds / 1000
+        return cls(started + seconds - min(RESERVE_S, seconds / 2), milliseconds, on_budget,
                    max(1, concurrency), leftover or (lambda running: None))
 
 

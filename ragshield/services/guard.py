@@ -229,7 +229,7 @@ class Guard:
         in the live run. GuardBusy when too many calls wait; GuardTimeout past `deadline`."""
         started = time.monotonic()
         with self._turn():
-            guarded = self._judged(request, outcome, deadline, {})
+            guarded = self._judged(request, outcome, deadline, {}, started)
         guarded.seconds["total"] = time.monotonic() - started
         self._tell(context or CallContext("ask"), guarded)
         return guarded
@@ -257,8 +257,9 @@ class Guard:
                                  judges=proxied.judges, rule=proxied.rule,
                                  keep_record=proxied.keep_record, budget_ms=proxied.budget_ms,
                                  on_budget=proxied.on_budget)
-            seconds = {"upstream": time.monotonic() - started}
-            guarded = self._judged(request, outcome, deadline, seconds)
+            answered = time.monotonic()
+            seconds = {"upstream": answered - started}
+            guarded = self._judged(request, outcome, deadline, seconds, answered)
         guarded.upstream = reply
         guarded.seconds["total"] = time.monotonic() - started
         self._tell(context or CallContext("chat"), guarded)
@@ -285,9 +286,11 @@ class Guard:
             self.waiting += change
 
     def _judged(self, request: AskRequest, outcome: Outcome, deadline: float,
-                seconds: dict[str, float]) -> Guarded:
+                seconds: dict[str, float], begun: float) -> Guarded:
+        """The call judged and kept; a budget counts from `begun` (the call's start, or for
+        the proxy when the upstream has answered)."""
         running: list[Future[Any]] = []  # judges still at work when the budget passed
-        budget = self._budget(request, running)
+        budget = self._budget(request, running, begun)
         prepared = prepare(self.store, self.settings, replace(request, keep_record=False),
                            self.finders)
         gate, models = self.gate.turn(prepared), self.models
@@ -317,16 +320,17 @@ class Guard:
             seconds["storing"] = time.monotonic() - started
         return Guarded(result, seconds)
 
-    def _budget(self, request: AskRequest, running: list[Future[Any]]) -> Budget | None:
-        """The call's latency budget, starting now, if it or the settings give one; with a
+    def _budget(self, request: AskRequest, running: list[Future[Any]],
+                begun: float) -> Budget | None:
+        """The call's latency budget from `begun`, if it or the settings give one; with a
         server backend the call's judges run `concurrency` at once."""
         milliseconds = request.budget_ms or self.settings.guard_budget_ms
         if milliseconds is None:
             return None
         remote = self.gate.for_request(request) is self.gate.remote
-        return Budget.starting_now(milliseconds,
-                                   request.on_budget or self.settings.guard_on_budget,
-                                   self.settings.concurrency if remote else 1, running.extend)
+        return Budget.starting_at(begun, milliseconds,
+                                  request.on_budget or self.settings.guard_on_budget,
+                                  self.settings.concurrency if remote else 1, running.extend)
 
     def _release(self, gate: Any, running: list[Future[Any]]) -> None:
         """The turn given back; the in-process model's only once the judges that the budget
