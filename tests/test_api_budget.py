@@ -24,8 +24,10 @@ from tests.test_api import SURE, SlowLLM, client_for, error_of, judge_body, live
 
 SLOW_S = 3.0  # each call to the slow backend
 BUDGET_MS = 800
-SLACK_S = 0.3  # what a call may take past its budget here (the target, 100 ms, is measured
-# by scripts/bench_guard.py on a quiet machine; tests share the cores)
+SLACK_S = 1.0  # what a call may take past its budget in a test, on cores shared with other
+# tests (the target, 100 ms, is measured by scripts/bench_guard.py on a quiet machine): the
+# judges cut off take longer than budget and slack together, so a call that waited for them
+# still fails
 LOGPROBS = [{"token": "The", "logprob": SURE}, {"token": " Normans", "logprob": SURE}]
 
 
@@ -85,12 +87,12 @@ def test_a_slow_backend_is_cut_off_at_the_budget(settings: Settings, sqlite_stor
 @pytest.mark.server
 def test_judges_run_side_by_side_on_a_server_and_error_stores_nothing(
         settings: Settings, sqlite_store: Store) -> None:
-    with FakeOpenAIServer(slow(1.0)) as upstream:
+    with FakeOpenAIServer(slow(1.5)) as upstream:
         client = server_client(settings, sqlite_store, upstream)
         took, response = timed_post(client, judge_body(
-            rule="p_true", budget_ms=2500, judges=["p_true", "pre_answer"]))
+            rule="p_true", budget_ms=5000, judges=["p_true", "pre_answer"]))
         assert response.status_code == 200 and "unfinished" not in response.json()
-        assert took < 1.9  # two one-second judges at once, not one after the other
+        assert took < 2.7  # two 1.5 s judges at once (3 s one after the other)
         _, failed = timed_post(client, judge_body(
             question="Another question?", rule="p_true", budget_ms=300, on_budget="error",
             judges=["p_true"]))
@@ -120,7 +122,7 @@ class CountingSlowLLM(SlowLLM):
 
 def test_an_in_process_model_is_never_shared_when_a_budget_cuts_a_judge_off(
         settings: Settings, sqlite_store: Store) -> None:
-    llm = CountingSlowLLM(1.0)
+    llm = CountingSlowLLM(2.5)
     client = client_for(settings, sqlite_store, llm=llm)
     body = judge_body(answer_logprobs=LOGPROBS, rule="majority", budget_ms=300,
                       judges=["trivial", "token_prob", "p_true"])
@@ -132,16 +134,16 @@ def test_an_in_process_model_is_never_shared_when_a_budget_cuts_a_judge_off(
     assert second.status_code == 200 and took < 0.3 + SLACK_S
     assert second.json()["unfinished"] == ["trivial", "token_prob", "p_true"]
     assert not second.json()["kept"] and "as on_budget abstain says" in second.json()["reason"]
-    time.sleep(1.2)
+    time.sleep(2.6)
     assert llm.most == 1
 
 
 def test_the_settings_give_the_default_budget(settings: Settings, sqlite_store: Store) -> None:
     settings.guard_budget_ms, settings.guard_on_budget = 200, "keep"
-    client = client_for(settings, sqlite_store, llm=CountingSlowLLM(0.6))
+    client = client_for(settings, sqlite_store, llm=CountingSlowLLM(2.0))
     took, response = timed_post(client, judge_body(rule="p_true", judges=["p_true"]))
     assert took < 0.2 + SLACK_S
     assert response.json()["kept"] and "on_budget keep" in response.json()["reason"]
     bad = client.post("/v1/judge", json=judge_body(budget_ms=0, on_budget="maybe"))
     assert bad.status_code == 422 and error_of(bad)["param"] in ("budget_ms", "on_budget")
-    time.sleep(0.7)
+    time.sleep(2.1)
