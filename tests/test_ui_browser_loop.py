@@ -60,8 +60,10 @@ def database_url(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 @pytest.fixture(scope="module")
 def app_url(database_url: str, tmp_path_factory: pytest.TempPathFactory,
-            launch_app) -> Iterator[str]:
-    """The app on a database that does not exist yet: it starts with the demo run."""
+            launch_app, packaged_models) -> Iterator[str]:
+    """The app on a database that does not exist yet: it starts with the demo run. The
+    steps build on each other (the Demo asks the model under the policy pinned before), so
+    the packaged models put all of them in the model lane, one process, in order."""
     with launch_app(tmp_path_factory.mktemp("loop-app"), database_url) as url:
         yield url
 
@@ -211,7 +213,7 @@ def test_a_policy_is_previewed_saved_and_pinned(page: Page, database_url: str) -
 
 # -- 5. the Demo decides by it ---------------------------------------------------------------
 
-def test_a_typed_question_is_decided_by_the_pinned_policy(page: Page, packaged_models) -> None:
+def test_a_typed_question_is_decided_by_the_pinned_policy(page: Page) -> None:
     # The example buttons replay their recorded rule; a typed question takes the default,
     # which the tab re-reads when it is opened after the pin (no page reload).
     open_tab(page, "Demo")
