@@ -21,17 +21,16 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import uuid
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, TypeVar
 
 import pytest
-from sqlalchemy import Engine, create_engine, text
-from sqlalchemy.engine import make_url
+from sqlalchemy import Engine, create_engine
 
 from ragshield import home
 from ragshield.config import Settings
+from ragshield.testing.replicas import fresh_postgres
 from ragshield.testing.servers import free_port, running_server  # noqa: F401 (re-exported)
 from ragshield.store.database import Store, open_store
 from tests.sqlite_copies import copy_sqlite
@@ -124,15 +123,10 @@ def postgres_admin() -> Iterator[Engine]:
 
 @pytest.fixture
 def postgres_url(postgres_admin: Engine) -> Iterator[str]:
-    """A fresh, empty PostgreSQL database for one test, dropped afterwards."""
-    name = f"ragshield_test_{uuid.uuid4().hex[:12]}"
-    with postgres_admin.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield make_url(POSTGRES_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with postgres_admin.connect() as connection:
-            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    """A fresh, empty PostgreSQL database for one test, dropped afterwards (`postgres_admin`
+    skips the test where no server answers)."""
+    with fresh_postgres(POSTGRES_ADMIN_URL, prefix="ragshield_test") as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

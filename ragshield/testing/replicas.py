@@ -23,9 +23,9 @@ Starter = Callable[..., AbstractContextManager[object]]  # running_server's sign
 
 
 @contextmanager
-def fresh_postgres(admin_url: str) -> Iterator[str]:
+def fresh_postgres(admin_url: str, prefix: str = "ragshield_bench") -> Iterator[str]:
     """The URL of a new, empty database on the server of `admin_url`, dropped afterwards."""
-    name = f"ragshield_bench_{uuid.uuid4().hex[:12]}"
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
     admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
     try:
         with admin.connect() as connection:
