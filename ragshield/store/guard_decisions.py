@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
 
 from ragshield.store.database import Store
-from ragshield.store.models import GuardDecision, utcnow
+from ragshield.store.models import GuardDecision, as_utc, utcnow
 
 PAGE_ROWS = 1_000
 
@@ -65,6 +65,5 @@ def read_decisions(store: Store, since: datetime | None = None,
 
 def _logged(row: GuardDecision) -> LoggedDecision:
     values = {name: getattr(row, name) for name in LoggedDecision.__dataclass_fields__}
-    moment = row.created_at  # SQLite hands back naive datetimes, written in UTC
-    values["created_at"] = moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+    values["created_at"] = as_utc(row.created_at)
     return LoggedDecision(**values)

@@ -34,7 +34,7 @@ from ragshield.names import check_name
 from ragshield.store.database import Store
 from ragshield.store.labels import (REQUEST_ID_MAX_LENGTH, ROLE_MAX_LENGTH, LabelValueError,
                                     check_label_value, check_passages_shown)
-from ragshield.store.models import Annotator, Dataset, Label, Sample
+from ragshield.store.models import Annotator, Dataset, Label, Sample, as_utc
 from ragshield.store.samples import UnknownSampleError, dataset_id_of
 
 Format = Literal["csv", "jsonl", "parquet"]
@@ -58,9 +58,7 @@ class LabelExportError(UserError, ValueError):
 
 
 def _utc(moment: datetime) -> str:
-    if moment.tzinfo is None:  # SQLite hands back naive UTC
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone(timezone.utc).isoformat()
+    return as_utc(moment).astimezone(timezone.utc).isoformat()
 
 
 def export_rows(store: Store, dataset: str | None = None) -> list[dict[str, Any]]:
@@ -264,7 +262,7 @@ def _time(value: Any) -> datetime:
         moment = datetime.fromisoformat(text)
     except ValueError:
         raise LabelValueError(f"field 'created_at' is not an ISO 8601 time: {text!r:.80}") from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+    return as_utc(moment)
 
 
 def _parsed(row: Any) -> dict[str, Any]:

@@ -30,6 +30,12 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
+def as_utc(moment: datetime) -> datetime:
+    """A stored time with its zone: SQLite hands back naive datetimes, written in UTC (and a
+    time read from a file without a zone is taken as UTC too)."""
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
 class Base(DeclarativeBase):
     type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON, datetime: DateTime(timezone=True)}
 

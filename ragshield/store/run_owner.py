@@ -19,7 +19,7 @@ import socket
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from typing import Iterator
 
 import psutil
@@ -28,7 +28,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from ragshield.errors import UserError
 from ragshield.store.database import Store
-from ragshield.store.models import Run, utcnow
+from ragshield.store.models import Run, as_utc, utcnow
 
 log = logging.getLogger(__name__)
 
@@ -66,11 +66,11 @@ class Holder:
     def alive(self, now: datetime | None = None) -> bool:
         if self.local:
             return _process_alive(self.owner.pid, self.owner.token)
-        return _utc(self.heartbeat_at) > (now or utcnow()) - STALE_AFTER
+        return as_utc(self.heartbeat_at) > (now or utcnow()) - STALE_AFTER
 
     def describe(self, run_id: int) -> str:
         message = (f"run {run_id} is being run by pid {self.owner.pid} on host "
-                   f"{self.owner.host} since {_utc(self.since):%Y-%m-%d %H:%M:%S} UTC; "
+                   f"{self.owner.host} since {as_utc(self.since):%Y-%m-%d %H:%M:%S} UTC; "
                    "stop it first")
         if self.local:
             return message
@@ -91,10 +91,6 @@ def _process_alive(pid: int, token: str) -> bool:
     except psutil.AccessDenied:  # it exists, under another user: assume it is the holder
         return True
 
-
-def _utc(moment: datetime) -> datetime:
-    """SQLite hands back naive datetimes; they were written in UTC."""
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
 
 def holder_of(run: Run) -> Holder | None:
