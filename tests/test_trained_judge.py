@@ -34,6 +34,7 @@ from ragshield.pipeline import RunModels
 from ragshield.types import Answer, GivenAnswer
 from tests.conftest import TEST_DATA, lane
 from tests.fakes import ScriptedLLM, ScriptedReply
+from tests.reliability.fake_openai import FakeOpenAIServer, Fault, Request, healthy_reply
 
 # The subset keeps the first 24 answerable and unanswerable questions of its first article and
 # at least the first 4 of each of the other 7, in the file's order: the same questions as in
@@ -185,6 +186,9 @@ def test_bad_training_requests_are_refused_with_the_reason(store, cache_settings
         train_judge(store, cache_settings, "ok", "few", target="answer_ok")
     with pytest.raises(OptionError, match="target must be one of answerable, answer_ok"):
         train_judge(store, cache_settings, "ok", "few", target="right")
+    with pytest.raises(OptionError, match="the LLM grader grades a run's answers: use it with "
+                                          "target answer_ok"):
+        train_judge(store, cache_settings, "ok", "few", llm_grader=True)
     with pytest.raises(OptionError, match="kind must be one of signals, cross-encoder"):
         train_judge(store, cache_settings, "ok", "few", kind="forest")
     with pytest.raises(OptionError, match="reads are the scores of a run's judges: give --run"):
@@ -305,3 +309,50 @@ def test_a_judge_learns_whether_a_runs_answers_are_right(squad_store, cache_sett
                            ScriptedLLM()).score
 
     assert p_good(sample.reference_answers[0]) > 0.5 > p_good("Deabolis of Umbria")
+
+
+PARAPHRASE = "the one the passage names"
+
+
+def grade_paraphrases(request: Request) -> Fault | None:
+    """A grader on a real OpenAI-compatible server: the paraphrase is accurate, the rest not."""
+    if not request.is_chat:
+        return None  # the model list
+    reply = healthy_reply(request)
+    accurate = f"Predicted answer: {PARAPHRASE}" in request.prompt
+    reply["choices"][0]["message"]["content"] = json.dumps({"accurate": accurate})
+    reply["choices"][0]["logprobs"] = None
+    return Fault(body=json.dumps(reply).encode())
+
+
+def test_the_llm_grader_decides_which_answers_taught_the_judge(squad_store, cache_settings,
+                                                               settings, monkeypatch, tmp_path):
+    """`judges train --target answer_ok --llm-grader`: right answers in other words (which the
+    matching rules call wrong) count as right when the configured model grades them accurate;
+    the grader is asked once per answer that has references, through the OpenAI backend."""
+    store = squad_store
+    samples = squad_subset()
+    given = [replace(s, given_answer=GivenAnswer(
+        PARAPHRASE if s.answerable and i % 4 != 0 else "Deabolis of Umbria"))
+        for i, s in enumerate(samples)]
+    import_samples(store, "answers", given)
+    run = record_run(store, settings, RunConfig(dataset="answers", answerer="given",
+                                                judges=["trivial"], rule="trivial"))
+    execute(store, settings, run.run_id, models=RunModels(main=ScriptedLLM()))
+    monkeypatch.setenv("RAGSHIELD_DATABASE_URL", f"sqlite:///{tmp_path / 'squad.db'}")
+    right = sum(1 for i, s in enumerate(samples) if s.answerable and i % 4 != 0)
+    with FakeOpenAIServer(grade_paraphrases) as server:
+        trained = CliRunner().invoke(app, [
+            "judges", "train", "graded", "--dataset", "answers", "--target", "answer_ok",
+            "--run", str(run.run_id), "--llm-grader", "--backend", "openai", "--base-url",
+            server.url, "--json"])
+        graded = len(server.chat_requests())
+    assert trained.exit_code == 0, trained.output
+    card = json.loads(trained.stdout)
+    assert card["labels"]["positive"] == right and card["labels"]["total"] == len(samples)
+    assert card["split"]["answers_graded_by"] == "rules or LLM grader"
+    assert graded == sum(1 for s in samples if s.answerable)  # no call without references
+    by_rules = CliRunner().invoke(app, [
+        "judges", "train", "ruled", "--dataset", "answers", "--target", "answer_ok", "--run",
+        str(run.run_id), "--json"])
+    assert by_rules.exit_code != 0 and "0 good" in by_rules.output  # the rules see none right

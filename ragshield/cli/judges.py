@@ -7,6 +7,7 @@ from typing import Optional
 import typer
 
 from ragshield.cli.errors import user_errors
+from ragshield.cli.llm_options import Backend, BaseUrl, Model, NoLLMCache, settings_with
 from ragshield.cli.output import emit_json, print_table
 from ragshield.cli.store import opened_store
 from ragshield.services.defaults import TRAINING_EPOCHS
@@ -31,15 +32,21 @@ def train(name: str = typer.Argument(..., help="Its name: the judge becomes trai
           negatives: bool = typer.Option(False, "--hard-negatives", help="Also learn from "
                                          "unanswerable questions made from the answerable ones "
                                          "(target answerable, no --reads)."),
-          epochs: int = typer.Option(TRAINING_EPOCHS, "--epochs", help="kind cross-encoder: passes over "
-                                     "the training labels."),
-          as_json: bool = typer.Option(False, "--json", help="Print the model card as JSON.")
+          llm_grader: bool = typer.Option(False, "--llm-grader", help="target answer_ok: an "
+                                          "answer is also right when the configured model "
+                                          "grades it accurate (long reference answers defeat "
+                                          "the matching rules)."),
+          epochs: int = typer.Option(TRAINING_EPOCHS, "--epochs", help="kind cross-encoder: "
+                                     "passes over the training labels."),
+          as_json: bool = typer.Option(False, "--json", help="Print the model card as JSON."),
+          backend: Backend = None, base_url: BaseUrl = None, model: Model = None,
+          no_llm_cache: NoLLMCache = False,
           ) -> None:
     """Train a judge on the dataset's labels (people's first, then the dataset's flags), on
-    the CPU, measured on articles it did not see (grouped cross-validation)."""
+    the CPU, measured on articles it did not see (grouped cross-validation). The model
+    options choose the LLM grader's model (--llm-grader)."""
     from tqdm import tqdm
 
-    from ragshield.config import Settings
     from ragshield.services.judge_training import held_out_sentence, train_judge
 
     bar = tqdm(desc=f"training {name}", disable=as_json)
@@ -48,10 +55,14 @@ def train(name: str = typer.Argument(..., help="Its name: the judge becomes trai
         bar.total = total
         bar.update(done - bar.n)
 
-    with user_errors(), opened_store() as store:
-        info = train_judge(store, Settings(), name, dataset, target=target, run_id=run,
-                           kind=kind, reads=[r.strip() for r in reads.split(",") if r.strip()],
-                           hard_negatives=negatives, epochs=epochs, progress=progress)
+    with user_errors():
+        settings = settings_with(backend, base_url, model, no_llm_cache)
+        with opened_store(settings) as store:
+            info = train_judge(store, settings, name, dataset, target=target, run_id=run,
+                               kind=kind,
+                               reads=[r.strip() for r in reads.split(",") if r.strip()],
+                               hard_negatives=negatives, epochs=epochs,
+                               llm_grader=llm_grader, progress=progress)
     bar.close()
     if as_json:
         emit_json(info.card.to_dict())

@@ -38,6 +38,7 @@ from ragshield.metrics.labels import ANSWERABLE, UNANSWERABLE, majority_label
 from ragshield.metrics.precision_recall import pr_auc, pr_curve
 from ragshield.policies.fitting import PERSON
 from ragshield.retrieval.embeddings import packaged_embedding_path
+from ragshield.services.llm_grading import configured_grader
 from ragshield.services.policies import truth_sources
 from ragshield.services.jobs import Job, Jobs
 from ragshield.store.database import Store
@@ -196,7 +197,8 @@ def check_judge_name(name: str) -> None:
 
 
 def _check_request(name: str, target: str, kind: str, run_id: int | None,
-                   reads: Sequence[str], hard_negatives: bool, epochs: int) -> None:
+                   reads: Sequence[str], hard_negatives: bool, epochs: int,
+                   llm_grader: bool) -> None:
     from ragshield.judges.registry import JUDGES, run_rescored
 
     check_judge_name(name)
@@ -218,6 +220,9 @@ def _check_request(name: str, target: str, kind: str, run_id: int | None,
     if hard_negatives and (reads or target != "answerable" or kind != "signals"):
         raise OptionError("hard negatives are made questions with no run's reads and no "
                           "answers: use them with target answerable, kind signals, no reads")
+    if llm_grader and target != "answer_ok":
+        raise OptionError("the LLM grader grades a run's answers: use it with target "
+                          "answer_ok")
     if not 1 <= epochs <= 20:
         raise OptionError(f"epochs must lie in 1..20, got {epochs}")
 
@@ -226,15 +231,20 @@ def train_judge(store: Store, settings: Settings, name: str, dataset: str, *,
                 target: str = "answerable", run_id: int | None = None,
                 kind: str = "signals", reads: Sequence[str] = (),
                 hard_negatives: bool = False, epochs: int = TRAINING_EPOCHS,
+                llm_grader: bool = False,
                 progress: Callable[[int, int], None] | None = None) -> TrainedJudgeInfo:
     """Train trained:NAME on the dataset's labels, measure it on groups it did not see, and
     keep it in the cache directory with its card. Kind signals: nested grouped
     cross-validation, then a model fitted on every label; kind cross-encoder: about a
-    quarter of the groups held out."""
-    _check_request(name, target, kind, run_id, reads, hard_negatives, epochs)
-    examples, from_people = (answer_examples(store, dataset, run_id, reads)
-                             if target == "answer_ok"
-                             else _answerable_examples(store, dataset, run_id, reads))
+    quarter of the groups held out. With `llm_grader` (target answer_ok), an answer is right
+    when the rules match or the configured model grades it accurate: long reference answers
+    (ClapNQ) defeat the rules."""
+    _check_request(name, target, kind, run_id, reads, hard_negatives, epochs, llm_grader)
+    if target == "answer_ok":
+        grader = configured_grader(settings, store) if llm_grader else None
+        examples, from_people = answer_examples(store, dataset, run_id, reads, grader)
+    else:
+        examples, from_people = _answerable_examples(store, dataset, run_id, reads)
     _check_counts(examples, f"dataset {dataset!r}")
     if len({e.group for e in examples}) < 2:
         raise UserError(f"dataset {dataset!r}: its labelled samples form one group (one "
@@ -247,6 +257,8 @@ def train_judge(store: Store, settings: Settings, name: str, dataset: str, *,
                    if kind == "signals" else
                    _train_encoder(examples, dataset, work, epochs, progress))
         trained["split"]["run"] = run_id
+        trained["split"]["answers_graded_by"] = (
+            None if target != "answer_ok" else "rules or LLM grader" if llm_grader else "rules")
         card = ModelCard(
             name=name, target=target, dataset=dataset,
             labels={"total": len(examples), "positive": sum(e.label for e in examples),

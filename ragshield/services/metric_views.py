@@ -10,8 +10,8 @@ from typing import Any
 from ragshield.config import Settings
 from ragshield.errors import UserError
 from ragshield.evaluation import RunTables, run_tables
-from ragshield.grading import LLMGrader
 from ragshield.metrics.summary import judge_metrics
+from ragshield.services.llm_grading import configured_grader
 from ragshield.reports.build import ReportFiles, report_folder, write_report
 from ragshield.store.database import Store
 from ragshield.verdict_files import read_verdicts_file
@@ -39,12 +39,7 @@ def _tables(store: Store, settings: Settings, run_id: int, truth: str,
             llm_grader: bool) -> RunTables:
     """The run's tables under `truth`; with `llm_grader`, answers are also graded by the
     configured model through the call cache."""
-    grader = None
-    if llm_grader:
-        # The model stack is loaded only for the grader.
-        from ragshield.llm.factory import make_llm
-
-        grader = LLMGrader(make_llm(settings, store=store))
+    grader = configured_grader(settings, store) if llm_grader else None
     return run_tables(store, run_id, truth, grader=grader)
 
 
