@@ -1,12 +1,13 @@
 """Benchmark the learned judge (docs/METHODS.md 4.13, kind signals) where it was not tuned:
 nested grouped cross-validation on SQuAD 2.0 part A (leave one of its 8 articles out) and on
 ClapNQ (its titles hashed into 8 groups), a learning curve, and a transfer matrix (trained
-on one dataset, measured on the other). Prints the tables and appends them to
+on one dataset, measured on the other); with --cross-encoder, kind cross-encoder by the same
+folds (one fine-tuning per fold). Prints the tables and appends them to
 docs/QUALITY.md.
 
     python scripts/bench_trained_judge.py --data-dir DIR [--reads pre_answer]
         [--judge-model qwen-1.5b] [--reads-per-group 50] [--reads-on squad2-part-a]
-        [--answers 200 --answer-reads token_prob,p_true]
+        [--answers 200 --answer-reads token_prob,p_true] [--cross-encoder [--epochs 2]]
 
 Each figure is QPP PR-AUC (does P(answerable) rank the questions the passages answer first):
 the median over the held-out folds with the lowest and highest fold, and the pooled
@@ -30,6 +31,7 @@ import json
 import os
 import random
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -40,7 +42,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench_quality import DATA_DIR_HELP, DATASETS, quality_run, sample_groups  # noqa: E402
 from bench_report import QUALITY_MD, bench_parser, publish  # noqa: E402
-from ragshield.config import Settings  # noqa: E402
+from ragshield.config import TRAINING_EPOCHS, Settings  # noqa: E402
 from ragshield.datasets.registry import load_dataset  # noqa: E402
 from ragshield.grading import LLMGrader  # noqa: E402
 from ragshield.judges.hard_negatives import hard_negatives  # noqa: E402
@@ -49,9 +51,12 @@ from ragshield.judges.learned import (Extra, area, fit_final, folds_of, grouped_
 from ragshield.judges.signals import QUESTION_SIGNALS, SignalReader  # noqa: E402
 from ragshield.judges.trained import feature_names, feature_rows  # noqa: E402
 from ragshield.judges.registry import make_judge  # noqa: E402
+from ragshield.judges.training import (Example, load_base, pair_texts, predict,  # noqa: E402
+                                       train_cross_encoder)
 from ragshield.llm.factory import make_llm, make_reader  # noqa: E402
 from ragshield.metrics.decision_view import shown_answers  # noqa: E402
 from ragshield.refusal import is_refusal  # noqa: E402
+from ragshield.retrieval.embeddings import packaged_embedding_path  # noqa: E402
 from ragshield.services.judge_training import answer_examples, held_out_metrics  # noqa: E402
 from ragshield.store.database import open_store  # noqa: E402
 from ragshield.types import Answer  # noqa: E402
@@ -169,6 +174,33 @@ def transfer(train: Corpus, test: Corpus, with_negatives: bool) -> dict:
     return held_out_metrics(model.probability(test.rows), test.labels)
 
 
+def encoder_by_fold(corpus: Corpus, epochs: int) -> dict:
+    """Kind cross-encoder (the packaged MiniLM fine-tuned, as `judges train --kind
+    cross-encoder` does) measured by the same held-out folds: one fine-tuning per fold on the
+    other folds' labels, scoring the held-out fold."""
+    folds = folds_of(corpus.groups)
+    examples = [Example(s.id, *pair_texts(s), bool(label), str(group))
+                for s, label, group in zip(corpus.samples, corpus.labels, corpus.groups)]
+    scores = np.full(len(examples), np.nan)
+    areas, keep_all, seconds = [], [], []
+    for fold in np.unique(folds):
+        held = np.flatnonzero(folds == fold)
+        with tempfile.TemporaryDirectory() as work:
+            seconds.append(train_cross_encoder(
+                packaged_embedding_path(), [examples[i] for i in np.flatnonzero(folds != fold)],
+                Path(work), epochs=epochs))
+            tokenizer, model = load_base(Path(work))
+            scores[held] = predict(tokenizer, model, [examples[i] for i in held])
+        found = area(scores[held], corpus.labels[held])
+        if found is not None:
+            areas.append(found)
+            keep_all.append(float(corpus.labels[held].mean()))
+        print(f"  cross-encoder on {corpus.name}: fold {fold} {found} "
+              f"({seconds[-1]:.0f} s)", flush=True)
+    return {**_figure(areas, keep_all, held_out_metrics(scores, corpus.labels)),
+            "train_seconds_median": float(np.median(seconds))}
+
+
 def llm_reads(corpus: Corpus, settings: Settings, read: str, judge_model: str | None,
               per_group: int, cache_path: Path) -> tuple[np.ndarray, np.ndarray]:
     """(indices of the subset, their reads): per_group questions of each group, half of
@@ -261,6 +293,11 @@ def main() -> None:
                         help="target answer_ok: answer this many questions of each dataset "
                              "(0: skip), judged by --answer-reads")
     parser.add_argument("--answer-reads", default="token_prob,p_true")
+    parser.add_argument("--cross-encoder", action="store_true",
+                        help="also fine-tune kind cross-encoder once per held-out fold "
+                             "(minutes a fold)")
+    parser.add_argument("--epochs", type=int, default=TRAINING_EPOCHS,
+                        help="the cross-encoder's passes over its training folds")
     parser.add_argument("--database", default=None,
                         help="where the answer runs are kept (default: the cache directory)")
     args = parser.parse_args()
@@ -299,6 +336,11 @@ def main() -> None:
                                     QUESTION_SIGNALS, extra)
             data["grouped"][f"{name} {label}"] = _plain(figure)
             rows.append(f"| {name} | {label} | {_cell(figure)} |")
+        if args.cross_encoder:
+            figure = encoder_by_fold(corpus, args.epochs)
+            data["grouped"][f"{name} cross-encoder"] = figure
+            rows.append(f"| {name} | cross-encoder (MiniLM fine-tuned, {args.epochs} epochs, "
+                        f"{figure['train_seconds_median']:.0f} s a fold) | {_cell(figure)} |")
     rows += read_rows
     views = ["| dataset | answers shown | wrong among them | right answers shown |",
              "|---|---|---|---|"]
