@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import random
 import zlib
+from collections.abc import Sequence
 from dataclasses import asdict
 import sys
 from pathlib import Path
@@ -105,7 +106,8 @@ def _area(score: np.ndarray, keep: np.ndarray, truth: np.ndarray,
     return float(ratio(found, keep.sum()) * ratio(found, support.sum()))
 
 
-def _areas(verdicts: pd.DataFrame, rows: np.ndarray | None = None) -> dict[str, tuple[float, float]]:
+def _areas(verdicts: pd.DataFrame,
+           rows: np.ndarray | None = None) -> dict[str, tuple[float, float]]:
     """judge -> (AwF PR-AUC, QPP PR-AUC) over the samples `rows` (positions; None: all)."""
     out = {}
     for judge, group in verdicts.groupby("judge", sort=False):
@@ -151,10 +153,12 @@ def judge_quality(verdicts: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
     return pd.DataFrame(rows).sort_values("awf_pr_auc", ascending=False)
 
 
-def decision_view(verdicts: pd.DataFrame) -> list[dict]:
-    """Per judge at its own threshold (its keep bit), and the majority of the judges other
-    than keep-all: the share of answers shown, the share of those wrong, and the share of the
-    right answers shown; keep-all first, then by the share wrong."""
+def decision_view(verdicts: pd.DataFrame,
+                  all_of: Sequence[tuple[str, ...]] = ()) -> list[dict]:
+    """Per judge at its own threshold (its keep bit), the majority of the judges other than
+    keep-all, and rule `all` over each judge set of `all_of` (an answer shown when every one
+    of them keeps it): the share of answers shown, the share of those wrong, and the share of
+    the right answers shown; keep-all first, then by the share wrong."""
     table = verdicts.pivot(index="sample_id", columns="judge", values="keep")
     truth = verdicts.drop_duplicates("sample_id").set_index("sample_id").loc[table.index]
     good = (truth["answer_correct"] & truth["passages_support"]).to_numpy(dtype=bool)
@@ -163,9 +167,16 @@ def decision_view(verdicts: pd.DataFrame) -> list[dict]:
     if len(voters) > 1:
         votes = np.sum([keeps[judge] for judge in voters], axis=0)
         keeps[f"majority of {len(voters)}"] = votes * 2 > len(voters)
+    for chosen in all_of:
+        if all(judge in keeps for judge in chosen):
+            keeps[all_of_name(chosen)] = np.all([keeps[judge] for judge in chosen], axis=0)
     rows = [{"rule": rule, **asdict(shown_answers(keep, good))} for rule, keep in keeps.items()]
     return sorted(rows, key=lambda r: (r["rule"] != KEEP_ALL, np.nan_to_num(r["wrong_shown"],
                                                                             nan=2.0)))
+
+
+def all_of_name(judges: Sequence[str]) -> str:
+    return f"all of {' + '.join(judges)}"
 
 
 def decision_lines(rows: list[dict]) -> list[str]:
@@ -186,19 +197,22 @@ def _spread(values: list[float]) -> str:
     return f"{np.median(values):.3f} [{min(values):.3f}, {max(values):.3f}]"
 
 
-def grouped_quality(verdicts: pd.DataFrame, groups: dict[str, str]) -> list[dict]:
-    """Per judge, each figure on each group alone (a group never tunes anything: the stacked
-    judge is scored with its group left out): AwF and QPP PR-AUC, and the decision view's
-    share of wrong answers among those shown as a multiple of keep-all's, with the share of
-    right answers shown. The table gives the median over the groups and its range."""
+def grouped_quality(verdicts: pd.DataFrame, groups: dict[str, str],
+                    all_of: Sequence[tuple[str, ...]] = ()) -> list[dict]:
+    """Per judge and rule of the decision view, each figure on each group alone (a group
+    never tunes anything: the stacked judge is scored with its group left out): AwF and QPP
+    PR-AUC (judges only), and the decision view's share of wrong answers among those shown
+    as a multiple of keep-all's, with the share of right answers shown. The table gives the
+    median over the groups and its range."""
     decided = verdicts[verdicts["keep"].notna()]
     group_of = decided["sample_id"].astype(str).map(groups)
     per_judge: dict[str, dict[str, list[float]]] = {}
     for _, part in decided.groupby(group_of):
         areas = _areas(part)
-        shown = {row["rule"]: row for row in decision_view(part)}
+        shown = {row["rule"]: row for row in decision_view(part, all_of)}
         base = shown.get(KEEP_ALL, {}).get("wrong_shown", np.nan)
-        for judge, (awf, qpp) in areas.items():
+        for judge in shown:
+            awf, qpp = areas.get(judge, (np.nan, np.nan))
             figures = per_judge.setdefault(judge, {"awf": [], "qpp": [], "wrong_x": [],
                                                     "right_shown": [], "shown": []})
             figures["awf"].append(awf)
@@ -213,7 +227,9 @@ def grouped_quality(verdicts: pd.DataFrame, groups: dict[str, str]) -> list[dict
 def grouped_lines(rows: list[dict]) -> list[str]:
     lines = ["| judge | AwF PR-AUC | QPP PR-AUC | answers shown | wrong among shown, x keep-all "
              "| right answers shown |", "|---|---|---|---|---|---|"]
-    for row in sorted(rows, key=lambda r: -np.nanmedian(r["awf"])):
+    # judges by AwF PR-AUC, then the rules (which have none)
+    for row in sorted(rows, key=lambda r: -np.median([v for v in r["awf"] if not np.isnan(v)]
+                                                     or [-1.0])):
         lines.append(f"| {row['judge']} | {_spread(row['awf'])} | {_spread(row['qpp'])} | "
                      f"{_spread(row['shown'])} | {_spread(row['wrong_x'])} | "
                      f"{_spread(row['right_shown'])} |")
@@ -257,8 +273,12 @@ def main() -> None:
     parser.add_argument("--judge-model", default=None,
                         help="the model the judges read from (default: the answering one), "
                              "e.g. qwen-1.5b")
+    parser.add_argument("--all-of", default="",
+                        help="judge sets decided by rule all in the decision view, e.g. "
+                             "pre_answer+p_true (comma-separated sets)")
     parser.add_argument("--data-dir", type=Path, help=DATA_DIR_HELP)
     args = parser.parse_args()
+    all_of = [tuple(part.split("+")) for part in args.all_of.split(",") if part]
     if args.data_dir is None:
         parser.error(f"--data-dir is {DATA_DIR_HELP}")
 
@@ -293,8 +313,8 @@ def main() -> None:
                          f"{_fmt(row.qpp_pr_auc, row.qpp_interval)} | {_gap(row.gap_to_keep_all)}"
                          f" | {_gap(row.gap_to_best)} | {row.distinct_scores} | "
                          f"{_seconds(seconds.get(row.judge))} |")
-        decisions = decision_view(verdicts)
-        grouped = grouped_quality(verdicts, groups)
+        decisions = decision_view(verdicts, all_of)
+        grouped = grouped_quality(verdicts, groups, all_of)
         lines += ["", f"Decision view ({name}, all samples pooled): each judge at its own "
                       "threshold, as a stakeholder sees it.", "", *decision_lines(decisions),
                   "", f"By group ({name}, {grouped[0]['groups']} groups): median over the "
@@ -307,7 +327,8 @@ def main() -> None:
                f" --samples {args.samples} --judges {args.judges}"
                f" --datasets {args.datasets}" + (" --llm-grader" if args.llm_grader else "")
                + (f" --model {args.model}" if args.model else "")
-               + (f" --judge-model {args.judge_model}" if args.judge_model else ""))
+               + (f" --judge-model {args.judge_model}" if args.judge_model else "")
+               + (f" --all-of {args.all_of}" if args.all_of else ""))
     graded = ("answers right by the matcher or the LLM grader" if args.llm_grader
               else "answers right by the matcher")
     notes = (f"Balanced samples ({args.samples} per dataset, half answerable), the default "
