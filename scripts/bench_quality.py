@@ -39,6 +39,7 @@ from ragshield.metrics.precision_recall import pr_auc, pr_curve  # noqa: E402
 from ragshield.metrics.ratio import ratio  # noqa: E402
 from ragshield.reports.stacking import with_stacked_judge  # noqa: E402
 from ragshield.run_config import RunConfig  # noqa: E402
+from ragshield.services.llm_grading import configured_grader  # noqa: E402
 from ragshield.services.runs import execute, record_run  # noqa: E402
 from ragshield.store.database import open_store  # noqa: E402
 from ragshield.store.models import AnswerRow, Run, VerdictRow  # noqa: E402
@@ -289,12 +290,7 @@ def main() -> None:
         judges = [KEEP_ALL, *judges]
     load_before = os.getloadavg()[0]
     sections, data = [], {}
-    grader = None
-    if args.llm_grader:
-        from ragshield.grading import LLMGrader
-        from ragshield.llm.factory import make_llm
-
-        grader = LLMGrader(make_llm(settings, store=store))
+    grader = configured_grader(settings, store) if args.llm_grader else None
     for name in args.datasets.split(","):
         run_id = quality_run(store, settings, name, args.samples, judges, args.model,
                              args.judge_model, data_dir=args.data_dir)

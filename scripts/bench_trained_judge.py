@@ -45,7 +45,6 @@ from bench_quality import DATA_DIR_HELP, DATASETS, quality_run, sample_groups  #
 from bench_report import QUALITY_MD, bench_parser, publish  # noqa: E402
 from ragshield.config import TRAINING_EPOCHS, Settings  # noqa: E402
 from ragshield.datasets.registry import load_dataset  # noqa: E402
-from ragshield.grading import LLMGrader  # noqa: E402
 from ragshield.judges.hard_negatives import hard_negatives  # noqa: E402
 from ragshield.judges.learned import (Extra, area, fit_final, folds_of, grouped_cv,  # noqa: E402
                                       log_odds)
@@ -59,6 +58,7 @@ from ragshield.metrics.decision_view import shown_answers  # noqa: E402
 from ragshield.refusal import is_refusal  # noqa: E402
 from ragshield.retrieval.embeddings import packaged_embedding_path  # noqa: E402
 from ragshield.services.judge_training import answer_examples, held_out_metrics  # noqa: E402
+from ragshield.services.llm_grading import configured_grader  # noqa: E402
 from ragshield.store.database import open_store  # noqa: E402
 from ragshield.types import Answer  # noqa: E402
 
@@ -244,8 +244,8 @@ def answer_figures(corpus: Corpus, settings: Settings, database: str, count: int
         run_id = quality_run(store, settings, corpus.name, count, reads,
                              judge_model=judge_model, data_dir=data_dir)
         dataset = f"quality-{corpus.name}-{count}"
-        grader = LLMGrader(make_llm(settings, store=store))
-        examples, _ = answer_examples(store, dataset, run_id, reads, grader)
+        examples, _ = answer_examples(store, dataset, run_id, reads,
+                                      configured_grader(settings, store))
     finally:
         store.close()
     group_of = dict(zip((s.id for s in corpus.samples), corpus.groups))

@@ -92,7 +92,6 @@ def _process_alive(pid: int, token: str) -> bool:
         return True
 
 
-
 def holder_of(run: Run) -> Holder | None:
     if run.owner_host is None or run.owner_pid is None or run.owner_token is None:
         return None
