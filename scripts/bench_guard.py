@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import httpx
+import psutil
 from prometheus_client.parser import text_string_to_metric_families
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -463,6 +464,47 @@ def p50_p95(values: list[float]) -> str:
     return f"{statistics.median(values):.1f} / {percentile(values, 0.95):.1f} ms"
 
 
+def cpu_seconds() -> dict[int, tuple[str, float]]:
+    """pid -> (part, CPU seconds so far, user + system) of the processes a replicas' call
+    costs: the API replicas, PostgreSQL's server processes and this one (the clients)."""
+    own = os.getpid()
+    found = {}
+    for process in psutil.process_iter(["name", "cmdline"]):
+        try:
+            command = " ".join(process.info["cmdline"] or ())
+            part = ("clients" if process.pid == own
+                    else "api" if "serve --api-only" in command
+                    else "postgres" if process.info["name"] == "postgres" else None)
+            if part is not None:
+                times = process.cpu_times()
+                found[process.pid] = (part, times.user + times.system)
+        except psutil.Error:  # ended while listed, or not ours to read
+            continue
+    return found
+
+
+def cpu_per_call(before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]],
+                 calls: int) -> dict[str, float]:
+    """Milliseconds of CPU per call by part, between two `cpu_seconds` readings (a process
+    that started in between counts from zero)."""
+    spent: dict[str, float] = {"api": 0.0, "postgres": 0.0, "clients": 0.0}
+    for pid, (part, seconds) in after.items():
+        spent[part] += seconds - before.get(pid, (part, 0.0))[1]
+    return {part: 1000 * seconds / calls for part, seconds in spent.items()}
+
+
+TARGET_RATE = CLIENTS / 0.020  # calls a second that keep 16 clients' mean wait within 20 ms
+
+
+def needed_cores(cpu_ms: dict[str, float]) -> float:
+    return TARGET_RATE * (cpu_ms["api"] + cpu_ms["postgres"]) / 1000
+
+
+def needed_processes(cpu_ms: dict[str, float]) -> float:
+    """A process's Python work runs on one core at a time (the interpreter's lock)."""
+    return TARGET_RATE * cpu_ms["api"] / 1000
+
+
 def replicas_section(args: argparse.Namespace, folder: Path) -> Section:
     """Distinct calls to REPLICAS API processes in turn: ONE_AT_A_TIME from one client (the
     API's own time), then `--calls` from CLIENTS threads at once."""
@@ -484,9 +526,10 @@ def replicas_section(args: argparse.Namespace, folder: Path) -> Section:
         with ThreadPoolExecutor(CLIENTS) as pool:
             list(pool.map(send, calls("warm-up", WARM_UP_CALLS * REPLICAS)))
             alone = [send(call) for call in calls("alone", ONE_AT_A_TIME)]
-            started = time.perf_counter()
+            cpu_before, started = cpu_seconds(), time.perf_counter()
             replies = list(pool.map(send, calls("call", args.calls)))
             elapsed = time.perf_counter() - started
+            cpu = cpu_per_call(cpu_before, cpu_seconds(), args.calls)
         counted = sum(decisions_counted(http, base) for base in bases)
         store = open_store(url)
         try:
@@ -522,7 +565,14 @@ def replicas_section(args: argparse.Namespace, folder: Path) -> Section:
              " / ".join(f"{statistics.median(phases['together'][p]):.1f}"
                         for p in ("queued", "judging", "storing")) + " ms", ""),
             (f"{CLIENTS} clients: calls per second, both replicas",
-             f"{args.calls / elapsed:.0f}", "")]
+             f"{args.calls / elapsed:.0f}", ""),
+            (f"{CLIENTS} clients: CPU per call, API replicas / PostgreSQL / the clients",
+             " / ".join(f"{cpu[part]:.1f}" for part in ("api", "postgres", "clients"))
+             + " ms", ""),
+            (f"p95 <= 20 ms for {CLIENTS} clients needs at least {CLIENTS / 0.020:.0f} calls "
+             "a second (Little's law): cores for the API and PostgreSQL at that rate / API "
+             "processes (one Python thread of work each)",
+             f"{needed_cores(cpu):.1f} / {needed_processes(cpu):.1f}", "")]
     notes = (f"Replicas: {REPLICAS} `ragshield serve --api-only` processes started together "
              f"on a fresh PostgreSQL database, judge trivial (no model), "
              f"{WARM_UP_CALLS * REPLICAS} unmeasured warm-up calls first; the clients are "
@@ -530,7 +580,8 @@ def replicas_section(args: argparse.Namespace, folder: Path) -> Section:
     return Section(rows, {"replicas": {"calls": args.calls, "lost_or_doubled": not whole,
                                        "alone_ms": walls["alone"],
                                        "client_ms": walls["together"], "phases_ms": phases,
-                                       "per_second": args.calls / elapsed}}, notes)
+                                       "per_second": args.calls / elapsed,
+                                       "cpu_ms_per_call": cpu}}, notes)
 
 
 def stream_section(args: argparse.Namespace, folder: Path) -> Section:

@@ -12,6 +12,7 @@ question again with the same settings on the same day keeps the first record.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import threading
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from datetime import date
 
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 
 from ragshield.config import Settings
 from ragshield.pipeline import code_version
@@ -36,11 +38,15 @@ from ragshield.types import Sample
 LIVE_DATASET = "live"
 LIVE_STATUS = "live"
 FALLBACK_ROLES = {NORAG_FALLBACK: "norag", LARGER_FALLBACK: "larger"}
-# Asks kept at the same moment (the guard API serves several, and the app and the API may run
-# side by side) must not both create today's live run or the same new sample: keeping is a
-# few milliseconds, so they take turns. Threads of one process queue on this lock; processes
-# on the store's lock (`Store.exclusive`), which alone would make SQLite's threads poll.
+# Asks kept at the same moment (the guard API serves several, its replicas share a database,
+# and the app may run beside them) must not both create today's live run: the run's name is
+# not unique, so its creation is one process at a time (`Store.lock`). Everything else
+# an ask writes has a unique key (a dataset's sample, a run's answer to it), so asks on a
+# database server keep in parallel, and one that loses a race to insert the same row starts
+# again and finds it. On SQLite only one writer writes at a time anyway: the threads of one
+# process queue on this lock rather than poll the database's.
 _KEEPING = threading.Lock()
+_ATTEMPTS = 3
 LOCK_NAME = "live runs"
 
 
@@ -71,15 +77,16 @@ def _run_name(config: RunConfig) -> str:
     return f"live {date.today().isoformat()} {digest[:8]}"
 
 
-def _live_run(store: Store, config: RunConfig) -> int:
-    name = _run_name(config)
+def _found_live_run(store: Store, config: RunConfig) -> int | None:
     with store.session() as session:
-        found = session.scalar(select(Run.id).where(Run.name == name).order_by(Run.id).limit(1))
-    if found is not None:
-        return found
+        return session.scalar(select(Run.id).where(Run.name == _run_name(config))
+                              .order_by(Run.id).limit(1))
+
+
+def _new_live_run(store: Store, config: RunConfig) -> int:
     run_id = run_store.create_run(store, dataset=config.dataset, config=config.to_dict(),
                                   seed=0, code_version=code_version(), samples_total=0,
-                                  name=name)
+                                  name=_run_name(config))
     run_store.set_run_status(store, run_id, LIVE_STATUS)
     return run_id
 
@@ -127,8 +134,27 @@ def keep_asked(store: Store, settings: Settings, result: AskResult) -> LiveRecor
         answers[FALLBACK_ROLES[fallback.strategy]] = RoleAnswer(
             fallback.answer, fallback.model,
             [] if fallback.strategy == NORAG_FALLBACK else passages)
-    with _KEEPING, store.exclusive(LOCK_NAME):
+    config = live_config(result, settings)
+    attempt = 1
+    while True:
+        try:
+            with _KEEPING if store.is_sqlite else contextlib.nullcontext():
+                return _keep(store, result, config, answers)
+        except IntegrityError:  # another ask inserted the same sample or answer first
+            if attempt == _ATTEMPTS:
+                raise
+            attempt += 1
+
+
+def _keep(store: Store, result: AskResult, config: RunConfig,
+          answers: dict[str, RoleAnswer]) -> LiveRecord:
+    with store.writing():
+        run_id = _found_live_run(store, config)
+        if run_id is None:  # today's first ask with these settings: created one at a time,
+            store.lock(LOCK_NAME)  # locked before the sample's insert (two locks, one order)
         dataset, sample_id, row_id = _sample_row(store, result)
-        run_id = _live_run(store, live_config(result, settings))
-        stored = run_store.add_live_sample(store, run_id, row_id, answers, judged.verdicts)
+        if run_id is None:
+            run_id = _found_live_run(store, config) or _new_live_run(store, config)
+        stored = run_store.add_live_sample(store, run_id, row_id, answers,
+                                           result.judged.verdicts)
     return LiveRecord(run_id, dataset, sample_id, stored)

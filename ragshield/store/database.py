@@ -110,25 +110,43 @@ class Store:
                 self._joined.session = outer
 
     @contextmanager
-    def exclusive(self, name: str) -> Iterator[None]:
-        """`one_transaction` that one process at a time is in, per `name`: for a check
-        followed by a write that two processes must not both do (two apps starting together
-        on a new database must not both load the demo run). PostgreSQL: an advisory lock on
-        the name, held to the end of the transaction; SQLite: the transaction takes the
-        database's write lock at once (BEGIN IMMEDIATE); other databases: the transaction
-        only. Not inside another transaction of this thread (on SQLite it would wait for
-        itself). The check inside sees the other process's commit because each statement
-        reads the newest committed rows (READ COMMITTED, PostgreSQL's default)."""
+    def writing(self) -> Iterator[None]:
+        """`one_transaction` for a check followed by a write. SQLite: the transaction takes
+        the database's write lock at once (BEGIN IMMEDIATE): a transaction that reads first
+        and writes later cannot take it once another writer holds it, and fails at once
+        instead of waiting its turn. Other databases: the transaction only. Not inside
+        another transaction of this thread (on SQLite it would wait for itself)."""
         if getattr(self._joined, "session", None) is not None:
-            raise RuntimeError("exclusive() opens its own transaction: not inside another")
+            raise RuntimeError("writing() opens its own transaction: not inside another")
         with self.one_transaction():
             connection = self._joined.session.connection()
-            if connection.dialect.name == "postgresql":
-                connection.execute(text("SELECT pg_advisory_xact_lock(:key)"),
-                                   {"key": lock_key(name)})
-            elif connection.dialect.name == "sqlite":
+            if connection.dialect.name == "sqlite":
                 connection.exec_driver_sql("BEGIN IMMEDIATE")
             yield
+
+    @contextmanager
+    def exclusive(self, name: str) -> Iterator[None]:
+        """`writing` that one process at a time is in, per `name` (`lock`): for a check
+        followed by a write that two processes must not both do (two apps starting together
+        on a new database must not both load the demo run)."""
+        with self.writing():
+            self.lock(name)
+            yield
+
+    def lock(self, name: str) -> None:
+        """Inside `writing`: wait until no other transaction holds `name`, and hold it to the
+        end of this one. PostgreSQL: an advisory lock on the name; SQLite: its write lock,
+        which `writing` took, is already one at a time; other databases: nothing. A check
+        after it sees the other transaction's commit because each statement reads the newest
+        committed rows (READ COMMITTED, PostgreSQL's default)."""
+        connection = self._joined.session.connection()
+        if connection.dialect.name == "postgresql":
+            connection.execute(text("SELECT pg_advisory_xact_lock(:key)"),
+                               {"key": lock_key(name)})
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.engine.dialect.name == "sqlite"
 
     def revision(self) -> str | None:
         with self.engine.connect() as connection:

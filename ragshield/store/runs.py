@@ -8,7 +8,6 @@ from datetime import datetime
 from typing import Any, Collection, Iterable, Iterator
 
 from sqlalchemy import Select, case, delete, func, null, select, update
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from ragshield import strict_json
@@ -157,19 +156,20 @@ def _save(session: Session, run_id: int, sample_id: int, answers: dict[str, Role
 def add_live_sample(store: Store, run_id: int, sample_id: int, answers: dict[str, RoleAnswer],
                     verdicts: Iterable[Verdict]) -> bool:
     """Save an asked sample into a live run and count it in the run's total, in one
-    transaction; False (nothing saved) when the run holds the sample already."""
-    try:
-        with store.session() as session:
-            held = session.scalar(select(AnswerRow.id).where(
-                AnswerRow.run_id == run_id, AnswerRow.sample_id == sample_id,
-                AnswerRow.role == MAIN))
-            if held is not None:
-                return False
-            _save(session, run_id, sample_id, answers, verdicts)
-            session.execute(update(Run).where(Run.id == run_id).values(
-                samples_total=Run.samples_total + 1))
-    except IntegrityError:  # the same question saved at the same moment by another ask
-        return False
+    transaction; False (nothing saved) when the run holds the sample already. An ask that
+    saves the same sample at the same moment makes this raise IntegrityError: the caller
+    starts its transaction again (`live_runs.keep_asked`). The total is updated last, so
+    that its row lock, which the run's other asks wait on, is held only until the commit."""
+    with store.session() as session:
+        held = session.scalar(select(AnswerRow.id).where(
+            AnswerRow.run_id == run_id, AnswerRow.sample_id == sample_id,
+            AnswerRow.role == MAIN))
+        if held is not None:
+            return False
+        _save(session, run_id, sample_id, answers, verdicts)
+        session.flush()
+        session.execute(update(Run).where(Run.id == run_id).values(
+            samples_total=Run.samples_total + 1))
     return True
 
 
