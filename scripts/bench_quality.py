@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import random
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict
 import sys
 from pathlib import Path
@@ -33,10 +33,13 @@ from bench_report import QUALITY_MD, bench_parser, publish  # noqa: E402
 from ragshield.config import Settings  # noqa: E402
 from ragshield.datasets.registry import load_dataset  # noqa: E402
 from ragshield.evaluation import run_tables  # noqa: E402
+from ragshield.judges.hard_negatives import hard_negatives  # noqa: E402
 from ragshield.judges.registry import judge_names  # noqa: E402
 from ragshield.metrics.decision_view import shown_answers  # noqa: E402
 from ragshield.metrics.precision_recall import pr_auc, pr_curve  # noqa: E402
 from ragshield.metrics.ratio import ratio  # noqa: E402
+from ragshield.metrics.stacked import fit_stacked_judge  # noqa: E402
+from ragshield.policies.stacked_score import STACKED, run_features  # noqa: E402
 from ragshield.reports.stacking import with_stacked_judge  # noqa: E402
 from ragshield.run_config import RunConfig  # noqa: E402
 from ragshield.services.llm_grading import configured_grader  # noqa: E402
@@ -44,8 +47,15 @@ from ragshield.services.runs import execute, record_run  # noqa: E402
 from ragshield.store.database import open_store  # noqa: E402
 from ragshield.store.models import AnswerRow, Run, VerdictRow  # noqa: E402
 from ragshield.store.samples import has_dataset, import_samples  # noqa: E402
+from ragshield.types import Sample  # noqa: E402
 
 DATASETS = {"squad2-part-a": "squad2_dev_part_a.jsonl", "clapnq": "clapnq_dev.jsonl"}
+# Sets whose questions all have their answer in their passages: the unanswerable half of
+# their sample is made from their own questions, as SQuAD 2.0's were written by people
+# (ragshield.judges.hard_negatives: another passage of the set, a swapped name or number,
+# a negation). For the measure across datasets (--across-datasets).
+MADE_UNANSWERABLE = {"nq-open": "nq_open_oracle.jsonl", "halueval": "halueval_qa500.jsonl"}
+FILES = {**DATASETS, **MADE_UNANSWERABLE}
 # Where the full sets come from; the repository holds only the tests' small subsets.
 DATA_DIR_HELP = (
     "required: the folder of the public sets squad2_dev_part_a.jsonl (SQuAD 2.0 dev, its "
@@ -53,27 +63,41 @@ DATA_DIR_HELP = (
     "ragshield's unified JSONL (sources and licences: tests/data/README.md; tests/data holds "
     "only small subsets, too small for these figures)")
 KEEP_ALL = "trivial"
+ACROSS = "tuned on the other datasets"  # in the names of the rules of --across-datasets
 RESAMPLES = 1000
 MAX_GROUPS = 12  # more titles than this (ClapNQ: one page per question) are hashed into
 HASHED_GROUPS = 8  # this many groups
 
 
-def balanced(path: Path, count: int, seed: int = 0) -> list:
+def balanced(samples: Sequence[Sample], count: int, seed: int = 0) -> list[Sample]:
     """`count` samples, half answerable, half not, drawn with `seed`."""
-    samples = [s for s in load_dataset(path) if s.answerable is not None]
+    known = [s for s in samples if s.answerable is not None]
     rng = random.Random(seed)
-    halves = [[s for s in samples if s.answerable is flag] for flag in (True, False)]
+    halves = [[s for s in known if s.answerable is flag] for flag in (True, False)]
     return [s for half in halves for s in rng.sample(half, min(count // 2, len(half)))]
 
 
-def sample_groups(path: Path) -> dict[str, str]:
+def sample_groups(samples: Iterable[Sample]) -> dict[str, str]:
     """Sample id -> its group: the title of its first passage (SQuAD 2.0 part A: its 8
-    articles), or, where there are more than MAX_GROUPS titles, the title hashed into
-    HASHED_GROUPS groups (ClapNQ), so that no title is split across groups."""
-    titles = {s.id: (s.passages[0].title or "") if s.passages else "" for s in load_dataset(path)}
-    if len(set(titles.values())) <= MAX_GROUPS:
-        return titles
-    return {i: f"titles {zlib.crc32(t.encode()) % HASHED_GROUPS}" for i, t in titles.items()}
+    articles); where there are more than MAX_GROUPS titles (ClapNQ, NQ: a page a question),
+    or one title for all (HaluEval: none), the title or else the question's own id hashed
+    into HASHED_GROUPS groups, so that no title is split across groups. A made sample
+    (`<id>#<kind>`) counts in its source's group by id."""
+    keys = {s.id: (s.passages[0].title or "") if s.passages else "" for s in samples}
+    if 1 < len(set(keys.values())) <= MAX_GROUPS:
+        return keys
+    return {i: f"group {zlib.crc32((t or i.split('#')[0]).encode()) % HASHED_GROUPS}"
+            for i, t in keys.items()}
+
+
+def dataset_samples(data_dir: Path, name: str) -> list[Sample]:
+    """The whole public set `name`; for a set of answerable questions only, with as many
+    made unanswerable ones (`hard_negatives`, each in its source's group)."""
+    samples = list(load_dataset(data_dir / FILES[name]))
+    if name in MADE_UNANSWERABLE:
+        groups = sample_groups(samples)
+        samples += hard_negatives(samples, lambda s: groups[s.id])
+    return samples
 
 
 def quality_run(store, settings: Settings, name: str, count: int, judges: list[str],
@@ -84,7 +108,7 @@ def quality_run(store, settings: Settings, name: str, count: int, judges: list[s
     model (None: the answering one); `data_dir` the folder of the public sets."""
     dataset = f"quality-{name}-{count}"
     if not has_dataset(store, dataset):
-        import_samples(store, dataset, balanced(data_dir / DATASETS[name], count))
+        import_samples(store, dataset, balanced(dataset_samples(data_dir, name), count))
     run_name = (f"quality {name} {count} {','.join(judges)}" + (f" {model}" if model else "")
                 + (f" read by {judge_model}" if judge_model else ""))
     with store.session() as session:
@@ -156,15 +180,17 @@ def judge_quality(verdicts: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
 
 def decision_view(verdicts: pd.DataFrame,
                   all_of: Sequence[tuple[str, ...]] = ()) -> list[dict]:
-    """Per judge at its own threshold (its keep bit), the majority of the judges other than
-    keep-all, and rule `all` over each judge set of `all_of` (an answer shown when every one
-    of them keeps it): the share of answers shown, the share of those wrong, and the share of
-    the right answers shown; keep-all first, then by the share wrong."""
+    """Per judge at its own threshold (its keep bit), the majority of the judges (not keep-all,
+    nor a stacked judge or a rule tuned across datasets), and rule `all` over each judge set
+    of `all_of` (an answer shown when every one of them keeps it): the share of answers
+    shown, the share of those wrong, and the share of the right answers shown; keep-all
+    first, then by the share wrong."""
     table = verdicts.pivot(index="sample_id", columns="judge", values="keep")
     truth = verdicts.drop_duplicates("sample_id").set_index("sample_id").loc[table.index]
     good = (truth["answer_correct"] & truth["passages_support"]).to_numpy(dtype=bool)
     keeps = {judge: (table[judge] == True).to_numpy() for judge in table.columns}  # noqa: E712
-    voters = [judge for judge in keeps if judge != KEEP_ALL]
+    voters = [judge for judge in keeps if judge != KEEP_ALL
+              and not judge.startswith(STACKED) and ACROSS not in judge]
     if len(voters) > 1:
         votes = np.sum([keeps[judge] for judge in voters], axis=0)
         keeps[f"majority of {len(voters)}"] = votes * 2 > len(voters)
@@ -237,6 +263,75 @@ def grouped_lines(rows: list[dict]) -> list[str]:
     return lines
 
 
+RIGHT_SHOWN_AIM = 0.6  # the aimed threshold shows this share of the right answers fitted on
+
+
+def _stack_inputs(verdicts: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The stacked judge's features of a run's samples, and their truth (sample_id,
+    answer_correct, passages_support), in the same order."""
+    decided = verdicts[verdicts["keep"].notna()]
+    samples = pd.Index(sorted(decided["sample_id"].unique()), name="sample_id")
+    truth = (decided.drop_duplicates("sample_id").set_index("sample_id")
+             .loc[samples, ["answer_correct", "passages_support"]].reset_index())
+    return run_features(decided, samples), truth
+
+
+def _good(truth: pd.DataFrame) -> np.ndarray:
+    return (truth["answer_correct"] & truth["passages_support"]).to_numpy(bool)
+
+
+def _aimed(scores: np.ndarray, good: np.ndarray) -> float:
+    """The threshold that keeps RIGHT_SHOWN_AIM of the right answers' scores."""
+    return float(np.quantile(scores[good & ~np.isnan(scores)], 1 - RIGHT_SHOWN_AIM))
+
+
+def across_datasets(tables: dict[str, pd.DataFrame]) -> dict[str, tuple[pd.DataFrame, dict]]:
+    """Each dataset's verdicts plus rules tuned on the labels of the other datasets alone
+    (nothing tuned on the dataset it decides): a stacked judge fitted there, kept at P >= 0.5
+    and at its aimed threshold, and each scored judge at its aimed threshold, where the
+    aimed threshold shows RIGHT_SHOWN_AIM of the right answers of those other datasets.
+    dataset -> (verdicts with those rules, rule -> its threshold)."""
+    inputs = {name: _stack_inputs(verdicts) for name, verdicts in tables.items()}
+    columns = sorted(set().union(*(features.columns for features, _ in inputs.values())))
+    scored = [c for c in columns if c.endswith(":score") and c != f"{KEEP_ALL}:score"]
+    out = {}
+    for held, (features, truth) in inputs.items():
+        others = [inputs[name] for name in inputs if name != held]
+        x = pd.concat([f for f, _ in others]).reindex(columns=columns)
+        good = np.concatenate([_good(t) for _, t in others])
+        model = fit_stacked_judge(x, good)
+        held_x = features.reindex(columns=columns)
+        stacked = model.predict_proba(held_x)[:, 1]
+        thresholds = {f"stacked {ACROSS}, P >= 0.5": (stacked, 0.5),
+                      f"stacked {ACROSS}, aimed": (stacked,
+                                                   _aimed(model.predict_proba(x)[:, 1], good))}
+        for column in scored:
+            judge = column.split(":")[0]
+            thresholds[f"{judge} aimed {ACROSS}"] = (held_x[column].to_numpy(float),
+                                                     _aimed(x[column].to_numpy(float), good))
+        rules = [truth.assign(judge=rule, score=score, keep=score >= threshold)
+                 for rule, (score, threshold) in thresholds.items()]
+        out[held] = (pd.concat([tables[held], *rules], ignore_index=True),
+                     {rule: threshold for rule, (_, threshold) in thresholds.items()})
+    return out
+
+
+def across_lines(tables: dict[str, pd.DataFrame], groups: dict[str, dict[str, str]],
+                 all_of: Sequence[tuple[str, ...]]) -> tuple[list[str], dict]:
+    lines, data = [], {}
+    for held, (verdicts, thresholds) in across_datasets(tables).items():
+        decisions = decision_view(verdicts, all_of)
+        grouped = grouped_quality(verdicts, groups[held], all_of)
+        aimed = "; ".join(f"{rule.split(' ')[0]} {threshold:.3f}"
+                          for rule, threshold in thresholds.items() if "aimed" in rule)
+        lines += [f"**{held}**, rules tuned on {', '.join(n for n in tables if n != held)} "
+                  f"(aimed thresholds: {aimed}). Pooled:", "", *decision_lines(decisions), "",
+                  f"By group ({grouped[0]['groups']} groups): median [lowest, highest].", "",
+                  *grouped_lines(grouped), ""]
+        data[held] = {"thresholds": thresholds, "decisions": decisions, "grouped": grouped}
+    return lines, data
+
+
 def seconds_per_sample(store, run_id: int) -> dict[str, float]:
     with store.session() as session:
         rows = session.execute(
@@ -264,7 +359,9 @@ def main() -> None:
     parser = bench_parser(__doc__, "quality.json", runs=1)
     parser.add_argument("--samples", type=int, default=300)
     parser.add_argument("--judges", default="all")
-    parser.add_argument("--datasets", default=",".join(DATASETS))
+    parser.add_argument("--datasets", default=",".join(DATASETS),
+                        help=f"of {', '.join(FILES)}; the last {len(MADE_UNANSWERABLE)} have "
+                             "no unanswerable questions of their own: half are made")
     parser.add_argument("--llm-grader", action="store_true",
                         help="also grade each answer with the model (docs/METHODS.md 2): "
                              "needed where references are long-form, as ClapNQ's")
@@ -277,6 +374,9 @@ def main() -> None:
     parser.add_argument("--all-of", default="",
                         help="judge sets decided by rule all in the decision view, e.g. "
                              "pre_answer+p_true (comma-separated sets)")
+    parser.add_argument("--across-datasets", action="store_true",
+                        help="also decide each dataset by a stacked judge fitted on the "
+                             "others' labels (three datasets or more)")
     parser.add_argument("--data-dir", type=Path, help=DATA_DIR_HELP)
     args = parser.parse_args()
     all_of = [tuple(part.split("+")) for part in args.all_of.split(",") if part]
@@ -289,13 +389,14 @@ def main() -> None:
     if KEEP_ALL not in judges:
         judges = [KEEP_ALL, *judges]
     load_before = os.getloadavg()[0]
-    sections, data = [], {}
+    sections, data, tables_by_name, groups_by_name = [], {}, {}, {}
     grader = configured_grader(settings, store) if args.llm_grader else None
     for name in args.datasets.split(","):
         run_id = quality_run(store, settings, name, args.samples, judges, args.model,
                              args.judge_model, data_dir=args.data_dir)
         tables = run_tables(store, run_id, grader=grader)
-        groups = sample_groups(args.data_dir / DATASETS[name])
+        groups = sample_groups(dataset_samples(args.data_dir, name))
+        tables_by_name[name], groups_by_name[name] = tables.verdicts, groups
         verdicts, stacked_note = with_stacked_judge(tables.verdicts, groups=groups)
         quality = judge_quality(verdicts)
         seconds = seconds_per_sample(store, run_id)
@@ -319,12 +420,22 @@ def main() -> None:
         data[name] = {"run": run_id, "judges": quality.to_dict(orient="records"),
                       "seconds": seconds, "decisions": decisions, "grouped": grouped}
     store.close()
+    if args.across_datasets and len(tables_by_name) >= 3:
+        lines, data["across_datasets"] = across_lines(tables_by_name, groups_by_name, all_of)
+        sections.append("\n".join([
+            "**Across datasets**: each dataset decided by rules tuned on the labels of the "
+            "others only: a stacked judge fitted there (its features: every judge's score "
+            "and keep bit) and each judge at an aimed threshold, the one that shows "
+            f"{RIGHT_SHOWN_AIM:.0%} of the right answers of those datasets; beside the "
+            "judges at their built-in thresholds.",
+            "", *lines]))
     command = (f"python scripts/bench_quality.py --data-dir {args.data_dir}"
                f" --samples {args.samples} --judges {args.judges}"
                f" --datasets {args.datasets}" + (" --llm-grader" if args.llm_grader else "")
                + (f" --model {args.model}" if args.model else "")
                + (f" --judge-model {args.judge_model}" if args.judge_model else "")
-               + (f" --all-of {args.all_of}" if args.all_of else ""))
+               + (f" --all-of {args.all_of}" if args.all_of else "")
+               + (" --across-datasets" if args.across_datasets else ""))
     graded = ("answers right by the matcher or the LLM grader" if args.llm_grader
               else "answers right by the matcher")
     notes = (f"Balanced samples ({args.samples} per dataset, half answerable), the default "

@@ -93,7 +93,7 @@ class Corpus:
     def __init__(self, name: str, path: Path, reader: SignalReader, cache_dir: Path) -> None:
         self.name = name
         self.samples = list(load_dataset(path))
-        group_of = sample_groups(path)
+        group_of = sample_groups(self.samples)
         self.groups = np.asarray([group_of[s.id] for s in self.samples], dtype=object)
         self.labels = np.asarray([bool(s.answerable) for s in self.samples])
         made = hard_negatives(self.samples, lambda s: group_of[s.id])
