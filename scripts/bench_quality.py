@@ -361,7 +361,8 @@ def main() -> None:
     parser.add_argument("--judges", default="all")
     parser.add_argument("--datasets", default=",".join(DATASETS),
                         help=f"of {', '.join(FILES)}; the last {len(MADE_UNANSWERABLE)} have "
-                             "no unanswerable questions of their own: half are made")
+                             "no unanswerable questions of their own: half are made. NAME:N "
+                             "samples N of that one instead of --samples")
     parser.add_argument("--llm-grader", action="store_true",
                         help="also grade each answer with the model (docs/METHODS.md 2): "
                              "needed where references are long-form, as ClapNQ's")
@@ -391,8 +392,9 @@ def main() -> None:
     load_before = os.getloadavg()[0]
     sections, data, tables_by_name, groups_by_name = [], {}, {}, {}
     grader = configured_grader(settings, store) if args.llm_grader else None
-    for name in args.datasets.split(","):
-        run_id = quality_run(store, settings, name, args.samples, judges, args.model,
+    for spec in args.datasets.split(","):
+        name, _, count = spec.partition(":")
+        run_id = quality_run(store, settings, name, int(count or args.samples), judges, args.model,
                              args.judge_model, data_dir=args.data_dir)
         tables = run_tables(store, run_id, grader=grader)
         groups = sample_groups(dataset_samples(args.data_dir, name))
@@ -438,7 +440,8 @@ def main() -> None:
                + (" --across-datasets" if args.across_datasets else ""))
     graded = ("answers right by the matcher or the LLM grader" if args.llm_grader
               else "answers right by the matcher")
-    notes = (f"Balanced samples ({args.samples} per dataset, half answerable), the default "
+    notes = (f"Balanced samples ({args.samples} per dataset unless its name says, half "
+             "answerable), the default "
              f"answerer and the {args.model or settings.model or settings.backend} model"
              + (f", the judges reading from {args.judge_model}; " if args.judge_model else "; ") +
              f"{graded}. PR-AUC: average precision of the "
