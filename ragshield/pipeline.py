@@ -23,6 +23,7 @@ from ragshield.answerers.registry import make_answerer
 from ragshield.config import Settings
 from ragshield.errors import UserError
 from ragshield.judges.base import Judge
+from ragshield.judges.reader_thresholds import reader_options
 from ragshield.judges.registry import make_judges
 from ragshield.judging import judge_sample, judging_order, parallelism
 from ragshield.llm.base import LLM
@@ -104,7 +105,8 @@ class _SampleWorker:
         self.config, self.models = config, models
         self.rule = config_rule(config.to_dict())
         self.answerer: Answerer = make_answerer(config.answerer)
-        self.judges: list[Judge] = make_judges(",".join(config.judges), settings)
+        self.judges: list[Judge] = make_judges(",".join(config.judges), settings,
+                                               reader_options(config.judge_model))
         self.finder = None
         if config.retrieval != "given":
             from ragshield.retrieval.passage_finder import PassageFinder
@@ -239,7 +241,8 @@ def rejudge_run(store: Store, run_id: int, judges: str, settings: Settings | Non
     config = RunConfig.from_dict(run.config)
     names = judge_names(judges)
     settings = settings or Settings()
-    chosen = judging_order(make_judges(",".join(names), settings))
+    chosen = judging_order(make_judges(",".join(names), settings,
+                                       reader_options(config.judge_model)))
     with held_run(store, run_id):  # a resume at the same time would add the same verdicts
         models = models or open_models(replace(config, switch=False), settings, store)
         added = failed = 0

@@ -21,6 +21,7 @@ from ragshield.datasets.demo import DEMO_DATASET
 from ragshield.errors import UserError
 from ragshield.judge_budget import Budget
 from ragshield.judges.base import Judge
+from ragshield.judges.reader_thresholds import reader_options
 from ragshield.judges.registry import make_judges, quick_judges
 from ragshield.judging import (POOLED_RULES, JudgedSample, Rule, cheapest_first, choose_rule,
                                judge_sample)
@@ -291,7 +292,8 @@ def prepare(store: Store, settings: Settings, request: AskRequest,
     check_request(request)
     default = default_rule(settings, store)
     chosen = request.judges or default_judges(settings, request.rule or default.rule, store)
-    judges = cheapest_first(make_judges(",".join(chosen), settings))
+    judges = cheapest_first(make_judges(",".join(chosen), settings, reader_options(
+        request.judge_model or settings.judge_model)))
     names = [judge.name for judge in judges]
     rule, note = settle_rule(store, request.rule, names, default)
     answerer = make_answerer(GIVEN if request.given_answer is not None
