@@ -569,7 +569,7 @@ def replicas_section(args: argparse.Namespace, folder: Path) -> Section:
             (f"{CLIENTS} clients: CPU per call, API replicas / PostgreSQL / the clients",
              " / ".join(f"{cpu[part]:.1f}" for part in ("api", "postgres", "clients"))
              + " ms", ""),
-            (f"p95 <= 20 ms for {CLIENTS} clients needs at least {CLIENTS / 0.020:.0f} calls "
+            (f"p95 <= 20 ms for {CLIENTS} clients needs at least {TARGET_RATE:.0f} calls "
              "a second (Little's law): cores for the API and PostgreSQL at that rate / API "
              "processes (one Python thread of work each)",
              f"{needed_cores(cpu):.1f} / {needed_processes(cpu):.1f}", "")]

@@ -39,8 +39,8 @@ from ragshield.metrics.decision_view import shown_answers  # noqa: E402
 from ragshield.metrics.precision_recall import pr_auc, pr_curve  # noqa: E402
 from ragshield.metrics.ratio import ratio  # noqa: E402
 from ragshield.metrics.stacked import fit_stacked_judge  # noqa: E402
-from ragshield.policies.stacked_score import STACKED, run_features  # noqa: E402
-from ragshield.reports.stacking import with_stacked_judge  # noqa: E402
+from ragshield.policies.stacked_score import STACKED  # noqa: E402
+from ragshield.reports.stacking import stack_inputs, with_stacked_judge  # noqa: E402
 from ragshield.run_config import RunConfig  # noqa: E402
 from ragshield.services.llm_grading import configured_grader  # noqa: E402
 from ragshield.services.runs import execute, record_run  # noqa: E402
@@ -178,6 +178,10 @@ def judge_quality(verdicts: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
     return pd.DataFrame(rows).sort_values("awf_pr_auc", ascending=False)
 
 
+def _good(truth: pd.DataFrame) -> np.ndarray:
+    return (truth["answer_correct"] & truth["passages_support"]).to_numpy(bool)
+
+
 def decision_view(verdicts: pd.DataFrame,
                   all_of: Sequence[tuple[str, ...]] = ()) -> list[dict]:
     """Per judge at its own threshold (its keep bit), the majority of the judges (not keep-all,
@@ -187,7 +191,7 @@ def decision_view(verdicts: pd.DataFrame,
     first, then by the share wrong."""
     table = verdicts.pivot(index="sample_id", columns="judge", values="keep")
     truth = verdicts.drop_duplicates("sample_id").set_index("sample_id").loc[table.index]
-    good = (truth["answer_correct"] & truth["passages_support"]).to_numpy(dtype=bool)
+    good = _good(truth)
     keeps = {judge: (table[judge] == True).to_numpy() for judge in table.columns}  # noqa: E712
     voters = [judge for judge in keeps if judge != KEEP_ALL
               and not judge.startswith(STACKED) and ACROSS not in judge]
@@ -266,20 +270,6 @@ def grouped_lines(rows: list[dict]) -> list[str]:
 RIGHT_SHOWN_AIM = 0.6  # the aimed threshold shows this share of the right answers fitted on
 
 
-def _stack_inputs(verdicts: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The stacked judge's features of a run's samples, and their truth (sample_id,
-    answer_correct, passages_support), in the same order."""
-    decided = verdicts[verdicts["keep"].notna()]
-    samples = pd.Index(sorted(decided["sample_id"].unique()), name="sample_id")
-    truth = (decided.drop_duplicates("sample_id").set_index("sample_id")
-             .loc[samples, ["answer_correct", "passages_support"]].reset_index())
-    return run_features(decided, samples), truth
-
-
-def _good(truth: pd.DataFrame) -> np.ndarray:
-    return (truth["answer_correct"] & truth["passages_support"]).to_numpy(bool)
-
-
 def _aimed(scores: np.ndarray, good: np.ndarray) -> float:
     """The threshold that keeps RIGHT_SHOWN_AIM of the right answers' scores."""
     return float(np.quantile(scores[good & ~np.isnan(scores)], 1 - RIGHT_SHOWN_AIM))
@@ -291,7 +281,7 @@ def across_datasets(tables: dict[str, pd.DataFrame]) -> dict[str, tuple[pd.DataF
     and at its aimed threshold, and each scored judge at its aimed threshold, where the
     aimed threshold shows RIGHT_SHOWN_AIM of the right answers of those other datasets.
     dataset -> (verdicts with those rules, rule -> its threshold)."""
-    inputs = {name: _stack_inputs(verdicts) for name, verdicts in tables.items()}
+    inputs = {name: stack_inputs(verdicts) for name, verdicts in tables.items()}
     columns = sorted(set().union(*(features.columns for features, _ in inputs.values())))
     scored = [c for c in columns if c.endswith(":score") and c != f"{KEEP_ALL}:score"]
     out = {}
@@ -309,7 +299,7 @@ def across_datasets(tables: dict[str, pd.DataFrame]) -> dict[str, tuple[pd.DataF
             judge = column.split(":")[0]
             thresholds[f"{judge} aimed {ACROSS}"] = (held_x[column].to_numpy(float),
                                                      _aimed(x[column].to_numpy(float), good))
-        rules = [truth.assign(judge=rule, score=score, keep=score >= threshold)
+        rules = [truth.reset_index().assign(judge=rule, score=score, keep=score >= threshold)
                  for rule, (score, threshold) in thresholds.items()]
         out[held] = (pd.concat([tables[held], *rules], ignore_index=True),
                      {rule: threshold for rule, (_, threshold) in thresholds.items()})

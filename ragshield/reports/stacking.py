@@ -12,18 +12,26 @@ from ragshield.metrics.stacked import NotEnoughLabels, stacked_oof_probabilities
 from ragshield.policies.stacked_score import STACKED, run_features
 
 
+def stack_inputs(verdicts: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The stacked judge's features of a verdict table's decided samples, one row each in
+    the order of their ids, and their truth (answer_correct, passages_support) indexed by
+    sample_id in the same order."""
+    decided = verdicts[verdicts["keep"].notna()]
+    samples = pd.Index(sorted(decided["sample_id"].unique()), name="sample_id")
+    truth = (decided.drop_duplicates("sample_id").set_index("sample_id")
+             .loc[samples, ["answer_correct", "passages_support"]])
+    return run_features(decided, samples), truth
+
+
 def with_stacked_judge(verdicts: pd.DataFrame, seed: int = 0,
                        groups: Mapping[str, str] | None = None) -> tuple[pd.DataFrame, str]:
     """The table plus a "stacked" judge fitted to the answer-correct label, and a sentence
     saying how it was fitted or why it was not (fewer than 20 labels per class). With
     `groups` (sample id -> its group, e.g. the article), scored one group out at a time."""
-    decided = verdicts[verdicts["keep"].notna()]
-    if decided.empty:
+    features, labels = stack_inputs(verdicts)
+    if labels.empty:
         return verdicts, "Stacked judge: no verdicts to stack."
-    samples = pd.Index(sorted(decided["sample_id"].unique()), name="sample_id")
-    features = run_features(decided, samples)
-    labels = (decided.drop_duplicates("sample_id").set_index("sample_id")
-              .loc[samples, ["answer_correct", "passages_support"]])
+    samples = labels.index
     try:
         probability = stacked_oof_probabilities(
             features, labels["answer_correct"].to_numpy(bool), seed=seed,

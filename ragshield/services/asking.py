@@ -286,14 +286,19 @@ def rule_reason(rule: Rule, asked: str | None, settings: Settings,
     return f"the stored policy {rule.rule}: {rule.promise()}"
 
 
+def judge_reader(request: AskRequest, settings: Settings) -> str | None:
+    """The model the judges read from; None: the answering model."""
+    return request.judge_model or settings.judge_model
+
+
 def prepare(store: Store, settings: Settings, request: AskRequest,
             finders: PassageFinders | None = None) -> Prepared:
     """Everything before the first model call; user errors surface here, at once."""
     check_request(request)
     default = default_rule(settings, store)
     chosen = request.judges or default_judges(settings, request.rule or default.rule, store)
-    judges = cheapest_first(make_judges(",".join(chosen), settings, reader_options(
-        request.judge_model or settings.judge_model)))
+    judges = cheapest_first(make_judges(",".join(chosen), settings,
+                                        reader_options(judge_reader(request, settings))))
     names = [judge.name for judge in judges]
     rule, note = settle_rule(store, request.rule, names, default)
     answerer = make_answerer(GIVEN if request.given_answer is not None
@@ -400,7 +405,7 @@ def answer_and_judge(store: Store, settings: Settings, models: Models, prepared:
     post = post or (lambda _kind, _payload: None)
     request = prepared.request
     main: LLM = models.llm(request.model) if prepared.needs_model else NoModel()
-    reader_name = request.judge_model or settings.judge_model
+    reader_name = judge_reader(request, settings)
     reader = models.llm(reader_name) if reader_name and prepared.needs_model else main
     judged = judge_sample(prepared.sample, main, _Reporting(prepared.answerer, post, main.name),
                           prepared.judges, prepared.rule,

@@ -119,9 +119,8 @@ class Store:
         if getattr(self._joined, "session", None) is not None:
             raise RuntimeError("writing() opens its own transaction: not inside another")
         with self.one_transaction():
-            connection = self._joined.session.connection()
-            if connection.dialect.name == "sqlite":
-                connection.exec_driver_sql("BEGIN IMMEDIATE")
+            if self.is_sqlite:
+                self._joined.session.connection().exec_driver_sql("BEGIN IMMEDIATE")
             yield
 
     @contextmanager
