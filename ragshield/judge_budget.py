@@ -1,9 +1,9 @@
 """Judging within a latency budget: a caller of the guard says how long its verdicts may take
 (`budget_ms`) and what to do when the decision rule cannot decide in that time (`on_budget`).
 
-The judges start cheapest first (judging.cheapest_first); with a server backend up to
-`concurrency` of them run at once, with an in-process model one at a time (it serves one call
-and keeps one cache). When the budget passes, the verdicts in hand decide; the judges still
+The judges start free ones first, then those the rule reads, then the rest cheapest first
+(judging.deciding_first); with a server backend up to `concurrency` of them run at once, with
+an in-process model one at a time (it serves one call and keeps one cache). When the budget passes, the verdicts in hand decide; the judges still
 running are left to finish unheard, and those not started never start. Each of them gets a
 verdict that says it did not finish. If the rule cannot decide from what finished (its judge
 is among the unfinished, or none finished), `on_budget` does: `keep` shows the answer (fail
@@ -73,7 +73,11 @@ def unfinished_judges(verdicts: Sequence[Verdict]) -> list[str]:
     return [verdict.judge for verdict in verdicts if verdict.details.get(UNFINISHED)]
 
 
-def judge_within(judges: Sequence[Judge], sample: Sample, answer: Answer, reader: LLM,
+# The model a judge, by name, reads its probabilities from (judges/judge_readers.py).
+ReaderOf = Callable[[str], LLM]
+
+
+def judge_within(judges: Sequence[Judge], sample: Sample, answer: Answer, reader: ReaderOf,
                  budget: Budget, on_verdict: Callable[[Verdict], None] | None = None,
                  ) -> list[Verdict]:
     """The verdicts of `judges` (in their order) that are in by the budget's deadline, and an
@@ -84,7 +88,7 @@ def judge_within(judges: Sequence[Judge], sample: Sample, answer: Answer, reader
     def run(judge: Judge) -> Verdict | None:
         if stopped.is_set():
             return None
-        verdict = judge.judge(sample, answer, reader)
+        verdict = judge.judge(sample, answer, reader(judge.name))
         if on_verdict is not None and not stopped.is_set():
             on_verdict(verdict)
         return verdict

@@ -17,7 +17,7 @@ import numpy as np
 from ragshield.answerers.base import Answerer
 from ragshield.config import DEFAULT_DECISION_RULE
 from ragshield.errors import OptionError
-from ragshield.judge_budget import Budget, budget_decision, judge_within
+from ragshield.judge_budget import Budget, ReaderOf, budget_decision, judge_within
 from ragshield.judges.base import COSTS, Judge
 from ragshield.llm.base import LLM
 from ragshield.policies.rules import parse_rule
@@ -34,6 +34,9 @@ class ScoreRule(Protocol):
 
     @property
     def rule(self) -> str: ...
+
+    @property
+    def judges(self) -> list[str]: ...
 
     def decide(self, verdicts: Sequence[Verdict]) -> RuleDecision: ...
 
@@ -59,10 +62,22 @@ def judging_order(judges: Sequence[Judge]) -> list[Judge]:
     return sorted(judges, key=_prefix_group)
 
 
-def cheapest_first(judges: Sequence[Judge]) -> list[Judge]:
-    """By cost (judges.base.COSTS), in judging order within a cost: for a person watching
-    the verdicts arrive (the Demo), the quick ones come first and a costly one last."""
-    return sorted(judges, key=lambda judge: (COSTS.index(judge.cost), _prefix_group(judge)))
+def rule_judges(rule: Rule, judges: Sequence[str]) -> set[str]:
+    """The judges whose verdicts `rule` reads: its judge, a policy's judges, or every one of
+    `judges` for a pooled rule."""
+    if not isinstance(rule, str):
+        return set(rule.judges)
+    return set(judges) if rule in POOLED_RULES else {rule}
+
+
+def deciding_first(judges: Sequence[Judge], rule: Rule) -> list[Judge]:
+    """The order of an ask's judges, for a person waiting for the decision (the Demo, a guard
+    call with a budget): the free judges, then those `rule` reads, then the rest; within each,
+    by cost (judges.base.COSTS), then in judging order. Under a pooled rule: cheapest first."""
+    reads = rule_judges(rule, [judge.name for judge in judges])
+    return sorted(judges, key=lambda judge: (
+        0 if judge.cost == "free" else 1 if judge.name in reads else 2,
+        COSTS.index(judge.cost), _prefix_group(judge)))
 
 
 @dataclass(frozen=True)
@@ -138,29 +153,44 @@ def judge_sample(
     rule: Rule = DEFAULT_DECISION_RULE,
     on_verdict: Callable[[Verdict], None] | None = None,
     order: Callable[[Sequence[Judge]], list[Judge]] = judging_order,
-    reader: LLM | None = None,
+    reader: ReaderOf | None = None,
     budget: Budget | None = None,
+    on_decision: Callable[[RuleDecision], None] | None = None,
 ) -> JudgedSample:
-    """Generate the base answer once with `llm`, run every judge on it (in `order`) with
-    `reader` (default: `llm`), and decide; with a `budget`, from the verdicts in by its
-    deadline (judge_budget.py).
+    """Generate the base answer once with `llm`, run every judge on it (in `order`), each
+    reading from `reader(judge name)` (default: `llm`), and decide; with a `budget`, from the
+    verdicts in by its deadline (judge_budget.py).
 
-    `on_verdict` is called as each verdict arrives (the UI streams them).
+    `on_verdict` is called as each verdict arrives (the UI streams them), `on_decision` once,
+    as soon as the verdicts the rule reads are in (the Demo shows the decision while the other
+    judges finish; with a budget, at the end).
     """
     answer = answerer.answer(sample, llm)
     result = JudgedSample(sample=sample, answer=answer)
+    reader = reader or (lambda _judge: llm)
     if budget is not None:
-        result.verdicts = judge_within(order(judges), sample, answer, reader or llm, budget,
+        result.verdicts = judge_within(order(judges), sample, answer, reader, budget,
                                        on_verdict)
         result.decision = budget_decision(decide(result.verdicts, rule), result.verdicts,
                                           budget)
+        if on_decision is not None:
+            on_decision(result.decision)
         return result
+    waiting = rule_judges(rule, [judge.name for judge in judges])
     for judge in order(judges):
-        verdict = judge.judge(sample, answer, reader or llm)
+        verdict = judge.judge(sample, answer, reader(judge.name))
         result.verdicts.append(verdict)
         if on_verdict is not None:
             on_verdict(verdict)
-    result.decision = decide(result.verdicts, rule)
+        if waiting and not waiting.difference(v.judge for v in result.verdicts):
+            waiting = set()  # the rule has what it reads: its decision is final
+            result.decision = decide(result.verdicts, rule)
+            if on_decision is not None:
+                on_decision(result.decision)
+    if result.decision is None:
+        result.decision = decide(result.verdicts, rule)
+        if on_decision is not None:
+            on_decision(result.decision)
     return result
 
 

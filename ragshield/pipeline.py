@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import sys
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Iterator
 
 from tqdm import tqdm
@@ -23,7 +23,6 @@ from ragshield.answerers.registry import make_answerer
 from ragshield.config import Settings
 from ragshield.errors import UserError
 from ragshield.judges.base import Judge
-from ragshield.judges.reader_thresholds import reader_options
 from ragshield.judges.registry import make_judges
 from ragshield.judging import judge_sample, judging_order, parallelism
 from ragshield.llm.base import LLM
@@ -50,17 +49,16 @@ class SampleFailed(RuntimeError):
 
 @dataclass
 class RunModels:
-    """The models a run calls: `main` answers (and judges, without a `reader`); `reader`
-    is the judges' model when the run names one; `larger` answers for the switch curve when
-    the run asks for it."""
+    """The models a run calls: `main` answers (and judges, but for those in `readers`,
+    judge name -> the model it reads from); `larger` answers for the switch curve when the
+    run asks for it."""
 
     main: LLM
     larger: LLM | None = None
-    reader: LLM | None = None
+    readers: dict[str, LLM] = field(default_factory=dict)
 
-    @property
-    def judging(self) -> LLM:
-        return self.reader or self.main
+    def reader(self, judge: str) -> LLM:
+        return self.readers.get(judge, self.main)
 
 
 @dataclass(frozen=True)
@@ -92,10 +90,15 @@ def open_models(config: RunConfig, settings: Settings, store: Store) -> RunModel
     settings = config.settings(settings)
     main = make_llm(settings, store=store,
                     packaged=SMALLEST_MODEL if config.small_model else None)
-    larger = make_llm(settings, store=store, packaged=LARGER_MODEL) if config.switch else None
-    reader = (make_reader(settings, config.judge_model, store=store)
-              if config.judge_model else None)
-    return RunModels(main=main, larger=larger, reader=reader)
+    opened = {LARGER_MODEL: make_llm(settings, store=store, packaged=LARGER_MODEL)
+              } if config.switch else {}
+    readers = config.readers()
+    for name in {name for judge in config.judges if (name := readers.reader(judge))}:
+        if name not in opened:
+            opened[name] = make_reader(settings, name, store=store)
+    return RunModels(main=main, larger=opened.get(LARGER_MODEL) if config.switch else None,
+                     readers={judge: opened[name] for judge in config.judges
+                              if (name := readers.reader(judge)) is not None})
 
 
 class _SampleWorker:
@@ -106,7 +109,7 @@ class _SampleWorker:
         self.rule = config_rule(config.to_dict())
         self.answerer: Answerer = make_answerer(config.answerer)
         self.judges: list[Judge] = make_judges(",".join(config.judges), settings,
-                                               reader_options(config.judge_model))
+                                               config.readers().options())
         self.finder = None
         if config.retrieval != "given":
             from ragshield.retrieval.passage_finder import PassageFinder
@@ -241,15 +244,15 @@ def rejudge_run(store: Store, run_id: int, judges: str, settings: Settings | Non
     config = RunConfig.from_dict(run.config)
     names = judge_names(judges)
     settings = settings or Settings()
-    chosen = judging_order(make_judges(",".join(names), settings,
-                                       reader_options(config.judge_model)))
+    chosen = judging_order(make_judges(",".join(names), settings, config.readers().options()))
     with held_run(store, run_id):  # a resume at the same time would add the same verdicts
-        models = models or open_models(replace(config, switch=False), settings, store)
+        models = models or open_models(replace(config, switch=False, judges=names), settings,
+                                       store)
         added = failed = 0
         saved = run_store.iter_main_answers(store, run_id)
         for item in tqdm(saved, total=run.samples_total, disable=not progress, file=sys.stderr,
                          desc=f"re-judge run {run_id}"):
-            verdicts = [judge.judge(item.sample, item.answer, models.judging)
+            verdicts = [judge.judge(item.sample, item.answer, models.reader(judge.name))
                         for judge in chosen if judge.name not in item.judges]
             good = [v for v in verdicts if not v.error]
             run_store.add_verdicts(store, item.answer_id, good)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, get_args
 
 from ragshield.config import Settings
 from ragshield.errors import OptionError
+from ragshield.judges.judge_readers import JudgeReaders, judge_readers
 from ragshield.judging import choose_rule
-from ragshield.llm.packaged_models import LARGER_MODEL, unknown_embedded_model
+from ragshield.llm.packaged_models import LARGER_MODEL, SMALLEST_MODEL, unknown_embedded_model
 from ragshield.types import RetrievalMode
 
 RETRIEVAL_CHOICES = ("given", *get_args(RetrievalMode))
@@ -34,8 +35,11 @@ class RunConfig:
     backend: str = "embedded"
     model: str | None = None  # embedded: a packaged model's name or a GGUF path
     # The model the judges read their probabilities from (Settings.judge_model's forms);
-    # None: the answering model.
+    # None: the answering model. judge_readers: the judges that read from another model
+    # (judges/judge_readers.py), settled when the run is recorded; None in runs recorded
+    # before it existed, whose judges all read from judge_model.
     judge_model: str | None = None
+    judge_readers: dict[str, str] | None = None
     base_url: str | None = None
     small_model: bool = False  # answer with the packaged smallest model, SmolLM2-135M
     fallback: bool = False  # also store the No-RAG answer of every sample (fallback curve)
@@ -58,6 +62,9 @@ class RunConfig:
             raise RunConfigError("run config: field 'dataset' is missing")
         return cls(**data)
 
+    def readers(self) -> JudgeReaders:
+        return JudgeReaders(every=self.judge_model, by_judge=self.judge_readers or {})
+
     def settings(self, base: Settings | None = None) -> Settings:
         """`base` (default: the environment) with this run's model choice."""
         base = base or Settings()
@@ -67,6 +74,17 @@ class RunConfig:
         if self.base_url is not None:
             overrides["openai_base_url"] = self.base_url
         return base.model_copy(update=overrides)
+
+
+def with_readers(config: RunConfig, settings: Settings) -> RunConfig:
+    """`config` with its judges' readers settled (judges/judge_readers.py): the run's judge
+    model, else the configured one, else the measured default for what answers."""
+    if config.judge_readers is not None:
+        return config
+    answer_model = SMALLEST_MODEL if config.small_model else config.settings(settings).model
+    readers = judge_readers(config.judge_model or settings.judge_model, backend=config.backend,
+                            answer_model=answer_model)
+    return replace(config, judge_model=readers.every, judge_readers=dict(readers.by_judge))
 
 
 def check_config(config: RunConfig) -> RunConfig:
@@ -106,9 +124,9 @@ def check_config(config: RunConfig) -> RunConfig:
     if config.switch and config.model == LARGER_MODEL and not config.small_model:
         problems.append(f"switch hands withheld answers to the larger model {LARGER_MODEL}, "
                         "which already answers this run: answer with a smaller model")
-    if config.judge_model is not None and config.backend == "embedded":
-        unknown = unknown_embedded_model(config.judge_model)
-        if unknown is not None:
+    readers = {config.judge_model, *(config.judge_readers or {}).values()}
+    for reader in sorted(name for name in readers if name) if config.backend == "embedded" else ():
+        if (unknown := unknown_embedded_model(reader)) is not None:
             problems.append(f"judge_model {unknown}")
     try:
         rule = choose_rule(config.rule, judges).rule

@@ -137,6 +137,7 @@ class LLMCall:
     kind: str = "chat"  # "chat" | "score" | "classify" | GIVEN_CALL
     logprobs: list[TokenLogprob] | None = None
     parse_error: str | None = None
+    model: str = ""  # the model that served the call ("backend:model"); "" in older traces
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -70,6 +70,8 @@ from ragshield.datasets import load_dataset  # noqa: E402
 from ragshield.datasets.demo import DEMO_SAMPLES  # noqa: E402
 from ragshield.llm.factory import make_llm  # noqa: E402
 from ragshield.llm.packaged_models import QWEN_05B, ensure_model  # noqa: E402
+from ragshield.judges.judge_readers import SELF  # noqa: E402
+from ragshield.services.asking import AskRequest, ask_readers  # noqa: E402
 from ragshield.services.guard import default_judges  # noqa: E402
 from ragshield.services.live_runs import LIVE_DATASET, LIVE_STATUS  # noqa: E402
 from ragshield.store.database import open_store  # noqa: E402
@@ -112,10 +114,14 @@ def guard_server(folder: Path, env: dict[str, str], *extra: str) -> Iterator[str
         yield f"http://127.0.0.1:{port}"
 
 
-def judge_latencies(folder: Path, warm_up: Sample, samples: list[Sample]) -> list[float]:
+def judge_latencies(folder: Path, warm_up: Sample, samples: list[Sample],
+                    judge_model: str | None = None) -> list[float]:
     """Seconds per /v1/judge call on the embedded model, one sample at a time, after one
-    call on `warm_up` (a sample not measured: its passages must not be in the cache)."""
-    with guard_server(folder, {"RAGSHIELD_BACKEND": "embedded"}) as base, \
+    call on `warm_up` (a sample not measured: its passages must not be in the cache); the
+    judges read from their default readers, or every one from `judge_model`."""
+    env = {"RAGSHIELD_BACKEND": "embedded",
+           **({"RAGSHIELD_JUDGE_MODEL": judge_model} if judge_model else {})}
+    with guard_server(folder, env) as base, \
             httpx.Client(base_url=base, timeout=600) as http:
         http.post("/v1/judge", json=judge_body(warm_up)).raise_for_status()
         seconds = []
@@ -419,15 +425,23 @@ def proxy_section(args: argparse.Namespace, folder: Path) -> Section:
 def judge_section(args: argparse.Namespace, folder: Path) -> Section:
     warm_up, samples = demo_samples(args)
     latencies = judge_latencies(folder, warm_up, samples)
+    own = judge_latencies(folder, warm_up, samples, judge_model=SELF)
     reads = prompt_read_seconds(warm_up, samples)
-    ratios = [latency / read for latency, read in zip(latencies, reads)]
-    rows = [(f"/v1/judge p50 (embedded, {len(samples)} demo samples)",
+    ratios = [latency / read for latency, read in zip(own, reads)]
+    rows = [(f"/v1/judge p50 (embedded, {len(samples)} demo samples, default readers)",
              f"{statistics.median(latencies):.2f} s", ""),
-            ("/v1/judge p95", f"{percentile(latencies, 0.95):.2f} s", ""),
-            ("prompt read once, p50", f"{statistics.median(reads):.2f} s", ""),
-            ("/v1/judge / prompt read, p50", f"{statistics.median(ratios):.2f}x", "<= 1.5x")]
-    return Section(rows, {"judge_s": latencies, "prompt_read_s": reads, "ratios": ratios},
-                   f"Fast judge set ({', '.join(default_judges())}); the call cache off.")
+            ("/v1/judge p95, default readers", f"{percentile(latencies, 0.95):.2f} s", ""),
+            ("/v1/judge p50, every judge read by the 0.5B (self)",
+             f"{statistics.median(own):.2f} s", ""),
+            ("/v1/judge p95, self", f"{percentile(own, 0.95):.2f} s", ""),
+            ("prompt read once by the 0.5B, p50", f"{statistics.median(reads):.2f} s", ""),
+            ("/v1/judge (self) / prompt read, p50", f"{statistics.median(ratios):.2f}x",
+             "<= 1.5x")]
+    readers = ask_readers(AskRequest(), Settings(backend="embedded")).describe()
+    return Section(rows, {"judge_s": latencies, "judge_self_s": own, "prompt_read_s": reads,
+                          "ratios": ratios},
+                   f"Fast judge set ({', '.join(default_judges())}); the call cache off. "
+                   f"Default readers: {readers}.")
 
 
 def throughput_section(args: argparse.Namespace, folder: Path) -> Section:

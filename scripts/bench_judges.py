@@ -8,8 +8,9 @@ fully cached rerun. Prints a table, writes JSON, appends to docs/BENCHMARKS.md.
 --demo times what a Demo user waits for, asking stored demo samples as the Demo does by
 default (its judges and rule): the first streamed answer token against the time the model
 takes to read the prompt, the default judges against the base answer, and the same question
-asked again (replayed from the call cache). With --judge-model the judges read from that
-model while the embedded one answers: the time to a decision with the larger reader.
+asked again (replayed from the call cache). The judges read from the default readers
+(pre_answer and p_true from the packaged 1.5B); with --judge-model every judge reads from that
+model (self: the answering 0.5B).
 """
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ def main() -> None:
     parser.add_argument("--demo", action="store_true",
                         help="time the Demo's default ask instead (first token, judges, replay)")
     parser.add_argument("--judge-model", default=None,
-                        help="with --demo: the model the judges read from (e.g. qwen-1.5b)")
+                        help="with --demo: the model every judge reads from (e.g. qwen-1.5b, "
+                             "or self); default: the default readers")
     parser.add_argument("--json-out", type=Path, default=None)
     parser.add_argument("--no-append", action="store_true")
     args = parser.parse_args()
@@ -65,7 +67,7 @@ def _read_only(llm, messages) -> float:
 
 
 def demo_latency(args: argparse.Namespace) -> None:
-    from ragshield.services.asking import OpenedModels, ask
+    from ragshield.services.asking import AskRequest, OpenedModels, ask, ask_readers
     from ragshield.services.datasets import ensure_demo_dataset
     from ragshield.services.demo_examples import demo_request
     from ragshield.store.samples import list_samples
@@ -121,9 +123,11 @@ def demo_latency(args: argparse.Namespace) -> None:
     ])
     print(table)
     judges = ", ".join(demo_request("x", Settings()).judges)
-    reader = (f", the judges reading from {args.judge_model}" if args.judge_model else "")
+    readers = ask_readers(AskRequest(), Settings(judge_model=args.judge_model)).describe()
+    reader = f"; the judges' readers: {readers}"
     publish(
-        "Demo latency" + (f" (judges read by {args.judge_model})" if args.judge_model else ""),
+        "Demo latency" + (f" (judges read by {args.judge_model})" if args.judge_model
+                          else " (the default readers)"),
         f"python scripts/bench_judges.py --demo --samples {args.samples} --seed {args.seed}"
         + (f" --judge-model {args.judge_model}" if args.judge_model else ""),
         f"Embedded Qwen2.5-0.5B answering{reader}; {len(rows)} stored demo samples asked as "

@@ -104,13 +104,14 @@ def quality_run(store, settings: Settings, name: str, count: int, judges: list[s
                 model: str | None = None, judge_model: str | None = None, *,
                 data_dir: Path) -> int:
     """The run of this benchmark's settings (resumed when it exists), executed to the end;
-    `model` a packaged model's name (None: the configured model); `judge_model` the judges'
-    model (None: the answering one); `data_dir` the folder of the public sets."""
+    `model` a packaged model's name (None: the configured model); `judge_model` the model
+    every judge reads from (None: the default readers, judges/judge_readers.py; "self": the
+    answering model); `data_dir` the folder of the public sets."""
     dataset = f"quality-{name}-{count}"
     if not has_dataset(store, dataset):
         import_samples(store, dataset, balanced(dataset_samples(data_dir, name), count))
     run_name = (f"quality {name} {count} {','.join(judges)}" + (f" {model}" if model else "")
-                + (f" read by {judge_model}" if judge_model else ""))
+                + f" read by {judge_model or 'the default readers'}")
     with store.session() as session:
         run_id = session.scalar(select(Run.id).where(Run.name == run_name).limit(1))
     if run_id is None:
@@ -360,8 +361,9 @@ def main() -> None:
                         help="a packaged model that answers and judges (default: the configured "
                              "one), e.g. qwen-1.5b")
     parser.add_argument("--judge-model", default=None,
-                        help="the model the judges read from (default: the answering one), "
-                             "e.g. qwen-1.5b")
+                        help="the model every judge reads from, e.g. qwen-1.5b, or self (the "
+                             "answering one); default: where the 0.5B answers, pre_answer and "
+                             "p_true read from the 1.5B")
     parser.add_argument("--all-of", default="",
                         help="judge sets decided by rule all in the decision view, e.g. "
                              "pre_answer+p_true (comma-separated sets)")

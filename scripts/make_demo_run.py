@@ -5,6 +5,7 @@ Demo's example questions (ragshield/assets/demo/examples.json).
     python scripts/make_demo_run.py --limit 5  # a quick look (writes elsewhere with --out)
     python scripts/make_demo_run.py --rejudge self_consistency  # minutes: see below
     python scripts/make_demo_run.py --new-rule  # minutes: the default rule changed
+    python scripts/make_demo_run.py --new-readers  # the default judges' readers changed
 
 Steps, each picking up where an interrupted one stopped (the work database is kept):
 1. a run of the demo set with every judge on the embedded model, with the No-RAG answers
@@ -19,7 +20,11 @@ calls did not), `--rejudge JUDGES` starts the work database from the shipped fil
 judges the run again with those judges: every call they make is a cache hit. When only the
 default decision rule changed (Settings.decision_rule), `--new-rule` starts from the shipped
 file too, gives the run the new rule and finds the examples again under it (only the noise
-tries call the model).
+tries call the model). When the default readers of the judges changed
+(judges/judge_readers.py), `--new-readers` starts from the shipped file, gives the run the
+readers a new run gets, and judges it again with the judges whose reader changed (their
+calls are new: 25 minutes for pre_answer and p_true on the 1.5B), then finds the examples
+again.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 from ragshield.config import Settings  # noqa: E402
 from ragshield.datasets.demo import DEMO_DATASET, DEMO_EXAMPLES, DEMO_RUN  # noqa: E402
 from ragshield.judges.registry import judge_names  # noqa: E402
-from ragshield.run_config import RunConfig  # noqa: E402
+from ragshield.run_config import RunConfig, with_readers  # noqa: E402
 from ragshield.services.demo_examples import find_examples, write_examples  # noqa: E402
 from ragshield.services.demo_run import load_demo_run  # noqa: E402
 from ragshield.services.runs import add_judges, execute, record_run  # noqa: E402
@@ -53,6 +59,16 @@ def demo_config(limit: int | None) -> RunConfig:
                      switch=True)
 
 
+def new_readers(store, settings: Settings, run_id: int) -> list[str]:
+    """Give the run the readers a new run gets (run_config.with_readers); the judges whose
+    reader changed, to judge again."""
+    config = RunConfig.from_dict(get_run(store, run_id).config)
+    settled = with_readers(replace(config, judge_model=None, judge_readers=None), settings)
+    set_run_config(store, run_id, settled.to_dict())
+    return [judge for judge in config.judges
+            if settled.readers().reader(judge) != config.readers().reader(judge)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--db", type=Path, default=ROOT / "db" / "demo-run.db",
@@ -66,28 +82,34 @@ def main() -> None:
     parser.add_argument("--new-rule", action="store_true",
                         help="give the shipped run the current default rule and find the "
                              "examples again, from a new work database holding the shipped file")
+    parser.add_argument("--new-readers", action="store_true",
+                        help="give the shipped run the judges' current default readers and "
+                             "judge it again with the judges whose reader changed, from a new "
+                             "work database holding the shipped file")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     settings = Settings(database_url=f"sqlite:///{args.db}")
     args.db.parent.mkdir(parents=True, exist_ok=True)
-    shipped = args.rejudge or args.new_rule
+    shipped = args.rejudge or args.new_rule or args.new_readers
     if shipped and args.db.exists():
-        sys.exit(f"--rejudge and --new-rule start from the shipped file: remove {args.db} first")
+        sys.exit(f"--rejudge, --new-rule and --new-readers start from the shipped file: remove "
+                 f"{args.db} first")
     store = open_store(settings.database_url)
     run_id = load_demo_run(store, args.out) if shipped else None
     if shipped and run_id is None:
-        sys.exit(f"--rejudge and --new-rule need the shipped run to start from: {args.out} is "
-                 "missing")
+        sys.exit(f"--rejudge, --new-rule and --new-readers need the shipped run to start from: "
+                 f"{args.out} is missing")
     if args.new_rule:
         config = get_run(store, run_id).config
         set_run_config(store, run_id, {**config, "rule": settings.decision_rule})
-    if args.rejudge:
-        judges = judge_names(args.rejudge)
+    judges = (new_readers(store, settings, run_id) if args.new_readers
+              else judge_names(args.rejudge) if args.rejudge else [])
+    if judges:
         print(f"deleted {delete_verdicts(store, run_id, judges)} verdicts of {judges}")
         outcome = add_judges(store, settings, run_id, ",".join(judges), progress=True)
         if outcome.failed:
-            sys.exit(f"{outcome.failed} verdicts failed (calls not in the shipped file?); "
-                     f"make the run again without --rejudge")
+            sys.exit(f"{outcome.failed} verdicts failed; make the run again without --rejudge "
+                     f"or --new-readers")
     with store.session() as session:
         run_id = session.query(Run.id).filter(Run.name == RUN_NAME).scalar()
     if run_id is None:

@@ -425,7 +425,14 @@ def test_web_app_and_api_share_one_lock(settings: Settings) -> None:
     gate = ModelGate(settings, lock)
     assert gate.for_request(AskRequest(question="q", fallback=LARGER_FALLBACK)) is lock
     assert gate.for_request(AskRequest(question="q", model="qwen-1.5b")) is lock
+    assert gate.for_request(AskRequest(question="q", judge_model="qwen-1.5b")) is lock
+    assert gate.for_request(AskRequest(question="q", judge_model="self")) is gate.remote
     assert gate.for_request(AskRequest(question="q")) is gate.remote
+    # A packaged judge model in the settings reads in process too; a served one does not.
+    assert ModelGate(settings.model_copy(update={"judge_model": "qwen-1.5b"}), lock).for_request(
+        AskRequest(question="q")) is lock
+    served = ModelGate(settings.model_copy(update={"judge_model": "big-served"}), lock)
+    assert served.for_request(AskRequest(question="q")) is served.remote
     settings.backend = "embedded"
     assert ModelGate(settings, lock).for_request(AskRequest(question="q")) is lock
 

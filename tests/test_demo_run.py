@@ -18,7 +18,8 @@ from ragshield.datasets.demo import DEMO_EXAMPLES, DEMO_RUN
 from ragshield.llm.base import CHAT, LOGPROBS, SCORE, BackendBase
 from ragshield.llm.call_cache import CachedLLM
 from ragshield.pipeline import RunModels
-from ragshield.run_config import RunConfig
+from ragshield.llm.packaged_models import LARGER_MODEL
+from ragshield.run_config import RunConfig, with_readers
 from ragshield.services.asking import OpenedModels, ask
 from ragshield.services.datasets import ensure_demo_dataset
 from ragshield.services.demo_examples import demo_request, read_examples
@@ -235,9 +236,13 @@ def test_the_shipped_demo_run_is_full_and_not_stale(shipped, settings):
             AnswerRow.run_id == run_id).group_by(AnswerRow.role, AnswerRow.model)).all())
     assert run.samples_total == 160 and config.switch and config.fallback
     assert set(models) == {"main", "norag", "larger"} and "1.5b" in models["larger"]
+    # The judges read from the models a new run's judges read from by default.
+    assert config.readers() == with_readers(RunConfig(dataset="demo"), settings).readers()
     rerun = record_run(store, settings, RunConfig(**{**config.to_dict(), "policy": None})).run_id
+    larger = _replaying(store, models["larger"])
     result = execute(store, settings, rerun, models=RunModels(
-        main=_replaying(store, models["main"]), larger=_replaying(store, models["larger"])))
+        main=_replaying(store, models["main"]), larger=larger,
+        readers={judge: larger for judge in config.judge_readers or {}}))
     assert not result.failures, f"{SHIPPED_STALE}: {list(result.failures.items())[:2]}"
     assert result.outcome.done == 160
     assert verdict_scores(store, rerun) == verdict_scores(store, run_id)
@@ -249,12 +254,12 @@ def test_the_shipped_examples_replay_and_show_what_they_say(shipped, settings):
     examples = {example.title: example for example in read_examples(DEMO_EXAMPLES)}
     assert set(examples) == {"A kept answer", "A withheld answer", "Noise flips it"}
     with store.session() as session:
-        model = session.scalar(select(AnswerRow.model).where(AnswerRow.run_id == run_id,
-                                                             AnswerRow.role == "main"))
+        models = dict(session.execute(select(AnswerRow.role, AnswerRow.model).where(
+            AnswerRow.run_id == run_id).group_by(AnswerRow.role, AnswerRow.model)).all())
 
     class Replaying(OpenedModels):
         def llm(self, packaged=None):
-            return _replaying(store, model)
+            return _replaying(store, models["larger" if packaged == LARGER_MODEL else "main"])
 
     words = {}
     for title, example in examples.items():

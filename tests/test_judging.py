@@ -17,8 +17,7 @@ from ragshield.datasets.demo import DEMO_SAMPLES
 from ragshield.judges.registry import (JUDGES, judge_names, make_judges, quick_judges,
                                        unavailable_reason)
 from ragshield.judging import (ABSTAINED, KEPT, NOT_RUN, UNDECIDED, decide, decision_codes,
-                               judge_sample, judge_samples, judging_order,
-                               cheapest_first)
+                               deciding_first, judge_sample, judge_samples, judging_order)
 from ragshield.types import Passage, Sample, Verdict
 from tests.fakes import ScriptedLLM, ScriptedReply
 
@@ -71,8 +70,11 @@ def test_judges_run_in_cache_friendly_order():
     assert [j.name for j in judging_order(judges)] == [
         "self_consistency", "counterfactual", "trivial", "p_true", "dual_generation"]
     # for a person watching (the Demo): by cost, in that order within a cost
-    assert [j.name for j in cheapest_first(judges)] == [
+    assert [j.name for j in deciding_first(judges, "majority")] == [
         "trivial", "p_true", "self_consistency", "counterfactual", "dual_generation"]
+    # ... but the judge that decides goes first after the free ones, whatever it costs
+    assert [j.name for j in deciding_first(judges, "counterfactual")] == [
+        "trivial", "counterfactual", "p_true", "self_consistency", "dual_generation"]
 
 
 def test_judge_names_validate():
@@ -113,15 +115,16 @@ def test_base_answer_is_generated_once_and_shared():
     assert judged.verdicts[1].cost.calls == 1 and judged.verdicts[0].cost.calls == 0
 
 
-def test_the_judges_read_from_the_reader_and_the_answer_keeps_its_own_log_probs():
-    # The small model answers; the judges' prompts go to the reader. token_prob keeps the
-    # answer's own generation log-probs (how sure the writer was), not the reader's.
-    writer = ScriptedLLM(["Paris\nEvidence: ## Passage-0 ##"])
+def test_the_judges_read_from_their_reader_and_the_answer_keeps_its_own_log_probs():
+    # The small model answers; p_true's prompt goes to its reader, intrinsic's to the writer.
+    # token_prob keeps the answer's own generation log-probs (how sure the writer was).
+    writer = ScriptedLLM(["Paris\nEvidence: ## Passage-0 ##", "Yes"])  # answer, intrinsic
     reader = ScriptedLLM([ScriptedReply("No", top={"Yes": -2.5, "No": -0.1})])  # p_true
     judged = judge_sample(SAMPLE, writer, make_answerer("evidence"),
-                          make_judges("token_prob,p_true", Settings()), rule="p_true",
-                          reader=reader)
-    assert len(writer.seen) == 1 and len(reader.seen) == 1
+                          make_judges("token_prob,intrinsic,p_true", Settings()),
+                          rule="p_true",
+                          reader=lambda judge: reader if judge == "p_true" else writer)
+    assert len(writer.seen) == 2 and len(reader.seen) == 1
     assert "Paris" in reader.seen[0][-1]["content"]  # the reader judged the writer's answer
     verdicts = {v.judge: v for v in judged.verdicts}
     assert verdicts["p_true"].score < 0.2 and judged.decision.keep is False
@@ -228,7 +231,7 @@ def test_a_packaged_reader_judges_the_embedded_models_answer(embedded_llm, model
             monkeypatch.setattr(llm, method, counted)
     judged = judge_sample(short_demo_samples()[0], embedded_llm, make_answerer("evidence"),
                           make_judges("token_prob,pre_answer,p_true", Settings()),
-                          rule="p_true", reader=reader)
+                          rule="p_true", reader=lambda _judge: reader)
     assert all(v.available and v.error is None for v in judged.verdicts), judged.verdicts
     assert served["writer"] == len(judged.answer.calls) == 1
     assert served["reader"] == sum(v.cost.calls for v in judged.verdicts) >= 2

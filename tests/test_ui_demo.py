@@ -61,7 +61,10 @@ def replies(probability: str = "0.9"):
 
 @pytest.fixture
 def context(settings, tmp_path) -> Iterator[UiContext]:
-    settings = settings.model_copy(update={"corpora_dir": tmp_path / "corpora"})
+    # One scripted model answers and judges (judge_model "self"): the default readers would
+    # hand pre_answer and p_true to the packaged 1.5B (tests/test_judge_readers.py).
+    settings = settings.model_copy(update={"corpora_dir": tmp_path / "corpora",
+                                           "judge_model": "self"})
     store = open_store(settings.database_url)
     import_samples(store, "toy", [Sample(id="q1", question="What is the capital of France?",
                                          passages=HOSTILE, reference_answers=["Paris"])])
@@ -108,6 +111,21 @@ def test_verdicts_stream_in_one_by_one_cheapest_first(context):
     assert by_count[2]["calibration"] == "keep" and by_count[2]["p_true"] == "pending"
     assert "Paris" in frames[1] and "rs-demo-answer" not in frames[1]  # passages first
     assert "Done in" in frames[-1] and decision(frames[-1]) == "keep"
+
+
+def test_the_decision_shows_as_soon_as_the_rules_judge_is_in(context):
+    """Rule p_true: after the free judge, p_true runs before calibration (which costs the
+    same), and the decision is on the page while calibration is still pending."""
+    with_model(context, ScriptedLLM(respond=replies("0.2")))
+    frames = list(ask(context, request(rule="p_true")))
+    first = next(f for f in frames if "rs-demo-decision" in f)
+    assert badges(first) == {"trivial": "keep", "p_true": "keep", "calibration": "pending"}
+    assert decision(first) == "keep" and "Judging… 2 of 3 judges done" in first
+    assert badges(frames[-1])["calibration"] == "abstain" and decision(frames[-1]) == "keep"
+    withheld = list(ask(context, request(rule="calibration")))
+    shown = next(f for f in withheld if "rs-demo-decision" in f)
+    assert decision(shown) == "abstain" and badges(shown)["p_true"] == "pending"
+    assert "Preparing the fallback" not in shown  # p_true still runs first
 
 
 def test_badges_show_keep_abstain_unavailable_and_error_with_scores_and_costs(context):

@@ -11,7 +11,8 @@ from typing import Annotated, Any, Literal
 from pydantic import (AfterValidator, BaseModel, ConfigDict, Discriminator, Field, StrictBool,
                       Tag, ValidationInfo, field_validator)
 
-from ragshield.services.ask_choices import MAX_MODEL_LENGTH, PACKAGED_MODELS
+from ragshield.services.ask_choices import (DEFAULT_MODEL, LARGER_MODEL, MAX_MODEL_LENGTH,
+                                           PACKAGED_MODELS, SELF)
 from ragshield.services.asking import (FALLBACKS, MAX_ANSWER_CHARS, MAX_NOISE,
                                        MAX_QUESTION_CHARS, RETRIEVAL_MODES)
 
@@ -102,9 +103,12 @@ class Judging(Traced):
     trace: StrictBool = Field(default=False,
                               description="include every model call behind the verdicts")
     judge_model: str | None = Field(
-        default=None, description="a packaged model the judges read from: "
-                                  + " | ".join(PACKAGED_MODELS)
-                                  + "; default: RAGSHIELD_JUDGE_MODEL, else the answer model")
+        default=None, description="the model every judge reads from: "
+                                  + " | ".join((*PACKAGED_MODELS, SELF))
+                                  + f" ({SELF}: the answer model); default: "
+                                  "RAGSHIELD_JUDGE_MODEL, else the measured default (where "
+                                  f"the {DEFAULT_MODEL} answers, pre_answer and p_true read "
+                                  f"from the {LARGER_MODEL})")
     budget_ms: BudgetMs = None
     on_budget: OnBudget = None
 

@@ -19,9 +19,11 @@ Model = Annotated[Optional[str], typer.Option(
     "--model", help="Embedded: qwen-0.5b (default), qwen-1.5b, smollm2-135m or a GGUF path; "
              "openai: the served model name; transformers: an HF name or path.")]
 JudgeModel = Annotated[Optional[str], typer.Option(
-    "--judge-model", help="The model the judges read their probabilities from (default: "
-                          "the answering model; RAGSHIELD_JUDGE_MODEL): qwen-1.5b, qwen-0.5b, "
-                          "smollm2-135m, a GGUF path, or a served model's name.")]
+    "--judge-model", help="The model every judge reads its probabilities from "
+                          "(RAGSHIELD_JUDGE_MODEL): qwen-1.5b, qwen-0.5b, smollm2-135m, a GGUF "
+                          "path, a served model's name, or self (the answering model). "
+                          "Default: where qwen-0.5b answers, pre_answer and p_true read from "
+                          "qwen-1.5b and the rest from the answering model.")]
 NoLLMCache = Annotated[bool, typer.Option(
     "--no-llm-cache", help="Call the model even when an identical call is cached.")]
 

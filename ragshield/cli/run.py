@@ -114,7 +114,7 @@ def run(
                 answerer=run_answerer(answers, answerer, settings.answerer),
                 judges=[judges], rule=rule, retrieval=retrieval,
                 corpus=corpus, k=k, noise=noise, backend=settings.backend, model=model,
-                judge_model=settings.judge_model, base_url=base_url, small_model=small_model,
+                base_url=base_url, small_model=small_model,
                 fallback=fallback, switch=switch,
                 seed=seed, concurrency=concurrency or settings.concurrency,
             ), name=name)

@@ -35,6 +35,7 @@ class TracedLLM:
             cache_hit=completion.cache_hit,
             seconds=completion.seconds,
             logprobs=completion.tokens,
+            model=self.inner.name,
         ))
         return completion
 
@@ -50,6 +51,7 @@ class TracedLLM:
             seconds=result.seconds,
             kind="score",
             logprobs=result.tokens,
+            model=self.inner.name,
         ))
         return result
 

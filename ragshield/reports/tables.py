@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ragshield.evaluation import RunTables
+from ragshield.judges.judge_readers import JudgeReaders
 from ragshield.metrics.crag import crag_breakdown, crag_grades, crag_scores
 from ragshield.metrics.curves import (accuracy_at_rate, fallback_curve, random_switch_accuracy,
                                       switch_curve)
@@ -192,7 +193,8 @@ def overview_table(tables: RunTables) -> Table:
         ["run", str(tables.run_id)], ["dataset", fmt(config.get("dataset"))],
         ["answerer", fmt(config.get("answerer"))], ["passages", fmt(config.get("retrieval"))],
         ["backend", fmt(config.get("backend"))],
-        ["judges read by", fmt(config.get("judge_model") or "the answering model")],
+        ["judges read by", JudgeReaders(every=config.get("judge_model"),
+                                        by_judge=config.get("judge_readers") or {}).describe()],
         ["ground truth", tables.truth],
         ["samples", str(n)],
         ["answers correct", fmt(samples["answer_correct"].mean() if n else None)],

@@ -11,6 +11,7 @@ from ragshield.config import Settings
 from ragshield.datasets.validation import MAX_MODEL_LENGTH
 from ragshield.judges.registry import JUDGES
 from ragshield.judging import POOLED_RULES
+from ragshield.judges.judge_readers import SELF
 from ragshield.llm.packaged_models import DEFAULT_MODEL, LARGER_MODEL, PACKAGED_MODELS
 from ragshield.policies.rules import policy_rule
 from ragshield.policies.stacked_score import STACKED
@@ -22,7 +23,8 @@ from ragshield.store.samples import list_samples
 
 # What the forms offer by name (the answerers, the given-answer answerer, the packaged models
 # and the retrieval choices of a run), so that the faces need not read the registries.
-__all__ = ["ANSWERERS", "GIVEN", "LARGER_MODEL", "MAX_MODEL_LENGTH", "MODEL_CHOICES",
+__all__ = ["ANSWERERS", "DEFAULT_MODEL", "GIVEN", "JUDGE_MODEL_CHOICES", "LARGER_MODEL",
+           "MAX_MODEL_LENGTH", "MODEL_CHOICES", "SELF",
            "PACKAGED_MODELS", "RETRIEVAL_CHOICES", "corpus_names", "judge_choices",
            "packaged_choice", "rule_choices", "sample_choices"]
 
@@ -34,8 +36,11 @@ MODEL_NOTE = (f"{CONFIGURED_MODEL}: the model ragshield is set up with (the embe
               "packaged model by name.")
 
 
-JUDGE_MODEL_NOTE = (f"the model the judges read their probabilities from; {CONFIGURED_MODEL}: "
-                    "RAGSHIELD_JUDGE_MODEL, else the answer model. A larger reader judges "
+JUDGE_MODEL_CHOICES = (CONFIGURED_MODEL, SELF, *PACKAGED_MODELS)
+JUDGE_MODEL_NOTE = (f"the model every judge reads its probabilities from; {CONFIGURED_MODEL}: "
+                    f"RAGSHIELD_JUDGE_MODEL, else, where the {DEFAULT_MODEL} answers, "
+                    f"pre_answer and p_true read from the {LARGER_MODEL} and the rest from "
+                    f"the answer model; {SELF}: the answer model. A larger reader judges "
                     "better and costs more (README, Models).")
 
 

@@ -16,14 +16,15 @@ from typing import Any, Callable, NamedTuple, Protocol, Sequence, get_args
 from ragshield.answerers.base import Answerer
 from ragshield.answerers.norag import NoRagAnswerer
 from ragshield.answerers.registry import ANSWERERS, GIVEN, make_answerer
-from ragshield.config import DEFAULT_DECISION_RULE, DEFAULT_RULE_REASON, Settings
+from ragshield.config import (DEFAULT_DECISION_RULE, DEFAULT_RULE_REASON,
+                              DEFAULT_RULE_SELF_READ_REASON, Settings)
 from ragshield.datasets.demo import DEMO_DATASET
 from ragshield.errors import UserError
 from ragshield.judge_budget import Budget
 from ragshield.judges.base import Judge
-from ragshield.judges.reader_thresholds import reader_options
+from ragshield.judges.judge_readers import SELF, JudgeReaders, judge_readers
 from ragshield.judges.registry import make_judges, quick_judges
-from ragshield.judging import (POOLED_RULES, JudgedSample, Rule, cheapest_first, choose_rule,
+from ragshield.judging import (POOLED_RULES, JudgedSample, Rule, choose_rule, deciding_first,
                                judge_sample)
 from ragshield.llm.base import LLM
 from ragshield.llm.no_model import NoModel
@@ -75,8 +76,8 @@ class AskRequest:
     rule: str | None = None
     fallback: str = ABSTAIN_FALLBACK
     model: str | None = None  # a packaged model to answer with; None: the configured
-    # A packaged model the judges read from instead; None: Settings.judge_model, and without
-    # one the answering model.
+    # A packaged model every judge reads from, or "self" (the answering model); None:
+    # Settings.judge_model, and without one the measured default (judges/judge_readers.py).
     judge_model: str | None = None
     keep_record: bool = True  # keep the question, answer and verdicts in a live run
     passages: tuple[Passage, ...] | None = None  # None: retrieved (typed) or the sample's own
@@ -94,15 +95,20 @@ class DefaultRule(NamedTuple):
     reason: str
 
 
-def default_rule(settings: Settings, store: Store | None = None) -> DefaultRule:
+def default_rule(settings: Settings, store: Store | None = None,
+                 readers: JudgeReaders | None = None) -> DefaultRule:
     """The default rule of every face: the policy version pinned on the Dashboard (with
-    `store`), else the configured one (RAGSHIELD_DECISION_RULE)."""
+    `store`), else the configured one (RAGSHIELD_DECISION_RULE); its reason names what was
+    measured for the reader its judge reads from (`readers`, else the configured ones)."""
     pin = pinned(store) if store is not None else None
     if pin is not None:
         return DefaultRule(pin.rule, pin.words)
     rule = settings.decision_rule
-    return DefaultRule(rule, DEFAULT_RULE_REASON if rule == DEFAULT_DECISION_RULE else
-                       "the rule this server is set up with (RAGSHIELD_DECISION_RULE)")
+    if rule != DEFAULT_DECISION_RULE:
+        return DefaultRule(rule, "the rule this server is set up with (RAGSHIELD_DECISION_RULE)")
+    readers = readers or ask_readers(AskRequest(), settings)
+    return DefaultRule(rule, DEFAULT_RULE_REASON if readers.reader(rule) == LARGER_MODEL
+                       else DEFAULT_RULE_SELF_READ_REASON)
 
 
 def default_judges(settings: Settings, rule: str | None = None,
@@ -174,9 +180,9 @@ def check_request(request: AskRequest) -> None:
     if request.given_answer is not None and request.fallback == LARGER_FALLBACK:
         raise AskInputError("a given answer has no larger-model fallback: no model of ours "
                             "answered it")
-    if request.judge_model is not None and request.judge_model not in PACKAGED_MODELS:
+    if request.judge_model is not None and request.judge_model not in (*PACKAGED_MODELS, SELF):
         raise AskInputError(f"unknown judge model {request.judge_model!r}; one of "
-                            f"{', '.join(PACKAGED_MODELS)}")
+                            f"{', '.join((*PACKAGED_MODELS, SELF))}")
     if request.model is not None and request.model not in PACKAGED_MODELS:
         raise AskInputError(f"unknown model {request.model!r}; one of "
                             f"{', '.join(PACKAGED_MODELS)}")
@@ -247,8 +253,8 @@ class PassageFinders:
 @dataclass(frozen=True)
 class Prepared:
     """A checked request made concrete: the sample with its passages, where they came from
-    in words, and the answerer, judges (cheapest first, the order they run in) and rule
-    that will run."""
+    in words, and the answerer, judges (in the order they run: judging.deciding_first) and
+    rule that will run."""
 
     request: AskRequest
     sample: Sample
@@ -258,6 +264,7 @@ class Prepared:
     rule: Rule  # a rule's name, or the stored policy a policy rule names
     rule_note: str | None = None
     rule_reason: str = ""  # why this rule decides, in words
+    readers: JudgeReaders = JudgeReaders()  # the model each judge reads from
 
     @property
     def needs_model(self) -> bool:
@@ -286,26 +293,29 @@ def rule_reason(rule: Rule, asked: str | None, settings: Settings,
     return f"the stored policy {rule.rule}: {rule.promise()}"
 
 
-def judge_reader(request: AskRequest, settings: Settings) -> str | None:
-    """The model the judges read from; None: the answering model."""
-    return request.judge_model or settings.judge_model
+def ask_readers(request: AskRequest, settings: Settings) -> JudgeReaders:
+    """The model each judge of the ask reads from (judges/judge_readers.py)."""
+    return judge_readers(request.judge_model or settings.judge_model,
+                         backend="embedded" if request.model else settings.backend,
+                         answer_model=request.model or settings.model)
 
 
 def prepare(store: Store, settings: Settings, request: AskRequest,
             finders: PassageFinders | None = None) -> Prepared:
     """Everything before the first model call; user errors surface here, at once."""
     check_request(request)
-    default = default_rule(settings, store)
+    readers = ask_readers(request, settings)
+    default = default_rule(settings, store, readers)
     chosen = request.judges or default_judges(settings, request.rule or default.rule, store)
-    judges = cheapest_first(make_judges(",".join(chosen), settings,
-                                        reader_options(judge_reader(request, settings))))
+    judges = make_judges(",".join(chosen), settings, readers.options())
     names = [judge.name for judge in judges]
     rule, note = settle_rule(store, request.rule, names, default)
+    judges = deciding_first(judges, rule)
     answerer = make_answerer(GIVEN if request.given_answer is not None
                              else request.answerer or settings.answerer)
     sample, source = _sample(store, settings, request, finders or PassageFinders(settings))
     return Prepared(request, sample, source, answerer, judges, rule, note,
-                    rule_reason(rule, request.rule, settings, note, default))
+                    rule_reason(rule, request.rule, settings, note, default), readers)
 
 
 def _sample(store: Store, settings: Settings, request: AskRequest,
@@ -405,13 +415,15 @@ def answer_and_judge(store: Store, settings: Settings, models: Models, prepared:
     post = post or (lambda _kind, _payload: None)
     request = prepared.request
     main: LLM = models.llm(request.model) if prepared.needs_model else NoModel()
-    reader_name = judge_reader(request, settings)
-    reader = models.llm(reader_name) if reader_name and prepared.needs_model else main
+    def reader(judge: str) -> LLM:
+        name = prepared.readers.reader(judge) if prepared.needs_model else None
+        return models.llm(name) if name else main
     judged = judge_sample(prepared.sample, main, _Reporting(prepared.answerer, post, main.name),
                           prepared.judges, prepared.rule,
                           on_verdict=lambda verdict: post("verdict", verdict),
-                          order=cheapest_first, reader=reader, budget=budget)
-    post("decision", judged.decision)
+                          order=list,  # prepare's order: deciding_first
+                          reader=reader, budget=budget,
+                          on_decision=lambda decision: post("decision", decision))
     result = AskResult(prepared, judged, main.name)
     if decision_word(judged.decision) != KEEP:
         result.fallback = fallback_for(models, request.fallback, prepared.sample,

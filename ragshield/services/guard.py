@@ -27,6 +27,7 @@ from ragshield.judge_budget import Budget, BudgetPassed  # noqa: F401
 from ragshield.judges.registry import JUDGES, unavailable_reason
 from ragshield.llm.base import LLM
 from ragshield.llm.no_model import NoModel
+from ragshield.llm.packaged_models import PACKAGED_MODELS
 # UpstreamError: the API turns it into its 502 answer.
 from ragshield.llm.upstream import (UpstreamBadReply, UpstreamChat, UpstreamError,  # noqa: F401
                                      UpstreamReply)
@@ -146,13 +147,13 @@ class ModelGate:
     def __init__(self, settings: Settings, local: threading.Lock | None = None) -> None:
         self.local = local or threading.Lock()
         self.remote = threading.BoundedSemaphore(max(1, settings.concurrency))
-        self.backend = settings.backend
+        self.backend, self.judge_model = settings.backend, settings.judge_model
 
     def for_request(self, request: AskRequest) -> Any:
-        """A packaged model (chosen to answer or to judge, or the larger-model fallback) runs
-        in process whatever the backend."""
+        """A packaged model (chosen to answer or to judge, here or in the settings, or the
+        larger-model fallback) runs in process whatever the backend."""
         in_process = (self.backend != "openai" or request.model is not None
-                      or request.judge_model is not None
+                      or (request.judge_model or self.judge_model) in PACKAGED_MODELS
                       or request.fallback == LARGER_FALLBACK)
         return self.local if in_process else self.remote
 

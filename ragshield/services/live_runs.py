@@ -68,7 +68,9 @@ def live_config(result: AskResult, settings: Settings) -> RunConfig:
         judges=[judge.name for judge in result.prepared.judges], **rule_fields(result.prepared.rule),
         retrieval=request.mode if retrieved else "given", corpus=request.corpus,
         k=request.k if retrieved else 0, noise=request.noise, backend=settings.backend,
-        model=result.model, fallback=request.fallback == NORAG_FALLBACK,
+        model=result.model, judge_model=result.prepared.readers.every,
+        judge_readers=dict(result.prepared.readers.by_judge),
+        fallback=request.fallback == NORAG_FALLBACK,
         switch=request.fallback == LARGER_FALLBACK, live=True)
 
 

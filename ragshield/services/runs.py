@@ -18,7 +18,7 @@ from ragshield.judges.registry import JUDGES, judge_names
 from ragshield.judging import POOLED_RULES, choose_rule
 from ragshield.pipeline import (RejudgeOutcome, RunModels, RunOutcome, execute_run, rejudge_run,
                                 start_run)
-from ragshield.run_config import RunConfig, check_config
+from ragshield.run_config import RunConfig, check_config, with_readers
 from ragshield.services.ask_choices import packaged_choice
 from ragshield.services.asking import default_rule, settle_rule
 from ragshield.services.datasets import ensure_demo_dataset
@@ -107,7 +107,8 @@ class NewRun:
 
 def record_run(store: Store, settings: Settings, config: RunConfig, *,
                name: str | None = None) -> NewRun:
-    """Check and record a new run; nothing is generated yet. Without a rule, the run decides
+    """Check and record a new run; nothing is generated yet. The judges' readers are settled
+    (run_config.with_readers) and stored with the run. Without a rule, the run decides
     by the default one (a pinned policy, else the configured rule) where it fits the judges,
     else by majority (asking.settle_rule). The demo
     set is imported first into a store without it, so that a run on `demo` works on a new
@@ -117,7 +118,7 @@ def record_run(store: Store, settings: Settings, config: RunConfig, *,
     rule, note = settle_rule(store, config.rule, judge_names(",".join(config.judges)),
                              default_rule(settings, store))
     config = replace(config, rule=rule if isinstance(rule, str) else rule.rule)
-    checked = check_config(config)
+    checked = check_config(with_readers(config, settings))
     check_given_answers(store, checked)
     return NewRun(start_run(store, with_policy(store, checked), name=name), note)
 

@@ -54,7 +54,8 @@ def call_html(call: dict[str, Any]) -> str:
             f"completion tokens ({call.get('cached_prompt_tokens', 0)} cached), "
             f"{float(call.get('seconds') or 0):.2f} s"
             f"{', from the call cache' if call.get('cache_hit') else ''}")
-    parts = [f"<p>{esc(call.get('kind', 'chat'))} call; {esc(cost)}</p>",
+    by = f" by {call['model']}" if call.get("model") else ""
+    parts = [f"<p>{esc(call.get('kind', 'chat'))} call{esc(by)}; {esc(cost)}</p>",
              _details("Messages", messages_html(call.get("messages") or [])),
              "<b>Raw output</b>", _pre(call.get("output")),
              "<b>Parsed</b>", _json(call.get("parsed"))]

@@ -92,10 +92,13 @@ def answer_html(answer: Answer, model: str) -> str:
 def verdict_html(verdict: Verdict) -> str:
     score = "" if verdict.score is None else f" · score {fmt(verdict.score)}"
     parse = f" (parse problem: {verdict.parse_error})" if verdict.parse_error else ""
+    readers = sorted({call.model for call in verdict.trace if call.model})
+    read_by = (f'<div class="rs-demo-cost rs-demo-reader">read by {esc(", ".join(readers))}'
+               f"</div>" if readers else "")
     return (f'<div class="rs-demo-verdict" data-judge="{esc(verdict.judge)}">'
             f"{badge_html(verdict.outcome)}<b>{esc(verdict.judge)}</b>{esc(score)}"
             f'<div class="rs-demo-reason">{esc(verdict.rationale + parse)}</div>'
-            f"{cost_html(verdict.cost)}</div>")
+            f"{cost_html(verdict.cost)}{read_by}</div>")
 
 
 def pending_html(judge: str) -> str:

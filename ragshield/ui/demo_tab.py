@@ -21,7 +21,8 @@ import gradio as gr
 from ragshield.errors import UserError
 from ragshield.config import Settings
 from ragshield.services.ask_choices import (ANSWERERS, CONFIGURED_MODEL as CONFIGURED,
-                                           JUDGE_MODEL_NOTE, LARGER_MODEL, MODEL_CHOICES,
+                                           JUDGE_MODEL_CHOICES, JUDGE_MODEL_NOTE,
+                                           LARGER_MODEL, MODEL_CHOICES,
                                            MODEL_NOTE, corpus_names,
                                            judge_choices, packaged_choice, rule_choices,
                                            sample_choices)
@@ -138,10 +139,12 @@ def _apply(view: AskView, kind: str, payload: Any) -> None:
         if not isinstance(payload, UserError):
             raise payload
         view.error = str(payload)
-    if kind in ("answer", "verdict"):
-        view.status = f"Judging… {len(view.verdicts)} of {len(view.judges)} judges done"
-    elif kind == "decision" and decision_word(payload) != KEEP:
-        view.status = "Preparing the fallback…"
+    if kind in ("answer", "verdict", "decision"):
+        # The decision comes as soon as the rule's judges are in; the others may still run.
+        judging = view.decision is None or len(view.verdicts) < len(view.judges)
+        view.status = (f"Judging… {len(view.verdicts)} of {len(view.judges)} judges done"
+                       if judging or decision_word(view.decision) == KEEP
+                       else "Preparing the fallback…")
 
 
 def ask(context: UiContext, form: DemoForm,
@@ -229,7 +232,7 @@ def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
             with gr.Row():
                 model = gr.Dropdown(list(MODEL_CHOICES), value=CONFIGURED,
                                     label="Answer model", info=MODEL_NOTE)
-                judge_model = gr.Dropdown(list(MODEL_CHOICES), value=CONFIGURED,
+                judge_model = gr.Dropdown(list(JUDGE_MODEL_CHOICES), value=CONFIGURED,
                                           label="Judge model", info=JUDGE_MODEL_NOTE)
             ask_button = gr.Button("Ask", variant="primary")
         with gr.Column(scale=3):

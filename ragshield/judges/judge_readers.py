@@ -1,0 +1,65 @@
+"""Which model each judge reads its probabilities from, and the thresholds measured for it.
+
+Nobody named a judge model and the packaged 0.5B answers: pre_answer and p_true read from the
+packaged 1.5B, the two judges the quality benchmark shows reading far better from it (QPP
+PR-AUC of pre_answer 0.78 against 0.66 on SQuAD 2.0; docs/QUALITY.md). The other judges read
+from the answering model: the 1.5B was not shown better for them, and it costs about three
+times as much a call (calibration, which writes its confidence out, 6 s a question).
+
+A named judge model (RAGSHIELD_JUDGE_MODEL, --judge-model, the Demo's "Judge model", the API's
+judge_model) reads for every judge; SELF names the answering model.
+
+A yes/no judge's own threshold (0.5) was set for the 0.5B. The 1.5B says "yes" more readily,
+so at 0.5 it keeps most answers (pre_answer 84% of them on SQuAD 2.0). Its thresholds were
+tuned on four public labelled sets together (the threshold that shows 60% of the right
+answers), and each set left out in turn was decided by thresholds tuned on the other three
+alone: docs/QUALITY.md, "Where we stand". A policy fitted on a team's own labels overrides them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from ragshield.llm.packaged_models import DEFAULT_MODEL, LARGER_MODEL
+
+SELF = "self"  # as a judge model: the answering model reads for every judge
+READ_BY_LARGER = ("pre_answer", "p_true")
+THRESHOLDS: dict[str, dict[str, float]] = {LARGER_MODEL: {"pre_answer": 0.76, "p_true": 0.71}}
+
+
+@dataclass(frozen=True)
+class JudgeReaders:
+    """The model each judge reads from: `by_judge[judge]`, else `every` (None: the answering
+    model)."""
+
+    every: str | None = None
+    by_judge: Mapping[str, str] = field(default_factory=dict)
+
+    def reader(self, judge: str) -> str | None:
+        return self.by_judge.get(judge, self.every)
+
+    def options(self) -> dict[str, dict[str, Any]]:
+        """`make_judges` options: the thresholds measured for each judge's reader, none for
+        a reader nobody measured."""
+        return {judge: {"threshold": threshold}
+                for reader, thresholds in THRESHOLDS.items()
+                for judge, threshold in thresholds.items() if self.reader(judge) == reader}
+
+    def describe(self) -> str:
+        """In words, for pages and run summaries."""
+        parts = [f"{judge}: {model}" for judge, model in self.by_judge.items()]
+        others = "the other judges" if parts else "every judge"
+        return "; ".join([*parts, f"{others}: {self.every or 'the answering model'}"])
+
+
+def judge_readers(named: str | None, *, backend: str, answer_model: str | None) -> JudgeReaders:
+    """Who reads for which judge, given the judge model `named` (None: nobody named one) and
+    what answers (`backend` and the answer model's name, None for the configured default)."""
+    if named == SELF:
+        return JudgeReaders()
+    if named:
+        return JudgeReaders(every=named)
+    if backend == "embedded" and answer_model in (None, DEFAULT_MODEL):
+        return JudgeReaders(by_judge={judge: LARGER_MODEL for judge in READ_BY_LARGER})
+    return JudgeReaders()
