@@ -437,10 +437,11 @@ def judge_section(args: argparse.Namespace, folder: Path) -> Section:
             ("prompt read once by the 0.5B, p50", f"{statistics.median(reads):.2f} s", ""),
             ("/v1/judge (self) / prompt read, p50", f"{statistics.median(ratios):.2f}x",
              "<= 1.5x")]
-    readers = ask_readers(AskRequest(), Settings(backend="embedded")).describe()
+    settings = Settings(backend="embedded")
+    readers = ask_readers(AskRequest(), settings).describe()
     return Section(rows, {"judge_s": latencies, "judge_self_s": own, "prompt_read_s": reads,
                           "ratios": ratios},
-                   f"Fast judge set ({', '.join(default_judges())}); the call cache off. "
+                   f"Fast judge set ({', '.join(default_judges(settings))}); the call cache off. "
                    f"Default readers: {readers}.")
 
 
