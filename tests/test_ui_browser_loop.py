@@ -41,9 +41,9 @@ BAD_LINE = 7
 ANNOTATOR = "loop-annotator"
 LABELS = ("answerable", "unanswerable", "answerable")
 # Read off the shipped demo run (its labels come from reference answers and unanswerable
-# flags): no judge certifies a risk of 60% at delta 0.1, pre_answer (one cheap yes/no call in
-# the Demo) certifies 70%.
-POLICY_JUDGE, TOO_STRICT, CERTIFIED = "pre_answer", "0.6", "0.7"
+# flags; 82% of its answers are wrong): p_true (one cheap yes/no call in the Demo) certifies
+# a risk of 80% at delta 0.1, not 70%.
+POLICY_JUDGE, TOO_STRICT, CERTIFIED = "p_true", "0.7", "0.8"
 POLICY = "loop-guard"
 POLICY_RULE = f"policy:{POLICY}@1"
 HTML_DATASET = "<i>tagged</i>"
@@ -186,13 +186,14 @@ def test_a_policy_is_previewed_saved_and_pinned(page: Page, database_url: str) -
     page.get_by_role("button", name="Preview", exact=True).click()
     expect(preview).to_contain_text(re.compile(
         r"No threshold keeps this promise on these labels: it needs about \d+ more labels"))
-    expect(preview.locator(".rs-promise")).to_contain_text("at most 60% are wrong")
+    expect(preview.locator(".rs-promise")).to_contain_text(
+        f"at most {float(TOO_STRICT):.0%} are wrong")
 
     alpha.fill(CERTIFIED)
     page.get_by_role("button", name="Preview", exact=True).click()
     expect(preview.locator(".rs-promise")).to_have_text(
-        "Promise: Of the answers shown, at most 70% are wrong or unsupported, with 90% "
-        "confidence.")
+        f"Promise: Of the answers shown, at most {float(CERTIFIED):.0%} are wrong or "
+        "unsupported, with 90% confidence.")
     expect(preview).to_contain_text("Answer when the score is at least")
     expect(preview).not_to_contain_text("No threshold keeps")
 
@@ -231,7 +232,7 @@ def test_a_typed_question_is_decided_by_the_pinned_policy(page: Page) -> None:
     expect(result.locator(".rs-demo-rule-why")).to_contain_text(
         f"Why this rule: the pinned policy {POLICY}@1, pinned on ")
     expect(result.locator(".rs-demo-rule-why")).to_contain_text(
-        "at most 70% of the answers it shows are wrong")
+        f"at most {float(CERTIFIED):.0%} of the answers it shows are wrong")
     expect(result.locator(".rs-demo-status")).to_contain_text("Done in")
     no_traceback(page)
 
