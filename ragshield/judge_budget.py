@@ -1,13 +1,14 @@
 """Judging within a latency budget: a caller of the guard says how long its verdicts may take
 (`budget_ms`) and what to do when the decision rule cannot decide in that time (`on_budget`).
 
-The judges start free ones first, then those the rule reads, then the rest cheapest first
+The judges run free ones first, then those the rule reads, then the rest cheapest first
 (judging.deciding_first); with a server backend up to `concurrency` of them run at once, with
-an in-process model one at a time (it serves one call and keeps one cache). When the budget passes, the verdicts in hand decide; the judges still
-running are left to finish unheard, and those not started never start. Each of them gets a
-verdict that says it did not finish. If the rule cannot decide from what finished (its judge
-is among the unfinished, or none finished), `on_budget` does: `keep` shows the answer (fail
-open), `abstain` withholds it (fail closed), `error` fails the call (504, nothing stored).
+an in-process model one at a time (it serves one call and keeps one cache). When the budget
+passes, the verdicts in hand decide; the judges still running are left to finish unheard, and
+those not started never start. Each of them gets a verdict that says it did not finish. If the
+rule cannot decide from what finished (its judge is among the unfinished, or none finished),
+`on_budget` does: `keep` shows the answer (fail open), `abstain` withholds it (fail closed),
+`error` fails the call (504, nothing stored).
 """
 
 from __future__ import annotations
