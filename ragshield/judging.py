@@ -176,21 +176,22 @@ def judge_sample(
         if on_decision is not None:
             on_decision(result.decision)
         return result
+    def settle() -> None:
+        result.decision = decide(result.verdicts, rule)
+        if on_decision is not None:
+            on_decision(result.decision)
+
     waiting = rule_judges(rule, [judge.name for judge in judges])
     for judge in order(judges):
         verdict = judge.judge(sample, answer, reader(judge.name))
         result.verdicts.append(verdict)
         if on_verdict is not None:
             on_verdict(verdict)
-        if waiting and not waiting.difference(v.judge for v in result.verdicts):
-            waiting = set()  # the rule has what it reads: its decision is final
-            result.decision = decide(result.verdicts, rule)
-            if on_decision is not None:
-                on_decision(result.decision)
-    if result.decision is None:
-        result.decision = decide(result.verdicts, rule)
-        if on_decision is not None:
-            on_decision(result.decision)
+        waiting.discard(verdict.judge)
+        if not waiting and result.decision is None:  # the rule has all it reads: final
+            settle()
+    if result.decision is None:  # the rule reads a judge that did not run
+        settle()
     return result
 
 
