@@ -7,7 +7,7 @@ from typing import Any, get_args
 
 from ragshield.config import Settings
 from ragshield.errors import OptionError
-from ragshield.judges.judge_readers import JudgeReaders, judge_readers
+from ragshield.judges.judge_readers import SELF, JudgeReaders, judge_readers
 from ragshield.judging import choose_rule
 from ragshield.llm.packaged_models import LARGER_MODEL, SMALLEST_MODEL, unknown_embedded_model
 from ragshield.types import RetrievalMode
@@ -63,7 +63,8 @@ class RunConfig:
         return cls(**data)
 
     def readers(self) -> JudgeReaders:
-        return JudgeReaders(every=self.judge_model, by_judge=self.judge_readers or {})
+        every = None if self.judge_model == SELF else self.judge_model
+        return JudgeReaders(every=every, by_judge=self.judge_readers or {})
 
     def settings(self, base: Settings | None = None) -> Settings:
         """`base` (default: the environment) with this run's model choice."""
@@ -80,7 +81,7 @@ def with_readers(config: RunConfig, settings: Settings) -> RunConfig:
     """`config` with its judges' readers settled (judges/judge_readers.py): the run's judge
     model, else the configured one, else the measured default for what answers."""
     if config.judge_readers is not None:
-        return config
+        return replace(config, judge_model=config.readers().every)
     answer_model = SMALLEST_MODEL if config.small_model else config.settings(settings).model
     readers = judge_readers(config.judge_model or settings.judge_model, backend=config.backend,
                             answer_model=answer_model)

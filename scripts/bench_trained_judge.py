@@ -242,7 +242,7 @@ def answer_figures(corpus: Corpus, settings: Settings, database: str, count: int
     store = open_store(database)
     try:
         run_id = quality_run(store, settings, corpus.name, count, reads,
-                             judge_model=judge_model, data_dir=data_dir)
+                             judge_model=judge_model or "self", data_dir=data_dir)
         dataset = f"quality-{corpus.name}-{count}"
         examples, _ = answer_examples(store, dataset, run_id, reads,
                                       configured_grader(settings, store))
@@ -288,7 +288,9 @@ def main() -> None:
     parser = bench_parser(__doc__, "trained_judge.json", runs=1)
     parser.add_argument("--data-dir", type=Path, help=DATA_DIR_HELP)
     parser.add_argument("--reads", default="", help="LLM judges read on a subset, e.g. pre_answer")
-    parser.add_argument("--judge-model", default=None, help="the judges' model (packaged name)")
+    parser.add_argument("--judge-model", default=None,
+                        help="the model every judge reads from (a packaged name); default, or "
+                             "self: the configured model")
     parser.add_argument("--reads-per-group", type=int, default=50)
     parser.add_argument("--reads-on", default=",".join(DATASETS),
                         help="the datasets whose subset is read (comma-separated)")
@@ -307,6 +309,8 @@ def main() -> None:
     parser.add_argument("--database", default=None,
                         help="where the answer runs are kept (default: the cache directory)")
     args = parser.parse_args()
+    if args.judge_model == "self":
+        args.judge_model = None  # the configured model reads every judge
     if args.data_dir is None:
         parser.error(f"--data-dir is {DATA_DIR_HELP}")
     settings = Settings()

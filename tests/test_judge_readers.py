@@ -42,6 +42,16 @@ def test_where_the_small_model_answers_pre_answer_and_p_true_read_from_the_large
         assert judge_readers(None, backend=backend, answer_model=model) == JudgeReaders()
 
 
+def test_without_the_larger_models_packages_every_judge_reads_from_the_answering_model(
+        monkeypatch):
+    import ragshield.judges.judge_readers as readers
+
+    assert readers.larger_installed()  # requirements.txt installs it
+    monkeypatch.setattr(readers, "larger_installed", lambda: False)  # a wheel without the extra
+    assert judge_readers(None, backend="embedded", answer_model=None) == JudgeReaders()
+    assert judge_readers(LARGER_MODEL, backend="embedded", answer_model=None).every == LARGER_MODEL
+
+
 def test_a_named_judge_model_reads_for_every_judge_and_self_names_the_answering_model():
     named = judge_readers("/models/big.gguf", backend="embedded", answer_model=None)
     assert named.reader("pre_answer") == named.reader("calibration") == "/models/big.gguf"

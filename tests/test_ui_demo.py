@@ -99,7 +99,7 @@ def table_rows(html: str) -> list[list[str]]:
     return [re.findall(r"<td>(.*?)</td>", row) for row in body.split("</tr>") if "<td>" in row]
 
 
-def test_verdicts_stream_in_one_by_one_cheapest_first(context):
+def test_verdicts_stream_in_one_by_one_free_first_then_by_cost(context):
     with_model(context, ScriptedLLM(respond=replies()))
     frames = list(ask(context, request()))
     done = [sum(word != "pending" for word in badges(f).values()) for f in frames]

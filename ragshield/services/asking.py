@@ -415,9 +415,12 @@ def answer_and_judge(store: Store, settings: Settings, models: Models, prepared:
     post = post or (lambda _kind, _payload: None)
     request = prepared.request
     main: LLM = models.llm(request.model) if prepared.needs_model else NoModel()
+    # Each reader opened before the judges start, so that no budget pays for its loading.
+    names = {prepared.readers.reader(judge.name) for judge in prepared.judges}
+    readers = {name: models.llm(name) for name in names if name} if prepared.needs_model else {}
+
     def reader(judge: str) -> LLM:
-        name = prepared.readers.reader(judge) if prepared.needs_model else None
-        return models.llm(name) if name else main
+        return readers.get(prepared.readers.reader(judge) or "", main)
     judged = judge_sample(prepared.sample, main, _Reporting(prepared.answerer, post, main.name),
                           prepared.judges, prepared.rule,
                           on_verdict=lambda verdict: post("verdict", verdict),

@@ -7,18 +7,8 @@ from typing import Any
 
 from ragshield.config import Settings
 from ragshield.doctor import doctor_parts, run_doctor
-from ragshield.llm.packaged_models import (PACKAGED_MODELS, ModelPackageMissing, PackagedModel,
-                                           ensure_model, locate_part)
-
-
-def installed(model: PackagedModel) -> bool:
-    """Whether every package that carries the model's bytes is installed."""
-    try:
-        for part in model.parts:
-            locate_part(part)
-    except ModelPackageMissing:
-        return False
-    return True
+from ragshield.llm.packaged_models import (PACKAGED_MODELS, PackagedModel, ensure_model,
+                                           installed)
 
 
 def packaged_models() -> list[dict[str, Any]]:
