@@ -7,8 +7,7 @@ from typing import Any
 
 from ragshield.config import Settings
 from ragshield.doctor import doctor_parts, run_doctor
-from ragshield.llm.packaged_models import (PACKAGED_MODELS, PackagedModel, ensure_model,
-                                           installed)
+from ragshield.llm.packaged_models import PACKAGED_MODELS, ensure_model, installed
 
 
 def packaged_models() -> list[dict[str, Any]]:
