@@ -93,7 +93,7 @@ def open_models(config: RunConfig, settings: Settings, store: Store) -> RunModel
     opened = {LARGER_MODEL: make_llm(settings, store=store, packaged=LARGER_MODEL)
               } if config.switch else {}
     readers = config.readers()
-    for name in {name for judge in config.judges if (name := readers.reader(judge))}:
+    for name in readers.models(config.judges):
         if name not in opened:
             opened[name] = make_reader(settings, name, store=store)
     return RunModels(main=main, larger=opened.get(LARGER_MODEL) if config.switch else None,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from ragshield.llm.packaged_models import DEFAULT_MODEL, LARGER_MODEL, PACKAGED_MODELS, installed
 
@@ -40,6 +40,10 @@ class JudgeReaders:
 
     def reader(self, judge: str) -> str | None:
         return self.by_judge.get(judge, self.every)
+
+    def models(self, judges: Iterable[str]) -> set[str]:
+        """The models other than the answering one that `judges` read from, to open once."""
+        return {name for judge in judges if (name := self.reader(judge))}
 
     def options(self) -> dict[str, dict[str, Any]]:
         """`make_judges` options: the thresholds measured for each judge's reader, none for

@@ -416,8 +416,8 @@ def answer_and_judge(store: Store, settings: Settings, models: Models, prepared:
     request = prepared.request
     main: LLM = models.llm(request.model) if prepared.needs_model else NoModel()
     # Each reader opened before the judges start, so that no budget pays for its loading.
-    names = {prepared.readers.reader(judge.name) for judge in prepared.judges}
-    readers = {name: models.llm(name) for name in names if name} if prepared.needs_model else {}
+    names = prepared.readers.models(judge.name for judge in prepared.judges)
+    readers = {name: models.llm(name) for name in names} if prepared.needs_model else {}
 
     def reader(judge: str) -> LLM:
         return readers.get(prepared.readers.reader(judge) or "", main)
