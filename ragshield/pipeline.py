@@ -13,7 +13,7 @@ import logging
 import sys
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable, Iterator, Sequence
 
 from tqdm import tqdm
 
@@ -59,6 +59,18 @@ class RunModels:
 
     def reader(self, judge: str) -> LLM:
         return self.readers.get(judge, self.main)
+
+    def check_readers(self, config: RunConfig, judges: Sequence[str]) -> None:
+        """ValueError when the run says one of `judges` reads from another model and none
+        was handed in for it: its verdicts would be read by `main` and judged at the
+        thresholds of the model the run names."""
+        readers = config.readers()
+        missing = [f"{judge} ({name})" for judge in judges
+                   if (name := readers.reader(judge)) is not None and judge not in self.readers]
+        if missing:
+            raise ValueError(f"run config: {', '.join(missing)} read from another model, and "
+                             "no reader was handed in for them (judge_model 'self' makes the "
+                             "answering model read)")
 
 
 @dataclass(frozen=True)
@@ -194,6 +206,7 @@ def execute_run(store: Store, run_id: int, settings: Settings | None = None, *,
     settings = settings or Settings()
     with held_run(store, run_id):
         models = models or open_models(config, settings, store)
+        models.check_readers(config, config.judges)
         worker = _SampleWorker(config, settings, models)
         run_store.set_run_status(store, run_id, "running")
         try:
@@ -248,6 +261,7 @@ def rejudge_run(store: Store, run_id: int, judges: str, settings: Settings | Non
     with held_run(store, run_id):  # a resume at the same time would add the same verdicts
         models = models or open_models(replace(config, switch=False, judges=names), settings,
                                        store)
+        models.check_readers(config, names)
         added = failed = 0
         saved = run_store.iter_main_answers(store, run_id)
         for item in tqdm(saved, total=run.samples_total, disable=not progress, file=sys.stderr,

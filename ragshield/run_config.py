@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any, get_args
+from typing import Any, Iterable, get_args
 
 from ragshield.config import Settings
 from ragshield.errors import OptionError
-from ragshield.judges.judge_readers import SELF, JudgeReaders, judge_readers
+from ragshield.fitted_readers import honour_fitted
+from ragshield.judges.judge_readers import SELF, JudgeReaders, answer_model_name, judge_readers
 from ragshield.judging import choose_rule
+from ragshield.policies.policy import Policy
 from ragshield.llm.packaged_models import LARGER_MODEL, SMALLEST_MODEL, unknown_embedded_model
 from ragshield.types import RetrievalMode
 
@@ -66,6 +68,18 @@ class RunConfig:
         every = None if self.judge_model == SELF else self.judge_model
         return JudgeReaders(every=every, by_judge=self.judge_readers or {})
 
+    def answer_model(self, settings: Settings | None = None) -> str:
+        """The answering model's name, as readers are recorded (`settings`: the configured
+        model where the run names none; default: the packaged default)."""
+        if self.small_model:
+            return SMALLEST_MODEL
+        return answer_model_name(self.backend, self.model or (settings.model if settings
+                                                              else None))
+
+    def read_by(self, judges: Iterable[str]) -> dict[str, str]:
+        """The model each of `judges` read from in this run, by name."""
+        return self.readers().read_by(judges, self.answer_model())
+
     def settings(self, base: Settings | None = None) -> Settings:
         """`base` (default: the environment) with this run's model choice."""
         base = base or Settings()
@@ -79,12 +93,17 @@ class RunConfig:
 
 def with_readers(config: RunConfig, settings: Settings) -> RunConfig:
     """`config` with its judges' readers settled (judges/judge_readers.py): the run's judge
-    model, else the configured one, else the measured default for what answers."""
+    model, else the configured one, else the measured default for what answers; the judges
+    of its policy (`config.policy`) and its trained judges read by the models they were
+    fitted on (fitted_readers.py)."""
     if config.judge_readers is not None:
         return replace(config, judge_model=config.readers().every)
     answer_model = SMALLEST_MODEL if config.small_model else config.settings(settings).model
     readers = judge_readers(config.judge_model or settings.judge_model, backend=config.backend,
                             answer_model=answer_model)
+    policy = Policy.from_dict(config.policy, "run config policy") if config.policy else None
+    readers = honour_fitted(readers, policy, config.judges, settings,
+                            config.answer_model(settings))
     return replace(config, judge_model=readers.every, judge_readers=dict(readers.by_judge))
 
 
@@ -125,7 +144,7 @@ def check_config(config: RunConfig) -> RunConfig:
     if config.switch and config.model == LARGER_MODEL and not config.small_model:
         problems.append(f"switch hands withheld answers to the larger model {LARGER_MODEL}, "
                         "which already answers this run: answer with a smaller model")
-    readers = {config.judge_model, *(config.judge_readers or {}).values()}
+    readers = {config.judge_model, *(config.judge_readers or {}).values()} - {SELF}
     for reader in sorted(name for name in readers if name) if config.backend == "embedded" else ():
         if (unknown := unknown_embedded_model(reader)) is not None:
             problems.append(f"judge_model {unknown}")

@@ -88,7 +88,9 @@ def main() -> None:
                              "work database holding the shipped file")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    settings = Settings(database_url=f"sqlite:///{args.db}")
+    # The shipped run shows the defaults: no model or judge model from the environment.
+    settings = Settings(database_url=f"sqlite:///{args.db}", backend="embedded", model=None,
+                        judge_model=None)
     args.db.parent.mkdir(parents=True, exist_ok=True)
     shipped = args.rejudge or args.new_rule or args.new_readers
     if shipped and args.db.exists():

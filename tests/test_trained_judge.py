@@ -24,14 +24,17 @@ from ragshield.judges.trained import (CARD_FILE, WEIGHTS_FILES, TrainedJudgeErro
                                       weights_digest)
 from ragshield.judges.training import group_of, load_base
 from ragshield.retrieval.embeddings import packaged_embedding_path
-from ragshield.services.judge_training import train_judge, trained_judges
+from ragshield.services.judge_training import reads_reader, train_judge, trained_judges
+from ragshield.services.asking import AskRequest, prepare
+from ragshield.judges.judge_readers import SELF
+from ragshield.llm.packaged_models import DEFAULT_MODEL, LARGER_MODEL
 from ragshield.services.labelling import add_annotator, label_sample
 from ragshield.store.database import open_store
 from ragshield.store.samples import import_samples, load_sample
 from ragshield.run_config import RunConfig
 from ragshield.services.runs import execute, record_run
 from ragshield.pipeline import RunModels
-from ragshield.types import Answer, GivenAnswer
+from ragshield.types import Answer, GivenAnswer, Passage
 from tests.conftest import TEST_DATA, lane
 from tests.fakes import ScriptedLLM, ScriptedReply
 from tests.reliability.fake_openai import FakeOpenAIServer, Fault, Request, healthy_reply
@@ -259,7 +262,8 @@ def test_a_judge_learns_to_weigh_the_llm_reads_of_a_run(squad_store, cache_setti
     import_samples(store, "given", [replace(s, given_answer=GivenAnswer("an answer"))
                                     for s in samples])
     run = record_run(store, settings, RunConfig(dataset="given", answerer="given",
-                                                judges=["pre_answer"], rule="pre_answer"))
+                                                judges=["pre_answer"], rule="pre_answer",
+                                                judge_model=SELF))
     assert execute(store, settings, run.run_id, models=RunModels(main=llm)).outcome.status == "done"
     with pytest.raises(OptionError, match="run .* has no verdicts of p_true"):
         train_judge(store, cache_settings, "reads", "given", run_id=run.run_id,
@@ -268,6 +272,13 @@ def test_a_judge_learns_to_weigh_the_llm_reads_of_a_run(squad_store, cache_setti
                        reads=["pre_answer"])
     card = info.card
     assert card.reads == ["pre_answer"] and card.split["run"] == run.run_id
+    assert card.reader == DEFAULT_MODEL  # the answering model read them
+    # Wherever it decides, it reads from that model, whoever reads for the other judges.
+    asked = prepare(store, cache_settings, AskRequest(
+        question="Who?", passages=(Passage("Text."),), judges=("trained:reads", "pre_answer"),
+        judge_model=LARGER_MODEL, keep_record=False))
+    assert asked.readers.reader("trained:reads") is None
+    assert asked.readers.reader("pre_answer") == LARGER_MODEL
     assert card.cv["features"][-1] == "pre_answer (log-odds)" and card.cv["pr_auc_min"] >= 0.95
     judge = make_judge("trained:reads", cache_settings)
     assert judge.cost == "cheap" and judge.requires
@@ -279,6 +290,17 @@ def test_a_judge_learns_to_weigh_the_llm_reads_of_a_run(squad_store, cache_setti
         assert [c.purpose for c in verdict.trace][-1] == "trained:reads: weigh the signals"
         assert verdict.keep == bool(sample.answerable)
         assert "pre_answer (log-odds)" in verdict.rationale.split("pushes: ")[1].split(";")[0]
+
+
+def test_a_judge_reads_its_scores_from_one_model(store, settings):
+    """A run whose reads came from two models (the default readers: pre_answer by the 1.5B,
+    token_prob by the answering model) cannot teach a judge that reads from one."""
+    run = record_run(store, settings, RunConfig(dataset="demo", judges=["pre_answer",
+                                                                        "token_prob"]))
+    with pytest.raises(OptionError, match=r"read pre_answer by qwen-1.5b, token_prob by "
+                                          r"qwen-0.5b: a trained judge reads its scores"):
+        reads_reader(store, run.run_id, ["pre_answer", "token_prob"])
+    assert reads_reader(store, run.run_id, ["pre_answer"]) == LARGER_MODEL
 
 
 def test_a_judge_learns_whether_a_runs_answers_are_right(squad_store, cache_settings, settings):

@@ -88,6 +88,7 @@ def list_(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> 
             continue
         card = found.card
         how = card.kind + "".join(f" + {read}" for read in card.reads)
+        how += f", read by {card.reader or 'the answering model'}" if card.reads else ""
         rows.append({"judge": found.judge, "cost": card.cost,
                      "trained on": f"{card.dataset} ({card.target}, {card.labels['total']}; "
                                    f"{how})",

@@ -15,6 +15,10 @@ so at 0.5 it keeps most answers (pre_answer 84% of them on SQuAD 2.0). Its thres
 tuned on four public labelled sets together (the threshold that shows 60% of the right
 answers), and each set left out in turn was decided by thresholds tuned on the other three
 alone: docs/QUALITY.md, "Where we stand". A policy fitted on a team's own labels overrides them.
+
+Scores read by one model mean nothing at thresholds fitted on another's: a policy and a trained
+judge record the model each of their judges read from when they were fitted (`read_by`), and
+are read by those models wherever they decide (`JudgeReaders.honouring`).
 """
 
 from __future__ import annotations
@@ -36,10 +40,24 @@ class JudgeReaders:
     model)."""
 
     every: str | None = None
-    by_judge: Mapping[str, str] = field(default_factory=dict)
+    by_judge: Mapping[str, str] = field(default_factory=dict)  # SELF: the answering model
 
     def reader(self, judge: str) -> str | None:
-        return self.by_judge.get(judge, self.every)
+        name = self.by_judge.get(judge, self.every)
+        return None if name == SELF else name
+
+    def read_by(self, judges: Iterable[str], answer_model: str) -> dict[str, str]:
+        """The model each of `judges` reads from, by name (`answer_model` for the answering
+        one): what a policy or a trained judge records when it is fitted."""
+        return {judge: self.reader(judge) or answer_model for judge in judges}
+
+    def honouring(self, read_by: Mapping[str, str], answer_model: str) -> JudgeReaders:
+        """These readers, with each judge of `read_by` read by the model it names (as
+        `read_by` gives it; `answer_model` is the answering model's name here)."""
+        if all(self.reader(judge) == _own(name, answer_model) for judge, name in read_by.items()):
+            return self
+        pinned = {judge: _own(name, answer_model) or SELF for judge, name in read_by.items()}
+        return JudgeReaders(self.every, {**self.by_judge, **pinned})
 
     def models(self, judges: Iterable[str]) -> set[str]:
         """The models other than the answering one that `judges` read from, to open once."""
@@ -54,9 +72,26 @@ class JudgeReaders:
 
     def describe(self) -> str:
         """In words, for pages and run summaries."""
-        parts = [f"{judge}: {model}" for judge, model in self.by_judge.items()]
+        parts = [f"{judge}: {_words(model)}" for judge, model in self.by_judge.items()]
         others = "the other judges" if parts else "every judge"
-        return "; ".join([*parts, f"{others}: {self.every or 'the answering model'}"])
+        return "; ".join([*parts, f"{others}: {_words(self.every)}"])
+
+
+def _own(name: str, answer_model: str) -> str | None:
+    """A reader's name as JudgeReaders keeps it: None for the answering model."""
+    return None if name in (answer_model, SELF) else name
+
+
+def _words(model: str | None) -> str:
+    return "the answering model" if model in (None, SELF) else str(model)
+
+
+def answer_model_name(backend: str, model: str | None) -> str:
+    """The answering model's name, as readers are recorded: a packaged name or GGUF path
+    (embedded; None: the default packaged model), else the configured name or the backend."""
+    if backend == "embedded":
+        return model or DEFAULT_MODEL
+    return model or f"the {backend} model"
 
 
 @cache

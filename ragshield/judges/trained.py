@@ -26,6 +26,7 @@ import numpy as np
 from ragshield.answerers.context import PromptOptions
 from ragshield.errors import UserError
 from ragshield.judges.base import Judge
+from ragshield.judges.judge_readers import SELF
 from ragshield.judges.learned import FeatureModel, log_odds
 from ragshield.judges.signals import ANSWER_SIGNALS, QUESTION_SIGNALS, SignalReader
 from ragshield.judges.training import Example, load_base, pair_texts, predict
@@ -74,6 +75,9 @@ class ModelCard:
     reads: list[str] = field(default_factory=list)  # the LLM judges whose scores it reads
     cv: dict[str, Any] = field(default_factory=dict)  # grouped cross-validation, by fold
     hard_negatives: int = 0  # made unanswerable samples it trained on (never measured on)
+    # The model its reads came from (one, judge_readers.py); "" without reads and in cards
+    # written before readers were recorded, whose reads came from the answering model.
+    reader: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -132,6 +136,13 @@ def read_card(directory: Path) -> ModelCard:
         raise TrainedJudgeError(f"{path} is stale: the weights beside it are not the ones it "
                                 "describes; train the judge again")
     return card
+
+
+def trained_read_by(name: str, cache_dir: Path) -> dict[str, str]:
+    """{`name`: the model its reads must come from} for a trained judge that reads LLM
+    scores, {} for one that reads none (TrainedJudgeError when it is missing or stale)."""
+    card = read_card(judges_dir(cache_dir) / name[len(PREFIX):])
+    return {name: card.reader or SELF} if card.reads else {}
 
 
 def feature_names(target: str, reads: Sequence[str]) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Mapping, Sequence
 from datetime import datetime, timezone
 
 import numpy as np
@@ -49,11 +49,11 @@ def fit_policy(name: str, source: str, data: LabelledScores, *, alpha: float, de
                beta: float | None = None, run_id: int | None = None,
                dataset: str | None = None, truth: str = "human", holdout: float = 0.0,
                stacker: StackedScore | None = None, trained_on: Sequence[str] = (),
-               starts: int = STARTS) -> Policy:
+               starts: int = STARTS, read_by: Mapping[str, str] | None = None) -> Policy:
     """Fit the thresholds on `data` and describe the result (PolicyFitError when the labels
     cannot support the promise). `stacker`: the model that gave the scores, trained on the
     samples `trained_on` (kept apart from `data`). `starts`: the LTT sequences tested
-    (risk_control.STARTS)."""
+    (risk_control.STARTS). `read_by`: the model each of its judges read from."""
     check_name(name, "policy name")
     fitted = fit_thresholds(data.scores, data.good, alpha, delta, beta, starts)
     scored = ~np.isnan(data.scores)
@@ -80,4 +80,5 @@ def fit_policy(name: str, source: str, data: LabelledScores, *, alpha: float, de
                            sample_ids=(*np.asarray(data.sample_ids).astype(str).tolist(),
                                        *trained_on)),
         code_version=code_version(), created_at=datetime.now(timezone.utc).isoformat(),
-        holdout=holdout, tested=fitted.tested, notes=notes, stacker=stacker)
+        holdout=holdout, tested=fitted.tested, notes=notes, stacker=stacker,
+        read_by=dict(read_by or {}))

@@ -15,6 +15,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 from ragshield.errors import UserError
+from ragshield.judges.judge_readers import SELF
 from ragshield.judging import ABSTAINED, DEFERRED, KEPT, Rule
 from ragshield.policies.risk_control import clopper_pearson
 from ragshield.policies.rules import policy_rule
@@ -136,11 +137,21 @@ class Policy:
     tested: int = 0  # thresholds tested for answer_at (up to the first that failed)
     notes: list[str] = field(default_factory=list)
     stacker: StackedScore | None = None  # the model behind source "stacked"
+    # The model each of its judges read from in the run it was fitted on (judge_readers.py);
+    # empty in policies fitted before readers were recorded.
+    read_by: dict[str, str] = field(default_factory=dict)
 
     @property
     def judges(self) -> list[str]:
         """The judges whose verdicts it reads."""
         return self.stacker.judges if self.stacker is not None else [self.source]
+
+    @property
+    def reads_from(self) -> dict[str, str]:
+        """The model each of its judges must read from for its thresholds to mean what was
+        fitted: `read_by`, else (fitted before readers were recorded, when every judge read
+        from the answering model unless a judge model was named) the answering model."""
+        return dict(self.read_by) or {judge: SELF for judge in self.judges}
 
     @property
     def rule(self) -> str:
@@ -292,6 +303,13 @@ def _read_stacker(body: Any, where: str) -> StackedScore | None:
         raise PolicyFormatError(str(exc)) from exc
 
 
+def _read_by(body: Mapping[str, Any], where: str) -> dict[str, str]:
+    found = _field(body, "read_by", dict, where, optional=True) or {}
+    if not all(isinstance(k, str) and isinstance(v, str) and v for k, v in found.items()):
+        raise PolicyFormatError(f"{where}.read_by: expected judge names mapped to model names")
+    return dict(found)
+
+
 def _read_policy(body: Any, where: str) -> Policy:
     if not isinstance(body, dict):
         raise PolicyFormatError(f"{where}: expected a JSON object, got {type(body).__name__}")
@@ -314,10 +332,14 @@ def _read_policy(body: Any, where: str) -> Policy:
         tested=_whole(body, "tested", where, optional=True) or 0,
         notes=[str(n) for n in _field(body, "notes", list, where, optional=True) or []],
         stacker=_read_stacker(body.get("stacker"), f"{where}.stacker"),
+        read_by=_read_by(body, where),
     )
     if (policy.source == STACKED) != (policy.stacker is not None):
         raise PolicyFormatError(f"{where}.stacker: a policy on source {STACKED!r} needs its "
                                 "model, and only it has one")
+    if policy.read_by and set(policy.read_by) != set(policy.judges):
+        raise PolicyFormatError(f"{where}.read_by: names {', '.join(sorted(policy.read_by))}, "
+                                f"but the policy reads {', '.join(policy.judges)}")
     if policy.withhold_below is not None and policy.withhold_below > policy.answer_at:
         raise PolicyFormatError(f"{where}.withhold_below: {policy.withhold_below} is above "
                                 f"answer_at {policy.answer_at}")

@@ -22,8 +22,9 @@ from ragshield.datasets.demo import DEMO_DATASET
 from ragshield.errors import UserError
 from ragshield.judge_budget import Budget
 from ragshield.judges.base import Judge
-from ragshield.judges.judge_readers import SELF, JudgeReaders, judge_readers
-from ragshield.judges.registry import make_judges, quick_judges
+from ragshield.fitted_readers import honour_fitted
+from ragshield.judges.judge_readers import SELF, JudgeReaders, answer_model_name, judge_readers
+from ragshield.judges.registry import judge_names, make_judges, quick_judges
 from ragshield.judging import (POOLED_RULES, JudgedSample, Rule, choose_rule, deciding_first,
                                judge_sample)
 from ragshield.llm.base import LLM
@@ -294,10 +295,17 @@ def rule_reason(rule: Rule, asked: str | None, settings: Settings,
 
 
 def ask_readers(request: AskRequest, settings: Settings) -> JudgeReaders:
-    """The model each judge of the ask reads from (judges/judge_readers.py)."""
+    """The model each judge of the ask reads from (judges/judge_readers.py), before the
+    fitted judges are pinned to their own (prepare)."""
     return judge_readers(request.judge_model or settings.judge_model,
                          backend="embedded" if request.model else settings.backend,
                          answer_model=request.model or settings.model)
+
+
+def ask_answer_model(request: AskRequest, settings: Settings) -> str:
+    """The name of the model that answers the ask, as readers are recorded."""
+    return answer_model_name("embedded" if request.model else settings.backend,
+                             request.model or settings.model)
 
 
 def prepare(store: Store, settings: Settings, request: AskRequest,
@@ -307,10 +315,10 @@ def prepare(store: Store, settings: Settings, request: AskRequest,
     readers = ask_readers(request, settings)
     default = default_rule(settings, store, readers)
     chosen = request.judges or default_judges(settings, request.rule or default.rule, store)
-    judges = make_judges(",".join(chosen), settings, readers.options())
-    names = [judge.name for judge in judges]
+    names = judge_names(",".join(chosen))
     rule, note = settle_rule(store, request.rule, names, default)
-    judges = deciding_first(judges, rule)
+    readers = honour_fitted(readers, rule, names, settings, ask_answer_model(request, settings))
+    judges = deciding_first(make_judges(",".join(names), settings, readers.options()), rule)
     answerer = make_answerer(GIVEN if request.given_answer is not None
                              else request.answerer or settings.answerer)
     sample, source = _sample(store, settings, request, finders or PassageFinders(settings))

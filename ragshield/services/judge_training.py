@@ -37,6 +37,7 @@ from ragshield.judges.training import (Example, group_of, held_out_split, load_b
 from ragshield.metrics.labels import ANSWERABLE, UNANSWERABLE, majority_label
 from ragshield.metrics.precision_recall import pr_auc, pr_curve
 from ragshield.policies.fitting import PERSON
+from ragshield.run_config import RunConfig
 from ragshield.retrieval.embeddings import packaged_embedding_path
 from ragshield.services.llm_grading import configured_grader
 from ragshield.services.policies import truth_sources
@@ -227,6 +228,19 @@ def _check_request(name: str, target: str, kind: str, run_id: int | None,
         raise OptionError(f"epochs must lie in 1..20, got {epochs}")
 
 
+def reads_reader(store: Store, run_id: int, reads: Sequence[str]) -> str:
+    """The one model the run's `reads` were read from: a trained judge reads them all from
+    one model at use (OptionError when the run read them from several)."""
+    read_by = RunConfig.from_dict(get_run(store, run_id).config).read_by(reads)
+    models = sorted(set(read_by.values()))
+    if len(models) > 1:
+        by = ", ".join(f"{read} by {model}" for read, model in read_by.items())
+        raise OptionError(f"run {run_id} read {by}: a trained judge reads its scores from one "
+                          "model; choose reads read by one model, or train on a run whose "
+                          "judges all read from one (--judge-model)")
+    return models[0]
+
+
 def train_judge(store: Store, settings: Settings, name: str, dataset: str, *,
                 target: str = "answerable", run_id: int | None = None,
                 kind: str = "signals", reads: Sequence[str] = (),
@@ -240,6 +254,7 @@ def train_judge(store: Store, settings: Settings, name: str, dataset: str, *,
     when the rules match or the configured model grades it accurate: long reference answers
     (ClapNQ) defeat the rules."""
     _check_request(name, target, kind, run_id, reads, hard_negatives, epochs, llm_grader)
+    reader = reads_reader(store, run_id, reads) if reads and run_id is not None else ""
     if target == "answer_ok":
         grader = configured_grader(settings, store) if llm_grader else None
         examples, from_people = answer_examples(store, dataset, run_id, reads, grader)
@@ -265,7 +280,7 @@ def train_judge(store: Store, settings: Settings, name: str, dataset: str, *,
                     "from_people": from_people, "from_dataset": len(examples) - from_people},
             code_version=code_version(), created_at=datetime.now(timezone.utc).isoformat(),
             weights_sha256=weights_digest(work, kind), kind=kind, reads=list(reads),
-            **trained)
+            reader=reader, **trained)
         (work / CARD_FILE).write_text(json.dumps(card.to_dict(), indent=2), encoding="utf-8")
         final = root / name
         _publish(work, final)

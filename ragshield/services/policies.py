@@ -121,6 +121,7 @@ class CalibrationSet:
     data: LabelledScores
     stacker: StackedScore | None = None
     trained_on: tuple[str, ...] = ()
+    read_by: dict[str, str] | None = None  # the model each judge read from in the run
 
     def fit(self, name: str, *, alpha: float, delta: float,
             beta: float | None = None) -> Policy:
@@ -128,7 +129,7 @@ class CalibrationSet:
         return fit_policy(name, self.judge, self.data, alpha=alpha, delta=delta, beta=beta,
                           run_id=self.run_id, dataset=self.dataset, truth=TRUTH,
                           holdout=self.holdout, stacker=self.stacker,
-                          trained_on=self.trained_on)
+                          trained_on=self.trained_on, read_by=self.read_by)
 
 
 def run_calibration(store: Store, run_id: int, judge: str, holdout: float = HOLDOUT_SHARE,
@@ -146,12 +147,14 @@ def run_calibration(store: Store, run_id: int, judge: str, holdout: float = HOLD
         raise UserError(f"run {run_id} has no sample whose truth is known: a policy needs "
                         "people's labels (Annotate tab or `labels import`), reference answers "
                         "or the dataset's answerable flag")
+    config = RunConfig.from_dict(run.config)
     if judge == STACKED:
         stacker, data, trained_on = _stacked(tables, holdout)
         return CalibrationSet(run_id, run.dataset, judge, holdout, data, stacker,
-                              tuple(trained_on))
+                              tuple(trained_on), config.read_by(stacker.judges))
     return CalibrationSet(run_id, run.dataset, judge, holdout,
-                          labelled_scores(tables, judge_scores(tables, judge), holdout))
+                          labelled_scores(tables, judge_scores(tables, judge), holdout),
+                          read_by=config.read_by([judge]))
 
 
 def fit_run_policy(store: Store, run_id: int, judge: str, name: str, *, alpha: float,

@@ -110,6 +110,7 @@ def record_run(store: Store, settings: Settings, config: RunConfig, *,
     """Check and record a new run; nothing is generated yet. The judges' readers are settled
     (run_config.with_readers) and stored with the run. Without a rule, the run decides
     by the default one (a pinned policy, else the configured rule) where it fits the judges,
+    and a policy's judges read from the models it was fitted on,
     else by majority (asking.settle_rule). The demo
     set is imported first into a store without it, so that a run on `demo` works on a new
     database. A run of given answers on samples that carry none is refused
@@ -118,9 +119,9 @@ def record_run(store: Store, settings: Settings, config: RunConfig, *,
     rule, note = settle_rule(store, config.rule, judge_names(",".join(config.judges)),
                              default_rule(settings, store))
     config = replace(config, rule=rule if isinstance(rule, str) else rule.rule)
-    checked = check_config(with_readers(config, settings))
+    checked = check_config(with_readers(with_policy(store, check_config(config)), settings))
     check_given_answers(store, checked)
-    return NewRun(start_run(store, with_policy(store, checked), name=name), note)
+    return NewRun(start_run(store, checked, name=name), note)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,117 @@
+"""A policy and a trained judge are read by the models they were fitted on
+(fitted_readers.py): their thresholds and weights were fitted on one model's probabilities,
+which another model's would not match. They record those models, and every run and ask that
+decides by them pins their judges to them, whatever reads for the other judges."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ragshield.judges.judge_readers import (SELF, THRESHOLDS, JudgeReaders, answer_model_name,
+                                            judge_readers)
+from ragshield.llm.packaged_models import DEFAULT_MODEL, LARGER_MODEL, SMALLEST_MODEL
+from ragshield.pipeline import RunModels
+from ragshield.policies.fitting import LabelledScores, fit_policy
+from ragshield.policies.policy import Policy, PolicyFormatError
+from ragshield.run_config import RunConfig
+from ragshield.services.asking import AskRequest, prepare
+from ragshield.services.policies import get_policy, save_policy
+from ragshield.services.runs import execute, record_run
+from ragshield.store.runs import get_run
+from ragshield.types import Passage
+from tests.fakes import ScriptedLLM, ScriptedReply
+from tests.judged_demo import JUDGE, judged_demo_run
+
+DEFAULT = judge_readers(None, backend="embedded", answer_model=None)  # p_true by the 1.5B
+
+
+def test_honouring_pins_each_fitted_judge_to_its_model_and_nothing_else():
+    assert DEFAULT.reader("p_true") == LARGER_MODEL
+    assert DEFAULT.honouring({"p_true": LARGER_MODEL}, DEFAULT_MODEL) is DEFAULT
+    own = DEFAULT.honouring({"p_true": DEFAULT_MODEL}, DEFAULT_MODEL)
+    assert own.reader("p_true") is None and own.reader("pre_answer") == LARGER_MODEL
+    assert own.options() == {"pre_answer": {"threshold": THRESHOLDS[LARGER_MODEL]["pre_answer"]}}
+    assert "p_true: the answering model" in own.describe()
+    # A named judge model reads for every judge but the fitted one.
+    named = JudgeReaders(every="/models/big.gguf").honouring({"p_true": SELF}, DEFAULT_MODEL)
+    assert named.reader("p_true") is None and named.reader("calibration") == "/models/big.gguf"
+    larger = JudgeReaders().honouring({"p_true": LARGER_MODEL}, DEFAULT_MODEL)
+    assert larger.models(["p_true", "token_prob"]) == {LARGER_MODEL}
+    # Where the fitted model answers, its judge reads from it: no second copy is opened.
+    assert JudgeReaders().honouring({"p_true": LARGER_MODEL}, LARGER_MODEL) == JudgeReaders()
+    assert DEFAULT.read_by(["p_true", "token_prob"], DEFAULT_MODEL) == {
+        "p_true": LARGER_MODEL, "token_prob": DEFAULT_MODEL}
+    assert answer_model_name("embedded", None) == DEFAULT_MODEL
+    assert answer_model_name("openai", "served-7b") == "served-7b"
+
+
+def _policy(read_by: dict[str, str] | None, judge: str = "p_true") -> Policy:
+    """A policy on `judge` fitted on synthetic scores that separate good from bad."""
+    rng = np.random.default_rng(0)
+    good = rng.random(300) < 0.5
+    scores = np.clip(np.where(good, 0.7, 0.3) + rng.normal(0, 0.1, 300), 0, 1)
+    data = LabelledScores(np.asarray([f"s{i}" for i in range(300)]), scores, good,
+                          np.full(300, "person"))
+    return fit_policy("guard", judge, data, alpha=0.2, delta=0.1, read_by=read_by)
+
+
+def test_a_policy_keeps_its_readers_in_its_json_and_older_ones_read_from_the_answering_model():
+    policy = _policy({"p_true": LARGER_MODEL})
+    again = Policy.from_dict(policy.to_dict())
+    assert again.read_by == {"p_true": LARGER_MODEL} == again.reads_from
+    body = policy.to_dict()
+    del body["read_by"]  # a policy fitted before readers were recorded
+    assert Policy.from_dict(body).reads_from == {"p_true": SELF}
+    with pytest.raises(PolicyFormatError, match=r"policy\.read_by: names pre_answer, but the "
+                                                r"policy reads p_true"):
+        Policy.from_dict({**policy.to_dict(), "read_by": {"pre_answer": LARGER_MODEL}})
+    with pytest.raises(PolicyFormatError, match=r"policy\.read_by: expected judge names"):
+        Policy.from_dict({**policy.to_dict(), "read_by": {"p_true": 3}})
+
+
+def test_a_policy_fitted_on_a_run_records_the_model_its_judge_read_from(store, settings):
+    _world, run_id = judged_demo_run(store, settings, [JUDGE])
+    assert get_run(store, run_id).config["judge_model"] is None  # "self": read by the answerer
+    from ragshield.services.policies import fit_run_policy
+
+    policy = fit_run_policy(store, run_id, JUDGE, "fitted", alpha=0.2, delta=0.1)
+    assert get_policy(store, "fitted").read_by == {JUDGE: DEFAULT_MODEL} == policy.read_by
+
+
+@pytest.mark.parametrize("fitted_by, configured, expected", [
+    ({"p_true": DEFAULT_MODEL}, None, None),  # default readers would hand p_true to the 1.5B
+    ({"p_true": LARGER_MODEL}, SELF, LARGER_MODEL),  # "self" would have the 0.5B read it
+    (None, None, None),  # fitted before readers were recorded: the answering model
+])
+def test_asks_and_runs_deciding_by_a_policy_read_its_judge_by_the_fitted_model(
+        store, settings, fitted_by, configured, expected):
+    save_policy(store, _policy(fitted_by))
+    settings = settings.model_copy(update={"judge_model": configured})
+    request = AskRequest(question="Who?", passages=(Passage("Text."),),
+                         judges=("p_true", "pre_answer"), rule="policy:guard", keep_record=False)
+    prepared = prepare(store, settings, request)
+    assert isinstance(prepared.rule, Policy) and prepared.readers.reader("p_true") == expected
+    other = None if configured == SELF else LARGER_MODEL
+    assert prepared.readers.reader("pre_answer") == other  # not the policy's: as configured
+    thresholds = {judge.name: judge.threshold for judge in prepared.judges}
+    assert thresholds["p_true"] == (0.5 if expected is None else THRESHOLDS[LARGER_MODEL]["p_true"])
+
+    config = get_run(store, record_run(store, settings, RunConfig(
+        dataset="demo", judges=["p_true", "pre_answer"], rule="policy:guard")).run_id).config
+    assert RunConfig.from_dict(config).readers().reader("p_true") == expected
+
+
+def test_a_run_refuses_models_that_lack_a_reader_its_config_names(store, settings):
+    run_id = record_run(store, settings, RunConfig(dataset="demo", limit=1,
+                                                   judges=["p_true"], rule="p_true")).run_id
+    with pytest.raises(ValueError, match=r"p_true \(qwen-1.5b\) read from another model"):
+        execute(store, settings, run_id, models=RunModels(main=ScriptedLLM()))
+    llm = ScriptedLLM(respond=lambda _messages: ScriptedReply("Yes", {"Yes": -0.1}))
+    done = execute(store, settings, run_id, models=RunModels(main=llm, readers={"p_true": llm}))
+    assert done.outcome.status == "done"
+
+
+def test_the_smallest_model_names_itself_as_the_answering_model():
+    config = RunConfig(dataset="demo", judges=["p_true"], small_model=True)
+    assert config.read_by(["p_true"]) == {"p_true": SMALLEST_MODEL}
