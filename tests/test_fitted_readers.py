@@ -5,6 +5,8 @@ decides by them pins their judges to them, whatever reads for the other judges."
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -115,3 +117,23 @@ def test_a_run_refuses_models_that_lack_a_reader_its_config_names(store, setting
 def test_the_smallest_model_names_itself_as_the_answering_model():
     config = RunConfig(dataset="demo", judges=["p_true"], small_model=True)
     assert config.read_by(["p_true"]) == {"p_true": SMALLEST_MODEL}
+
+
+def test_the_guard_takes_the_in_process_lock_for_a_policy_read_by_a_packaged_model(
+        store, settings):
+    """On a served backend an ask runs beside others, unless one of its judges reads from a
+    packaged model in process: here the policy's."""
+    import threading
+
+    from ragshield.services.guard import ModelGate
+
+    save_policy(store, _policy({"p_true": LARGER_MODEL}))
+    served = settings.model_copy(update={"backend": "openai", "judge_model": SELF})
+    lock = threading.Lock()
+    gate = ModelGate(served, lock)
+    request = AskRequest(question="Who?", passages=(Passage("Text."),), judges=("p_true",),
+                         keep_record=False)
+    assert gate.turn(prepare(store, served, request)) is gate.remote
+    by_policy = prepare(store, served, replace(request, rule="policy:guard"))
+    assert by_policy.readers.reader("p_true") == LARGER_MODEL
+    assert gate.turn(by_policy) is lock

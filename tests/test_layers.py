@@ -21,7 +21,8 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("retrieval", {"retrieval"}),
     ("answerers and judges", {"answerers", "judges"}),
     ("engines", {"judging", "judge_budget", "grading", "run_config", "pipeline", "evaluation", "reports",
-                 "label_agreement", "doctor", "verdict_files", "policies"}),
+                 "label_agreement", "doctor", "verdict_files", "policies",
+                 "fitted_readers"}),
     ("services", {"services"}),
     ("web", {"web"}),  # what the two HTTP faces share
     ("faces", {"cli", "ui", "api", "__main__"}),

@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from ragshield.cli import app
 from ragshield.evaluation import run_tables
+from ragshield.judges.judge_readers import SELF
 from ragshield.judges.yes_no import REPLY_YES_OR_NO
 from ragshield.pipeline import RunModels
 from ragshield.holdout import in_holdout
@@ -199,7 +200,7 @@ def test_a_run_without_any_truth_or_with_one_class_is_refused_saying_what_is_mis
     for name, samples in (("blind", blind), ("flagged", flagged)):
         import_samples(store, name, samples)
         runs[name] = record_run(store, settings, RunConfig(dataset=name, judges=[JUDGE],
-                                                           rule=JUDGE)).run_id
+                                                           rule=JUDGE, judge_model=SELF)).run_id
         execute(store, settings, runs[name], models=RunModels(main=llm))
     with pytest.raises(UserError, match=f"run {runs['blind']} has no sample whose truth is "
                                         "known: a policy needs people's labels"):

@@ -77,7 +77,8 @@ def make_run(store, settings, *, fallback: bool = True, execute: bool = True) ->
 @pytest.fixture
 def context(store, settings) -> UiContext:
     import_samples(store, DATASET, [sample(i) for i in range(8)])
-    return UiContext(settings=settings, store=store)
+    # One scripted model answers and reads for every judge: runs started here say so.
+    return UiContext(settings=settings.model_copy(update={"judge_model": "self"}), store=store)
 
 
 @pytest.fixture

@@ -50,7 +50,8 @@ def p_true_only(messages: Sequence[Message]) -> ScriptedReply:
 def context(store, settings) -> UiContext:
     import_samples(store, GIVEN, [sample(id, text) for id, text in ANSWERS.items()])
     import_samples(store, PLAIN, [sample(f"p{i}", None) for i in range(3)])
-    return UiContext(settings=settings, store=store)
+    # One scripted model answers and reads for every judge: runs started here say so.
+    return UiContext(settings=settings.model_copy(update={"judge_model": "self"}), store=store)
 
 
 def launcher_of(context: UiContext, llm: ScriptedLLM) -> RunLauncher:

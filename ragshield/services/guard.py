@@ -158,9 +158,14 @@ class ModelGate:
         return self.local if in_process else self.remote
 
     def turn(self, prepared: Prepared) -> Any:
-        """What the ask waits for: its model's lock or semaphore (for_request), or nothing
-        when it calls no model (a given answer judged by the trivial judge alone)."""
-        return self.for_request(prepared.request) if prepared.needs_model else _NoTurn()
+        """What the ask waits for: its model's lock or semaphore (for_request; the lock too
+        when a judge reads from a packaged model, as a policy fitted on its reads does), or
+        nothing when it calls no model (a given answer judged by the trivial judge alone)."""
+        if not prepared.needs_model:
+            return _NoTurn()
+        readers = prepared.readers.models(judge.name for judge in prepared.judges)
+        return (self.local if readers & set(PACKAGED_MODELS)
+                else self.for_request(prepared.request))
 
 
 @dataclass
