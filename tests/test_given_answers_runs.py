@@ -310,7 +310,8 @@ def test_the_embedded_model_judges_given_answers(embedded_llm, settings):
         import_samples(store, "real", [given_sample(GivenAnswer("Paris"), "right"),
                                        given_sample(GivenAnswer("Berlin"), "wrong")])
         new = record_run(store, settings, RunConfig(
-            dataset="real", answerer="given", judges=["token_prob", "p_true"], rule="p_true"))
+            dataset="real", answerer="given", judges=["token_prob", "p_true"], rule="p_true",
+            judge_model="self"))
         result = execute(store, settings, new.run_id, models=RunModels(main=embedded_llm))
         assert result.outcome.status == "done", result.failures
         verdicts = {sample_id: {v["judge"]: v for v in

@@ -137,6 +137,7 @@ def test_the_calibration_counts_the_unanswerable_samples_by_their_flag(store, st
     shown = CliRunner().invoke(app, ["policy", "show", "flags"])
     assert (f"0 by people, {len(calibration) - len(flagged)} from reference answers, "
             f"{len(flagged)} from the dataset's unanswerable flag") in shown.stdout
+    assert f"read by: {JUDGE} by qwen-0.5b" in shown.stdout  # the scripted run's "self"
 
 
 def test_the_promise_holds_on_the_shipped_demo_run(store):

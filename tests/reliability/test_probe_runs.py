@@ -297,7 +297,9 @@ def test_ask_chooses_the_rule_as_run_does(python_processes, tmp_path, server, sc
 def test_the_dashboard_launcher_chooses_the_rule_as_run_does(store, settings, scenario):
     ensure_demo_dataset(store)
     launcher = RunLauncher(store, settings, open_models=lambda _: scripted())
-    run_id = launcher.start(RunConfig(dataset="demo", limit=2, judges=["trivial", "p_true"]))
+    # The scripted model reads for every judge ("self"), as the run's config then says.
+    run_id = launcher.start(RunConfig(dataset="demo", limit=2, judges=["trivial", "p_true"],
+                                      judge_model="self"))
     scenario.check("the launcher's run finishes", launcher.wait(run_id, 60))
     run = get_run(store, run_id)
     scenario.check("its stored rule is majority", run.config["rule"] == "majority", run.config)
