@@ -53,6 +53,7 @@ def test_preview_then_save_then_the_saved_versions(judged):
 
     saved = save_html(context, run_id, JUDGE, 0.2, 0.1, None, "guard")
     assert "Saved policy:guard@1." in saved and ERROR not in saved
+    assert f"its judges read as in this run: {JUDGE} by qwen-0.5b" in saved
     assert "Saved policy:guard@2." in save_html(context, run_id, JUDGE, 0.2, 0.1, "", "guard")
     assert [p.rule for p in list_policies(context.store)] == ["policy:guard@1",
                                                             "policy:guard@2"]

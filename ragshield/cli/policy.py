@@ -43,9 +43,7 @@ def _describe(policy) -> list[str]:
         f"{c.withheld} withheld, deferral {c.deferral:.3f}; risk {_rate(c.risk)} "
         f"{interval_text(c.risk_interval)}; good among withheld {_rate(c.withheld_good)} "
         f"{interval_text(c.withheld_good_interval)}",
-        "read by: " + ("; ".join(f"{judge} by {model}" for judge, model in policy.read_by.items())
-                       or "not recorded (fitted before readers were recorded): its judges "
-                          "read from the answering model"),
+        f"read by: {policy.readers_words()}",
         f"{policy.tested} thresholds tested; code {policy.code_version}; {policy.created_at}",
         *(f"note: {note}" for note in policy.notes),
     ]

@@ -168,6 +168,12 @@ class Policy:
             text += f", and at most {self.beta:.0%} of those it withholds were good"
         return text + "."
 
+    def readers_words(self) -> str:
+        """Who reads its judges, in words."""
+        return ("; ".join(f"{judge} by {model}" for judge, model in self.read_by.items())
+                or "not recorded (fitted before readers were recorded): its judges read from "
+                   "the answering model")
+
     def outcome(self, score: float | None) -> str:
         return outcome(score, self.answer_at, self.withhold_below)
 

@@ -146,8 +146,9 @@ def save_html(context: UiContext, run_id: Any, judge: str | None, alpha: Any, de
                                 tables=context.tables.get(run, "human"))
     except UserError as error:
         return message_html(str(error), "error")
-    return message_html(f"Saved {policy.rule}. {policy.promise()} Pin it below to make it the "
-                        "default rule.")
+    return message_html(f"Saved {policy.rule}. {policy.promise()} Wherever it decides, its "
+                        f"judges read as in this run: {policy.readers_words()}. Pin it below "
+                        "to make it the default rule.")
 
 
 def saved_html(context: UiContext, run_id: Any) -> str:
