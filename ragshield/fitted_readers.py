@@ -6,27 +6,45 @@ one model's probabilities; read by another, they would mean something else
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from ragshield.config import Settings
-from ragshield.judges.judge_readers import JudgeReaders
+from ragshield.errors import OptionError
+from ragshield.judges.judge_readers import SELF, JudgeReaders
 from ragshield.judges.trained import PREFIX, trained_read_by
 from ragshield.judging import Rule
+from ragshield.llm.packaged_models import unknown_embedded_model
 from ragshield.policies.policy import Policy
 
 
-def fitted_read_by(rule: Rule | None, judges: Sequence[str], cache_dir: Path) -> dict[str, str]:
+def fitted_read_by(rule: Rule | None, judges: Sequence[str], cache_dir: Path,
+                   backend: str = "embedded") -> dict[str, str]:
     """Judge -> the model it must read from: the policy's judges (`rule`, when it is one)
-    and the trained judges among `judges`."""
-    wanted = dict(rule.reads_from) if isinstance(rule, Policy) else {}
+    and the trained judges among `judges`. OptionError, naming the policy or the trained
+    judge, when such a model cannot be opened on the embedded `backend` here."""
+    wanted: dict[str, str] = {}
+    if isinstance(rule, Policy):
+        wanted.update(_openable(rule.reads_from, f"policy {rule.rule}", backend))
     for name in judges:
         if name.startswith(PREFIX):
-            wanted.update(trained_read_by(name, cache_dir))
+            wanted.update(_openable(trained_read_by(name, cache_dir), name, backend))
     return wanted
 
 
+def _openable(read_by: Mapping[str, str], fitted: str, backend: str) -> Mapping[str, str]:
+    for judge, model in read_by.items():
+        problem = (unknown_embedded_model(model) if backend == "embedded" and model != SELF
+                   else None)
+        if problem is not None:
+            raise OptionError(f"{fitted} was fitted on {judge} read by {model!r}, which "
+                              f"cannot be opened here ({problem}): fit it again on a run "
+                              "read by a model this machine has")
+    return read_by
+
+
 def honour_fitted(readers: JudgeReaders, rule: Rule | None, judges: Sequence[str],
-                  settings: Settings, answer_model: str) -> JudgeReaders:
+                  settings: Settings, answer_model: str, backend: str) -> JudgeReaders:
     """`readers`, with the fitted judges read by the models they were fitted on
-    (`answer_model`: the answering model's name here)."""
-    return readers.honouring(fitted_read_by(rule, judges, settings.cache_dir), answer_model)
+    (`answer_model`: the answering model's name here; `backend`: what answers)."""
+    return readers.honouring(fitted_read_by(rule, judges, settings.cache_dir, backend),
+                             answer_model)

@@ -103,7 +103,7 @@ def with_readers(config: RunConfig, settings: Settings) -> RunConfig:
                             answer_model=answer_model)
     policy = Policy.from_dict(config.policy, "run config policy") if config.policy else None
     readers = honour_fitted(readers, policy, config.judges, settings,
-                            config.answer_model(settings))
+                            config.answer_model(settings), config.backend)
     return replace(config, judge_model=readers.every, judge_readers=dict(readers.by_judge))
 
 

@@ -10,6 +10,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from ragshield.errors import OptionError
 from ragshield.judges.judge_readers import (SELF, THRESHOLDS, JudgeReaders, answer_model_name,
                                             judge_readers)
 from ragshield.llm.packaged_models import DEFAULT_MODEL, LARGER_MODEL, SMALLEST_MODEL
@@ -137,3 +138,22 @@ def test_the_guard_takes_the_in_process_lock_for_a_policy_read_by_a_packaged_mod
     by_policy = prepare(store, served, replace(request, rule="policy:guard"))
     assert by_policy.readers.reader("p_true") == LARGER_MODEL
     assert gate.turn(by_policy) is lock
+
+
+def test_a_policy_fitted_on_a_model_this_machine_lacks_is_refused_naming_it(store, settings):
+    """An imported policy whose judge was read by a GGUF file that is not here: the ask and
+    the run say which policy, which judge and which model, before any model call."""
+    save_policy(store, _policy({"p_true": "/models/team-70b.gguf"}))
+    expected = (r"policy policy:guard@1 was fitted on p_true read by '/models/team-70b.gguf', "
+                r"which cannot be opened here \('/models/team-70b.gguf' is neither a packaged")
+    with pytest.raises(OptionError, match=expected):
+        prepare(store, settings, AskRequest(question="Who?", passages=(Passage("Text."),),
+                                            judges=("p_true",), rule="policy:guard"))
+    with pytest.raises(OptionError, match=expected):
+        record_run(store, settings, RunConfig(dataset="demo", judges=["p_true"],
+                                              rule="policy:guard"))
+    # On a served backend the name is the server's to know.
+    served = settings.model_copy(update={"backend": "openai"})
+    asked = prepare(store, served, AskRequest(question="Who?", passages=(Passage("Text."),),
+                                              judges=("p_true",), rule="policy:guard"))
+    assert asked.readers.reader("p_true") == "/models/team-70b.gguf"

@@ -298,14 +298,19 @@ def ask_readers(request: AskRequest, settings: Settings) -> JudgeReaders:
     """The model each judge of the ask reads from (judges/judge_readers.py), before the
     fitted judges are pinned to their own (prepare)."""
     return judge_readers(request.judge_model or settings.judge_model,
-                         backend="embedded" if request.model else settings.backend,
+                         backend=ask_backend(request, settings),
                          answer_model=request.model or settings.model)
+
+
+def ask_backend(request: AskRequest, settings: Settings) -> str:
+    """The backend of the model that answers: a packaged model named in the request runs
+    embedded whatever the settings say."""
+    return "embedded" if request.model else settings.backend
 
 
 def ask_answer_model(request: AskRequest, settings: Settings) -> str:
     """The name of the model that answers the ask, as readers are recorded."""
-    return answer_model_name("embedded" if request.model else settings.backend,
-                             request.model or settings.model)
+    return answer_model_name(ask_backend(request, settings), request.model or settings.model)
 
 
 def prepare(store: Store, settings: Settings, request: AskRequest,
@@ -317,7 +322,8 @@ def prepare(store: Store, settings: Settings, request: AskRequest,
     chosen = request.judges or default_judges(settings, request.rule or default.rule, store)
     names = judge_names(",".join(chosen))
     rule, note = settle_rule(store, request.rule, names, default)
-    readers = honour_fitted(readers, rule, names, settings, ask_answer_model(request, settings))
+    readers = honour_fitted(readers, rule, names, settings, ask_answer_model(request, settings),
+                            ask_backend(request, settings))
     judges = deciding_first(make_judges(",".join(names), settings, readers.options()), rule)
     answerer = make_answerer(GIVEN if request.given_answer is not None
                              else request.answerer or settings.answerer)
