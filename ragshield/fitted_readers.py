@@ -18,7 +18,7 @@ from ragshield.policies.policy import Policy
 
 
 def fitted_read_by(rule: Rule | None, judges: Sequence[str], cache_dir: Path,
-                   backend: str = "embedded") -> dict[str, str]:
+                   backend: str) -> dict[str, str]:
     """Judge -> the model it must read from: the policy's judges (`rule`, when it is one)
     and the trained judges among `judges`. OptionError, naming the policy or the trained
     judge, when such a model cannot be opened on the embedded `backend` here."""

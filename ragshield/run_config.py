@@ -98,12 +98,12 @@ def with_readers(config: RunConfig, settings: Settings) -> RunConfig:
     fitted on (fitted_readers.py)."""
     if config.judge_readers is not None:
         return replace(config, judge_model=config.readers().every)
-    answer_model = SMALLEST_MODEL if config.small_model else config.settings(settings).model
+    answer_model = config.answer_model(settings)
     readers = judge_readers(config.judge_model or settings.judge_model, backend=config.backend,
                             answer_model=answer_model)
     policy = Policy.from_dict(config.policy, "run config policy") if config.policy else None
-    readers = honour_fitted(readers, policy, config.judges, settings,
-                            config.answer_model(settings), config.backend)
+    readers = honour_fitted(readers, policy, config.judges, settings, answer_model,
+                            config.backend)
     return replace(config, judge_model=readers.every, judge_readers=dict(readers.by_judge))
 
 

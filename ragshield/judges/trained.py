@@ -100,8 +100,9 @@ def weights_digest(directory: Path, kind: str) -> str:
     return digest.hexdigest()
 
 
-def read_card(directory: Path) -> ModelCard:
-    """The card of a trained judge's directory, checked against its weights."""
+def read_card(directory: Path, check_weights: bool = True) -> ModelCard:
+    """The card of a trained judge's directory, checked against its weights (unless not
+    `check_weights`: hashing a cross-encoder's weights reads 90 MB)."""
     path = directory / CARD_FILE
     if not directory.is_dir():  # named, not its path: the guard API answers with this
         trained = sorted(f"{PREFIX}{found.name}" for found in directory.parent.glob("[!.]*")
@@ -132,7 +133,7 @@ def read_card(directory: Path) -> ModelCard:
     weights = WEIGHTS_FILES[card.kind]
     if not (directory / weights).is_file():
         raise TrainedJudgeError(f"{directory} has a model card but no {weights}")
-    if weights_digest(directory, card.kind) != card.weights_sha256:
+    if check_weights and weights_digest(directory, card.kind) != card.weights_sha256:
         raise TrainedJudgeError(f"{path} is stale: the weights beside it are not the ones it "
                                 "describes; train the judge again")
     return card
@@ -140,8 +141,9 @@ def read_card(directory: Path) -> ModelCard:
 
 def trained_read_by(name: str, cache_dir: Path) -> dict[str, str]:
     """{`name`: the model its reads must come from} for a trained judge that reads LLM
-    scores, {} for one that reads none (TrainedJudgeError when it is missing or stale)."""
-    card = read_card(judges_dir(cache_dir) / name[len(PREFIX):])
+    scores, {} for one that reads none (TrainedJudgeError when it is missing). Its weights
+    are checked where the judge is built, right after."""
+    card = read_card(judges_dir(cache_dir) / name[len(PREFIX):], check_weights=False)
     return {name: card.reader or SELF} if card.reads else {}
 
 

@@ -299,7 +299,7 @@ def ask_readers(request: AskRequest, settings: Settings) -> JudgeReaders:
     fitted judges are pinned to their own (prepare)."""
     return judge_readers(request.judge_model or settings.judge_model,
                          backend=ask_backend(request, settings),
-                         answer_model=request.model or settings.model)
+                         answer_model=ask_answer_model(request, settings))
 
 
 def ask_backend(request: AskRequest, settings: Settings) -> str:
