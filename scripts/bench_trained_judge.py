@@ -204,10 +204,11 @@ def encoder_by_fold(corpus: Corpus, epochs: int, cap: int | None) -> dict:
             "train_seconds_median": float(np.median(seconds))}
 
 
-def llm_reads(corpus: Corpus, settings: Settings, read: str, judge_model: str | None,
-              per_group: int, cache_path: Path) -> tuple[np.ndarray, np.ndarray]:
-    """(indices of the subset, their reads): per_group questions of each group, half of
-    them answerable, read by `read` on the judges' model; cached by model, judge and id."""
+def llm_reads(corpus: Corpus, settings: Settings, reads: list[str], judge_model: str | None,
+              per_group: int, cache_path: Path) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """(indices of the subset, {read: its scores}): per_group questions of each group, half
+    of them answerable, read by each of `reads` on the judges' model, one question after
+    the other (its reads share the cached passages); cached by model, judge and id."""
     cache = json.loads(cache_path.read_text()) if cache_path.exists() else {}
     model_name = judge_model or "configured"
     chosen = []
@@ -217,19 +218,27 @@ def llm_reads(corpus: Corpus, settings: Settings, read: str, judge_model: str | 
                        if corpus.labels[i] == answerable]
             chosen += random.Random(0).sample(members, min(per_group // 2, len(members)))
     chosen = np.asarray(sorted(chosen))
-    keys = [f"{model_name}|{read}|{corpus.name}|{corpus.samples[i].id}" for i in chosen]
-    missing = [(i, k) for i, k in zip(chosen, keys) if k not in cache]
+
+    def key(read: str, index: int) -> str:
+        return f"{model_name}|{read}|{corpus.name}|{corpus.samples[index].id}"
+
+    missing = [i for i in chosen if any(key(read, i) not in cache for read in reads)]
     if missing:
         llm = make_reader(settings, judge_model) if judge_model else make_llm(settings)
-        judge = make_judge(read, settings)
+        judges = [make_judge(read, settings) for read in reads]
         empty = Answer(answerer="none", text="", raw="", messages=[])
-        for count, (index, key) in enumerate(missing, 1):
-            cache[key] = judge.judge(corpus.samples[index], empty, llm).score
+        for count, index in enumerate(missing, 1):
+            for read, judge in zip(reads, judges):
+                if key(read, index) not in cache:
+                    cache[key(read, index)] = judge.judge(corpus.samples[index], empty, llm).score
             if count % 25 == 0 or count == len(missing):
                 cache_path.parent.mkdir(parents=True, exist_ok=True)
                 cache_path.write_text(json.dumps(cache))
-                print(f"  {read} on {corpus.name}: {count} of {len(missing)}", flush=True)
-    return chosen, np.asarray([np.nan if cache[k] is None else cache[k] for k in keys])
+                print(f"  {','.join(reads)} on {corpus.name}: {count} of {len(missing)}",
+                      flush=True)
+    return chosen, {read: np.asarray([np.nan if cache[key(read, i)] is None
+                                      else cache[key(read, i)] for i in chosen])
+                    for read in reads}
 
 
 def answer_figures(corpus: Corpus, settings: Settings, database: str, count: int,
@@ -323,23 +332,26 @@ def main() -> None:
     rows = ["| dataset | model | fold median [min, max] | pooled [95% CI] | keep-all |",
             "|---|---|---|---|---|"]
     read_rows = []
-    for read in [r for r in args.reads.split(",") if r]:
-        for name in [n for n in args.reads_on.split(",") if n]:
-            corpus = corpora[name]
-            chosen, scores = llm_reads(corpus, settings, read, args.judge_model,
-                                       args.reads_per_group, cache_dir / "llm_reads.json")
-            labels, groups = corpus.labels[chosen], corpus.groups[chosen]
-            combined = np.column_stack([corpus.rows[chosen], log_odds(scores)])
-            reader_name = args.judge_model or "configured model"
-            for label, figure in (
-                    (f"{read} alone ({reader_name})", score_figure(np.nan_to_num(scores, nan=0.5),
-                                                                   labels, groups)),
-                    ("signals (same subset)", grouped_figure(corpus.rows[chosen], labels, groups,
-                                                             QUESTION_SIGNALS)),
-                    (f"signals + {read}", grouped_figure(
-                        combined, labels, groups, [*QUESTION_SIGNALS, f"{read} (log-odds)"]))):
-                data["subset"][f"{name} {label}"] = _plain(figure)
-                read_rows.append(f"| {name} ({len(chosen)} read) | {label} | {_cell(figure)} |")
+    reads = [r for r in args.reads.split(",") if r]
+    for name in [n for n in args.reads_on.split(",") if n and reads]:
+        corpus = corpora[name]
+        chosen, scores = llm_reads(corpus, settings, reads, args.judge_model,
+                                   args.reads_per_group, cache_dir / "llm_reads.json")
+        labels, groups, signals = corpus.labels[chosen], corpus.groups[chosen], corpus.rows[chosen]
+        reader_name = args.judge_model or "configured model"
+        figures = [(f"{read} alone ({reader_name})",
+                    score_figure(np.nan_to_num(scores[read], nan=0.5), labels, groups))
+                   for read in reads]
+        figures.append(("signals (same subset)",
+                         grouped_figure(signals, labels, groups, QUESTION_SIGNALS)))
+        for combined in [[read] for read in reads] + ([reads] if len(reads) > 1 else []):
+            columns = np.column_stack([signals] + [log_odds(scores[r]) for r in combined])
+            figures.append((f"signals + {' + '.join(combined)}", grouped_figure(
+                columns, labels, groups,
+                [*QUESTION_SIGNALS, *(f"{r} (log-odds)" for r in combined)])))
+        for label, figure in figures:
+            data["subset"][f"{name} {label}"] = _plain(figure)
+            read_rows.append(f"| {name} ({len(chosen)} read) | {label} | {_cell(figure)} |")
     for name, corpus in corpora.items():
         for label, extra in (("signals", None), ("signals + hard negatives", corpus.extra())):
             figure = grouped_figure(corpus.rows, corpus.labels, corpus.groups,

@@ -115,6 +115,21 @@ def test_a_run_refuses_models_that_lack_a_reader_its_config_names(store, setting
     assert done.outcome.status == "done"
 
 
+def test_a_run_records_the_configured_model_and_its_readers_name_it(store, settings,
+                                                                   tmp_path):
+    """Under RAGSHIELD_MODEL a run that names no model records that model: a resume opens
+    it whatever the environment says then, and a policy fitted on the run says who read."""
+    own = str(tmp_path / "team.gguf")
+    configured = settings.model_copy(update={"model": own, "judge_model": "self"})
+    config = RunConfig.from_dict(get_run(store, record_run(store, configured, RunConfig(
+        dataset="demo", judges=["p_true"], rule="p_true")).run_id).config)
+    assert config.model == own and config.read_by(["p_true"]) == {"p_true": own}
+    assert config.settings(settings).model == own
+    smallest = RunConfig.from_dict(get_run(store, record_run(store, configured, RunConfig(
+        dataset="demo", judges=["p_true"], rule="p_true", small_model=True)).run_id).config)
+    assert smallest.model is None and smallest.read_by(["p_true"]) == {"p_true": SMALLEST_MODEL}
+
+
 def test_the_smallest_model_names_itself_as_the_answering_model():
     config = RunConfig(dataset="demo", judges=["p_true"], small_model=True)
     assert config.read_by(["p_true"]) == {"p_true": SMALLEST_MODEL}

@@ -114,11 +114,15 @@ def record_run(store: Store, settings: Settings, config: RunConfig, *,
     else by majority (asking.settle_rule). The demo
     set is imported first into a store without it, so that a run on `demo` works on a new
     database. A run of given answers on samples that carry none is refused
-    (check_given_answers), after the configuration's own checks."""
+    (check_given_answers), after the configuration's own checks. A run that names no model
+    records the configured one (Settings.model)."""
     ensure_demo_dataset(store)
     rule, note = settle_rule(store, config.rule, judge_names(",".join(config.judges)),
                              default_rule(settings, store))
-    config = replace(config, rule=rule if isinstance(rule, str) else rule.rule)
+    # The configured model is recorded: a resumed run answers with the model it began
+    # with, and its readers name the model that really answered.
+    config = replace(config, rule=rule if isinstance(rule, str) else rule.rule,
+                     model=config.model or (None if config.small_model else settings.model))
     checked = check_config(with_readers(with_policy(store, check_config(config)), settings))
     check_given_answers(store, checked)
     return NewRun(start_run(store, checked, name=name), note)
