@@ -14,10 +14,11 @@ Each figure is QPP PR-AUC (does P(answerable) rank the questions the passages an
 the median over the held-out folds with the lowest and highest fold, and the pooled
 out-of-fold figure with a 95% bootstrap interval, beside keep-all (the share answerable).
 Hard negatives (judges/hard_negatives.py) are made from the training folds' answerable
-questions only and never scored. With --reads, the LLM's reads (e.g. pre_answer) are taken
-by the packaged reader on a balanced subset (--reads-per-group questions of each group,
-half answerable) and cached in the cache directory; that subset's rows compare the read
-alone, the signals alone and both. With --answers N, N balanced questions of each dataset are
+questions only and never scored. With --reads, the LLM's reads (e.g. pre_answer,p_true) are
+taken by the packaged reader on a balanced subset (--reads-per-group questions of each group,
+half answerable), all of a question's reads one after the other so that they share its cached
+passages, and cached in the cache directory; that subset's rows compare each read alone, the
+signals alone, the signals with each read and, with several reads, with all of them. With --answers N, N balanced questions of each dataset are
 answered by the configured model (a run kept in the cache directory's answers.db, resumed when
 it exists) and the AwF target is measured the same way: is the answer right (by the matcher or
 the configured model as grader) and supported (an answer to a question flagged unanswerable is
