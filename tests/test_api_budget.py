@@ -75,7 +75,8 @@ def test_a_slow_backend_is_cut_off_at_the_budget(settings: Settings, sqlite_stor
     result = response.json()
     assert sorted(result["unfinished"]) == ["p_true", "pre_answer"]
     by_judge = {verdict["judge"]: verdict for verdict in result["verdicts"]}
-    assert by_judge["trivial"]["keep"] is True  # token_prob finished too (unavailable here)
+    assert by_judge["trivial"]["keep"] is True
+    assert by_judge["token_prob"]["available"]  # read from the given log-probs, in time
     assert "did not finish within the 800 ms budget" in by_judge["p_true"]["reason"]
     assert result["kept"] is kept
     assert result["shown"] == ("The Normans" if kept else ABSTAIN_MESSAGE)

@@ -285,6 +285,13 @@ def test_token_prob_needs_scoring_and_a_reply() -> None:
     unavailable = TokenProbJudge().judge(SAMPLE, make_answer(),
                                          ScriptedLLM(capabilities=frozenset({CHAT, LOGPROBS})))
     assert unavailable.available is False and SCORE in unavailable.rationale
+    # A server without scoring that returned the answer's log-probs: nothing to re-score.
+    call = LLMCall(purpose="base answer", messages=[], output="Paris",
+                   logprobs=[TokenLogprob("Paris", math.log(0.6))])
+    served = TokenProbJudge().judge(SAMPLE, make_answer("Paris", calls=[call]),
+                                    ScriptedLLM(capabilities=frozenset({CHAT, LOGPROBS})))
+    assert served.available and served.score == pytest.approx(0.6)
+    assert served.details["source"] == "generation"
     empty = TokenProbJudge().judge(SAMPLE, make_answer("", raw=""), ScriptedLLM())
     assert empty.keep is False and empty.score is None and empty.parse_error == "empty answer"
 

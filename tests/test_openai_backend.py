@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from dataclasses import replace
 from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -13,8 +14,11 @@ from typing import Iterator
 
 import pytest
 
+from ragshield.answerers.registry import make_answerer
+from ragshield.judges.token_prob import TokenProbJudge
 from ragshield.llm.base import CHAT, LOGPROBS, CapabilityError, LLMError
 from ragshield.llm.openai_backend import OpenAICompatibleLLM
+from ragshield.types import Passage, Sample
 from tests.conftest import free_port
 from tests.run_helpers import llama_server_command
 
@@ -57,6 +61,21 @@ def test_real_server_matches_the_embedded_backend(llama_server, embedded_llm):
 def test_scoring_is_reported_unavailable(llama_server):
     with pytest.raises(CapabilityError, match="cannot score"):
         OpenAICompatibleLLM(llama_server).score(QUESTION, "Paris")
+
+
+def test_token_prob_reads_the_log_probs_the_server_returned(llama_server):
+    """The server cannot score, but it returned the answer's log-probs: token_prob judges
+    from them, where it could not re-score an answer that came without."""
+    llm = OpenAICompatibleLLM(llama_server, timeout_s=60)
+    sample = Sample(id="paris", question="What is the capital of France?",
+                    passages=[Passage("Paris is the capital of France.")])
+    answer = make_answerer("vanilla").answer(sample, llm)
+    verdict = TokenProbJudge().judge(sample, answer, llm)
+    assert verdict.available and verdict.details["source"] == "generation"
+    assert 0 < verdict.score <= 1 and verdict.details["tokens"] >= 1 and not verdict.trace
+    bare = replace(answer, calls=[])
+    unavailable = TokenProbJudge().judge(sample, bare, llm)
+    assert unavailable.available is False and "score" in unavailable.rationale
 
 
 # -- the retry policy, against a scripted server ---------------------------------------------

@@ -135,10 +135,10 @@ def test_badges_show_keep_abstain_unavailable_and_error_with_scores_and_costs(co
         return replies("0.2")(messages)
 
     with_model(context, ScriptedLLM(respond=respond, capabilities=frozenset({CHAT, LOGPROBS})))
-    judges = ("trivial", "calibration", "token_prob", "p_true")
+    judges = ("trivial", "calibration", "dual_generation", "p_true")
     final = list(ask(context, request(judges=judges)))[-1]
     assert badges(final) == {"calibration": "abstain", "trivial": "keep",
-                             "token_prob": "unavailable", "p_true": "error"}
+                             "dual_generation": "unavailable", "p_true": "error"}
     assert "score 0.200" in final and "threshold 0.6" in final
     assert "server said 503" in final and "cannot provide score" in final
     assert "1 call · " in final and "generated tokens" in final  # calibration's cost

@@ -42,9 +42,14 @@ class Judge(ABC):
     def __init__(self, options: PromptOptions = PromptOptions()) -> None:
         self.options = options
 
-    def judge(self, sample: Sample, answer: Answer, llm: LLM) -> Verdict:
+    def missing_capabilities(self, answer: Answer, llm: LLM) -> frozenset[str]:
+        """What `llm` lacks of what this judge needs to judge `answer` (`requires`, unless
+        the answer already carries what the judge would ask the model for)."""
         # A judge that requires nothing does not wait for a server's capability probe.
-        missing = self.requires - llm.capabilities if self.requires else frozenset()
+        return self.requires - llm.capabilities if self.requires else frozenset()
+
+    def judge(self, sample: Sample, answer: Answer, llm: LLM) -> Verdict:
+        missing = self.missing_capabilities(answer, llm)
         if missing:
             return Verdict(
                 judge=self.name, keep=None, available=False,

@@ -4,7 +4,8 @@ The log-probs of the base answer's generation call are used when the answer carr
 and so are those an outside system gave with a given answer; otherwise the reply is
 re-scored after its prompt with `score()` (the judge model's continuation score). `details`
 and the rationale say which: source "generation", "given" or "re-scored". The judge declares
-SCORE because it cannot know in advance which case it meets.
+SCORE, which only the re-scoring needs: an answer that carries its log-probs is judged by a
+model without it (an OpenAI-compatible server that returned them with the answer).
 
 score = exp(mean token log-prob) of the whole reply (`answer.raw`, as generated): the
 geometric-mean token probability, in (0, 1], higher = more trustworthy. The mean and min
@@ -19,7 +20,7 @@ import math
 
 from ragshield.answerers.context import PromptOptions
 from ragshield.judges.base import Judge
-from ragshield.llm.base import SCORE
+from ragshield.llm.base import LLM, SCORE
 from ragshield.llm.traced import TracedLLM
 from ragshield.types import GIVEN_CALL, Answer, Sample, TokenLogprob, Verdict
 
@@ -46,6 +47,11 @@ class TokenProbJudge(Judge):
     def __init__(self, threshold: float = 0.7, options: PromptOptions = PromptOptions()) -> None:
         super().__init__(options)
         self.threshold = threshold
+
+    def missing_capabilities(self, answer: Answer, llm: LLM) -> frozenset[str]:
+        if answer.raw.strip() and reply_logprobs(answer) is not None:
+            return frozenset()  # nothing to re-score
+        return super().missing_capabilities(answer, llm)
 
     def decide(self, sample: Sample, answer: Answer, llm: TracedLLM) -> Verdict:
         if not answer.raw.strip():

@@ -195,7 +195,9 @@ class OpenAICompatibleLLM(BackendBase):
         extra: dict[str, Any] = {}
         if logprobs:
             self.require(LOGPROBS)
-            extra = {"logprobs": True, "top_logprobs": top_logprobs or None}
+            # At least one alternative: llama.cpp's server returns no log-probs at all
+            # when top_logprobs is left out, whatever `logprobs` says.
+            extra = {"logprobs": True, "top_logprobs": max(top_logprobs, 1)}
         started = time.perf_counter()
         return self._call(
             "chat completion",
