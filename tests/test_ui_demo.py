@@ -177,7 +177,7 @@ def test_larger_model_mode_falls_back_to_the_packaged_larger_model(context):
 
 def test_undecided_rule_shows_undecided_and_the_fallback(context):
     with_model(context, ScriptedLLM(respond=replies(), capabilities=frozenset({CHAT, LOGPROBS})))
-    final = list(ask(context, request(judges=("token_prob",), rule="token_prob")))[-1]
+    final = list(ask(context, request(judges=("dual_generation",), rule="dual_generation")))[-1]
     assert decision(final) == "undecided" and "rs-demo-fallback" in final
 
 
