@@ -18,11 +18,12 @@ questions only and never scored. With --reads, the LLM's reads (e.g. pre_answer,
 taken by the packaged reader on a balanced subset (--reads-per-group questions of each group,
 half answerable), all of a question's reads one after the other so that they share its cached
 passages, and cached in the cache directory; that subset's rows compare each read alone, the
-signals alone, the signals with each read and, with several reads, with all of them. With --answers N, N balanced questions of each dataset are
-answered by the configured model (a run kept in the cache directory's answers.db, resumed when
-it exists) and the AwF target is measured the same way: is the answer right (by the matcher or
-the configured model as grader) and supported (an answer to a question flagged unanswerable is
-wrong); its reads (--answer-reads) are read by --judge-model. The figures need the public sets
+signals alone, the signals with each read and, with several reads, with all of them. With
+--answers N, N balanced questions of each dataset are answered by the configured model (a run
+kept in the cache directory's answers.db, resumed when it exists) and the AwF target is
+measured the same way: is the answer right (by the matcher or the configured model as grader)
+and supported (an answer to a question flagged unanswerable is wrong); its reads
+(--answer-reads) are read by --judge-model. The figures need the public sets
 (--data-dir, required).
 """
 
