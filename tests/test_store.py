@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from alembic import command
@@ -99,6 +100,24 @@ def test_reopening_is_idempotent_and_keeps_data(store_url):
     with second.session() as session:
         assert session.scalar(select(Dataset.name)) == "kept"
     second.close()
+
+
+def test_threads_opening_new_databases_at_once_each_get_a_migrated_store(tmp_path):
+    """Alembic keeps the running migration in module globals: without the process's turn,
+    eight threads opening eight new SQLite files at once all failed (KeyError)."""
+    count = 8
+    start = threading.Barrier(count)
+
+    def opened(index: int):
+        start.wait()
+        return open_store(f"sqlite:///{tmp_path / f'store{index}.db'}")
+
+    with ThreadPoolExecutor(count) as pool:
+        stores = list(pool.map(opened, range(count)))
+    for store in stores:
+        assert store.revision() == head_revision()
+        assert TABLES <= set(inspect(store.engine).get_table_names())
+        store.close()
 
 
 def _sample(session) -> Sample:

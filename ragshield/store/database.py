@@ -29,6 +29,9 @@ T = TypeVar("T")
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 MIGRATION_LOCK = "migrate the schema"  # Store.exclusive's names share its key space
+# Alembic keeps the migration it runs in module globals (alembic.context, the loaded scripts):
+# two threads migrating at once, even two different databases, each broke the other's.
+_MIGRATING = threading.Lock()
 
 
 class StoreError(UserError, RuntimeError):
@@ -220,8 +223,14 @@ def _migrate(connection: Connection) -> None:
     Processes that open one database at once (replicas of the API started together) take
     turns: on PostgreSQL an advisory lock held to the commit, after which the next one
     finds the schema at the newest revision (without it, all but one failed on a fresh
-    database); on SQLite the write lock of BEGIN IMMEDIATE.
+    database); on SQLite the write lock of BEGIN IMMEDIATE. Threads of one process take
+    turns first (_MIGRATING).
     """
+    with _MIGRATING:
+        _migrate_in_turn(connection)
+
+
+def _migrate_in_turn(connection: Connection) -> None:
     sqlite = connection.dialect.name == "sqlite"
     if sqlite:
         connection.exec_driver_sql("PRAGMA foreign_keys=OFF")
