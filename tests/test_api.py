@@ -361,6 +361,46 @@ def test_proxy_withholds_an_unsure_answer_without_leaking_it(
     assert completion["ragshield"]["record"]["stored"]
 
 
+def test_a_withheld_answer_keeps_nothing_that_spells_it_out(
+        settings: Settings, sqlite_store: Store) -> None:
+    """A reasoning text, a refusal field or a vendor's extra beside the answer would show
+    what was withheld: the withheld choice keeps only its index and finish reason."""
+    llm = ScriptedLLM(respond=p_true_reply, scores={ANSWER: [UNSURE] * 3})
+    reply = json.dumps({"id": "c", "object": "chat.completion", "created": 0, "model": "m",
+                        "choices": [{"index": 0, "finish_reason": "stop", "stop_reason": ANSWER,
+                                     "message": {"role": "assistant", "content": ANSWER,
+                                                 "reasoning_content": f"so: {ANSWER}",
+                                                 "refusal": None}}]}).encode()
+    with FakeOpenAIServer(lambda request: Fault(body=reply)) as upstream:
+        client = client_for(proxy_settings(settings, upstream), sqlite_store, llm=llm)
+        completion = client.post("/v1/chat/completions", json=chat_body()).json()
+    assert not completion["ragshield"]["kept"]
+    assert completion["choices"] == [{"index": 0, "finish_reason": "stop", "message": {
+        "role": "assistant", "content": ABSTAIN_MESSAGE}}]
+
+
+@pytest.mark.parametrize("ragshield, messages, field", [
+    ({"judges": ["no_such_judge"]}, None, "judge"),
+    ({"judges": ["trivial"], "rule": "policy:missing"}, None, "policy"),
+    # RAG applications often send the passages inside the user message: the question must
+    # then be given on its own.
+    ({"judges": ["trivial"]}, [{"role": "user", "content": "Passage: " + "text " * 600}],
+     "ragshield.question"),
+])
+def test_proxy_refuses_what_it_could_not_judge_before_asking_the_upstream(
+        settings: Settings, sqlite_store: Store, ragshield: dict, messages: list | None,
+        field: str) -> None:
+    body = chat_body()
+    body["ragshield"] = {"passages": body["ragshield"]["passages"], **ragshield}
+    body["messages"] = messages or body["messages"]
+    with FakeOpenAIServer() as upstream:
+        client = client_for(proxy_settings(settings, upstream), sqlite_store)
+        response = client.post("/v1/chat/completions", json=body)
+        assert upstream.chat_requests() == []  # nothing paid for
+    assert response.status_code in (400, 422), response.text
+    assert field in error_of(response)["message"]
+
+
 @pytest.mark.parametrize("fault, status, kind", [
     (Fault(status=500, body=b'{"error": {"message": "boom upstream-secret-key-123"}}'), 502,
      "upstream_error"),
@@ -368,6 +408,9 @@ def test_proxy_withholds_an_unsure_answer_without_leaking_it(
      "upstream_error"),
     (Fault(body=b"not json"), 502, "upstream_error"),
     (Fault(body=b'{"choices": []}'), 502, "upstream_error"),
+    # No text is the upstream's failure, not the caller's: a bad gateway, not a 400.
+    (Fault(body=json.dumps({"choices": [{"index": 0, "finish_reason": "length", "message": {
+        "role": "assistant", "content": ""}}]}).encode()), 502, "upstream_error"),
     (Fault(drop=True), 502, "upstream_error"),
     (Fault(delay_s=3.0), 504, None),
 ])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+import tracemalloc
 from typing import Any
 
 import httpx
@@ -15,7 +16,9 @@ import pytest
 
 from ragshield.api.app import build_api
 from ragshield.api.keys import KeyCheck
+from ragshield.api.streaming import DONE
 from ragshield.config import Settings
+from ragshield.llm.upstream import MAX_REPLY_BYTES, UpstreamBadReply, UpstreamChat
 from ragshield.services.asking import ABSTAIN_MESSAGE
 from ragshield.services.guard import Guard, ModelGate
 from ragshield.store.database import Store
@@ -129,10 +132,72 @@ def test_a_stream_that_breaks_off_ends_with_an_error_event(settings: Settings,
     assert live_answers(sqlite_store) == 0
 
 
-def _served(settings: Settings, store: Store) -> Any:
-    guard = Guard(settings, store, FakeModels(ScriptedLLM(respond=p_true_reply)),
-                  ModelGate(settings))
+def test_the_completion_s_id_and_model_come_from_the_first_chunk_that_gives_them(
+        settings: Settings, sqlite_store: Store) -> None:
+    """Azure's first chunk carries only content-filter results, with an empty id and model."""
+    head = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1700000000,
+            "model": "their-model"}
+    chunks = [{"id": "", "object": "", "created": 0, "model": "", "choices": [],
+               "prompt_filter_results": []},
+              {**head, "choices": [{"index": 0, "delta": {"content": ANSWER}}]},
+              {**head, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}]
+    stream = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks)
+    fault = Fault(body=stream + DONE, headers={"content-type": "text/event-stream"})
+    with FakeOpenAIServer(lambda request: fault) as upstream:
+        client = client_for(proxy_settings(settings, upstream), sqlite_store)
+        held = events(client.post("/v1/chat/completions", json=chat_body(stream=True)).text)
+    assert {(c["id"], c["model"], c["created"]) for c in held[:-1]} == {
+        ("chatcmpl-1", "their-model", 1700000000)}
+    assert held[-2]["ragshield"]["answer"]["model"] == "their-model"
+
+
+def test_one_endless_line_is_cut_off_at_the_size_limit(settings: Settings) -> None:
+    """The size is counted as the bytes come: reading a line whole first took 120 MB for
+    this 40 MB line."""
+    endless = b"data: " + b"x" * 40_000_000
+    fault = Fault(body=endless, headers={"content-type": "text/event-stream"})
+    with FakeOpenAIServer(lambda request: fault) as upstream:
+        chat = UpstreamChat(upstream.url)
+        tracemalloc.start()
+        try:
+            with pytest.raises(UpstreamBadReply, match="streamed over"):
+                chat.complete({"messages": [], "stream": True}, timeout_s=30)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+            chat.close()
+    assert peak < 3 * MAX_REPLY_BYTES, peak
+
+
+def _served(settings: Settings, store: Store, guard: Guard | None = None) -> Any:
+    guard = guard or Guard(settings, store, FakeModels(ScriptedLLM(respond=p_true_reply)),
+                           ModelGate(settings))
     return served_in_thread(build_api(settings, guard, KeyCheck([])))
+
+
+def test_a_live_stream_the_client_closes_ends_the_call(settings: Settings,
+                                                       sqlite_store: Store) -> None:
+    """The client goes after the first chunk: the guard stops reading the upstream at its
+    next chunk, frees the call's place in the queue and stores nothing (it used to read the
+    whole answer, judge it and keep it for nobody)."""
+    gap = 0.4  # between the upstream's chunks: its answer takes about 3 s in all
+    with FakeOpenAIServer(lambda request: Fault(gap_s=gap)) as upstream:
+        settings = proxy_settings(settings, upstream)
+        guard = Guard(settings, sqlite_store, FakeModels(ScriptedLLM(respond=p_true_reply)),
+                      ModelGate(settings))
+        with _served(settings, sqlite_store, guard) as url:
+            body = chat_body(stream=True)
+            body["ragshield"]["stream_mode"] = "live"
+            with httpx.stream("POST", url + "/v1/chat/completions", json=body,
+                              timeout=30) as response:
+                next(line for line in response.iter_lines() if line.startswith("data: "))
+            closed = time.monotonic()
+            while guard.waiting and time.monotonic() < closed + 10:
+                time.sleep(0.05)
+            freed = time.monotonic() - closed
+            time.sleep(8 * gap)  # past the end of the upstream's answer
+    assert guard.waiting == 0 and freed < 4 * gap, freed
+    assert live_answers(sqlite_store) == 0
 
 
 def test_live_chunks_arrive_before_the_upstream_has_finished(settings: Settings,

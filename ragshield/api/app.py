@@ -19,7 +19,6 @@ from typing import Any, TypeVar
 from fastapi import APIRouter, FastAPI, Request, Response, Security
 from fastapi.exceptions import RequestValidationError
 from fastapi.security import HTTPBearer
-from starlette.exceptions import HTTPException
 
 from ragshield import __version__
 from ragshield.api import errors
@@ -32,7 +31,7 @@ from ragshield.api.schemas import (AskBody, ChatBody, ChatMessage, JudgeBody, Pa
                                    Traced)
 from ragshield.api.streaming import LIVE, held_events, live_response, streamed
 from ragshield.config import Settings
-from ragshield.services.asking import AskRequest
+from ragshield.services.asking import MAX_QUESTION_CHARS, AskRequest
 from ragshield.services.guard import CallContext, Guard, ProxyRequest, judge_catalogue
 from ragshield.types import GivenAnswer, Passage, TokenLogprob
 
@@ -82,16 +81,25 @@ def _refuse_tools(body: ChatBody) -> None:
 
 
 def _last_user_message(messages: list[ChatMessage]) -> str:
-    """The text of the last user message (content as a string or as text parts)."""
+    """The text of the last user message (content as a string or as text parts), when it
+    can be the question: refused before the upstream is asked otherwise."""
     for message in reversed(messages):
         if message.role == "user":
             content = message.content
             if isinstance(content, list):
                 content = " ".join(part.text or "" for part in content if part.type == "text")
+            if content and len(content) > MAX_QUESTION_CHARS:
+                raise _no_question(f"the last user message ({len(content):,} characters) is "
+                                   f"longer than a question may be ({MAX_QUESTION_CHARS:,}): "
+                                   "send the question alone in ragshield.question")
             if content and content.strip():
                 return content
-    raise HTTPException(422, "ragshield.question: not given, and no user message has text "
-                             "to take it from")
+    raise _no_question("no user message has text to take it from")
+
+
+def _no_question(why: str) -> RequestValidationError:
+    return RequestValidationError([{"loc": ("body", "ragshield", "question"),
+                                    "msg": f"not given, and {why}", "type": "missing"}])
 
 
 def build_api(settings: Settings, guard: Guard, keys: KeyCheck) -> FastAPI:

@@ -54,15 +54,19 @@ class Deadlines:
             return await asyncio.wait_for(asyncio.shield(future), self.timeout_s)
         except TimeoutError:
             if outcome.give_up():
-                future.add_done_callback(_forget)
+                future.add_done_callback(forget)
                 raise GuardTimeout(f"the call took over {self.timeout_s:g} s") from None
             return await future
+        except asyncio.CancelledError:  # the caller is gone (a live stream closed)
+            outcome.give_up()  # unless it was being stored, it is not
+            future.add_done_callback(forget)
+            raise
 
     def close(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)
 
 
-def _forget(future: "Future[Any] | asyncio.Future[Any]") -> None:
+def forget(future: "Future[Any] | asyncio.Future[Any]") -> None:
     """Collect an abandoned call's error, so that it is not reported as never retrieved."""
     if not future.cancelled():
         future.exception()

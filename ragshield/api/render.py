@@ -17,15 +17,18 @@ def judged_json(guarded: Guarded, *, trace: bool = False,
 def completion_json(guarded: Guarded) -> dict[str, Any]:
     """The upstream's completion as it came, with its first choice only (the one judged: any
     other is an answer nobody judged), whose answer, when withheld, is replaced by what the
-    user may see (and its token log-probs, which would spell it out, removed). ragshield's
-    verdicts ride along in the extra field `ragshield`, less `shown`: the content is what is
-    shown, and the answer is sent back at most twice (content, `ragshield.answer.text`)."""
+    user may see. A withheld choice keeps only what says nothing of the answer (index,
+    finish reason): its log-probs, a reasoning text or a refusal field would spell it out.
+    ragshield's verdicts ride along in the extra field `ragshield`, less `shown`: the content
+    is what is shown, and the answer is sent back at most twice (content,
+    `ragshield.answer.text`)."""
     assert guarded.upstream is not None
     body = guarded.upstream.body
     choice = dict(body["choices"][0])
     if guarded.result.fallback is not None:
-        choice["message"] = {**choice["message"], "content": shown_text(guarded.result)}
-        choice.pop("logprobs", None)
+        choice = {"index": choice.get("index", 0),
+                  "message": {"role": "assistant", "content": shown_text(guarded.result)},
+                  "finish_reason": choice.get("finish_reason")}
     verdicts = judged_json(guarded)
     del verdicts["shown"]
     return {**body, "choices": [choice], "ragshield": verdicts}

@@ -26,6 +26,7 @@ from starlette.requests import Request
 from starlette.responses import StreamingResponse
 
 from ragshield.api.errors import response_for
+from ragshield.api.limits import forget
 from ragshield.api.render import completion_json, judged_json
 from ragshield.services.guard import Guarded
 
@@ -86,19 +87,29 @@ async def live_response(request: Request, call: ProxyCall) -> StreamingResponse:
 
 async def _live_events(request: Request, first: Chunk, chunks: asyncio.Queue[Chunk],
                        task: asyncio.Future[Guarded]) -> AsyncIterator[bytes]:
-    yield event(first)
-    head = _chunk_head(first)
-    while not (task.done() and chunks.empty()):
-        getting = asyncio.ensure_future(chunks.get())
-        await asyncio.wait({getting, task}, return_when=asyncio.FIRST_COMPLETED)
-        if getting.done():
-            yield event(getting.result())
-        else:
-            getting.cancel()
+    """The chunks as they come, then the decision. A client that closes the stream ends
+    the call too (the task is cancelled: Deadlines gives it up, and the guard ends the
+    upstream's stream at its next chunk); nothing of it is stored."""
+    getting: asyncio.Future[Chunk] | None = None
     try:
-        guarded = task.result()
-    except Exception as error:  # the status is sent: the error is the stream's last event
-        yield event(json.loads(bytes(response_for(request, error).body)))
-        return
-    yield event({**head, "choices": [], "ragshield": judged_json(guarded)})
-    yield DONE
+        yield event(first)
+        while not (task.done() and chunks.empty()):
+            getting = asyncio.ensure_future(chunks.get())
+            await asyncio.wait({getting, task}, return_when=asyncio.FIRST_COMPLETED)
+            if getting.done():
+                yield event(getting.result())
+            else:
+                getting.cancel()
+        try:
+            guarded = task.result()
+        except Exception as error:  # the status is sent: the error is the stream's last event
+            yield event(json.loads(bytes(response_for(request, error).body)))
+            return
+        head = _chunk_head(guarded.upstream.body if guarded.upstream else first)
+        yield event({**head, "choices": [], "ragshield": judged_json(guarded)})
+        yield DONE
+    finally:
+        if getting is not None:
+            getting.cancel()
+        task.cancel()
+        task.add_done_callback(forget)

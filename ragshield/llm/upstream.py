@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +30,7 @@ from ragshield.types import TokenLogprob
 MAX_REPLY_BYTES = 4_000_000  # a chat completion is kilobytes; more is not a reply we read
 MAX_MESSAGE_CHARS = 300  # of an upstream's error message, shown in the guard's own
 THROTTLE_HEADERS = ("retry-after", "retry-after-ms")  # passed on with a 429, as OpenAI sends them
+HEAD_FIELDS = ("id", "created", "model", "system_fingerprint")  # a completion's, kept from a stream
 
 
 class UpstreamError(UserError):
@@ -145,7 +146,7 @@ class UpstreamChat:
                         self._client.stream("POST", url, json=body) as response):
                 if (chunks is not None and response.status_code < 400 and response.headers
                         .get("content-type", "").startswith("text/event-stream")):
-                    await chunks.read(response.aiter_lines())
+                    await chunks.read(response.aiter_bytes())
                     return response.status_code, response.headers, b""
                 raw = bytearray()
                 async for chunk in response.aiter_bytes():
@@ -184,28 +185,44 @@ class ChunkReader:
                  on_chunk: Callable[[dict[str, Any]], None] | None = None) -> None:
         self.shown_url, self.on_chunk = shown_url, on_chunk
         self.streamed = False  # the upstream did answer with events
-        self._first: dict[str, Any] = {}
+        self._chunks = 0
+        # The completion's id, created, model and system fingerprint: each from the first
+        # chunk that gives it (Azure's first chunk has them empty).
+        self._head: dict[str, Any] = {}
         self._text: list[str] = []
         self._tokens: list[Any] = []
         self._finish: str | None = None
         self._usage: dict[str, Any] | None = None
         self._size = 0
 
-    async def read(self, lines: Any) -> None:
+    async def read(self, pieces: AsyncIterator[bytes]) -> None:
+        """Reads the stream's bytes as they come, line by line; the size is counted as bytes
+        arrive, so one endless line cannot grow past MAX_REPLY_BYTES either."""
         self.streamed = True
-        async for line in lines:
-            self._size += len(line) + 1
+        pending = b""
+        async for piece in pieces:
+            self._size += len(piece)
             if self._size > MAX_REPLY_BYTES:
                 raise UpstreamBadReply(f"the upstream {self.shown_url} streamed over "
                                        f"{MAX_REPLY_BYTES} bytes")
-            if not line.startswith("data:"):
-                continue  # blank lines end events; comments and other fields carry nothing
-            data = line[len("data:"):].strip()
-            if data == "[DONE]":
-                return
-            self._take(_json(data.encode("utf-8"), self.shown_url))
+            *lines, pending = (pending + piece).split(b"\n")
+            for line in lines:
+                if self._line(line.rstrip(b"\r")):
+                    return
+        if pending and self._line(pending.rstrip(b"\r")):
+            return
         raise UpstreamBadReply(f"the upstream {self.shown_url} ended its stream without "
                                "[DONE]")
+
+    def _line(self, line: bytes) -> bool:
+        """Takes one line of the stream; True at its end ([DONE])."""
+        if not line.startswith(b"data:"):
+            return False  # blank lines end events; comments and other fields carry nothing
+        data = line[len(b"data:"):].strip()
+        if data == b"[DONE]":
+            return True
+        self._take(_json(data, self.shown_url))
+        return False
 
     def _take(self, chunk: Any) -> None:
         if isinstance(chunk, dict) and isinstance(chunk.get("error"), dict):
@@ -214,7 +231,10 @@ class ChunkReader:
         if not isinstance(chunk, dict) or not isinstance(chunk.get("choices"), list):
             raise UpstreamBadReply(f"the upstream {self.shown_url} streamed something that is "
                                    "not a chat completion chunk")
-        self._first = self._first or chunk
+        self._chunks += 1
+        for key in HEAD_FIELDS:
+            if chunk.get(key) and not self._head.get(key):
+                self._head[key] = chunk[key]
         if isinstance(chunk.get("usage"), dict):  # with stream_options.include_usage
             self._usage = chunk["usage"]
         for choice in chunk["choices"]:
@@ -236,18 +256,15 @@ class ChunkReader:
 
     def reply(self) -> UpstreamReply:
         """The completion the chunks make, in the shape of a non-streamed one."""
-        if not self._first:
+        if not self._chunks:
             raise UpstreamBadReply(f"the upstream {self.shown_url} streamed no chunk")
         text = "".join(self._text)
         logprobs = {"content": self._tokens} if self._tokens else None
         choice = {"index": 0, "message": {"role": "assistant", "content": text},
                   "logprobs": logprobs, "finish_reason": self._finish}
-        body = {key: self._first[key] for key in ("id", "created", "model",
-                                                 "system_fingerprint") if key in self._first}
-        body = {**body, "object": "chat.completion", "choices": [choice],
+        body = {**self._head, "object": "chat.completion", "choices": [choice],
                 **({"usage": self._usage} if self._usage else {})}
-        model = body.get("model") if isinstance(body.get("model"), str) else None
-        return UpstreamReply(body, text, model, _tokens(logprobs))
+        return UpstreamReply(body, text, _model(body), _tokens(logprobs))
 
 
 def _error_message(raw: bytes) -> str:
@@ -291,8 +308,13 @@ def _reply(raw: bytes, shown_url: str) -> UpstreamReply:
     if not isinstance(text, str):
         raise UpstreamBadReply(f"the upstream {shown_url} replied without text (content "
                                f"{json.dumps(text)[:20]}); only text answers are judged")
-    model = body.get("model") if isinstance(body.get("model"), str) else None
-    return UpstreamReply(body, text, model, _tokens(choice.get("logprobs")))
+    return UpstreamReply(body, text, _model(body), _tokens(choice.get("logprobs")))
+
+
+def _model(body: dict[str, Any]) -> str | None:
+    """The model the upstream says answered, when it names one."""
+    model = body.get("model")
+    return model if isinstance(model, str) and model.strip() else None
 
 
 def _tokens(logprobs: Any) -> list[TokenLogprob] | None:

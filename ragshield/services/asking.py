@@ -313,9 +313,18 @@ def ask_answer_model(request: AskRequest, settings: Settings) -> str:
     return answer_model_name(ask_backend(request, settings), request.model or settings.model)
 
 
-def prepare(store: Store, settings: Settings, request: AskRequest,
-            finders: PassageFinders | None = None) -> Prepared:
-    """Everything before the first model call; user errors surface here, at once."""
+@dataclass(frozen=True)
+class _Choices:
+    """What decides a request, settled from the request and the store alone."""
+
+    judges: list[Judge]
+    rule: Rule
+    note: str | None
+    reason: str
+    readers: JudgeReaders
+
+
+def _choices(store: Store, settings: Settings, request: AskRequest) -> _Choices:
     check_request(request)
     readers = ask_readers(request, settings)
     default = default_rule(settings, store, readers)
@@ -325,11 +334,26 @@ def prepare(store: Store, settings: Settings, request: AskRequest,
     readers = honour_fitted(readers, rule, names, settings, ask_answer_model(request, settings),
                             ask_backend(request, settings))
     judges = deciding_first(make_judges(",".join(names), settings, readers.options()), rule)
+    return _Choices(judges, rule, note, rule_reason(rule, request.rule, settings, note, default),
+                    readers)
+
+
+def check_choices(store: Store, settings: Settings, request: AskRequest) -> None:
+    """The user errors of `prepare` that need neither the answer nor the passages (the
+    question, the judges, the rule, the models): the guard's proxy asks before it pays its
+    upstream for an answer it could not judge."""
+    _choices(store, settings, request)
+
+
+def prepare(store: Store, settings: Settings, request: AskRequest,
+            finders: PassageFinders | None = None) -> Prepared:
+    """Everything before the first model call; user errors surface here, at once."""
+    choices = _choices(store, settings, request)
     answerer = make_answerer(GIVEN if request.given_answer is not None
                              else request.answerer or settings.answerer)
     sample, source = _sample(store, settings, request, finders or PassageFinders(settings))
-    return Prepared(request, sample, source, answerer, judges, rule, note,
-                    rule_reason(rule, request.rule, settings, note, default), readers)
+    return Prepared(request, sample, source, answerer, choices.judges, choices.rule,
+                    choices.note, choices.reason, choices.readers)
 
 
 def _sample(store: Store, settings: Settings, request: AskRequest,

@@ -11,6 +11,7 @@ came first (Outcome), so every answered call is kept exactly once and a timed-ou
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 import time
@@ -33,7 +34,7 @@ from ragshield.llm.upstream import (UpstreamBadReply, UpstreamChat, UpstreamErro
                                      UpstreamReply)
 from ragshield.services.asking import (LARGER_FALLBACK, MAX_ANSWER_CHARS, AskRequest, AskResult,
                                        Models, PassageFinders, Prepared, answer_and_judge,
-                                       default_judges, prepare)
+                                       check_choices, default_judges, prepare)
 from ragshield.services.live_runs import keep_asked
 from ragshield.store.database import Store
 from ragshield.types import GivenAnswer, Passage
@@ -210,6 +211,12 @@ class ProxyRequest:
     budget_ms: int | None = None  # for the judges, from when the upstream has answered
     on_budget: str | None = None
 
+    def asking(self, answer: GivenAnswer) -> AskRequest:
+        """The ask that judges `answer` against the passages."""
+        return AskRequest(question=self.question, passages=self.passages, given_answer=answer,
+                          judges=self.judges, rule=self.rule, keep_record=self.keep_record,
+                          budget_ms=self.budget_ms, on_budget=self.on_budget)
+
 
 class Guard:
     """The guard's state for one server: the store, the models, the turns at them, the
@@ -243,26 +250,32 @@ class Guard:
     def proxy(self, proxied: ProxyRequest, outcome: Outcome, deadline: float,
               context: CallContext | None = None,
               on_chunk: Callable[[dict[str, Any]], None] | None = None) -> Guarded:
-        """The upstream's answer to `proxied.body`, judged like a given answer (and, like
-        one, of at most MAX_ANSWER_CHARS: a longer one is neither judged, stored nor sent on).
-        Its waiting slot is held until the upstream answers or the deadline passes, never
-        longer. A streamed request (`"stream": true`) is read from the upstream's stream,
-        each chunk handed to `on_chunk` as it comes."""
+        """The upstream's answer to `proxied.body`, judged like a given answer. What can be
+        checked without the answer (the question, judges, rule) is checked before the
+        upstream is called. Its waiting slot is held until the upstream answers or the
+        deadline passes, never longer. A streamed request (`"stream": true`) is read from the
+        upstream's stream, each chunk handed to `on_chunk` as it comes, until the caller gives
+        up."""
         if self.upstream is None:
             raise NoUpstream("no upstream endpoint is configured: start the server with "
                              "--upstream URL (or set RAGSHIELD_UPSTREAM_BASE_URL)")
+        model = proxied.body.get("model")
+        check_choices(self.store, self.settings, proxied.asking(
+            GivenAnswer("the upstream's answer", model if isinstance(model, str) else None)))
+
+        def relay(chunk: dict[str, Any]) -> None:
+            """Each chunk handed on while someone waits for it; a caller gone (a closed
+            live stream, a passed deadline) ends the upstream's stream too."""
+            if outcome.given_up:
+                raise GuardTimeout("the caller gave up while the upstream streamed its answer")
+            if on_chunk is not None:
+                on_chunk(chunk)
+
         with self._turn():
             started = time.monotonic()
-            reply = self.upstream.complete(proxied.body, _left(deadline), on_chunk)
-            if len(reply.text) > MAX_ANSWER_CHARS:
-                raise UpstreamBadReply(f"the upstream {self.upstream.shown_url} answered "
-                                       f"{len(reply.text):,} characters; answers of up to "
-                                       f"{MAX_ANSWER_CHARS:,} are judged")
-            request = AskRequest(question=proxied.question, passages=proxied.passages,
-                                 given_answer=GivenAnswer(reply.text, reply.model, reply.tokens),
-                                 judges=proxied.judges, rule=proxied.rule,
-                                 keep_record=proxied.keep_record, budget_ms=proxied.budget_ms,
-                                 on_budget=proxied.on_budget)
+            reply = self.upstream.complete(proxied.body, _left(deadline), relay)
+            _check_judgeable(reply, self.upstream.shown_url)
+            request = proxied.asking(GivenAnswer(reply.text, reply.model, reply.tokens))
             answered = time.monotonic()
             seconds = {"upstream": answered - started}
             guarded = self._judged(request, outcome, deadline, seconds, answered)
@@ -350,6 +363,19 @@ class Guard:
     def close(self) -> None:
         if self.upstream is not None:
             self.upstream.close()
+
+
+def _check_judgeable(reply: UpstreamReply, shown_url: str) -> None:
+    """UpstreamBadReply (502, the upstream's fault, not the caller's) for an answer the guard
+    cannot judge: none at all, or one longer than MAX_ANSWER_CHARS (neither judged, stored
+    nor sent on)."""
+    if not reply.text.strip():
+        finish = reply.body["choices"][0].get("finish_reason")
+        raise UpstreamBadReply(f"the upstream {shown_url} answered no text (finish_reason "
+                               f"{json.dumps(finish)}): there is nothing to judge")
+    if len(reply.text) > MAX_ANSWER_CHARS:
+        raise UpstreamBadReply(f"the upstream {shown_url} answered {len(reply.text):,} "
+                               f"characters; answers of up to {MAX_ANSWER_CHARS:,} are judged")
 
 
 def _left(deadline: float) -> float:
