@@ -10,7 +10,8 @@ from ragshield.errors import OptionError
 T = TypeVar("T")
 
 
-def construct(kind: str, registry: Mapping[str, type[T]], name: str, options: Mapping[str, Any]) -> T:
+def construct(kind: str, registry: Mapping[str, type[T]], name: str,
+              options: Mapping[str, Any]) -> T:
     """`registry[name](**options)`; an unknown name or option raises OptionError naming the
     valid ones (a config typo should fail before a run starts, not mid-run)."""
     cls = registry.get(name.strip().lower())

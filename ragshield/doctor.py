@@ -76,7 +76,8 @@ def _embeddings_check(settings: Settings) -> dict[str, Any]:
     started = time.perf_counter()
     model = load_embedder(settings)
     vectors = model.encode(
-        ["Paris is the capital of France.", "The capital of France is Paris.", "Bananas are yellow."],
+        ["Paris is the capital of France.", "The capital of France is Paris.",
+         "Bananas are yellow."],
         normalize_embeddings=True,
     )
     close, far = float(vectors[0] @ vectors[1]), float(vectors[0] @ vectors[2])

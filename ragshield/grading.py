@@ -128,8 +128,8 @@ class LLMGrader:
 
 def rule_llm_agreement(rule: Sequence[bool], llm: Sequence[bool | None]) -> dict[str, Any]:
     """Agreement of the rule matcher and the LLM grader over the pairs the grader read
-    (llm not None): n, percent agreement (a fraction), Cohen's kappa (None when undefined, e.g. 0/0 when
-    both always give the same single value, or n = 0) and the 2x2 counts."""
+    (llm not None): n, percent agreement (a fraction), Cohen's kappa (None when undefined,
+    e.g. 0/0 when both always give the same single value, or n = 0) and the 2x2 counts."""
     if len(rule) != len(llm):
         raise ValueError(f"rule and llm differ in length ({len(rule)} != {len(llm)})")
     pairs = [(bool(r), bool(g)) for r, g in zip(rule, llm) if g is not None]

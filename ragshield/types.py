@@ -209,7 +209,8 @@ def keep_word(keep: bool | None, undecided: str = "-") -> str:
 
 @dataclass
 class Verdict:
-    """A judge's decision on one answer (docs/METHODS.md 1). keep is None when unavailable or failed."""
+    """A judge's decision on one answer (docs/METHODS.md 1). keep is None when unavailable or
+    failed."""
 
     judge: str
     keep: bool | None

@@ -28,7 +28,8 @@ def read_verdicts_file(path: Path) -> pd.DataFrame:
                 try:
                     rows.append(strict_json.loads(text))
                 except json.JSONDecodeError as exc:
-                    raise VerdictFileError(f"{path}, line {number}: not valid JSON ({exc.msg})") from None
+                    raise VerdictFileError(
+                        f"{path}, line {number}: not valid JSON ({exc.msg})") from None
                 except ValueError as exc:
                     raise VerdictFileError(f"{path}, line {number}: {exc}") from None
                 lines.append(number)

@@ -181,7 +181,8 @@ def judge_costs(args: argparse.Namespace) -> None:
             row["ratio"].append(cost.seconds / base)
         all_ratio.append(judged_seconds / base)
 
-    lines = ["| judge | calls | prompt tok | of which cached | completion tok | seconds | x base answer |",
+    lines = [("| judge | calls | prompt tok | of which cached | completion tok | seconds "
+              "| x base answer |"),
              "|---|---|---|---|---|---|---|"]
     summary: dict[str, dict[str, float]] = {}
     for judge, row in per_judge.items():

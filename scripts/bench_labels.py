@@ -64,13 +64,15 @@ def bench_writes(folder: Path, writers: int, writes: int, run: int) -> list[floa
         add_annotator(store, name)
     store.close()
     with multiprocessing.get_context("spawn").Pool(writers) as pool:
-        results = pool.starmap(_writer, [(url, name, 1000, writes, i) for i, name in enumerate(names)])
+        results = pool.starmap(_writer,
+                               [(url, name, 1000, writes, i) for i, name in enumerate(names)])
     return [ms for result in results for ms in result]
 
 
 def build_queue_db(url: str, samples: int) -> None:
     store = open_store(url)
-    import_samples(store, "big", (Sample(id=f"s{i}", question=f"question {i}") for i in range(samples)))
+    import_samples(store, "big",
+                   (Sample(id=f"s{i}", question=f"question {i}") for i in range(samples)))
     other, me = add_annotator(store, "other"), add_annotator(store, "me")
     rng = np.random.default_rng(0)
     with store.session() as session:
@@ -134,7 +136,8 @@ def main() -> None:
         for strategy, overlap in (("unlabelled", 1), ("unlabelled", 2), ("random", 1),
                                   ("disagreement", 1)):
             runs = [bench_queue(url, strategy, overlap, args.queries) for _ in range(args.runs)]
-            rows.append({"what": f"next item, {strategy}, overlap {overlap}, {args.samples:,} samples",
+            rows.append({"what": f"next item, {strategy}, overlap {overlap}, "
+                                 f"{args.samples:,} samples",
                          "p50_ms": statistics.median(pct(r, 50) for r in runs),
                          "p95_ms": statistics.median(pct(r, 95) for r in runs),
                          "target_ms": QUEUE_TARGET_MS, "of": "p95"})

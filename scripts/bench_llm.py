@@ -42,7 +42,8 @@ LONG_PROMPT_REPEATS = 9  # about 800 prompt tokens, the size of a 3-passage RAG 
 
 
 def messages(nonce: int, question: str, repeats: int = LONG_PROMPT_REPEATS) -> list[dict]:
-    return [{"role": "user", "content": f"[{nonce}] Context:\n{PASSAGE * repeats}\nQuestion: {question}"}]
+    return [{"role": "user",
+             "content": f"[{nonce}] Context:\n{PASSAGE * repeats}\nQuestion: {question}"}]
 
 
 def rss_mb(pid: int | None = None) -> float:
@@ -61,7 +62,8 @@ def measure(llm: LLM, runs: int, nonce_base: int) -> dict[str, float]:
             max_tokens=96,
         )
         gen_seconds = long.seconds - first.seconds  # same prompt size: subtract reading it
-        gen_tps.append((long.completion_tokens - 1) / gen_seconds if gen_seconds > 0 else float("nan"))
+        gen_tps.append((long.completion_tokens - 1) / gen_seconds if gen_seconds > 0
+                       else float("nan"))
     return {
         "ttft_s": statistics.median(ttft),
         "prompt_tokens_per_s": statistics.median(prompt_tps),
@@ -83,7 +85,8 @@ def cache_speedup(llm: LLM, runs: int) -> dict[str, float]:
             speedups.append(live.seconds / hit.seconds)
             hits.append(hit.seconds)
         store.close()
-    return {"cache_hit_ms": statistics.median(hits) * 1000, "cache_speedup_x": statistics.median(speedups)}
+    return {"cache_hit_ms": statistics.median(hits) * 1000,
+            "cache_speedup_x": statistics.median(speedups)}
 
 
 def bench_in_process(name: str, make: Callable[[], LLM], runs: int) -> dict[str, Any]:
@@ -162,7 +165,8 @@ def table(rows: list[dict[str, Any]]) -> str:
     lines = ["| " + " | ".join(title for _, title, _ in COLUMNS) + " |",
              "|" + "---|" * len(COLUMNS)]
     for row in rows:
-        cells = [fmt.format(row[key]) if row.get(key) is not None else "n/a" for key, _, fmt in COLUMNS]
+        cells = [fmt.format(row[key]) if row.get(key) is not None else "n/a"
+                 for key, _, fmt in COLUMNS]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -171,7 +175,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--backends", default="embedded,small,openai")
-    parser.add_argument("--transformers-model", help="a local model folder for the transformers backend")
+    parser.add_argument("--transformers-model",
+                        help="a local model folder for the transformers backend")
     parser.add_argument("--json-out", type=Path, default=ROOT / "docs" / "bench" / "llm.json")
     parser.add_argument("--no-append", action="store_true", help="do not write docs/BENCHMARKS.md")
     args = parser.parse_args()

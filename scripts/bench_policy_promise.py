@@ -6,8 +6,8 @@ writes JSON, appends to docs/QUALITY.md.
     python scripts/bench_policy_promise.py [--store URL --run ID] [--alphas 0.2,0.3,0.4]
         [--delta 0.1] [--splits 200] [--starts 1,2,4]
 
-Default run: the shipped demo run (ragshield/assets/demo/run.json.xz), loaded into a temporary SQLite
-store. Any stored run: --store and --run (e.g. a SQuAD 2.0 run made with `ragshield run`).
+Default run: the shipped demo run (ragshield/assets/demo/run.json.xz), loaded into a temporary
+SQLite store. Any stored run: --store and --run (e.g. a SQuAD 2.0 run made with `ragshield run`).
 """
 
 from __future__ import annotations

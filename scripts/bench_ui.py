@@ -7,12 +7,12 @@ Prints a table, writes JSON, appends to docs/BENCHMARKS.md.
 
 The app runs as `python -m ragshield serve` on a temporary SQLite database filled with a
 synthetic run (ragshield/testing/synthetic_run.py: random verdicts, every 10th sample
-labelled). Times are client round
-trips on 127.0.0.1 (server time plus a little transport), medians and p95 over `--calls`
-calls; "server ms" subtracts the median round trip of an endpoint that does nothing (the
-Demo's fast-judges button), which is gradio_client's own queue-and-stream overhead. The first view of a run builds its tables (one read of every answer and verdict);
-that build is timed on its own, and the Dashboard is also timed right after a new label,
-when its tables and figures must be rebuilt.
+labelled). Times are client round trips on 127.0.0.1 (server time plus a little transport),
+medians and p95 over `--calls` calls; "server ms" subtracts the median round trip of an
+endpoint that does nothing (the Demo's fast-judges button), which is gradio_client's own
+queue-and-stream overhead. The first view of a run builds its tables (one read of every
+answer and verdict); that build is timed on its own, and the Dashboard is also timed right
+after a new label, when its tables and figures must be rebuilt.
 
 Labels are sent the way the page sends them (one POST per label, no queue, a session per
 tab; ragshield/testing/app_client.py `call_like_browser`): by one annotator, by 8 at once without a
@@ -134,7 +134,8 @@ def main() -> None:
                         help="runs of each label row; the table shows their medians")
     parser.add_argument("--database-url", default=None,
                         help="an empty database to use instead of a new SQLite file")
-    parser.add_argument("--no-append", action="store_true", help="print only: write neither BENCHMARKS.md nor the JSON")
+    parser.add_argument("--no-append", action="store_true",
+                        help="print only: write neither BENCHMARKS.md nor the JSON")
     args = parser.parse_args()
 
     folder = Path(tempfile.mkdtemp(prefix="bench_ui_"))

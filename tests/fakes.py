@@ -56,7 +56,8 @@ class ScriptedLLM(BackendBase):
         elif self.replies:
             reply = self.replies.pop(0)
         else:
-            raise AssertionError(f"unscripted call #{len(self.seen)}: {messages[-1]['content'][:200]}")
+            raise AssertionError(
+                f"unscripted call #{len(self.seen)}: {messages[-1]['content'][:200]}")
         if callable(reply):
             reply = reply(messages)
         if isinstance(reply, str):

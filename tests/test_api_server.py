@@ -27,7 +27,8 @@ PASSAGES = [{"text": "The Normans were the people who gave their name to Normand
 
 
 @pytest.fixture(scope="module")
-def llama_url(qwen_path: Path, run_server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def llama_url(qwen_path: Path, run_server,
+              tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     port = free_port()
     url = f"http://127.0.0.1:{port}/v1"
     log = tmp_path_factory.mktemp("llama") / "llama.log"

@@ -53,8 +53,8 @@ def test_doctor_reports_every_part_ok(tmp_path, packaged_models):
     assert llm["model"] == "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
     assert llm["logprobs"] is True and llm["tokens_per_s"] > 0
     # `make setup` builds llama.cpp for the best instruction set this CPU runs.
-    probe = subprocess.run(["bash", str(ROOT / "scripts" / "llama_cmake_args.sh")], capture_output=True,
-                           text=True, check=True).stdout
+    probe = subprocess.run(["bash", str(ROOT / "scripts" / "llama_cmake_args.sh")],
+                           capture_output=True, text=True, check=True).stdout
     assert "AVX2" in llm["instruction_sets"]
     assert ("AVX512" in llm["instruction_sets"]) == ("GGML_AVX512=ON" in probe)
     assert "AMX_INT8" not in llm["instruction_sets"]

@@ -34,8 +34,9 @@ from ragshield.store.run_bundle import (BundleError, load_bundle, read_bundle, r
 from ragshield.store.runs import answer_records, verdict_records
 from tests.fakes import ScriptedLLM, ScriptedReply
 
-SHIPPED_STALE = ("the shipped demo run (ragshield/assets/demo/run.json.xz) is stale: the code now makes "
-                 "a call it does not hold; regenerate it with `python scripts/make_demo_run.py`")
+SHIPPED_STALE = ("the shipped demo run (ragshield/assets/demo/run.json.xz) is stale: the code "
+                 "now makes a call it does not hold; regenerate it with "
+                 "`python scripts/make_demo_run.py`")
 
 
 def scripted(messages) -> ScriptedReply:

@@ -72,7 +72,8 @@ def test_human_labels_win_only_under_human_truth(store, run_id):
         first = Label(sample_id=row_id, annotator_id=ann[0].id, label="unanswerable")
         session.add_all([
             first,
-            Label(sample_id=row_id, annotator_id=ann[1].id, label="answerable", answer_correct=False),
+            Label(sample_id=row_id, annotator_id=ann[1].id, label="answerable",
+                  answer_correct=False),
             Label(sample_id=row_id, annotator_id=ann[2].id, label="unanswerable"),
         ])
         session.flush()

@@ -124,7 +124,8 @@ class Models:
     def __init__(self) -> None:
         self.llm = ScriptedLLM()
 
-    def __call__(self, settings: Any, store: Any = None, packaged: str | None = None) -> ScriptedLLM:
+    def __call__(self, settings: Any, store: Any = None,
+                 packaged: str | None = None) -> ScriptedLLM:
         return self.llm
 
 

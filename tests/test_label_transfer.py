@@ -30,7 +30,8 @@ def source(tmp_path):
     store = fresh(f"sqlite:///{tmp_path / 'a.db'}")
     add_annotator(store, "ann", role="expert")
     add_annotator(store, "bob")
-    add_label(store, "toy", "s0", "ann", "answerable", note='says "Paris", then, a comma\nand a line')
+    add_label(store, "toy", "s0", "ann", "answerable",
+              note='says "Paris", then, a comma\nand a line')
     add_label(store, "toy", "s0", "ann", "unanswerable", answer_correct=False)
     add_label(store, "toy", "s1", "bob", "unsure", note="Größe 東京", request_id="r-1",
               passages_shown=["Passage-0", "Passage-2"])

@@ -181,7 +181,8 @@ def test_annotation_item_blind_mode_hides_verdicts_and_other_labels(toy, setting
     from ragshield.store.labels import set_guidelines
 
     run = start_run(toy, RunConfig(dataset="toy", judges=["trivial"], rule="trivial", limit=2))
-    execute_run(toy, run, settings, models=RunModels(main=ScriptedLLM(respond=lambda m: "Answer: x")),
+    execute_run(toy, run, settings,
+                models=RunModels(main=ScriptedLLM(respond=lambda m: "Answer: x")),
                 progress=False)
     add_label(toy, "toy", "s0", "bob", "unanswerable")
     add_label(toy, "toy", "s0", "ann", "answerable")

@@ -49,11 +49,13 @@ def test_label_workflow_agreement_and_transfer(tmp_path):
     assert "  false keeps: " in text and "  false withholds: " in text
 
     out = tmp_path / "labels.parquet"
-    assert invoke("labels", "export", "--format", "parquet", "--out", str(out), env=env).exit_code == 0
+    assert invoke("labels", "export", "--format", "parquet", "--out", str(out),
+                  env=env).exit_code == 0
     other = {"RAGSHIELD_DATABASE_URL": f"sqlite:///{tmp_path / 'other.db'}"}
     imported = invoke("labels", "import", str(out), env=other)
     assert imported.exit_code == 0 and "6 label rows added" in imported.stdout
-    again = json.loads(invoke("labels", "agreement", "--dataset", "demo", "--json", env=other).stdout)
+    again = json.loads(invoke("labels", "agreement", "--dataset", "demo", "--json",
+                              env=other).stdout)
     assert again == agreement
 
 
@@ -65,7 +67,8 @@ def test_label_errors_are_clear(tmp_path):
     invoke("labels", "annotator", "ann", env=env)
     sample = json.loads(invoke("datasets", "samples", "demo", "--limit", "1", "--json",
                                env=env).stdout)[0]["id"]
-    bad = invoke("labels", "add", "--sample", sample, "--annotator", "ann", "--label", "yes", env=env)
+    bad = invoke("labels", "add", "--sample", sample, "--annotator", "ann", "--label", "yes",
+                 env=env)
     assert bad.exit_code == 1 and "field 'label' must be one of" in bad.stderr
     who = invoke("labels", "add", "--sample", sample, "--annotator", "zed", "--label",
                  "unsure", env=env)

@@ -31,7 +31,8 @@ class WordEmbedder:
 
 
 ROUEN = Passage(title="Rouen", text="Rouen is a city on the Seine in northern France. It was "
-                               "the capital of the Duchy of Normandy. In 1431 Joan of Arc was burnt there.")
+                               "the capital of the Duchy of Normandy. In 1431 Joan of Arc was "
+                               "burnt there.")
 
 
 def signals(question: str, passage: Passage = ROUEN, answer: str | None = None) -> dict:

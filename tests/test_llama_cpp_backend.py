@@ -41,7 +41,8 @@ def test_greedy_is_deterministic_and_max_tokens_is_respected(embedded_llm):
 
 def test_sampling_depends_on_the_seed(embedded_llm):
     messages = [{"role": "user", "content": "Write one made-up word."}]
-    texts = {embedded_llm.chat(messages, max_tokens=8, temperature=1.5, seed=s).text for s in range(4)}
+    texts = {embedded_llm.chat(messages, max_tokens=8, temperature=1.5, seed=s).text
+             for s in range(4)}
     again = embedded_llm.chat(messages, max_tokens=8, temperature=1.5, seed=0).text
     assert len(texts) > 1
     assert again == embedded_llm.chat(messages, max_tokens=8, temperature=1.5, seed=0).text
@@ -143,6 +144,7 @@ def test_missing_model_file_is_a_clear_error(tmp_path):
 
 def test_small_model_loads_and_answers(small_model_path):
     small = LlamaCppLLM(small_model_path)
-    reply = small.chat([{"role": "user", "content": "What is the capital of France?"}], max_tokens=12)
+    reply = small.chat([{"role": "user", "content": "What is the capital of France?"}],
+                       max_tokens=12)
     assert reply.text.strip() and reply.completion_tokens > 0
     assert small.model != "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"

@@ -17,10 +17,14 @@ from tests.fakes import ScriptedLLM
 from tests.test_cli import invoke
 
 GOOD = [
-    {"sample_id": "a", "judge": "j", "keep": True, "score": 0.9, "answer_correct": True, "passages_support": True},
-    {"sample_id": "b", "judge": "j", "keep": True, "score": 0.7, "answer_correct": False, "passages_support": True},
-    {"sample_id": "c", "judge": "j", "keep": False, "score": None, "answer_correct": False, "passages_support": False},
-    {"sample_id": "d", "judge": "j", "keep": False, "score": 0.1, "answer_correct": True, "passages_support": False},
+    {"sample_id": "a", "judge": "j", "keep": True, "score": 0.9, "answer_correct": True,
+     "passages_support": True},
+    {"sample_id": "b", "judge": "j", "keep": True, "score": 0.7, "answer_correct": False,
+     "passages_support": True},
+    {"sample_id": "c", "judge": "j", "keep": False, "score": None, "answer_correct": False,
+     "passages_support": False},
+    {"sample_id": "d", "judge": "j", "keep": False, "score": 0.1, "answer_correct": True,
+     "passages_support": False},
 ]
 
 
@@ -52,12 +56,16 @@ def test_no_answerable_questions_gives_null_not_an_error(tmp_path):
 
 
 @pytest.mark.parametrize("bad_line, fragment", [
-    ('{"sample_id": "x", "judge": "j", "keep": true, "score": 1}', "line 5: missing field 'answer_correct'"),
-    ('{"sample_id": "x", "judge": "j", "keep": "yes", "score": 1, "answer_correct": true, "passages_support": true}',
+    ('{"sample_id": "x", "judge": "j", "keep": true, "score": 1}',
+     "line 5: missing field 'answer_correct'"),
+    ('{"sample_id": "x", "judge": "j", "keep": "yes", "score": 1, "answer_correct": true, '
+     '"passages_support": true}',
      "line 5: field 'keep' must be true, false or null"),
-    ('{"sample_id": "x", "judge": "j", "keep": true, "score": "high", "answer_correct": true, "passages_support": true}',
+    ('{"sample_id": "x", "judge": "j", "keep": true, "score": "high", "answer_correct": true, '
+     '"passages_support": true}',
      "line 5: field 'score' must be a number or null"),
-    ('{"sample_id": "a", "judge": "j", "keep": true, "score": 1, "answer_correct": true, "passages_support": true}',
+    ('{"sample_id": "a", "judge": "j", "keep": true, "score": 1, "answer_correct": true, '
+     '"passages_support": true}',
      "line 5: sample 'a' judged twice"),
     ("{not json", "line 5: not valid JSON"),
 ])

@@ -182,7 +182,8 @@ def test_a_hanging_server_times_out_instead_of_hanging():
 
 def test_unreachable_endpoint_fails_fast_with_a_clear_error():
     started = time.monotonic()
-    with pytest.raises(LLMError, match=r"127\.0\.0\.1:\d+/v1: listing models failed after 2 attempts"):
+    with pytest.raises(LLMError,
+                       match=r"127\.0\.0\.1:\d+/v1: listing models failed after 2 attempts"):
         OpenAICompatibleLLM(f"http://127.0.0.1:{free_port()}/v1", max_retries=1, backoff_s=0.01)
     assert time.monotonic() - started < 10
 

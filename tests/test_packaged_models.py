@@ -31,7 +31,8 @@ def _fake_package(root: Path, module: str, chunks: list[bytes]) -> tuple[Package
         (pkg / "data").mkdir(parents=True)
         (pkg / "__init__.py").write_text("")
         (pkg / "data" / "part.bin").write_bytes(chunk)
-        parts.append(ModelPart(f"{module}-{i}", f"{module}{i}", "data/part.bin", f"pip install {module}-{i}"))
+        parts.append(ModelPart(f"{module}-{i}", f"{module}{i}", "data/part.bin",
+                               f"pip install {module}-{i}"))
     whole = b"".join(chunks)
     model = PackagedModel("fake", f"{module}.gguf", hashlib.sha256(whole).hexdigest(), tuple(parts))
     return model, whole
@@ -75,7 +76,8 @@ def test_corrupted_or_partial_file_is_rebuilt(tmp_path, fake_model, damage):
     assert ensure_model(model, tmp_path / "cache").read_bytes() == whole
 
 
-def test_damaged_package_fails_after_one_rebuild_with_reinstall_hint(tmp_path, fake_model, monkeypatch):
+def test_damaged_package_fails_after_one_rebuild_with_reinstall_hint(tmp_path, fake_model,
+                                                                     monkeypatch):
     model, _ = fake_model
     bad = PackagedModel(model.name, model.filename, "0" * 64, model.parts)
     attempts = []
@@ -90,9 +92,11 @@ def test_damaged_package_fails_after_one_rebuild_with_reinstall_hint(tmp_path, f
 
 
 def test_missing_package_names_package_and_install_command(tmp_path):
-    part = ModelPart("not-a-real-pkg", "not_a_real_pkg_xyz", "data/x.bin", "pip install not-a-real-pkg==1.0")
+    part = ModelPart("not-a-real-pkg", "not_a_real_pkg_xyz", "data/x.bin",
+                     "pip install not-a-real-pkg==1.0")
     model = PackagedModel("ghost", "ghost.gguf", "0" * 64, (part,))
-    with pytest.raises(ModelPackageMissing, match=r"'not-a-real-pkg'.*pip install not-a-real-pkg==1.0"):
+    with pytest.raises(ModelPackageMissing,
+                       match=r"'not-a-real-pkg'.*pip install not-a-real-pkg==1.0"):
         ensure_model(model, tmp_path)
 
 

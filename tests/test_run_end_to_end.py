@@ -31,9 +31,11 @@ def e2e(python_processes, tmp_path_factory, packaged_models):
 
 def test_run_stores_every_sample(e2e):
     _, env, outcome = e2e
-    assert (outcome["status"], outcome["done"], outcome["total"], outcome["failed"]) == ("done", SAMPLES, SAMPLES, 0)
+    assert ((outcome["status"], outcome["done"], outcome["total"], outcome["failed"])
+            == ("done", SAMPLES, SAMPLES, 0))
     [listed] = json.loads(run_cli("runs", "list", "--json", env=env).stdout)
-    assert (listed["id"], listed["done"], listed["total"], listed["failures"]) == (outcome["run_id"], SAMPLES, SAMPLES, 0)
+    assert ((listed["id"], listed["done"], listed["total"], listed["failures"])
+            == (outcome["run_id"], SAMPLES, SAMPLES, 0))
 
 
 def test_metrics_are_consistent_with_their_counts(e2e):
@@ -99,7 +101,8 @@ def test_killed_run_resumes_without_losing_or_duplicating(
     saved = saved_answers(db)
     assert 1 <= len(saved) < 3, "the run should have been killed mid-way"
 
-    result = run_cli("run", "--resume", "1", "--json", env={"RAGSHIELD_DATABASE_URL": env["RAGSHIELD_DATABASE_URL"]})
+    result = run_cli("run", "--resume", "1", "--json",
+                     env={"RAGSHIELD_DATABASE_URL": env["RAGSHIELD_DATABASE_URL"]})
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["done"] == 3
     after = saved_answers(db)

@@ -29,7 +29,8 @@ def _record_dict(record) -> dict:
 
 @app.command("annotator")
 def annotator(name: str = typer.Argument(..., help="The annotator's name."),
-              role: Optional[str] = typer.Option(None, "--role", help="e.g. expert, student.")) -> None:
+              role: Optional[str] = typer.Option(None, "--role",
+                                                 help="e.g. expert, student.")) -> None:
     """Add an annotator (or change their role)."""
     from ragshield.services.labelling import add_annotator
 
@@ -165,7 +166,8 @@ def progress_(dataset: str = DATASET, as_json: bool = JSON) -> None:
 
 @app.command("guidelines")
 def guidelines(dataset: str = DATASET,
-               set_from: Optional[Path] = typer.Option(None, "--set", help="A Markdown file.")) -> None:
+               set_from: Optional[Path] = typer.Option(None, "--set",
+                                                       help="A Markdown file.")) -> None:
     """Show the dataset's labelling guidelines, or replace them with a Markdown file."""
     from ragshield.services.labelling import get_guidelines, set_guidelines
 
@@ -220,7 +222,8 @@ def export(format: str = typer.Option(..., "--format", help="csv | jsonl | parqu
 
 @app.command("import")
 def import_(path: Path = typer.Argument(...),
-            format: Optional[str] = typer.Option(None, "--format", help="Default: from the extension.")
+            format: Optional[str] = typer.Option(None, "--format",
+                                                 help="Default: from the extension.")
             ) -> None:
     """Import a label file made by `labels export` (all rows or none)."""
     from ragshield.services.labelling import import_label_file

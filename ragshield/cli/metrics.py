@@ -16,9 +16,9 @@ from ragshield.cli.store import opened_store
 
 TRUTH_HELP = ("auto: automatic labels only; human: human labels win where a sample has them "
               "(majority of annotators), automatic elsewhere.")
-LLM_GRADER_HELP = ("Also grade answers with the LLM (docs/METHODS.md 2): correct if the rules match or "
-                   "the model says accurate; prints the agreement of rules and grader. The "
-                   "model is chosen with --backend/--base-url/--model; grades are cached.")
+LLM_GRADER_HELP = ("Also grade answers with the LLM (docs/METHODS.md 2): correct if the rules "
+                   "match or the model says accurate; prints the agreement of rules and grader. "
+                   "The model is chosen with --backend/--base-url/--model; grades are cached.")
 
 
 def _agreement_line(agreement: dict[str, Any]) -> str:

@@ -62,19 +62,24 @@ def _finish(payload: dict[str, Any], as_json: bool) -> None:
 def run(
     dataset: Optional[str] = typer.Option(None, "--dataset", help="Dataset to run on."),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Only the first N samples."),
-    answerer: Optional[str] = typer.Option(None, "--answerer", help="Answerer (default: evidence)."),
+    answerer: Optional[str] = typer.Option(None, "--answerer",
+                                           help="Answerer (default: evidence)."),
     answers: str = typer.Option("generated", "--answers",
                                 help="generated (by the answerer) or given (the dataset's own "
                                      "answers, judged as they are)."),
     judges: str = typer.Option("all", "--judges", help="all, or names separated by commas."),
-    rule: Optional[str] = typer.Option(None, "--rule", help="Decision rule: a judge, all, majority."),
+    rule: Optional[str] = typer.Option(None, "--rule",
+                                       help="Decision rule: a judge, all, majority."),
     retrieval: str = typer.Option("given", "--retrieval",
-                                  help="given (the dataset's passages) or bm25|dense|hybrid|rrf|two-stage."),
+                                  help="given (the dataset's passages) or "
+                                       "bm25|dense|hybrid|rrf|two-stage."),
     corpus: str = typer.Option("demo", "--corpus", help="Corpus to retrieve from."),
     k: int = typer.Option(3, "--k", help="Passages to retrieve."),
-    noise: int = typer.Option(0, "--noise", help="Random corpus chunks added to retrieved passages."),
+    noise: int = typer.Option(0, "--noise",
+                              help="Random corpus chunks added to retrieved passages."),
     small_model: bool = typer.Option(False, "--small-model",
-                                     help="Answer with the packaged smallest model (SmolLM2-135M)."),
+                                     help="Answer with the packaged smallest model "
+                                          "(SmolLM2-135M)."),
     fallback: bool = typer.Option(False, "--fallback", help="Also store No-RAG answers."),
     switch: bool = typer.Option(False, "--switch",
                                 help="Also store the packaged larger model's answers "

@@ -325,7 +325,8 @@ class CounterfactualJudge(Judge):
                      str(((call.get("messages") or [{}])[-1]).get("content") or "")),
                     (f"{call.get('purpose')}: reply", str(call.get("output") or "")))]))
         tables.append(DetailTable("Decision", ["decision", "reason"],
-                                  [[keep_word(bool(decision.get("keep"))), decision.get("reason")]]))
+                                  [[keep_word(bool(decision.get("keep"))),
+                                    decision.get("reason")]]))
         return tables
 
 

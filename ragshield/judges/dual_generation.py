@@ -1,5 +1,5 @@
-"""Dual generation (docs/METHODS.md 4.11, after Wu et al.'s ClashEval): did the passages make the model
-more confident than its own knowledge does?
+"""Dual generation (docs/METHODS.md 4.11, after Wu et al.'s ClashEval): did the passages make
+the model more confident than its own knowledge does?
 
 The judge generates a_norag with the No-RAG answerer's prompt (system text and question, no
 passages), then scores each answer's mean token log-likelihood under its own condition:

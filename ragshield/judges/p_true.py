@@ -1,4 +1,5 @@
-"""P(True) (docs/METHODS.md 4.12): show the proposed answer and ask whether it is true; score = P(yes)."""
+"""P(True) (docs/METHODS.md 4.12): show the proposed answer and ask whether it is true;
+score = P(yes)."""
 
 from __future__ import annotations
 

@@ -42,7 +42,8 @@ def read_marker(text: str, choices: Iterable[str]) -> str | None:
     """
     lowered = (text or "").lower()
     options = [c.lower() for c in choices]
-    marked = re.findall(r"[$*#\[]{1,3}\s*(" + "|".join(map(re.escape, options)) + r")\s*[$*#\]]{1,3}", lowered)
+    marked = re.findall(r"[$*#\[]{1,3}\s*(" + "|".join(map(re.escape, options))
+                        + r")\s*[$*#\]]{1,3}", lowered)
     if marked:
         return marked[-1]
     named = {c for c in options if re.search(rf"\b{re.escape(c)}\b", lowered)}

@@ -1,4 +1,5 @@
-"""Answer token probability (docs/METHODS.md 4.12): how sure the model was of the reply it generated.
+"""Answer token probability (docs/METHODS.md 4.12): how sure the model was of the reply it
+generated.
 
 The log-probs of the base answer's generation call are used when the answer carries them,
 and so are those an outside system gave with a given answer; otherwise the reply is

@@ -112,7 +112,8 @@ def train_cross_encoder(base: Path, examples: Sequence[Example], out_dir: Path, 
     optimiser = torch.optim.AdamW(learnt, lr=learning_rate, weight_decay=0.01)
     warmup = max(1, steps // 10)
     schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimiser, lambda step: min((step + 1) / warmup, max(0.0, (steps - step) / (steps - warmup + 1))))
+        optimiser,
+        lambda step: min((step + 1) / warmup, max(0.0, (steps - step) / (steps - warmup + 1))))
     positives = sum(e.label for e in examples)
     # Weigh the rarer class up so that the logit starts balanced on skewed labels.
     weight = torch.tensor((len(examples) - positives) / max(positives, 1))

@@ -39,7 +39,8 @@ class TracedLLM:
         ))
         return completion
 
-    def score(self, messages: Sequence[Message], continuation: str, *, purpose: str) -> ContinuationScore:
+    def score(self, messages: Sequence[Message], continuation: str, *,
+              purpose: str) -> ContinuationScore:
         result = self.inner.score(messages, continuation)
         self.calls.append(LLMCall(
             purpose=purpose,

@@ -1,7 +1,7 @@
-"""Stacked judge (docs/METHODS.md 4.12): logistic regression over other judges' scores and keep bits,
-fitted on labelled samples, evaluated by stratified k-fold cross-validation. A missing score
-(NaN) is imputed with the training mean and flagged by a missing-indicator feature; both are
-fitted inside each fold, so nothing leaks from the held-out samples."""
+"""Stacked judge (docs/METHODS.md 4.12): logistic regression over other judges' scores and
+keep bits, fitted on labelled samples, evaluated by stratified k-fold cross-validation. A
+missing score (NaN) is imputed with the training mean and flagged by a missing-indicator
+feature; both are fitted inside each fold, so nothing leaks from the held-out samples."""
 
 from __future__ import annotations
 

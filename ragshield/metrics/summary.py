@@ -10,8 +10,8 @@ use truth = passages_support.
 A judge without any score (a hard judge) has max_f1 = its f1 with max_f1_threshold None,
 pr_auc = precision x recall (docs/METHODS.md 5.2), qpp_pr_auc = qpp_precision x qpp_recall
 and aurc None. qpp_pr_auc ranks the judge's score against passages_support alone: how well
-it tells answerable questions from the others, whatever the answer. For a scored judge the sweeps use
-keep = score >= threshold and never keep a sample whose score is NaN. Confidence intervals
+it tells answerable questions from the others, whatever the answer. For a scored judge the sweeps
+use keep = score >= threshold and never keep a sample whose score is NaN. Confidence intervals
 (percentile bootstrap over the sample ids, the same resamples for every judge) cover the
 count-based metrics only; see ragshield.metrics.bootstrap for why. Undefined values are None.
 """

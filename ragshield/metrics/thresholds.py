@@ -1,5 +1,6 @@
-"""Choosing a keep threshold for a scored judge: by cross-validation (docs/METHODS.md 5.3) and with a
-risk guarantee (docs/METHODS.md 4.12). keep = score >= threshold; NaN scores are never kept."""
+"""Choosing a keep threshold for a scored judge: by cross-validation (docs/METHODS.md 5.3) and
+with a risk guarantee (docs/METHODS.md 4.12). keep = score >= threshold; NaN scores are never
+kept."""
 
 from __future__ import annotations
 

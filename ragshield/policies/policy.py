@@ -323,7 +323,8 @@ def _read_policy(body: Any, where: str) -> Policy:
         raise PolicyFormatError(f"{where}.format: expected {FORMAT!r}, got "
                                 f"{body.get('format')!r:.60}")
     policy = Policy(
-        name=check_name(_field(body, "name", str, where), f"{where}.name"), source=_field(body, "source", str, where),
+        name=check_name(_field(body, "name", str, where), f"{where}.name"),
+        source=_field(body, "source", str, where),
         answer_at=_number(body, "answer_at", where),
         withhold_below=_number(body, "withhold_below", where, optional=True),
         alpha=_number(body, "alpha", where, low=0, high=1),

@@ -69,7 +69,8 @@ def pr_figure(tables: RunTables, series: dict[str, JudgeSeries], path: Path, *,
     for judge, s in series.items():
         curve = pr_curve(s.score, correct[s.rows] & support[s.rows], support[s.rows])
         # A hard judge's "score" is its keep bit: the first sweep point (threshold 1) is it.
-        x, y = (curve.recall, curve.precision) if s.scored else (curve.recall[:1], curve.precision[:1])
+        x, y = ((curve.recall, curve.precision) if s.scored
+                else (curve.recall[:1], curve.precision[:1]))
         _plot(axes, judge, s, x, y)
     axes.legend(fontsize=7, loc="best")
     return _save(figure, path, dpi)

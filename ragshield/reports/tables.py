@@ -148,7 +148,8 @@ def fallback_table(tables: RunTables, series: dict[str, JudgeSeries]) -> Table |
         return None
     rows = []
     for judge, s in series.items():
-        rag, norag = _column(samples, "answer_correct", s.rows), _column(samples, "norag_correct", s.rows)
+        rag, norag = (_column(samples, "answer_correct", s.rows),
+                      _column(samples, "norag_correct", s.rows))
         curve = fallback_curve(s.score, rag, norag)
         best = int(np.nanargmax(curve.accuracy)) if curve.accuracy.size else None
         replaced = ~s.keep
@@ -157,7 +158,8 @@ def fallback_table(tables: RunTables, series: dict[str, JudgeSeries]) -> Table |
                      fmt(replaced.mean() if rag.size else None),
                      fmt(rag[replaced].mean() if replaced.any() else None),
                      fmt(norag[replaced].mean() if replaced.any() else None),
-                     "n/a" if best is None else f"{fmt(curve.accuracy[best])} at {fmt(curve.rate[best], 2)}"])
+                     "n/a" if best is None
+                     else f"{fmt(curve.accuracy[best])} at {fmt(curve.rate[best], 2)}"])
     return Table("No-RAG fallback", ["judge", "accuracy (RAG only)", "with fallback",
                                      "fallback rate", "replaced: RAG acc.",
                                      "replaced: No-RAG acc.", "best accuracy at rate"], rows,
@@ -171,7 +173,8 @@ def switch_table(tables: RunTables, series: dict[str, JudgeSeries]) -> Table | N
         return None
     rows = []
     for judge, s in series.items():
-        small, large = _column(samples, "answer_correct", s.rows), _column(samples, "larger_correct", s.rows)
+        small, large = (_column(samples, "answer_correct", s.rows),
+                        _column(samples, "larger_correct", s.rows))
         curve = switch_curve(s.score, small, large)
         baseline = random_switch_accuracy([SWITCH_RATE], small, large)[0]
         rows.append([judge, fmt(small.mean() if small.size else None),
@@ -224,7 +227,8 @@ def threshold_table(tables: RunTables, series: dict[str, JudgeSeries], *, alpha:
         controlled = risk_controlled_threshold(s.score, judge_correct, alpha=alpha, delta=delta)
         rows.append([judge, *cv_text, fmt(controlled.threshold), fmt(controlled.coverage),
                      fmt(controlled.risk), fmt(controlled.upper_bound)])
-    return Table("Thresholds", ["judge", "CV threshold", "CV accuracy", f"threshold for risk ≤ {alpha}",
+    return Table("Thresholds", ["judge", "CV threshold", "CV accuracy",
+                                f"threshold for risk ≤ {alpha}",
                                 "coverage", "risk", "upper bound"], rows,
                  f"CV: 5 folds, threshold fitted for accuracy on four, accuracy on the fifth "
                  f"(mean ± spread). Risk-controlled: the loosest threshold whose Clopper-Pearson "

@@ -14,5 +14,5 @@ TRANSFER_MAX_BYTES = 20_000_000
 # What an uploaded run bundle may unpack to (xz packs the demo run's JSON about 18 to 1).
 TRANSFER_MAX_UNPACKED = 400_000_000
 
-__all__ = ["HOLDOUT_SHARE", "TRAINING_EPOCHS", "TRANSFER_MAX_BYTES", "TRANSFER_MAX_UNPACKED", "DenseIndexConfig",
-           "IndexKind"]
+__all__ = ["HOLDOUT_SHARE", "TRAINING_EPOCHS", "TRANSFER_MAX_BYTES", "TRANSFER_MAX_UNPACKED",
+           "DenseIndexConfig", "IndexKind"]

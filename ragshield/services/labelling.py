@@ -36,7 +36,8 @@ __all__ = [
     "Next", "Progress", "Queue", "add_annotator", "annotation_item", "annotator_name",
     "annotator_progress", "default_dataset", "export_labels", "get_guidelines", "hand_over",
     "import_label_file", "label_history", "label_sample", "label_then_next", "next_sample_id",
-    "next_to_label", "parse_mix", "progress", "set_guidelines", "sign_in", "skip", "skip_then_next", "undo",
+    "next_to_label", "parse_mix", "progress", "set_guidelines", "sign_in", "skip",
+    "skip_then_next", "undo",
 ]
 
 

@@ -65,7 +65,8 @@ def live_config(result: AskResult, settings: Settings) -> RunConfig:
     return RunConfig(
         dataset=LIVE_DATASET if request.sample_id is None else request.dataset,
         answerer=result.prepared.answerer.name,
-        judges=[judge.name for judge in result.prepared.judges], **rule_fields(result.prepared.rule),
+        judges=[judge.name for judge in result.prepared.judges],
+        **rule_fields(result.prepared.rule),
         retrieval=request.mode if retrieved else "given", corpus=request.corpus,
         k=request.k if retrieved else 0, noise=request.noise, backend=settings.backend,
         model=result.model, judge_model=result.prepared.readers.every,

@@ -46,7 +46,8 @@ def annotation_item(store: Store, dataset: str, sample_id: str, annotator: str, 
             AnswerRow.run_id == run_id, AnswerRow.sample_id == row_id,
             AnswerRow.role == MAIN)) if run_id is not None else None
         passages = (list(answer.passages) if answer is not None and answer.passages else
-                    [{"text": p.text, "title": p.title, "doc_id": p.doc_id} for p in sample.passages])
+                    [{"text": p.text, "title": p.title, "doc_id": p.doc_id}
+                     for p in sample.passages])
         item = AnnotationItem(dataset=dataset, sample_id=sample_id, question=sample.question,
                               passages=passages, answer=answer.text if answer else None,
                               answer_id=answer.id if answer else None,

@@ -4,10 +4,10 @@ Strategies: `unlabelled` (samples with the fewest current labels first, in datas
 `disagreement` (samples whose judges disagree most in a run first, so labels go where they
 teach most; among equals, the later sample first), `random` (a seeded pseudo-random walk),
 `value` (a mix, `ValueMix`: samples in a policy's defer band, samples the judges disagree
-on, and samples of the random slice kept apart for checking the policy). `overlap` k hands each sample to k
-different annotators (for agreement); a sample the annotator labelled or skipped is not
-offered again. Each query stops at the first eligible sample, so it stays fast on large
-datasets (see scripts/bench_labels.py).
+on, and samples of the random slice kept apart for checking the policy). `overlap` k hands
+each sample to k different annotators (for agreement); a sample the annotator labelled or
+skipped is not offered again. Each query stops at the first eligible sample, so it stays fast
+on large datasets (see scripts/bench_labels.py).
 """
 
 from __future__ import annotations

@@ -221,7 +221,8 @@ def _flag(value: Any, field: str) -> bool | None:
     raise LabelValueError(f"field {field!r} must be true, false or empty, got {value!r:.80}")
 
 
-def _text(value: Any, field: str, required: bool = False, max_length: int | None = None) -> str | None:
+def _text(value: Any, field: str, required: bool = False,
+          max_length: int | None = None) -> str | None:
     if value is None or value == "":
         if required:
             raise LabelValueError(f"field {field!r} is missing")
@@ -252,7 +253,8 @@ def _passages(value: Any) -> list[Any]:
         try:
             value = strict_json.loads(value, "passages_shown")
         except ValueError:
-            raise LabelValueError(f"field 'passages_shown' must be a JSON list, got {value!r:.80}") from None
+            raise LabelValueError("field 'passages_shown' must be a JSON list, "
+                                  f"got {value!r:.80}") from None
     return check_passages_shown(value)
 
 

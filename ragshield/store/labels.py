@@ -78,7 +78,8 @@ class Progress:
 
 def check_label_value(label: str) -> str:
     if label not in LABEL_VALUES:
-        raise LabelValueError(f"field 'label' must be one of {', '.join(LABEL_VALUES)}, got {label!r}")
+        raise LabelValueError(f"field 'label' must be one of {', '.join(LABEL_VALUES)}, "
+                              f"got {label!r}")
     return label
 
 
@@ -151,7 +152,8 @@ def _record(label: Label, sample_id: str, annotator: str, stored: bool = True) -
                        created_at=label.created_at, stored=stored)
 
 
-def _newest(session: Session, sample: int, annotator: int, before: int | None = None) -> Label | None:
+def _newest(session: Session, sample: int, annotator: int,
+            before: int | None = None) -> Label | None:
     query = select(Label).where(Label.sample_id == sample, Label.annotator_id == annotator)
     if before is not None:
         query = query.where(Label.id < before)

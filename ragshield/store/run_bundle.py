@@ -3,8 +3,8 @@ LLM calls behind them, as xz-compressed JSON. `write_bundle` takes a finished ru
 store; `read_bundle` checks a file and `load_bundle` puts it into another store, where the
 run shows like any other and an identical question is replayed from the call cache.
 
-The app ships one (ragshield/assets/demo/run.json.xz, made by scripts/make_demo_run.py) so that a new
-database has a full demo run at first launch."""
+The app ships one (ragshield/assets/demo/run.json.xz, made by scripts/make_demo_run.py) so
+that a new database has a full demo run at first launch."""
 
 from __future__ import annotations
 

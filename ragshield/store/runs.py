@@ -200,7 +200,8 @@ def record_failure(store: Store, run_id: int, sample_id: int, error: str) -> Non
         if failure is None:
             session.add(RunFailure(run_id=run_id, sample_id=sample_id, error=error))
         else:
-            failure.error, failure.attempts, failure.updated_at = error, failure.attempts + 1, utcnow()
+            failure.error, failure.attempts, failure.updated_at = (
+                error, failure.attempts + 1, utcnow())
 
 
 def failures(store: Store, run_id: int) -> dict[str, str]:

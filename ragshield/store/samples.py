@@ -412,7 +412,8 @@ def _iter_batches(store: Store, dataset_id: int, batch_size: int) -> Iterator[tu
 def count_samples(store: Store, name: str) -> int:
     with store.session() as session:
         return session.scalar(
-            select(func.count(SampleRow.id)).where(SampleRow.dataset_id == dataset_id_of(session, name))
+            select(func.count(SampleRow.id))
+            .where(SampleRow.dataset_id == dataset_id_of(session, name))
         ) or 0
 
 

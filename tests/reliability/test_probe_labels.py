@@ -74,7 +74,8 @@ def test_the_same_label_sent_at_once_by_eight_processes_is_stored_once(
         python_processes, toy, store_url, scenario):
     _race(store_url, [["answerable"] * len(SAMPLES)] * PROCESSES)
     rows = _rows(toy)
-    per_sample = {sample: sum(r.sample_id == sample for r in rows) for sample in {r.sample_id for r in rows}}
+    per_sample = {sample: sum(r.sample_id == sample for r in rows)
+                  for sample in {r.sample_id for r in rows}}
     scenario.figure(f"{store_url.split(':')[0]}: label rows for {len(SAMPLES)} samples x "
                     f"{PROCESSES} identical submissions", len(rows))
     scenario.check("every sample got its label", len(per_sample) == len(SAMPLES), per_sample)
@@ -316,8 +317,10 @@ def test_exports_to_a_folder_or_a_missing_folder_are_one_line_errors(
                        result.returncode == 1 and result.stderr.startswith("error:")
                        and "Traceback" not in result.stderr, result.stderr)
     for args, what in ((("labels", "export", "--format", "csv", "--out",
-                         str(tmp_path / "x.csv"), "--dataset", "nosuch"), "export --dataset nosuch"),
-                       (("labels", "next", "--annotator", "ann", "--run", "999"), "next --run 999")):
+                         str(tmp_path / "x.csv"), "--dataset", "nosuch"),
+                        "export --dataset nosuch"),
+                       (("labels", "next", "--annotator", "ann", "--run", "999"),
+                        "next --run 999")):
         run_cli("labels", "annotator", "ann", env=env)
         result = run_cli(*args, env=env)
         scenario.check(f"{what}: an error, not silence",

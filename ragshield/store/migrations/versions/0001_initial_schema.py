@@ -119,14 +119,16 @@ def upgrade() -> None:
     sa.Column('note', sa.Text(), nullable=True),
     sa.Column('passages_shown', sa.JSON(), nullable=False),
     sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
-    sa.CheckConstraint("label IN ('answerable', 'unanswerable', 'unsure')", name='ck_labels_label_value'),
+    sa.CheckConstraint("label IN ('answerable', 'unanswerable', 'unsure')",
+                       name='ck_labels_label_value'),
     sa.ForeignKeyConstraint(['annotator_id'], ['annotators.id'], ondelete='CASCADE'),
     sa.ForeignKeyConstraint(['answer_id'], ['answers.id'], ondelete='SET NULL'),
     sa.ForeignKeyConstraint(['sample_id'], ['samples.id'], ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id')
     )
     with op.batch_alter_table('labels', schema=None) as batch_op:
-        batch_op.create_index('ix_labels_sample_annotator', ['sample_id', 'annotator_id', 'created_at'], unique=False)
+        batch_op.create_index('ix_labels_sample_annotator',
+                              ['sample_id', 'annotator_id', 'created_at'], unique=False)
 
     op.create_table('verdicts',
     sa.Column('id', sa.Integer(), nullable=False),
