@@ -4,6 +4,7 @@ their original formats; see tests/data/README.md), plus format detection."""
 from __future__ import annotations
 
 import bz2
+import csv
 import json
 import re
 from collections import Counter
@@ -229,6 +230,24 @@ def test_csv_with_a_column_mapping(tmp_path):
     assert (second.passages[0].title, second.passages[0].text) == (
         "France", "Paris is the capital.")
     assert (third.reference_answers, third.passages, third.answerable) == ([], [], None)
+
+
+def test_csv_cells_that_are_not_json_lists_and_cells_over_csv_s_own_limit(tmp_path):
+    """Text in brackets is text, not broken JSON; and a passage longer than the 131,072
+    characters Python's csv takes by default is read whole, as JSON lines read it."""
+    path = tmp_path / "mine.csv"
+    long_passage = "Paris is the capital of France. " * 7_000
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        csv.writer(handle).writerows([
+            ["q", "ans", "ctx"],
+            ["Capital of France?", "[citation needed]", "[Source: Wikipedia] Paris it is."],
+            ["Again?", '["Paris"]', long_passage]])
+    mapping = parse_mapping("question=q, answers=ans, passages=ctx")
+    first, second = load_dataset(path, mapping=mapping)
+    assert first.reference_answers == ["[citation needed]"]
+    assert [p.text for p in first.passages] == ["[Source: Wikipedia] Paris it is."]
+    assert second.reference_answers == ["Paris"]
+    assert [p.text for p in second.passages] == [long_passage]
 
 
 def test_jsonl_with_a_column_mapping_and_same_named_columns(tmp_path):

@@ -17,6 +17,9 @@ from ragshield.store.samples import import_samples
 from ragshield.types import Sample
 
 SAMPLES = [Sample(id=f"s{i}", question=f"q{i}") for i in range(4)]
+# The Annotate tab keeps the passages shown whole: over the 131,072 characters of a CSV cell
+# that Python's csv reads by default.
+LONG_PASSAGE = "A long passage. " * 10_000
 
 
 def fresh(url):
@@ -34,7 +37,7 @@ def source(tmp_path):
               note='says "Paris", then, a comma\nand a line')
     add_label(store, "toy", "s0", "ann", "unanswerable", answer_correct=False)
     add_label(store, "toy", "s1", "bob", "unsure", note="Größe 東京", request_id="r-1",
-              passages_shown=["Passage-0", "Passage-2"])
+              passages_shown=["Passage-0", LONG_PASSAGE])
     add_label(store, "toy", "s2", "bob", "answerable", answer_correct=True)
     undo(store, "toy", "bob")  # retracts s2
     undo(store, "toy", "ann")  # back to "answerable" on s0

@@ -6,17 +6,24 @@ cached run tables attached; and the same store as `ragshield datasets import`.""
 
 from __future__ import annotations
 
+import gzip
 import json
+from dataclasses import replace
 from itertools import count
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
 from ragshield.cli import app as cli_app
 from ragshield.datasets import DatasetError
 from ragshield.names import InvalidNameError
+from ragshield.policies.fitting import REFERENCE, LabelledScores, fit_policy
+from ragshield.policies.policy import config_rule, rule_fields
+from ragshield.policies.watch import unused_mask
+from ragshield.services import policies as policy_service
 from ragshield.services.column_mappings import saved_mapping, setting_key
 from ragshield.services.datasets import (DatasetChangedError, ReservedDatasetError, delete_dataset,
                                          delete_as_previewed, deletion_preview, rename_dataset)
@@ -29,7 +36,7 @@ from ragshield.store.dataset_deletion import dataset_usage
 from ragshield.store.dataset_rename import DatasetExistsError
 from ragshield.store.labels import add_annotator, add_label
 from ragshield.store.policies import policy_body, policy_heads, save_policy
-from ragshield.store.runs import get_run, list_runs
+from ragshield.store.runs import create_run, get_run, list_runs
 from ragshield.store.samples import (UnknownDatasetError, dataset_origins, has_dataset,
                                      iter_samples, list_datasets)
 from ragshield.testing.synthetic_run import fill_synthetic_run
@@ -127,6 +134,19 @@ def test_bounds_on_bytes_rows_and_time(store, tmp_path, monkeypatch):
     assert not has_dataset(store, "toy")
 
 
+def test_a_compressed_upload_is_bounded_by_what_it_unpacks_to(store, tmp_path):
+    """A few hundred bytes of gzip can unpack to a line of gigabytes, read whole."""
+    path = tmp_path / "bomb.jsonl.gz"
+    line = json.dumps({"id": "1", "question": "a" * 100_000}) + "\n"
+    with gzip.open(path, "wt") as handle:
+        handle.write(line)
+    assert path.stat().st_size < 1_000
+    with pytest.raises(UploadTooLargeError, match=r"^bomb\.jsonl\.gz unpacks to more than "
+                                                  r"50,000 bytes"):
+        open_upload(path, "detect", UploadLimits(50_000, 1000, 60))
+    assert open_upload(path, "jsonl", UploadLimits(len(line), 1000, 60)).format == "jsonl"
+
+
 def test_a_column_mapping_is_saved_reused_and_checked(store, tmp_path):
     csv_path = tmp_path / "table.csv"
     csv_path.write_text('q,gold,ctx,resp\nWho?,Ann,"Ann wrote it.",Ann\nWhen?,,,1999\n',
@@ -210,6 +230,31 @@ def test_a_rename_keeps_runs_labels_policies_and_cached_tables_attached(store):
     assert store_tables.get(run_id).config["dataset"] == "renamed"  # not the cached name
     with pytest.raises(UnknownDatasetError):
         dataset_usage(store, old)
+
+
+@SQLITE_ONLY
+def test_a_rename_keeps_a_policy_leaving_out_the_samples_it_was_fitted_on(store):
+    run_id = fill_synthetic_run(store, 300, ["trivial"], seed=3)
+    old = get_run(store, run_id).dataset
+    ids = np.asarray([sample.id for sample in contents(store, old)])
+    rng = np.random.default_rng(3)
+    scores = rng.random(200)
+    fitted = policy_service.save_policy(store, fit_policy(
+        "pol", "trivial", LabelledScores(ids[:200], scores, rng.random(200) < scores,
+                                         np.full(200, REFERENCE)),
+        alpha=0.2, delta=0.1, run_id=run_id, dataset=old))
+    # Runs that decided by it keep a copy, also one on another dataset.
+    other = get_run(store, fill_synthetic_run(store, 4, ["trivial"], seed=4)).dataset
+    deciding = [create_run(store, dataset=name, config={"dataset": name, **rule_fields(fitted)},
+                           seed=0, code_version="test", samples_total=1)
+                for name in (old, other)]
+    rename_dataset(store, old, "renamed")
+    stored = policy_service.get_policy(store, "pol")
+    assert stored.fitted_on == replace(fitted.fitted_on, dataset="renamed")
+    assert unused_mask(stored, "renamed", ids).tolist() == [False] * 200 + [True] * 100
+    assert [config_rule(get_run(store, i).config).fitted_on.dataset for i in deciding] == [
+        "renamed", "renamed"]
+    assert get_run(store, deciding[1]).config["dataset"] == other
 
 
 def test_a_rename_to_a_taken_or_reserved_name_is_refused(store, tmp_path):

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator
 
 from ragshield import strict_json
+from ragshield.csv_fields import allow_long_fields
 from ragshield.datasets.errors import DatasetFileError, DatasetFormatError
 
 OPENERS: dict[str, Callable[..., BinaryIO]] = {".bz2": bz2.open, ".gz": gzip.open}
@@ -123,6 +124,7 @@ def _text_lines(path: Path, handle: BinaryIO) -> Iterator[str]:
 def _csv_rows(path: Path, lines: Iterator[str]) -> Iterator[tuple[int, list[str]]]:
     """(line where the row starts, its cells) for each CSV row of `lines`: a row with quoted
     line breaks spans several lines, and its first is where people look."""
+    allow_long_fields()
     reader = csv.reader(lines)
     while True:
         start = reader.line_num + 1

@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from ragshield.datasets.column_mapping import OPTIONAL_FIELDS, ColumnMapping
+from ragshield.datasets.errors import DatasetFormatError
 from ragshield.datasets.reading import parse_json
 
-LIST_FIELDS = ("answers", "passages")  # a cell starting with "[" is a JSON list
+LIST_FIELDS = ("answers", "passages")  # a cell holding a JSON list is read as one
 JSON_FIELDS = ("answer_logprobs", "cited_passages", "passage_scores")  # text cells are JSON
 LIST, JSON, OPTIONAL = "list", "json", "optional"  # how a column's text cells are read
 
@@ -28,6 +29,11 @@ def text_cell(path: Path, where: str, column: str, text: str, kind: str | None) 
     stripped = text.strip()
     if kind in (JSON, OPTIONAL) and not stripped:
         return None
-    if kind == JSON or (kind == LIST and stripped.startswith("[")):
+    if kind == JSON:
         return parse_json(path, stripped, where, column)
+    if kind == LIST and stripped.startswith("["):
+        try:
+            return parse_json(path, stripped, where, column)
+        except DatasetFormatError:  # "[Source: Wikipedia] Paris is..." is text, not a list
+            return text
     return text

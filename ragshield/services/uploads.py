@@ -1,8 +1,9 @@
 """A dataset file uploaded in the app: its format (chosen or detected), its columns and first
 rows for a column mapping, what importing it would do, and the import itself, all or nothing.
 
-An upload is untrusted, so it is bounded (Settings.upload_max_bytes, upload_max_rows,
-upload_timeout_s: a bound passed ends the read, so nothing is imported), and messages name
+An upload is untrusted, so it is bounded (Settings.upload_max_bytes, on a compressed file
+what it unpacks to, upload_max_rows, upload_timeout_s: a bound passed ends the read, so
+nothing is imported), and messages name
 the file by its own name, never by the server folder where the upload waits. The import is
 `services.datasets.import_file`, the one `ragshield datasets import` makes, so both leave the
 same store.
@@ -18,6 +19,7 @@ from typing import Iterable, Iterator
 
 from ragshield.config import Settings
 from ragshield.datasets.column_mapping import ColumnMapping
+from ragshield.datasets.reading import COMPRESSION_SUFFIXES, open_binary
 from ragshield.datasets.registry import FORMATS, detect_format, get_format
 from ragshield.datasets.table_preview import TablePreview, table_preview
 from ragshield.errors import UserError
@@ -31,6 +33,7 @@ from ragshield.types import Sample
 DETECT = "detect"
 FORMAT_CHOICES = [DETECT, *FORMATS]  # what the format picker offers
 PREVIEW_ROWS = 5
+UNPACK_CHUNK = 1 << 20
 LARGE_FILES = "import it with `python -m ragshield datasets import`, which has no such bound"
 
 
@@ -127,8 +130,24 @@ def open_upload(path: Path | str, format_choice: str | None, limits: UploadLimit
             raise UploadTooLargeError(
                 f"{path.name} is {_size(size)}; the app takes files up to "
                 f"{_size(limits.max_bytes)}: {LARGE_FILES}")
+        if path.suffix.lower() in COMPRESSION_SUFFIXES:
+            _check_unpacked(path, limits.max_bytes)
         chosen = format_choice if format_choice and format_choice != DETECT else None
         return Upload(path, get_format(chosen).name if chosen else detect_format(path))
+
+
+def _check_unpacked(path: Path, max_bytes: int) -> None:
+    """A compressed upload is bounded by what it unpacks to, as a plain file is by its size:
+    a few hundred kB of gzip can unpack to gigabytes, read whole at a line. Unpacked in
+    chunks, up to the bound and no further."""
+    unpacked = 0
+    with open_binary(path) as handle:
+        while chunk := handle.read(UNPACK_CHUNK):
+            unpacked += len(chunk)
+            if unpacked > max_bytes:
+                raise UploadTooLargeError(
+                    f"{path.name} unpacks to more than {_size(max_bytes)}; the app takes "
+                    f"files up to {_size(max_bytes)}, unpacked: {LARGE_FILES}")
 
 
 def suggested_dataset(upload: Upload) -> str:

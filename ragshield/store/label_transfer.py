@@ -29,6 +29,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from ragshield import strict_json
+from ragshield.csv_fields import allow_long_fields
 from ragshield.errors import OptionError, UserError
 from ragshield.names import check_name
 from ragshield.store.database import Store
@@ -165,6 +166,7 @@ def _read(path: Path, format: str) -> Iterator[tuple[str, Any]]:
     starts, or "row N" of a Parquet table; the row)."""
     if format == "csv":
         # utf-8-sig: a byte-order mark (Excel writes one) must not stick to the first column.
+        allow_long_fields()
         with open(path, newline="", encoding="utf-8-sig") as handle:
             reader = csv.DictReader(handle)
             start = 2  # line 1: the header
