@@ -12,9 +12,10 @@ from sqlalchemy import func, select
 from ragshield.pipeline import RunModels, execute_run, start_run
 from ragshield.run_config import RunConfig
 from ragshield.store.annotation_queue import next_sample
-from ragshield.store.labels import (LabelValueError, UnknownAnnotatorError, add_annotator,
-                                    add_label, current_labels, get_guidelines, label_history,
-                                    progress, set_guidelines, skip, undo)
+from ragshield.store.labels import (ConcurrentLabelChangeError, LabelValueError,
+                                    UnknownAnnotatorError, add_annotator, add_label,
+                                    current_labels, get_guidelines, label_history, progress,
+                                    set_guidelines, skip, undo)
 from ragshield.store.models import Label
 from ragshield.store.samples import UnknownSampleError, import_samples
 from ragshield.types import Passage, Sample
@@ -83,6 +84,35 @@ def test_undo_reverts_label_changes_and_skips_in_order(toy):
     history = label_history(toy, "toy", "s0")
     assert [h.label for h in history] == ["answerable", "unanswerable", "answerable", "answerable"]
     assert [h.retracted for h in history] == [False, False, False, True]
+
+
+def test_undos_at_the_same_moment_never_revert_one_label_twice(toy):
+    """A double click on undo: each undo takes back a step of its own or says it raced
+    another; none writes a second revert of the step the other took back."""
+    for round_ in range(5):
+        for value in ("answerable", "unanswerable", "unsure", "answerable"):
+            add_label(toy, "toy", "s0", "ann", value)
+        start = threading.Barrier(4)
+        outcomes: list[object] = []
+
+        def click() -> None:
+            start.wait()
+            try:
+                outcomes.append(undo(toy, "toy", "ann"))
+            except ConcurrentLabelChangeError as error:
+                outcomes.append(error)
+
+        workers = [threading.Thread(target=click) for _ in range(4)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        assert len(outcomes) == 4
+        with toy.session() as session:
+            reverted = session.execute(
+                select(Label.reverts_id, func.count()).where(Label.reverts_id.is_not(None))
+                .group_by(Label.reverts_id)).all()
+        assert all(times == 1 for _, times in reverted), reverted
 
 
 def test_unlabelled_first_with_overlap_and_skips(toy):

@@ -39,6 +39,10 @@ class ConcurrentLabelChangeError(LabelValueError):
     """Another request changed the same label at the same moment; nothing was done."""
 
 
+UNDO_RACED = ("the label changed at the same moment (another tab or a double click); nothing "
+              "was undone")
+
+
 # A submission that loses a race for the next version re-reads and decides again; each
 # retry means another request succeeded, so a few suffice even with many people at once.
 RACE_ATTEMPTS = 8
@@ -272,9 +276,7 @@ def undo(store: Store, dataset: str, annotator: str) -> str | None:
     try:
         return _undo(store, dataset, annotator)
     except IntegrityError:
-        raise ConcurrentLabelChangeError(
-            "the label changed at the same moment (another tab or a double click); nothing "
-            "was undone") from None
+        raise ConcurrentLabelChangeError(UNDO_RACED) from None
 
 
 def _undo(store: Store, dataset: str, annotator: str) -> str | None:
@@ -308,6 +310,10 @@ def _undo(store: Store, dataset: str, annotator: str) -> str | None:
             retracted=before.retracted if before else True,
             previous_id=_newest(session, row.sample_id, person).id))
         session.flush()
+        # Another undo may have reverted the same row since it was read (its revert then
+        # became the newest version, so previous_id did not collide): one revert each.
+        if session.scalar(select(func.count()).where(Label.reverts_id == row.id)) > 1:
+            raise ConcurrentLabelChangeError(UNDO_RACED)
         return external
 
 
