@@ -13,7 +13,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "ragshield"
 # Lowest first. A name is a top-level module or package of ragshield.
 LAYERS: list[tuple[str, set[str]]] = [
     ("base", {"types", "config", "home", "names", "errors", "strict_json", "version",
-              "construct", "refusal", "html_to_markdown", "holdout", "csv_fields"}),
+              "construct", "refusal", "html_to_markdown", "holdout", "csv_fields",
+              "output_files"}),
     ("metrics", {"metrics"}),
     ("datasets", {"datasets"}),  # files -> Samples; they do not write to the store
     ("store", {"store"}),

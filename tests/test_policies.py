@@ -5,8 +5,11 @@ Dashboard's watch panel showing it; and the policy files and commands."""
 
 from __future__ import annotations
 
+import errno
 import json
+from pathlib import Path
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -16,6 +19,7 @@ from ragshield.judges.judge_readers import SELF
 from ragshield.judges.yes_no import REPLY_YES_OR_NO
 from ragshield.pipeline import RunModels
 from ragshield.holdout import in_holdout
+from ragshield.policies.fitting import REFERENCE, LabelledScores, fit_policy
 from ragshield.policies.policy import Policy, PolicyFormatError
 from ragshield.run_config import RunConfig
 from ragshield.services.browse import BrowseFrames, DECISION, run_frame
@@ -23,8 +27,9 @@ from ragshield.services.labelling import (Queue, add_annotator, label_sample, ne
                                          parse_mix)
 from ragshield.policies.promise_check import check_promise
 from ragshield.services.demo_run import load_demo_run
-from ragshield.services.policies import (fit_run_policy, get_policy, import_policy,
-                                         judge_scores, labelled_scores, policy_watch_table,
+from ragshield.services.policies import (export_policy, fit_run_policy, get_policy,
+                                         import_policy, judge_scores, labelled_scores,
+                                         policy_watch_table, save_policy, value_mix,
                                          watch_stored_policy)
 from ragshield.services.run_tables import RunTablesCache
 from ragshield.services.runs import execute, record_run
@@ -39,6 +44,7 @@ from ragshield.ui.context import UiContext
 from ragshield.ui.dashboard_tab import refresh_dashboard
 from tests.fakes import ScriptedLLM, ScriptedReply
 from tests.judged_demo import JUDGE, judged_demo_run
+from tests.test_cli import invoke
 
 @pytest.fixture
 def demo_run(store, settings):
@@ -329,6 +335,69 @@ def test_the_value_queue_draws_from_the_band_the_disagreements_and_the_random_sl
     # Once the band is labelled, the queue goes on with the other sources.
     rest = _handed(store, only_band, "band-reader", 200)
     assert set(rest) - in_band and len(rest) < 200  # then nothing is left open to it
+
+
+def _fitted(name: str, judge: str, dataset: str = "bom") -> Policy:
+    """A policy fitted on 300 labels of `dataset` whose `judge` score tells good from bad."""
+    rng = np.random.default_rng(0)
+    scores = rng.random(300)
+    data = LabelledScores(np.asarray([f"s{i}" for i in range(300)]), scores,
+                          rng.random(300) < scores, np.full(300, REFERENCE))
+    return fit_policy(name, judge, data, alpha=0.2, delta=0.1, dataset=dataset)
+
+
+def test_the_value_queue_defaults_to_the_newest_policy_fitted_on_the_dataset(store):
+    save_policy(store, _fitted("zeta", "judge-a"))
+    save_policy(store, _fitted("alpha", "judge-b"))  # fitted later, though first by name
+    save_policy(store, _fitted("beta", "judge-c", dataset="elsewhere"))
+    assert value_mix(store, "bom").judge == "judge-b"
+    save_policy(store, _fitted("zeta", "judge-a"))  # its version 2 is now the newest
+    assert value_mix(store, "bom").judge == "judge-a"
+    assert value_mix(store, "bom", policy="alpha").judge == "judge-b"
+    assert value_mix(store, "elsewhere").judge == "judge-c"
+
+
+def test_a_policy_export_names_a_path_it_cannot_write_and_keeps_an_earlier_file_whole(
+        store, tmp_path, monkeypatch):
+    save_policy(store, _fitted("guard", "judge-a"))
+    folder = tmp_path / "exports"
+    folder.mkdir()
+    missing = folder / "nowhere" / "guard.json"
+    with pytest.raises(UserError, match=f"^cannot write {missing}: the folder "
+                                        f"{missing.parent} does not exist$"):
+        export_policy(store, "guard", None, missing)
+    with pytest.raises(UserError, match=f"^{folder} is a folder; --out takes a file name$"):
+        export_policy(store, "guard", None, folder)
+    out = folder / "guard.json"
+    assert export_policy(store, "guard", None, out) == get_policy(store, "guard")
+    earlier = out.read_bytes()
+    assert Policy.from_dict(json.loads(earlier)) == get_policy(store, "guard")
+    save_policy(store, _fitted("guard", "judge-b"))
+    write_text = Path.write_text
+
+    def disk_full_halfway(path: Path, text: str, *args, **kwargs) -> int:
+        write_text(path, text[:len(text) // 2], *args, **kwargs)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", disk_full_halfway)
+    with pytest.raises(UserError, match=f"^cannot write {out}: No space left on device"):
+        export_policy(store, "guard", None, out)
+    monkeypatch.undo()
+    assert out.read_bytes() == earlier  # the earlier export, whole
+    assert [p.name for p in folder.iterdir()] == ["guard.json"]  # no partial file left
+
+
+def test_cli_policy_export_to_a_bad_path_is_one_error_line(store, store_url, tmp_path):
+    save_policy(store, _fitted("guard", "judge-a"))
+    env = {"RAGSHIELD_DATABASE_URL": store_url}
+    missing = tmp_path / "nowhere" / "guard.json"
+    for out, message in ((missing, f"the folder {missing.parent} does not exist"),
+                         (tmp_path, "is a folder; --out takes a file name")):
+        result = invoke("policy", "export", "guard", "--out", str(out), env=env)
+        assert result.exit_code == 1 and result.stdout == ""
+        assert result.stderr.startswith("error: ") and message in result.stderr
+        assert str(out) in result.stderr and result.stderr.count("\n") == 1
+    assert not missing.parent.exists()
 
 
 def test_value_mix_text_errors_name_the_source():

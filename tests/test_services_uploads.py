@@ -214,7 +214,8 @@ def test_a_rename_keeps_runs_labels_policies_and_cached_tables_attached(store):
     old = get_run(store, run_id).dataset
     add_annotator(store, "ann")
     add_label(store, old, contents(store, old)[0].id, "ann", "answerable")
-    save_policy(store, "pol", "trivial", old, lambda v: {"name": "pol", "dataset": old})
+    save_policy(store, "pol", "trivial", old,
+                lambda v: {"name": "pol", "fitted_on": {"dataset": old}})
     store_tables = RunTablesCache(store)
     assert store_tables.get(run_id).config["dataset"] == old
     before = dataset_usage(store, old)
@@ -226,7 +227,7 @@ def test_a_rename_keeps_runs_labels_policies_and_cached_tables_attached(store):
                                                          before.labels)
     assert [r.dataset for r in list_runs(store)] == ["renamed"]
     assert policy_heads(store)[0].dataset == "renamed"
-    assert policy_body(store, "pol")["dataset"] == "renamed"
+    assert policy_body(store, "pol")["fitted_on"]["dataset"] == "renamed"
     assert store_tables.get(run_id).config["dataset"] == "renamed"  # not the cached name
     with pytest.raises(UnknownDatasetError):
         dataset_usage(store, old)
@@ -237,10 +238,9 @@ def test_a_rename_keeps_a_policy_leaving_out_the_samples_it_was_fitted_on(store)
     run_id = fill_synthetic_run(store, 300, ["trivial"], seed=3)
     old = get_run(store, run_id).dataset
     ids = np.asarray([sample.id for sample in contents(store, old)])
-    rng = np.random.default_rng(3)
-    scores = rng.random(200)
+    scores = np.random.default_rng(3).random(200)  # answers scored above 0.3 are good
     fitted = policy_service.save_policy(store, fit_policy(
-        "pol", "trivial", LabelledScores(ids[:200], scores, rng.random(200) < scores,
+        "pol", "trivial", LabelledScores(ids[:200], scores, scores > 0.3,
                                          np.full(200, REFERENCE)),
         alpha=0.2, delta=0.1, run_id=run_id, dataset=old))
     # Runs that decided by it keep a copy, also one on another dataset.

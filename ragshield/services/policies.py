@@ -24,6 +24,7 @@ from ragshield.evaluation import RunTables, run_tables
 from ragshield.judging import Rule
 from ragshield.holdout import HOLDOUT_SHARE, in_holdout
 from ragshield.metrics.labels import UNANSWERABLE
+from ragshield.output_files import write_atomically
 from ragshield.policies.fitting import (PERSON, REFERENCE, UNANSWERABLE_FLAG, LabelledScores,
                                         fit_policy)
 from ragshield.policies.policy import Policy, PolicyFormatError, rule_fields
@@ -204,8 +205,8 @@ def value_mix(store: Store, dataset: str, policy: str | None = None,
         if head is None:
             get_policy(store, policy)  # raises, naming the stored ones
     else:
-        fitted_here = [h for h in heads if h.dataset == dataset]
-        head = fitted_here[-1] if fitted_here else None
+        fitted_here = [h for h in heads if h.dataset == dataset]  # heads come by name, not age
+        head = max(fitted_here, key=lambda h: h.row_id, default=None)
     mix = ValueMix() if shares is None else ValueMix(*shares)
     if head is None:
         return mix
@@ -330,8 +331,11 @@ def policy_watch_table(store: Store, tables: RunTables, human: Callable[[], RunT
 
 
 def export_policy(store: Store, name: str, version: int | None, path: Path) -> Policy:
+    """Write the policy to `path` as JSON, whole or not at all (OutputFileError naming the
+    path when it cannot be written)."""
     policy = get_policy(store, name, version)
-    path.write_text(json.dumps(policy.to_dict(), indent=2) + "\n", encoding="utf-8")
+    text = json.dumps(policy.to_dict(), indent=2) + "\n"
+    write_atomically(path, lambda temporary: temporary.write_text(text, encoding="utf-8"))
     return policy
 
 

@@ -35,6 +35,15 @@ def _renamed(body: dict[str, Any], old: str, new: str) -> dict[str, Any]:
     return {**body, "dataset": new} if body.get("dataset") == old else body
 
 
+def _policy_renamed(body: Any, old: str, new: str) -> Any:
+    """A policy's JSON form with the dataset it was fitted on (`fitted_on.dataset`, which
+    the watch compares to leave those samples out) set to `new` where it was `old`."""
+    fitted_on = body.get("fitted_on") if isinstance(body, dict) else None
+    if not isinstance(fitted_on, dict):
+        return body
+    return {**body, "fitted_on": _renamed(fitted_on, old, new)}
+
+
 def rename_dataset(store: Store, old: str, new: str) -> str:
     """Rename dataset `old` to `new` (checked as a name; returned stripped) in one
     transaction. UnknownDatasetError when `old` is unknown, DatasetExistsError when `new`
@@ -48,13 +57,16 @@ def rename_dataset(store: Store, old: str, new: str) -> str:
             if session.scalar(select(Dataset.id).where(Dataset.name == new)) is not None:
                 raise _exists_error(new)
             session.execute(update(Dataset).where(Dataset.id == dataset_id).values(name=new))
-            for run in session.scalars(select(Run).where(Run.dataset_id == dataset_id)):
-                config = _renamed(run.config, old, new)
-                if isinstance(config.get("policy"), dict):
-                    config = {**config, "policy": _renamed(config["policy"], old, new)}
-                run.config = config
+            # Every run: one on another dataset may decide by a policy fitted on this one.
+            for run in session.scalars(select(Run)):
+                config = (_renamed(run.config, old, new) if run.dataset_id == dataset_id
+                          else run.config)
+                if config.get("policy") is not None:
+                    config = {**config, "policy": _policy_renamed(config["policy"], old, new)}
+                if config != run.config:
+                    run.config = config
             for policy in session.scalars(select(PolicyRow).where(PolicyRow.dataset == old)):
-                policy.dataset, policy.body = new, _renamed(policy.body, old, new)
+                policy.dataset, policy.body = new, _policy_renamed(policy.body, old, new)
             forget(session, DATASET_IDS, old)
     except IntegrityError:  # another process took the name at the same moment
         raise _exists_error(new) from None

@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import re
-import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -32,6 +30,7 @@ from ragshield import strict_json
 from ragshield.csv_fields import allow_long_fields
 from ragshield.errors import OptionError, UserError
 from ragshield.names import check_name
+from ragshield.output_files import writable_target, write_atomically
 from ragshield.store.database import Store
 from ragshield.store.labels import (REQUEST_ID_MAX_LENGTH, ROLE_MAX_LENGTH, LabelValueError,
                                     check_label_value, check_passages_shown)
@@ -133,30 +132,10 @@ def export_labels(store: Store, path: Path, format: str, dataset: str | None = N
     over it at the end, so a full disk or a crash leaves an earlier export as it was."""
     if format not in WRITERS:
         raise LabelExportError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
-    target = writable_target(path)
+    writable_target(path, LabelExportError)  # before the query: a bad path fails at once
     rows = export_rows(store, dataset)
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.",
-                                         suffix=".partial")
-    os.close(handle)
-    try:
-        WRITERS[format](rows, Path(temporary))
-        os.chmod(temporary, target.stat().st_mode & 0o777 if target.exists() else 0o644)
-        os.replace(temporary, target)
-    except OSError as exc:
-        raise LabelExportError(f"cannot write {path}: {exc.strerror or exc}; "
-                               "an earlier file there is unchanged") from None
-    finally:
-        Path(temporary).unlink(missing_ok=True)
+    write_atomically(path, lambda temporary: WRITERS[format](rows, temporary), LabelExportError)
     return len(rows)
-
-
-def writable_target(path: Path) -> Path:
-    """`path` when a file can be written there, else an error that says why."""
-    if path.is_dir():
-        raise LabelExportError(f"{path} is a folder; --out takes a file name")
-    if not path.parent.is_dir():
-        raise LabelExportError(f"cannot write {path}: the folder {path.parent} does not exist")
-    return path
 
 
 # -- import -------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ class PolicyHead:
     version: int
     source: str  # the judge it reads
     dataset: str | None  # the dataset it was fitted on
+    row_id: int  # the version's row: a later save has a larger one
 
 
 def save_policy(store: Store, name: str, source: str, dataset: str | None,
@@ -74,6 +75,6 @@ def policy_heads(store: Store) -> list[PolicyHead]:
     """The newest version of each policy, by name (without loading bodies)."""
     with store.session() as session:
         rows = session.execute(select(PolicyRow.name, PolicyRow.version, PolicyRow.source,
-                                      PolicyRow.dataset)
+                                      PolicyRow.dataset, PolicyRow.id)
                                .order_by(PolicyRow.name, PolicyRow.version)).all()
     return list({row.name: PolicyHead(*row) for row in rows}.values())
