@@ -37,6 +37,9 @@ def test_malformed_json_line_names_file_and_line(tmp_path):
     error = load_error(path)
     assert (error.path, error.where) == (path, "line 3")
     assert str(error).startswith(f"{path}, line 3: invalid JSON")
+    # A line cut short mid-record: the column is where it ends, not 1 (its line break).
+    path = unified_file(tmp_path / "e.jsonl", '{"id": "b", "question": "q"', GOOD)
+    assert load_error(path).reason == "invalid JSON: Expecting ',' delimiter (column 28)"
 
 
 @pytest.mark.parametrize(

@@ -262,6 +262,20 @@ def test_jsonl_with_a_column_mapping_and_same_named_columns(tmp_path):
     assert detect_format(path, mapped=True) == "jsonl"
 
 
+def test_a_json_array_of_objects_is_read_with_a_column_mapping(tmp_path):
+    """The form many tools export: one pretty-printed array (here after a byte-order mark)."""
+    path = tmp_path / "export.json"
+    records = [{"prompt": "Q one?", "gold": ["A"]}, {"prompt": "Q two?", "gold": []}]
+    path.write_bytes(b"\xef\xbb\xbf\n  " + json.dumps(records, indent=2).encode())
+    mapping = parse_mapping("question=prompt, answers=gold")
+    first, second = load_dataset(path, mapping=mapping)
+    assert (first.id, first.question, first.reference_answers) == ("item-1", "Q one?", ["A"])
+    assert (second.id, second.reference_answers) == ("item-2", [])
+    path.write_text(json.dumps([records[0], "not an object"]))
+    with pytest.raises(DatasetError, match=r"export\.json, item 2: expected an object"):
+        list(load_dataset(path, mapping=mapping))
+
+
 def test_limit_stops_early(tmp_path):
     samples = list(load_dataset(RAW / "NQ-open.dev.jsonl", limit=5))
     assert [s.id for s in samples] == ["0", "1", "2", "3", "4"]

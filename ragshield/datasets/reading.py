@@ -83,9 +83,32 @@ def iter_json_lines(path: Path) -> Iterator[tuple[int, Any]]:
     """(line number, parsed value) for each non-blank line of a JSONL file."""
     with open_binary(path) as handle:
         for number, raw in enumerate(handle, start=1):
-            line = decode_utf8(path, raw, number)
+            # Without its line break: a line cut short is then reported at its own end.
+            line = decode_utf8(path, raw, number).rstrip("\r\n")
             if line.strip():
                 yield number, parse_json(path, line, f"line {number}")
+
+
+def iter_json_records(path: Path) -> Iterator[tuple[str, Any]]:
+    """(where, value) for each record of a JSON lines file ("line N"), or of a file that holds
+    one JSON array of them ("item N", from 1): the form many tools export."""
+    if _first_character(path) == b"[":
+        document = read_json_document(path)
+        if isinstance(document, list):
+            yield from ((f"item {number}", value)
+                        for number, value in enumerate(document, start=1))
+            return
+    yield from ((f"line {number}", value) for number, value in iter_json_lines(path))
+
+
+def _first_character(path: Path) -> bytes:
+    """The file's first byte that is not white space or a byte-order mark (b"" for none)."""
+    with open_binary(path) as handle:
+        while chunk := handle.read(4096):
+            rest = chunk.removeprefix(b"\xef\xbb\xbf").lstrip()
+            if rest:
+                return rest[:1]
+    return b""
 
 
 def read_json_document(path: Path) -> Any:

@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterator
 
 from ragshield.datasets.errors import DatasetError, DatasetFormatError
 from ragshield.datasets.formats import generic_csv, generic_jsonl, generic_parquet
-from ragshield.datasets.reading import check_readable, iter_csv_rows, iter_json_lines
+from ragshield.datasets.reading import check_readable, iter_csv_rows, iter_json_records
 
 
 def _csv_rows(path: Path) -> Iterator[dict[str, Any]]:
@@ -19,9 +19,9 @@ def _csv_rows(path: Path) -> Iterator[dict[str, Any]]:
 
 
 def _json_objects(path: Path) -> Iterator[dict[str, Any]]:
-    for number, value in iter_json_lines(path):
+    for where, value in iter_json_records(path):
         if not isinstance(value, dict):
-            raise DatasetFormatError(path, "expected a JSON object", where=f"line {number}")
+            raise DatasetFormatError(path, "expected a JSON object", where=where)
         yield value
 
 
