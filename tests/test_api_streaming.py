@@ -196,7 +196,7 @@ def test_a_live_stream_the_client_closes_ends_the_call(settings: Settings,
                 time.sleep(0.05)
             freed = time.monotonic() - closed
             time.sleep(8 * gap)  # past the end of the upstream's answer
-    assert guard.waiting == 0 and freed < 4 * gap, freed
+    assert guard.waiting == 0 and freed < 5 * gap, freed  # the upstream needs 6 gaps more
     assert live_answers(sqlite_store) == 0
 
 
