@@ -164,6 +164,8 @@ BAD_BUNDLES = [
     (lambda b: b["answers"][2].update(colour="red"), "answers[2] has unknown field(s) ['colour']"),
     (lambda b: b["answers"][1].update(sample="demo:nope"), "not in dataset 'demo'"),
     (lambda b: b["llm_calls"][0].update(extra=1), "llm_calls has unknown field(s) ['extra']"),
+    # No database stores a lone surrogate, and a page holding one cannot be sent.
+    (lambda b: b["llm_calls"][0].update(output="x\ud800y"), "lone surrogate"),
 ]
 
 

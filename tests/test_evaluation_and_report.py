@@ -12,10 +12,11 @@ from ragshield.evaluation import run_tables
 from ragshield.metrics.summary import judge_metrics
 from ragshield.pipeline import RunModels, execute_run, start_run
 from ragshield.reports.build import write_report
+from ragshield.reports.render import table_markdown
 from ragshield.run_config import RunConfig
 from ragshield.store.models import Annotator, Label, Sample as SampleRow
 from ragshield.store.samples import import_samples
-from ragshield.types import Passage, Sample
+from ragshield.types import Passage, Sample, Table
 from tests.fakes import ScriptedLLM, ScriptedReply
 
 DATASET = "<b>toy</b>"
@@ -193,3 +194,11 @@ def test_long_curves_are_drawn_through_at_most_max_points_with_both_ends(tmp_pat
                                           curve.risk[-1])
     assert set(zip(x, y)) <= set(zip(curve.coverage, curve.risk))  # points of the curve
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_markdown_cells_keep_a_table_row_whole_and_show_tags_as_text() -> None:
+    """A dataset's field ends up in a cell: a lone carriage return split the row in two."""
+    table = Table(title="By domain", headers=["domain", "n"],
+                  rows=[["fin\rance | x\u2028y <img src=x onerror=alert(1)>", 1]])
+    row = table_markdown(table).splitlines()[-1]
+    assert row == "| fin ance \\| x y &lt;img src=x onerror=alert(1)> | 1 |"

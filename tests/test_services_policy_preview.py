@@ -15,6 +15,7 @@ from ragshield.judging import KEPT
 from ragshield.policies.fitting import PERSON, REFERENCE, UNANSWERABLE_FLAG
 from ragshield.policies.policy import Policy
 from ragshield.policies.watch import UNUSED
+from ragshield.reports.policy_figures import score_histogram, watch_figure
 from ragshield.run_config import RunConfig
 from ragshield.services.asking import AskRequest, ask, default_judges, default_rule, prepare
 from ragshield.services.labelling import label_sample
@@ -204,3 +205,14 @@ def test_the_watch_follows_the_labels_in_the_order_they_came(store, settings):
     assert rules == ["policy:watched@1", "policy:watched@2"]
     assert versions_table(store, tables, "demo").rows[0][5] == "pinned"
 
+
+
+def test_a_dollar_sign_in_a_name_is_drawn_as_it_is() -> None:
+    """Policy and judge names reach figure titles: "$...$" there is not mathtext (a name that
+    did not parse as mathtext broke the Policy panel for good)."""
+    steps = np.arange(1.0, 4.0)
+    png = watch_figure(steps, steps / 4, steps / 8, steps / 2, 0.2, "policy a$\\foo$b", dpi=40)
+    assert png.startswith(b"\x89PNG")
+    png = score_histogram(np.array([0.2, 0.8]), np.array([False, True]), "judge $\\x^$",
+                          dpi=40)
+    assert png.startswith(b"\x89PNG")

@@ -29,6 +29,7 @@ from ragshield.services.run_choices import ALL_DATASETS
 from ragshield.testing.synthetic_run import fill_synthetic_run
 from ragshield.ui.browse_tab import (TITLE, browse_detail, browse_filter, browse_row,
                                      browse_runs, build)
+from ragshield.ui.case_study import call_html, passages_html
 from ragshield.ui.context import UiContext
 from tests.conftest import free_port
 from tests.fakes import ScriptedLLM, ScriptedReply
@@ -357,6 +358,16 @@ def test_case_study_escapes_question_answer_and_passages(shared):
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "&lt;script&gt;alert(3)&lt;/script&gt;" in html
     assert "&lt;img src=x onerror=alert(2)&gt;" in html
+
+
+def test_a_trace_or_passage_with_odd_values_still_renders() -> None:
+    """A run bundle from elsewhere may hold anything where numbers belong."""
+    html = call_html({"purpose": "p_true: yes/no", "seconds": "slow", "logprobs": [
+        {"token": "Yes", "logprob": None, "top": {"Yes": None, "No": "low"}},
+        {"token": "!", "logprob": -0.5, "top": ["not", "a", "mapping"]}, "not a token"]})
+    assert "slow s" in html and "n/a" in html and "-0.500" in html
+    html = passages_html([{"text": "t", "score": "high"}, {"text": "u", "score": 0.25}], [])
+    assert "score: high" in html and "score: 0.250" in html
 
 
 def test_selecting_a_row_opens_its_case_study(shared):

@@ -13,6 +13,9 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")  # files only; no display on servers
+# Titles and labels carry names people chose (a policy, a judge, a run): a "$" in them is a
+# dollar sign, not mathtext (which failed to parse "a$\foo$b" and broke the Policy panel).
+matplotlib.rcParams["text.parse_math"] = False
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402

@@ -4,6 +4,7 @@ Markdown cells have their pipes and line breaks escaped, HTML cells are HTML-esc
 from __future__ import annotations
 
 import html
+import re
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -16,9 +17,15 @@ padding:4px 8px;text-align:left;font-size:14px}th{background:#f3f3f3}
 .note{color:#555;font-size:13px}img{max-width:560px;margin:0 1rem 1rem 0}"""
 
 
+# Every line break Markdown renderers honour (a \r alone split a table row in two).
+_LINE_BREAKS = re.compile("\r\n|[\r\n\u2028\u2029\x0b\x0c\x85]")
+
+
 def _md_cell(cell: str | SampleLinks) -> str:
-    text = str(cell)
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    """A table cell as plain text: its pipes and backslashes escaped, its line breaks made
+    spaces, and no tag (a dataset's fields are untrusted; "<" is written as an entity)."""
+    text = str(cell).replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;")
+    return _LINE_BREAKS.sub(" ", text)
 
 
 def table_markdown(table: Table) -> str:

@@ -108,7 +108,7 @@ CSS = """
 #annotate-root .annotate-passages li { margin-bottom: 0.5em; }
 #annotate-root .annotate-passage-title { font-weight: 600; }
 #annotate-root .annotate-passage-text, #annotate-root .annotate-answer-text {
-  white-space: pre-wrap; }
+  white-space: pre-wrap; overflow-wrap: anywhere; }
 #annotate-root .annotate-answer { background: #f6f6f6; padding: 0.4em 0.6em; border-radius: 6px; }
 #annotate-root .annotate-progress { background: #e6e6e6; border-radius: 4px; height: 10px;
   overflow: hidden; }

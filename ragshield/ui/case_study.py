@@ -12,6 +12,7 @@ import pandas as pd
 
 from ragshield.services.case_studies import MAIN, CaseStudy, judge_detail_view
 from ragshield.services.labelling import LabelRecord
+from ragshield.services.rendering import fmt
 from ragshield.types import DetailTable, evidence_labels, keep_word, passage_label
 from ragshield.ui.html_render import esc, table_html
 
@@ -43,6 +44,11 @@ def _yes_no(value: Any) -> str:
     return "-" if value is None or pd.isna(value) else "yes" if value else "no"
 
 
+def _mapping(value: Any) -> dict[Any, Any]:
+    """`value` when it is a dict, else empty: a run bundle from elsewhere may hold anything."""
+    return value if isinstance(value, dict) else {}
+
+
 def messages_html(messages: Sequence[dict[str, Any]]) -> str:
     return "".join(f'<div class="rs-cs-msg"><b>{esc(m.get("role"))}</b>{_pre(m.get("content"))}'
                    f"</div>" for m in messages)
@@ -52,7 +58,7 @@ def call_html(call: dict[str, Any]) -> str:
     """One model call of a trace: its prompt, raw output, parsed value, tokens and time."""
     cost = (f"{call.get('prompt_tokens', 0)} prompt + {call.get('completion_tokens', 0)} "
             f"completion tokens ({call.get('cached_prompt_tokens', 0)} cached), "
-            f"{float(call.get('seconds') or 0):.2f} s"
+            f"{fmt(call.get('seconds') or 0, 2)} s"
             f"{', from the call cache' if call.get('cache_hit') else ''}")
     by = f" by {call['model']}" if call.get("model") else ""
     parts = [f"<p>{esc(call.get('kind', 'chat'))} call{esc(by)}; {esc(cost)}</p>",
@@ -62,9 +68,9 @@ def call_html(call: dict[str, Any]) -> str:
     if call.get("parse_error"):
         parts.append(f'<p class="rs-cs-flag">parse error: {esc(call["parse_error"])}</p>')
     if call.get("logprobs"):
-        rows = [[t.get("token"), f"{t.get('logprob', 0):.3f}",
-                 ", ".join(f"{k!r}: {v:.2f}" for k, v in (t.get("top") or {}).items())]
-                for t in call["logprobs"]]
+        rows = [[t.get("token"), fmt(t.get("logprob")),
+                 ", ".join(f"{k!r}: {fmt(v, 2)}" for k, v in _mapping(t.get("top")).items())]
+                for t in call["logprobs"] if isinstance(t, dict)]
         parts.append(_details(f"Token log-probs ({len(rows)})",
                               table_html(["token", "log-prob", "top alternatives"], rows)))
     return _details(f"{call.get('purpose', 'call')}", "".join(parts))
@@ -102,7 +108,8 @@ def passages_html(passages: Sequence[dict[str, Any]], cited: Sequence[Any]) -> s
         facts = [label, *(["cited by the answer"] if index in cited else []),
                  *([f"title: {passage['title']}"] if passage.get("title") else []),
                  *([f"doc: {passage['doc_id']}"] if passage.get("doc_id") else []),
-                 *([f"score: {passage['score']:.3f}"] if passage.get("score") is not None else [])]
+                 *([f"score: {fmt(passage['score'])}"] if passage.get("score") is not None
+                   else [])]
         css = "rs-cs-passage rs-cs-cited" if index in cited else "rs-cs-passage"
         blocks.append(f'<div class="{css}"><b>{esc(" · ".join(facts))}</b>'
                       f"{_pre(passage.get('text'))}</div>")

@@ -23,10 +23,11 @@ CSS = """
   margin: 0.3em 0; }
 .rs-demo-passage.rs-demo-cited { border: 2px solid #2f7d32; background: #f1f8f1; }
 .rs-demo-passage-head { font-size: 0.85em; color: #555; margin-bottom: 0.2em; }
-.rs-demo-passage-text { white-space: pre-wrap; }
-.rs-demo-answer { font-size: 1.15em; font-weight: 600; white-space: pre-wrap; }
+.rs-demo-passage-text { white-space: pre-wrap; overflow-wrap: anywhere; }
+.rs-demo-answer { font-size: 1.15em; font-weight: 600; white-space: pre-wrap;
+  overflow-wrap: anywhere; }
 .rs-demo-verdict { border-bottom: 1px solid #eee; padding: 0.3em 0; }
-.rs-demo-reason { white-space: pre-wrap; }
+.rs-demo-reason { white-space: pre-wrap; overflow-wrap: anywhere; }
 .rs-demo-cost { font-size: 0.8em; color: #777; }
 .rs-demo-badge { display: inline-block; min-width: 6.5em; text-align: center; border-radius: 4px;
   padding: 0 0.4em; margin-right: 0.5em; font-weight: 600; font-size: 0.85em; color: #fff; }
@@ -39,7 +40,7 @@ CSS = """
 .rs-demo-badge-pending, .rs-demo-badge-undecided { background: #ccc; color: #333; }
 .rs-demo-badge-cited, .rs-demo-badge-noise { background: #e7e7e7; color: #333; min-width: 0; }
 .rs-demo-decision { font-size: 1.1em; }
-.rs-demo-partial { font-size: 1.15em; white-space: pre-wrap; color: #444; }
+.rs-demo-partial { font-size: 1.15em; white-space: pre-wrap; overflow-wrap: anywhere; color: #444; }
 .rs-demo-replayed { display: inline-block; background: #e8eefa; color: #1f3f78; border-radius: 4px;
   padding: 0 0.4em; margin-left: 0.5em; font-size: 0.85em; font-weight: 600; }
 """
