@@ -7,7 +7,12 @@
 `Shield` and `Decision` are the public API (ragshield/services/shield.py); they load on
 first use, so `import ragshield` stays light."""
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what type checkers and editors see; at run time they load on first use
+    from ragshield.config import Settings
+    from ragshield.errors import UserError
+    from ragshield.services.shield import Decision, Shield
 
 __version__ = "0.1.0"
 __all__ = ["Decision", "Settings", "Shield", "UserError", "__version__"]
@@ -22,3 +27,7 @@ def __getattr__(name: str) -> Any:
 
         return getattr(import_module(_PUBLIC[name]), name)
     raise AttributeError(f"module 'ragshield' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_PUBLIC})

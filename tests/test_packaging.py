@@ -100,6 +100,8 @@ def test_the_wheel_carries_the_demo_assets_and_the_migrations(wheel):
     assert "ragshield/store/migrations/script.py.mako" in names
     assert any(n.startswith("ragshield/store/migrations/versions/0001") for n in names)
     assert not any(n.startswith(("tests/", "scripts/")) for n in names)
+    assert "ragshield/py.typed" in names  # users' type checkers read our hints
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
     metadata = next(n for n in names if n.endswith(".dist-info/METADATA"))
     text = zipfile.ZipFile(wheel).read(metadata).decode()
     assert "Requires-Dist: gradio" in text and 'extra == "postgres"' in text

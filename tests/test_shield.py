@@ -40,6 +40,7 @@ def test_the_package_root_names_the_front_door():
     assert ragshield.Shield.__module__ == "ragshield.services.shield"
     with pytest.raises(AttributeError, match="nothing"):
         ragshield.nothing  # noqa: B018
+    assert {"Shield", "Decision", "Settings", "UserError"} <= set(dir(ragshield))  # completion
 
 
 def test_judge_without_a_database_records_nothing():
@@ -144,6 +145,9 @@ def test_unknown_policy_and_bad_input_are_user_errors():
             shield.judge(QUESTION, [PASSAGE], "France.", judges=["no_such_judge"])
         with pytest.raises(UserError, match="empty"):
             shield.judge(QUESTION, [PASSAGE], "   ", judges=["p_true"])
+    # Settings ignore names they do not know: a misspelt one must not pass unnoticed.
+    with pytest.raises(UserError, match=r"unknown setting\(s\) backnd, decison_rule; .*backend"):
+        ragshield.Shield.open(backnd="openai", decison_rule="trivial")
 
 
 def python_example() -> str:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ragshield.config import Settings
+from ragshield.errors import OptionError
 from ragshield.policies.policy import Policy
 from ragshield.services.asking import (AskRequest, AskResult, OpenedModels, PassageFinders,
                                        answer_and_judge, prepare)
@@ -106,6 +107,10 @@ class Shield:
         verdicts are kept there in a live run), or on nothing (None: nothing is recorded).
         `settings` override the RAGSHIELD_* environment (e.g. backend="openai",
         judge_model="qwen-1.5b")."""
+        unknown = sorted(set(settings) - set(Settings.model_fields))
+        if unknown:  # Settings ignores what it does not know: a typo would go unnoticed
+            raise OptionError(f"unknown setting(s) {', '.join(unknown)}; the settings are "
+                              f"{', '.join(sorted(Settings.model_fields))}")
         url = database_url(database) if database is not None else IN_MEMORY
         configured = Settings(**{**settings, "database_url": url})
         return cls(configured, open_store(configured.database_url),
