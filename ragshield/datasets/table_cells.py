@@ -4,6 +4,7 @@ scores parsed, and an empty cell of a mapped optional column read as none."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,10 @@ def text_cell(path: Path, where: str, column: str, text: str, kind: str | None) 
     if kind == LIST and stripped.startswith("["):
         try:
             return parse_json(path, stripped, where, column)
-        except DatasetFormatError:  # "[Source: Wikipedia] Paris is..." is text, not a list
-            return text
+        except DatasetFormatError as error:
+            # Not JSON at all ("[Source: Wikipedia] Paris is...") is text; JSON holding a
+            # refused value (1e999, NaN) is still an error.
+            if isinstance(error.__cause__, json.JSONDecodeError):
+                return text
+            raise
     return text
