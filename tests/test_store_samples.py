@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import threading
 from typing import Iterator
 
 import pytest
@@ -18,6 +19,7 @@ from ragshield.store.models import AnswerRow, Dataset, Label, Passage, Run, Skip
 from ragshield.store.models import Sample as SampleRow
 from ragshield.store.runs import RoleAnswer, create_run, save_sample
 from ragshield.store.samples import (
+    ConcurrentImportError,
     DatasetSummary,
     ensure_sample,
     ImportResult,
@@ -68,6 +70,30 @@ def test_import_counts_and_reads_back_in_order(store):
         dataset = session.scalar(select(Dataset).where(Dataset.name == "squad2"))
         assert (dataset.license, dataset.source) == (
             "CC BY-SA 4.0", "squad2_dev_part_a_squad_format.json (squad2)")
+
+
+def test_two_imports_of_a_new_dataset_at_once_keep_one_and_say_so(store):
+    """The loser said only "UNIQUE constraint failed"; it now says what happened, and its
+    import leaves nothing half done."""
+    samples = [Sample(id=f"s{i}", question=f"q{i}?") for i in range(200)]
+    start, outcomes = threading.Barrier(2), []
+
+    def importing() -> None:
+        start.wait()
+        try:
+            outcomes.append(import_samples(store, "new", samples))
+        except ConcurrentImportError as error:
+            outcomes.append(error)
+
+    workers = [threading.Thread(target=importing) for _ in range(2)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert len(outcomes) == 2
+    assert any(isinstance(o, ImportResult) and o.added == 200 for o in outcomes)
+    assert row_counts(store)[:2] == (1, 200)
+    assert import_samples(store, "new", samples).unchanged == 200
 
 
 def test_samples_come_back_equal_with_passages_in_order_and_their_meta(store):

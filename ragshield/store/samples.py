@@ -8,6 +8,7 @@ from itertools import islice
 from typing import Any, Iterable, Iterator
 
 from sqlalchemy import case, delete, func, insert, select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
 from ragshield import strict_json
@@ -28,6 +29,10 @@ class UnknownDatasetError(UserError, LookupError):
 
 class UnknownSampleError(UserError, LookupError):
     """The dataset has no sample with the id asked for."""
+
+
+class ConcurrentImportError(UserError, RuntimeError):
+    """Another import added the same dataset or samples at the same moment."""
 
 
 class RepeatedSampleIdError(UserError, ValueError):
@@ -210,19 +215,27 @@ def import_samples(
     held whole.
     """
     name = check_name(name, "dataset name")
-    with store.session() as session:
-        dataset = session.scalar(select(DatasetRow).where(DatasetRow.name == name))
-        if dataset is None:
-            dataset = DatasetRow(name=name, source=source, license=license, description=description)
-            session.add(dataset)
-            session.flush()
-        tally = _Tally(name, _sample_count(session, dataset.id))
-        for new, changed, size in _compared(session, name, dataset.id, samples, batch_size):
-            if new:
-                _insert(session, dataset.id, new)
-            if changed:
-                _update(session, changed)
-            tally.count(new, changed, size)
+    try:
+        with store.session() as session:
+            dataset = session.scalar(select(DatasetRow).where(DatasetRow.name == name))
+            if dataset is None:
+                dataset = DatasetRow(name=name, source=source, license=license,
+                                     description=description)
+                session.add(dataset)
+                session.flush()
+            tally = _Tally(name, _sample_count(session, dataset.id))
+            for new, changed, size in _compared(session, name, dataset.id, samples,
+                                                batch_size):
+                if new:
+                    _insert(session, dataset.id, new)
+                if changed:
+                    _update(session, changed)
+                tally.count(new, changed, size)
+    except IntegrityError:  # the only unique keys written: the dataset's name, sample ids
+        raise ConcurrentImportError(
+            f"another import into dataset {name!r} added the same samples at the same moment; "
+            "nothing of this one was kept: import it again (it then updates what the other "
+            "added)") from None
     return tally.result()
 
 
