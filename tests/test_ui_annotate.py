@@ -14,6 +14,7 @@ from gradio_client import Client
 from ragshield.pipeline import RunModels, execute_run, start_run
 from ragshield.run_config import RunConfig
 from ragshield.services.labelling import annotator_name
+from ragshield.services.people import Access
 from ragshield.store.labels import add_annotator, add_label, get_guidelines, label_history
 from ragshield.store.models import LABEL_VALUES
 from ragshield.store.samples import import_samples
@@ -269,3 +270,12 @@ def test_label_endpoint_through_gradio_client(served):
     assert "1 of 4 labelled, 1 skipped" in client.predict("toy", "", api_name="/annotate_progress")
     message, item, _ = client.predict(*controls, "", api_name="/annotate_undo")
     assert "Undone on s0" in message and 'data-sample-id="s0"' in item
+
+
+def test_with_logins_only_an_admin_edits_the_guidelines(context):
+    context.access = Access(logins=True, file_roles={"boss": "admin", "ann": "annotator"})
+    message, _ = save_guidelines(context, "toy", "<form action='https://x'>", "ann")
+    assert "Only an admin may edit the guidelines." in message
+    assert get_guidelines(context.store, "toy") is None
+    message, _ = save_guidelines(context, "toy", "# Rules", "boss")
+    assert "saved" in message and get_guidelines(context.store, "toy") == "# Rules"

@@ -104,6 +104,18 @@ def test_a_bad_row_names_its_line_and_nothing_is_imported(context, tmp_path):
     assert "3 samples added" in done and len(list(iter_samples(context.store, "toy"))) == 3
 
 
+def test_with_logins_only_an_admin_imports(context, tmp_path):
+    """An import may rewrite samples people have labelled."""
+    file = write_jsonl(tmp_path / "a.jsonl", [row(1)])
+    _, plan = check_upload(context, file, "detect", "toy", no_mapping())
+    context.access = Access(logins=True, file_roles={"ann": "annotator", "boss": "admin"})
+    refused = import_upload(context, file, "detect", "toy", no_mapping(), plan, login="ann")
+    assert "Only an admin may import datasets." in refused
+    assert not has_dataset(context.store, "toy")
+    done = import_upload(context, file, "detect", "toy", no_mapping(), plan, login="boss")
+    assert "1 sample added" in done
+
+
 def test_an_import_is_refused_when_the_form_changed_since_the_check(context, tmp_path):
     file = write_jsonl(tmp_path / "a.jsonl", [row(1)])
     _, plan = check_upload(context, file, "detect", "toy", no_mapping())
@@ -153,6 +165,10 @@ def test_a_rename_keeps_runs_and_labels_attached(context):
     assert get_run(store, run_id).config["dataset"] == "kept"
     refused, name = rename(context, "kept", "demo")
     assert ERROR in refused and name == "kept"
+    context.access = Access(logins=True, file_roles={"ann": "annotator", "boss": "admin"})
+    refused, name = rename(context, "kept", "other", "ann")
+    assert "Only an admin may rename datasets." in refused and name == "kept"
+    assert rename(context, "kept", "other", "boss")[1] == "other"
 
 
 @SQLITE_ONLY

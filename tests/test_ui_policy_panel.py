@@ -12,6 +12,8 @@ import re
 import gradio as gr
 import pytest
 
+from ragshield.services.people import ADMIN, ANNOTATOR, Access
+from ragshield.services.pinned_policy import pinned
 from ragshield.services.policies import list_policies
 from ragshield.services.runs import form_defaults
 from ragshield.ui import dashboard_tab
@@ -145,3 +147,21 @@ def test_the_dashboard_builds_the_policy_accordion(judged):
         dashboard_tab.build(context, page, tab)
     labels = [block.label for block in page.blocks.values() if isinstance(block, gr.Accordion)]
     assert labels.index("Policy") < labels.index("Start a run")
+
+
+def test_with_logins_only_an_admin_saves_pins_and_unpins(judged):
+    """An API key that names a policy decides by its newest version, and a pin is the
+    default rule of the Demo and the API: an annotator's page must not change either."""
+    context, _, run_id = judged
+    context.access = Access(logins=True, file_roles={"boss": ADMIN, "ann": ANNOTATOR})
+    refused = save_html(context, run_id, JUDGE, 0.2, 0.1, None, "guard", "ann")
+    assert ERROR in refused and "Only an admin may save policies." in refused
+    assert list_policies(context.store) == []
+    assert "Saved policy:guard@1." in save_html(context, run_id, JUDGE, 0.2, 0.1, None, "guard",
+                                                "boss")
+    assert "Only an admin may pin policies." in pin_html(context, "policy:guard@1", "ann")
+    assert pinned(context.store) is None
+    assert ERROR not in pin_html(context, "policy:guard@1", "boss")
+    assert "Only an admin may unpin policies." in unpin_html(context, "ann")
+    assert pinned(context.store).rule == "policy:guard@1"
+    assert ERROR not in unpin_html(context, "boss") and pinned(context.store) is None

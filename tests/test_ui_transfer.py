@@ -24,6 +24,7 @@ from ragshield.services.defaults import TRANSFER_MAX_BYTES
 from ragshield.services import downloads
 from ragshield.services.downloads import ALL_DATASETS, KEEP_SECONDS, fresh_folder
 from ragshield.services.labelling import label_sample
+from ragshield.services.people import Access
 from ragshield.services.policies import fit_run_policy, get_policy, list_policies
 from ragshield.services.run_choices import newest_runs
 from ragshield.store.samples import import_samples
@@ -147,6 +148,13 @@ def test_a_policy_round_trips(context, run_id, tmp_path):
     assert (stored.answer_at, stored.withhold_below, stored.alpha) == (
         fitted.answer_at, fitted.withhold_below, fitted.alpha)
     assert choices(context).policies[0][1] == "policy:guard@3"
+    # With logins, an uploaded version is an admin's to add: it is what keys naming the
+    # policy decide by.
+    context.access = Access(logins=True, file_roles={"ann": "annotator"})
+    refused = import_policy_file(context, _uploaded(downloaded, tmp_path / "again"), "ann")
+    assert "Only an admin may upload policies." in refused
+    assert choices(context).policies[0][1] == "policy:guard@3"
+    assert "Only an admin may upload runs." in import_run_file(context, None, "ann")
 
 
 @SQLITE_ONLY

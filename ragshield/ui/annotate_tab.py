@@ -22,6 +22,7 @@ from ragshield.services import labelling
 from ragshield.services.datasets import dataset_names
 from ragshield.services.labelling import (LABEL_VALUES, STRATEGIES, AnnotationItem,
                                           AnnotatorMissingError, LabelRecord, Next, Queue)
+from ragshield.services.people import require_admin
 from ragshield.ui import people_panel
 from ragshield.ui.context import UiContext
 from ragshield.ui.html_render import esc, message_html, table_html
@@ -325,9 +326,12 @@ def load_guidelines(context: UiContext, dataset: str) -> tuple[str, str]:
     return text or "*No guidelines for this dataset yet: write them below.*", text
 
 
-def save_guidelines(context: UiContext, dataset: str, markdown: str) -> tuple[str, str]:
-    """Store the guidelines; (message HTML, Markdown to show)."""
+def save_guidelines(context: UiContext, dataset: str, markdown: str,
+                    by: str | None = None) -> tuple[str, str]:
+    """Store the guidelines everyone labels by (with logins, an admin's action); (message
+    HTML, Markdown to show)."""
     try:
+        require_admin(context.store, context.access, by, "edit the guidelines")
         labelling.set_guidelines(context.store, dataset, markdown)
     except UserError as error:
         return message_html(f"Not saved: {error}", "error"), f"*{error}*"
@@ -509,6 +513,10 @@ def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
           progress_view, api_name="annotate_progress", **LABEL_EVENTS)
     gr.on([page.load, dataset_box.change], partial(load_guidelines, context), dataset_box,
           [guidelines_view, guidelines_editor], api_name="annotate_guidelines")
-    guidelines_save.click(partial(save_guidelines, context), [dataset_box, guidelines_editor],
+
+    def on_save_guidelines(dataset: str, text: str, request: gr.Request) -> tuple[str, str]:
+        return save_guidelines(context, dataset, text, getattr(request, "username", None))
+
+    guidelines_save.click(on_save_guidelines, [dataset_box, guidelines_editor],
                           [guidelines_message, guidelines_view],
                           api_name="annotate_guidelines_save")

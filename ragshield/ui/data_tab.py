@@ -19,7 +19,7 @@ from ragshield.errors import UserError
 from ragshield.services.column_mappings import MAPPED_FIELDS
 from ragshield.services.datasets import (DatasetUsage, dataset_listing, dataset_names,
                                          delete_as_previewed, deletion_preview, rename_dataset)
-from ragshield.services.people import caller_may_manage
+from ragshield.services.people import caller_may_manage, require_admin
 from ragshield.services.uploads import (DETECT, FORMAT_CHOICES, ImportPlan, Progress, Upload,
                                         UploadLimits, UploadRequest, open_upload, plan_import,
                                         preview, run_import, suggested_dataset,
@@ -152,8 +152,10 @@ def check_upload(context: UiContext, file: str | None, format_choice: str | None
 def import_upload(context: UiContext, file: str | None, format_choice: str | None,
                   dataset: str | None, mapping: list[str | None], plan: ImportPlan | None,
                   progress: Progress | None = None, login: str | None = None) -> str:
-    """Import the form's file as checked by `plan`; refused when the form changed since."""
+    """Import the form's file as checked by `plan`; refused when the form changed since.
+    With logins, an admin's action (it may rewrite samples people have labelled)."""
     try:
+        require_admin(context.store, context.access, login, "import datasets")
         request = _request(context, file, format_choice, dataset, mapping)
         if plan is None or plan.request != request:
             return message_html("Check the file first: the form changed since it was "
@@ -167,11 +169,13 @@ def import_upload(context: UiContext, file: str | None, format_choice: str | Non
                         f"{result.unchanged} unchanged; {result.samples} in all.")
 
 
-def rename(context: UiContext, old: str | None, new: str | None) -> tuple[str, str | None]:
-    """The outcome (HTML) and the dataset's name after it."""
+def rename(context: UiContext, old: str | None, new: str | None,
+           login: str | None = None) -> tuple[str, str | None]:
+    """The outcome (HTML) and the dataset's name after it (with logins, an admin's action)."""
     if not old:
         return message_html("Choose a dataset to rename.", "warning"), None
     try:
+        require_admin(context.store, context.access, login, "rename datasets")
         name = rename_dataset(context.store, old, new or "")
     except UserError as exc:
         return message_html(str(exc), "error"), old
@@ -293,8 +297,8 @@ def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
         return (listing_html(context), gr.Dropdown(choices=names),
                 gr.Dropdown(choices=names, value=selected if selected in names else None))
 
-    def on_rename(old, new) -> tuple:
-        message, name = rename(context, old, new)
+    def on_rename(old, new, request: gr.Request) -> tuple:
+        message, name = rename(context, old, new, getattr(request, "username", None))
         return (message, *lists(name))
 
     def on_delete(name, request: gr.Request) -> tuple:

@@ -14,6 +14,7 @@ import gradio as gr
 from ragshield.errors import OptionError, UserError
 from ragshield.services.asking import default_rule
 from ragshield.services.form_values import whole_number
+from ragshield.services.people import require_admin
 from ragshield.services.pinned_policy import pin_policy, pinned, unpin
 from ragshield.services.policies import fit_run_policy, list_policies
 from ragshield.services.policy_preview import (KINDS, Policy, Preview, percent, preview_policy,
@@ -132,9 +133,11 @@ def preview_html(context: UiContext, run_id: Any, judge: str | None, alpha: Any,
 
 
 def save_html(context: UiContext, run_id: Any, judge: str | None, alpha: Any, delta: Any,
-              beta: Any, name: str | None) -> str:
-    """Fit as previewed and store the policy as the next version of `name`."""
+              beta: Any, name: str | None, by: str | None = None) -> str:
+    """Fit as previewed and store the policy as the next version of `name` (with logins, an
+    admin's action: an API key that names the policy decides by its newest version)."""
     try:
+        require_admin(context.store, context.access, by, "save policies")
         if not judge:
             raise UserError("Choose a judge first.")
         if not (name or "").strip():
@@ -172,8 +175,10 @@ def version_choices(context: UiContext) -> tuple[list[str], str | None]:
 
 
 def pin_html(context: UiContext, rule: str | None, by: str | None = None) -> str:
-    """Make the version the default rule of the Demo and the API."""
+    """Make the version the default rule of the Demo and the API (with logins, an admin's
+    action)."""
     try:
+        require_admin(context.store, context.access, by, "pin policies")
         pin = pin_policy(context.store, rule or "", by)
     except UserError as error:
         return message_html(str(error), "error")
@@ -181,8 +186,12 @@ def pin_html(context: UiContext, rule: str | None, by: str | None = None) -> str
                         "runs started without a rule).")
 
 
-def unpin_html(context: UiContext) -> str:
-    """Back to the configured default rule."""
+def unpin_html(context: UiContext, by: str | None = None) -> str:
+    """Back to the configured default rule (with logins, an admin's action)."""
+    try:
+        require_admin(context.store, context.access, by, "unpin policies")
+    except UserError as error:
+        return message_html(str(error), "error")
     unpin(context.store)
     configured = default_rule(context.settings, context.store)
     return message_html(f"No policy is pinned: the default rule is {configured.rule} again "
@@ -254,16 +263,19 @@ def build_policy_panel(context: UiContext, run_picker: gr.Dropdown) -> None:
     def on_run(run_id: Any, chosen: str | None, is_open: bool) -> tuple:
         return shown(run_id, chosen) if is_open else (gr.skip(),) * 4
 
-    def on_save(run_id, judge_name, alpha_value, delta_value, beta_value, policy_name) -> tuple:
+    def on_save(run_id, judge_name, alpha_value, delta_value, beta_value, policy_name,
+                request: gr.Request) -> tuple:
         return (save_html(context, run_id, judge_name, alpha_value, delta_value, beta_value,
-                          policy_name), saved_html(context, run_id), versions())
+                          policy_name, getattr(request, "username", None)),
+                saved_html(context, run_id), versions())
 
     def on_pin(run_id: Any, rule: str | None, request: gr.Request) -> tuple:
         message = pin_html(context, rule, getattr(request, "username", None))
         return message, saved_html(context, run_id), watch_html(context, run_id)
 
-    def on_unpin(run_id: Any) -> tuple:
-        return unpin_html(context), saved_html(context, run_id), watch_html(context, run_id)
+    def on_unpin(run_id: Any, request: gr.Request) -> tuple:
+        return (unpin_html(context, getattr(request, "username", None)),
+                saved_html(context, run_id), watch_html(context, run_id))
 
     refreshed = [judge, saved_out, version, watch_out]
     accordion.expand(on_open, [run_picker, judge], [opened, *refreshed],

@@ -16,6 +16,7 @@ from ragshield.services.datasets import dataset_names
 from ragshield.services.downloads import (ALL_DATASETS, PolicyChoice, labels_download,
                                           policy_choices, policy_download, report_download,
                                           run_bundle_download, upload_policy, upload_run)
+from ragshield.services.people import require_admin
 from ragshield.services.run_choices import RunChoice, pick_run, run_choices
 from ragshield.services.run_tables import TRUTHS
 from ragshield.ui.context import UiContext
@@ -95,9 +96,11 @@ def _upload_name(path: str | None) -> str:
     return Path(path).name if path else ""
 
 
-def import_policy_file(context: UiContext, path: str | None) -> str:
-    """Store an uploaded policy file as the next version of its name."""
+def import_policy_file(context: UiContext, path: str | None, by: str | None = None) -> str:
+    """Store an uploaded policy file as the next version of its name (with logins, an
+    admin's action)."""
     try:
+        require_admin(context.store, context.access, by, "upload policies")
         policy = upload_policy(context.store, path)
     except UserError as error:
         return message_html(str(error), "error")
@@ -105,9 +108,10 @@ def import_policy_file(context: UiContext, path: str | None) -> str:
                         f"{policy.version} ({policy.rule}).")
 
 
-def import_run_file(context: UiContext, path: str | None) -> str:
-    """Add the run of an uploaded bundle."""
+def import_run_file(context: UiContext, path: str | None, by: str | None = None) -> str:
+    """Add the run of an uploaded bundle (with logins, an admin's action)."""
     try:
+        require_admin(context.store, context.access, by, "upload runs")
         imported = upload_run(context.store, path)
     except UserError as error:
         return message_html(str(error), "error")
@@ -198,10 +202,13 @@ def build(context: UiContext, page: gr.Blocks) -> None:
     def refresh(*chosen: Any) -> tuple:
         return pickers_update(context, *chosen)
 
-    def with_pickers(handler: Callable[[UiContext, str | None], str]) -> Callable[..., tuple]:
-        """An upload's handler, followed by the pickers (a new run or policy version)."""
-        def handle(path: str | None, *chosen: Any) -> tuple:
-            return (handler(context, path), *pickers_update(context, *chosen))
+    def with_pickers(handler: Callable[[UiContext, str | None, str | None], str]
+                     ) -> Callable[..., tuple]:
+        """An upload's handler (told who uploads), followed by the pickers (a new run or
+        policy version)."""
+        def handle(path: str | None, request: gr.Request, *chosen: Any) -> tuple:
+            return (handler(context, path, getattr(request, "username", None)),
+                    *pickers_update(context, *chosen))
         return handle
 
     gr.on([page.load, refresh_button.click], refresh, picker_inputs, pickers,
