@@ -78,6 +78,26 @@ def test_a_key_name_may_not_take_the_number_of_another(settings: Settings,
         read_keys(settings)
 
 
+def test_keys_asked_for_but_none_given_and_one_key_twice_are_refused(
+        settings: Settings, tmp_path: Path) -> None:
+    """Both used to start a server: an open one, or one whose second caller was logged and
+    limited as the first."""
+    keys_file = tmp_path / "keys.txt"
+    keys_file.write_text("# our keys\n\n")
+    settings.api_keys_file = keys_file
+    with pytest.raises(ApiKeyError, match=f"^{keys_file}: no API key"):
+        read_keys(settings)
+    settings.api_keys_file, settings.api_keys = None, SecretStr(" , ")
+    with pytest.raises(ApiKeyError, match="^RAGSHIELD_API_KEYS: no API key"):
+        read_keys(settings)
+    keys_file.write_text(f"{SUPPORT} name=billing\n{SUPPORT} name=support\n")
+    settings.api_keys, settings.api_keys_file = None, keys_file
+    with pytest.raises(ApiKeyError) as raised:
+        read_keys(settings)
+    assert str(raised.value) == (f"{keys_file}:2: the same key as at {keys_file}:1; each "
+                                 "caller needs a key of its own")
+
+
 def keyed_client(settings: Settings, store: Store, **options: object):
     keys = [KeyEntry(SUPPORT, ApiKey("support", ("trivial", "token_prob"), "token_prob")),
             KeyEntry(LEGAL, ApiKey("legal", None, "policy:api-guard@1")),

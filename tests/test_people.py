@@ -15,6 +15,7 @@ from sqlalchemy import inspect, select, text
 
 from ragshield.names import InvalidNameError
 from ragshield.services.agreement import PairAgreement, pair_agreement
+from ragshield.services import passwords
 from ragshield.services.passwords import PasswordError, hash_password, password_matches
 from ragshield.services.people import (ADMIN, ANNOTATOR, FROM_APP, FROM_FILE, Access,
                                        AccountExistsError, Logins, NotAnAdminError,
@@ -112,6 +113,22 @@ def test_an_added_person_logs_in_with_their_password_only(store) -> None:
     assert not logins.check("eve", "wrong password")
     assert not logins.check("nobody", PASSWORD)
     assert logins.check("root", "file:pass") and not logins.check("root", "file:pas")
+
+
+def test_every_login_answer_costs_one_scrypt_whatever_the_name(store, monkeypatch) -> None:
+    """Only an enabled account's check ran scrypt: a wrong password took 42 ms for a real
+    name and 0.3 ms for any other, which told which names exist."""
+    add_person(store, LOCAL, "eve", PASSWORD, ANNOTATOR, by=None)
+    add_person(store, LOCAL, "gone", PASSWORD, ANNOTATOR, by=None)
+    set_disabled(store, LOCAL, "gone", True, by=None)
+    calls = []
+    real = passwords._scrypt
+    monkeypatch.setattr(passwords, "_scrypt", lambda *a: calls.append(1) or real(*a))
+    logins = Logins(store, {"root": "file:pass"})
+    for name in ("eve", "gone", "nobody", "root"):
+        calls.clear()
+        assert not logins.check(name, "wrong password")
+        assert len(calls) == 1, name
 
 
 def test_the_database_stores_the_hash_and_a_disabled_flag_off_by_default(store) -> None:

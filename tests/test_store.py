@@ -254,6 +254,10 @@ def test_sqlite_runs_in_wal_mode_with_foreign_keys(tmp_path):
         ("nosuchdriver://x/y", "cannot use database URL"),
         ("postgresql+psycopg://u:s3cret@127.0.0.1:1/db", "cannot open database"),
         ("sqlite:////proc/forbidden/x.db", "cannot"),
+        # URLs that do not parse: the scheme forgotten, a slash lost, a port that is no number
+        ("ragshield:s3cret@db.internal:5432/ragshield", "bad database URL"),
+        ("postgresql+psycopg:/u:s3cret@h/db", "bad database URL"),
+        ("postgresql+psycopg://u:p@s3cret@h:port/db", "database URL"),
     ],
 )
 def test_bad_database_url_gives_a_clear_error_without_the_password(url, fragment):

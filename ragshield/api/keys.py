@@ -63,10 +63,21 @@ def read_keys(settings: Settings) -> list[KeyEntry]:
         for number, line in enumerate(read_secret_text(path, "API key file").splitlines(), 1):
             if line.strip() and not line.strip().startswith("#"):
                 lines.append((line.split(), f"{path}:{number}"))
+    configured = [source for source, given in (
+        ("RAGSHIELD_API_KEYS", settings.api_keys is not None),
+        (str(settings.api_keys_file), settings.api_keys_file is not None)) if given]
+    if configured and not lines:  # keys were asked for: an open server is not what was meant
+        raise ApiKeyError(f"{' and '.join(configured)}: no API key (blank lines and lines "
+                          "starting with # are skipped); write one key per line")
     entries: list[KeyEntry] = []
     named: dict[str, str] = {}  # name -> where it was given
+    secrets: dict[str, str] = {}  # secret -> where it was given
     for number, ([secret, *fields], where) in enumerate(lines, 1):
         _check_secret(secret, where)
+        if secret in secrets:  # the first would always match, and the second never
+            raise ApiKeyError(f"{where}: the same key as at {secrets[secret]}; each caller "
+                              "needs a key of its own")
+        secrets[secret] = where
         key = _key_settings(fields, where, f"key-{number}")
         if key.name in named:
             raise ApiKeyError(f"{where}: field 'name': {key.name!r} is the name of the key "

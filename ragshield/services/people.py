@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from ragshield.errors import UserError
 from ragshield.names import check_name
 from ragshield.services.agreement import PairAgreement, pair_agreement
-from ragshield.services.passwords import check_password, hash_password, password_matches
+from ragshield.services.passwords import (check_password, hash_password, password_matches,
+                                          spend_like_a_check)
 from ragshield.store.accounts import (AccountExistsError, UnknownAccountError, account,
                                       accounts, add_account, everyone, update_account)
 from ragshield.store.database import Store
@@ -109,12 +110,17 @@ class Logins:
     file_passwords: Mapping[str, str]
 
     def check(self, name: str, password: str) -> bool:
+        """Every answer costs one scrypt: a wrong password takes as long for a known name,
+        an unknown or disabled one, or a user of the file."""
         if name in self.file_passwords:
+            spend_like_a_check(password)
             return hmac.compare_digest(password.encode("utf-8"),
                                        self.file_passwords[name].encode("utf-8"))
         found = account(self.store, name)
-        return (found is not None and not found.disabled
-                and password_matches(password, found.password_hash))
+        if found is None or found.disabled:
+            spend_like_a_check(password)
+            return False
+        return password_matches(password, found.password_hash)
 
 
 # -- managing people ---------------------------------------------------------------------

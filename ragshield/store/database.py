@@ -38,9 +38,10 @@ class StoreError(UserError, RuntimeError):
     """The database cannot be opened or migrated."""
 
 
-# user:password@ in a URL SQLAlchemy cannot parse; greedy up to the last "@": a password
+# user:password@ in a URL SQLAlchemy cannot parse, with or without its scheme (a URL that
+# lost it, or a slash, is one that does not parse); greedy up to the last "@": a password
 # may itself hold one.
-_CREDENTIALS = re.compile(r"(://[^:/@]*):.*@")
+_CREDENTIALS = re.compile(r"([^:/@]+):.*@")
 
 
 def masked(url: str) -> str:
