@@ -21,7 +21,7 @@ def read_verdicts_file(path: Path) -> pd.DataFrame:
     name the file's own line numbers."""
     rows, lines = [], []
     try:
-        with open(path, encoding="utf-8") as handle:
+        with open(path, encoding="utf-8-sig") as handle:  # a BOM, as Windows tools write
             for number, text in enumerate(handle, start=1):
                 if not text.strip():
                     continue

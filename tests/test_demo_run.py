@@ -302,3 +302,12 @@ def test_runs_export_and_import_through_the_cli(store, store_url, bundled, monke
     assert bad.exit_code == 1 and "nothing.json.xz: no such file" in bad.output
     unknown = cli.invoke(app, ["runs", "export", "99", "--out", str(out)])
     assert unknown.exit_code == 1 and "no run 99" in unknown.output
+    # A folder on either side: one line each (tracebacks before, and a .partial left).
+    monkeypatch.setenv("RAGSHIELD_DATABASE_URL", store_url)
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    into_folder = cli.invoke(app, ["runs", "export", str(run_id), "--out", str(folder)])
+    assert into_folder.exit_code == 1 and f"{folder} is a folder" in into_folder.output
+    from_folder = cli.invoke(app, ["runs", "import", str(folder)])
+    assert from_folder.exit_code == 1 and "is a folder, not a run bundle" in from_folder.output
+    assert list(folder.iterdir()) == [] and not list(tmp_path.glob("*.partial"))

@@ -85,6 +85,19 @@ def test_cli_reports_a_bad_file_and_exits_1(tmp_path):
     assert missing.exit_code == 1 and "cannot read" in missing.stderr
 
 
+def test_a_byte_order_mark_is_read_and_seeds_are_bounded(tmp_path):
+    """Windows tools write a BOM; numpy and scikit-learn take seeds from 0 to 2**32 - 1
+    (a traceback before)."""
+    path = tmp_path / "v.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + write(tmp_path / "plain.jsonl", GOOD).read_bytes())
+    read = invoke("metrics", "--verdicts", str(path), "--json", "--resamples", "0")
+    assert read.exit_code == 0, read.stderr
+    for seed in ("-1", str(2**32)):
+        refused = invoke("metrics", "--verdicts", str(path), "--seed", seed)
+        assert refused.exit_code == 2 and "--seed" in refused.stderr
+    assert invoke("metrics", "--verdicts", str(path), "--resamples", "100000000").exit_code == 2
+
+
 def test_run_metrics_of_an_unknown_run_fail_clearly(tmp_path):
     result = invoke("metrics", "7", env={"RAGSHIELD_DATABASE_URL": f"sqlite:///{tmp_path}/m.db"})
     assert result.exit_code == 1 and "no run with id 7" in result.stderr
@@ -99,6 +112,11 @@ def test_report_and_metrics_of_a_stored_run(store, store_url, settings, tmp_path
     out = tmp_path / "report"
     empty = invoke("report", str(run), "--out", str(out), env=env)
     assert empty.exit_code == 1 and empty.stderr == f"error: run {run} has no saved answers yet\n"
+    assert not out.exists()  # nor a folder left behind, nor for an unknown run
+    assert invoke("report", "999", "--out", str(out), env=env).exit_code == 1
+    assert not out.exists()
+    nothing = invoke("metrics", str(run), "--json", env=env)  # not an empty {} as a result
+    assert nothing.exit_code == 1 and "has no saved answers yet" in nothing.stderr
     execute_run(store, run, settings, progress=False,
                 models=RunModels(main=ScriptedLLM(respond=lambda messages: "Answer: 1")))
     written = invoke("report", str(run), "--out", str(out), "--resamples", "0", env=env)

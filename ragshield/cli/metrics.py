@@ -16,6 +16,9 @@ from ragshield.cli.store import opened_store
 
 TRUTH_HELP = ("auto: automatic labels only; human: human labels win where a sample has them "
               "(majority of annotators), automatic elsewhere.")
+# numpy and scikit-learn take seeds from 0 to 2**32 - 1; a bootstrap of more resamples than
+# this is hours of work for no better interval.
+MAX_SEED, MAX_RESAMPLES = 2**32 - 1, 100_000
 LLM_GRADER_HELP = ("Also grade answers with the LLM (docs/METHODS.md 2): correct if the rules "
                    "match or the model says accurate; prints the agreement of rules and grader. "
                    "The model is chosen with --backend/--base-url/--model; grades are cached.")
@@ -30,9 +33,9 @@ def metrics(
     verdicts: Optional[Path] = typer.Option(None, "--verdicts",
                                             help="Or a JSONL file of verdicts made elsewhere."),
     truth: str = typer.Option("auto", "--truth", help=TRUTH_HELP),
-    resamples: int = typer.Option(1000, "--resamples", min=0,
+    resamples: int = typer.Option(1000, "--resamples", min=0, max=MAX_RESAMPLES,
                                   help="Bootstrap resamples for the 95% intervals (0: none)."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
+    seed: int = typer.Option(0, "--seed", min=0, max=MAX_SEED, help="Seed of the bootstrap."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON: judge -> metrics."),
     llm_grader: bool = typer.Option(False, "--llm-grader", help=LLM_GRADER_HELP),
     backend: Backend = None, base_url: BaseUrl = None, model: Model = None,
@@ -72,8 +75,8 @@ def report(
     run: int = typer.Argument(..., help="The run id (see `runs list`)."),
     out: Path = typer.Option(..., "--out", help="Folder for report.md, report.html and PNGs."),
     truth: str = typer.Option("auto", "--truth", help=TRUTH_HELP),
-    resamples: int = typer.Option(1000, "--resamples", min=0),
-    seed: int = typer.Option(0, "--seed"),
+    resamples: int = typer.Option(1000, "--resamples", min=0, max=MAX_RESAMPLES),
+    seed: int = typer.Option(0, "--seed", min=0, max=MAX_SEED),
     llm_grader: bool = typer.Option(False, "--llm-grader", help=LLM_GRADER_HELP),
     backend: Backend = None, base_url: BaseUrl = None, model: Model = None,
     no_llm_cache: NoLLMCache = False,

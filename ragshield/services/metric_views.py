@@ -14,6 +14,7 @@ from ragshield.metrics.summary import judge_metrics
 from ragshield.services.llm_grading import configured_grader
 from ragshield.reports.build import ReportFiles, report_folder, write_report
 from ragshield.store.database import Store
+from ragshield.store.runs import get_run
 from ragshield.verdict_files import read_verdicts_file
 
 
@@ -48,6 +49,8 @@ def run_metrics(store: Store, settings: Settings, run_id: int, *, truth: str = "
                 llm_grader: bool = False) -> JudgeMetrics:
     """Every judge's metrics on a stored run, with bootstrap intervals of `n_resamples`."""
     tables = _tables(store, settings, run_id, truth, llm_grader)
+    if tables.samples.empty:  # not an empty table that reads as a result
+        raise EmptyRunError(f"run {run_id} has no saved answers yet")
     return JudgeMetrics(judge_metrics(tables.verdicts, n_resamples=n_resamples, seed=seed),
                         tables.grader_agreement)
 
@@ -63,10 +66,15 @@ def write_run_report(store: Store, settings: Settings, run_id: int, out: Path, *
                      truth: str = "auto", n_resamples: int = 1000, seed: int = 0,
                      llm_grader: bool = False) -> RunReport:
     """Write the run's report.md, report.html, metrics and figures into the folder `out`,
-    which is checked before anything is computed."""
+    which is checked (after the run is known) before anything is computed. A folder made for
+    a run with nothing to report is removed again."""
+    get_run(store, run_id)  # an unknown run leaves no folder behind
+    made = not out.exists()
     report_folder(out)
     tables = _tables(store, settings, run_id, truth, llm_grader)
     if tables.samples.empty:
+        if made:
+            out.rmdir()
         raise EmptyRunError(f"run {run_id} has no saved answers yet")
     return RunReport(write_report(tables, out, n_resamples=n_resamples, seed=seed),
                      tables.grader_agreement)

@@ -19,6 +19,7 @@ from sqlalchemy import Table, func, insert, select
 
 from ragshield import strict_json
 from ragshield.errors import UserError
+from ragshield.output_files import write_atomically
 from ragshield.store.database import Store
 from ragshield.store.models import AnswerRow, Dataset, LLMCallRow, Run, Sample, VerdictRow
 
@@ -89,12 +90,14 @@ def write_bundle(store: Store, run_id: int, path: Path, *, code_version: str,
             "answers": answers, "llm_calls": held,
         }
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".partial")
-    try:
-        _write_json(temporary, body)
-    except ValueError:  # a NaN or Infinity that an older version stored: written as null
-        _write_json(temporary, strict_json.finite(body))
-    temporary.replace(path)
+
+    def write(target: Path) -> None:
+        try:
+            _write_json(target, body)
+        except ValueError:  # a NaN or Infinity that an older version stored: written as null
+            _write_json(target, strict_json.finite(body))
+
+    write_atomically(path, write, BundleError)  # a folder or a full disk: one error line
     return path
 
 
@@ -129,6 +132,8 @@ def read_bundle(path: Path, max_unpacked: int | None = None) -> Bundle:
         raise BundleError(f"{path}: {exc}") from None
     except FileNotFoundError:
         raise BundleError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise BundleError(f"{path}: is a folder, not a run bundle") from None
     except (lzma.LZMAError, EOFError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise BundleError(f"{path}: not an xz-compressed JSON run bundle ({exc})") from None
     if not isinstance(body, dict) or body.get("format") != FORMAT:
