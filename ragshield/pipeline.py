@@ -192,11 +192,13 @@ def _results(work: Callable[[Sample], tuple], items: Iterable[tuple[int, Sample]
 
 
 def execute_run(store: Store, run_id: int, settings: Settings | None = None, *,
-                models: RunModels | None = None, progress: bool = True) -> RunOutcome:
-    """Answer and judge every sample of the run not saved yet (first start and resume alike).
-    A failed sample is recorded with its error; Ctrl-C (or SIGTERM turned into it by the
-    CLI) marks the run interrupted. RunHeldError, before any model is opened, when another
-    live process executes the run."""
+                models: RunModels | None = None, progress: bool = True,
+                concurrency: int | None = None) -> RunOutcome:
+    """Answer and judge every sample of the run not saved yet (first start and resume alike),
+    `concurrency` samples at once where given, else the run's own. A failed sample is
+    recorded with its error; Ctrl-C (or SIGTERM turned into it by the CLI), even while the
+    models open, marks the run interrupted. RunHeldError, before any model is opened, when
+    another live process executes the run."""
     run = run_store.get_run(store, run_id)
     config = RunConfig.from_dict(run.config)
     if config.live:
@@ -205,13 +207,13 @@ def execute_run(store: Store, run_id: int, settings: Settings | None = None, *,
     config = check_config(config)
     settings = settings or Settings()
     with held_run(store, run_id):
-        models = models or open_models(config, settings, store)
-        models.check_readers(config, config.judges)
-        worker = _SampleWorker(config, settings, models)
-        run_store.set_run_status(store, run_id, "running")
         try:
-            return _execute(store, run, worker, parallelism(models.main, config.concurrency),
-                            progress)
+            models = models or open_models(config, settings, store)
+            models.check_readers(config, config.judges)
+            worker = _SampleWorker(config, settings, models)
+            run_store.set_run_status(store, run_id, "running")
+            workers = parallelism(models.main, concurrency or config.concurrency)
+            return _execute(store, run, worker, workers, progress)
         except KeyboardInterrupt:
             run_store.set_run_status(store, run_id, "interrupted")
             raise
@@ -245,12 +247,14 @@ def _execute(store: Store, run: run_store.RunRecord, worker: _SampleWorker, work
 class RejudgeOutcome:
     added: int
     failed: int  # verdicts that hit a backend error: not saved, so the next re-judge retries
+    failures: dict[str, str] = field(default_factory=dict)  # sample id -> its verdicts' errors
 
 
 def rejudge_run(store: Store, run_id: int, judges: str, settings: Settings | None = None, *,
                 models: RunModels | None = None, progress: bool = True) -> RejudgeOutcome:
     """Run `judges` ("all" or names) on the run's saved answers, skipping (answer, judge)
-    pairs already judged. Answers are not generated again."""
+    pairs already judged. Answers are not generated again. A verdict that fails is not
+    saved; the run's judge list gains only the judges with a saved verdict."""
     from ragshield.judges.registry import judge_names
 
     run = run_store.get_run(store, run_id)
@@ -263,6 +267,8 @@ def rejudge_run(store: Store, run_id: int, judges: str, settings: Settings | Non
                                        store)
         models.check_readers(config, names)
         added = failed = 0
+        errors: dict[str, str] = {}
+        judged: set[str] = set()  # judges with a saved verdict on at least one answer
         saved = run_store.iter_main_answers(store, run_id)
         for item in tqdm(saved, total=run.samples_total, disable=not progress, file=sys.stderr,
                          desc=f"re-judge run {run_id}"):
@@ -271,6 +277,10 @@ def rejudge_run(store: Store, run_id: int, judges: str, settings: Settings | Non
             good = [v for v in verdicts if not v.error]
             run_store.add_verdicts(store, item.answer_id, good)
             added, failed = added + len(good), failed + len(verdicts) - len(good)
-        merged = list(dict.fromkeys([*config.judges, *names]))
+            judged |= item.judges | {v.judge for v in good}
+            if len(good) < len(verdicts):
+                errors[item.sample.id] = "; ".join(f"{v.judge}: {v.error}"
+                                                   for v in verdicts if v.error)
+        merged = list(dict.fromkeys([*config.judges, *(n for n in names if n in judged)]))
         run_store.set_run_config(store, run_id, {**config.to_dict(), "judges": merged})
-    return RejudgeOutcome(added=added, failed=failed)
+    return RejudgeOutcome(added=added, failed=failed, failures=errors)

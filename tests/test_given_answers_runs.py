@@ -1,12 +1,16 @@
 """Judging given answers (issue 15): the `given` answerer, token_prob's source of log-probs,
-`run --answers given` end to end through the CLI (no answer generated, resumable), the same
-metrics for a run's generated answers and for those answers imported back as given ones, and
-the real embedded model judging given answers."""
+`run --answers given` end to end through the CLI (no answer generated, resumable), `run
+--resume` and `--rejudge` on such runs (the stored options refused, failed verdicts, SIGTERM
+while the models open), the same metrics for a run's generated answers and for those answers
+imported back as given ones, and the real embedded model judging given answers."""
 
 from __future__ import annotations
 
 import json
 import math
+import os
+import signal
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
@@ -24,6 +28,7 @@ from ragshield.errors import OptionError
 from ragshield.judges.calibration import QUESTION as CALIBRATION_QUESTION
 from ragshield.judges.calibration import CalibrationJudge
 from ragshield.judges.token_prob import TokenProbJudge, reply_logprobs
+from ragshield.llm.base import LLMError
 from ragshield.pipeline import RunModels
 from ragshield.run_config import RunConfig, RunConfigError, check_config
 from ragshield.services.metric_views import run_metrics
@@ -236,6 +241,131 @@ def test_answers_given_refuses_what_it_cannot_mean(cli, args, message):
     _, invoke = cli
     result = invoke("run", "--dataset", "demo", "--answers", "given", *args)
     assert result.exit_code == 1 and message in result.stderr
+
+
+# -- resume and re-judge through the CLI -----------------------------------------------------
+
+def judged_run(invoke, tmp_path: Path) -> int:
+    """The id of a finished run of trivial on the given answers of s1, s2 and s3."""
+    path = write_dataset(tmp_path / "mine.jsonl",
+                         [given_sample(given, id) for id, given in ANSWERS.items()])
+    assert invoke("datasets", "import", "mine", str(path)).exit_code == 0
+    result = invoke("run", "--dataset", "mine", "--answers", "given", "--judges", "trivial",
+                    "--json", "--no-progress")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)["run_id"]
+
+
+def stored_run(settings, run_id: int):
+    store = open_store(settings.database_url)
+    try:
+        return get_run(store, run_id)
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize(("mode", "args", "named"), [
+    ("--resume", ["--judges", "nosuch", "--limit", "1", "--answerer", "vanilla"],
+     "--limit, --answerer, --judges"),
+    ("--resume", ["--judges", "p_true"], "--judges"),
+    ("--resume", ["--rule", "majority", "--fallback", "--name", "x"], "--rule, --fallback"),
+    ("--resume", ["--model", "qwen-1.5b", "--judge-model", "self"], "--model, --judge-model"),
+    ("--resume", ["--answers", "generated", "--k", "5", "--seed", "1"], "--k, --seed"),
+    ("--rejudge", ["--limit", "1", "--concurrency", "2"], "--limit, --concurrency"),
+    ("--rejudge", ["--rule", "p_true", "--retrieval", "bm25"], "--rule, --retrieval"),
+])
+def test_resume_and_rejudge_refuse_the_stored_runs_options(cli, settings, tmp_path, mode,
+                                                            args, named):
+    models, invoke = cli
+    run_id = judged_run(invoke, tmp_path)
+    before = stored_run(settings, run_id)
+    result = invoke("run", mode, str(run_id), *args, "--json", "--no-progress")
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"error: {named}") and "Traceback" not in result.output
+    if mode == "--resume":
+        assert f"run {run_id} resumes with its stored options" in line
+        assert f"`run --rejudge {run_id} --judges NAMES`" in line
+    else:
+        assert "it takes --judges only" in line
+    assert result.stdout == "" and not models.llm.seen
+    assert stored_run(settings, run_id) == before
+
+
+def test_resume_takes_the_options_of_how_it_runs(cli, settings, tmp_path):
+    models, invoke = cli
+    run_id = judged_run(invoke, tmp_path)
+    result = invoke("run", "--resume", str(run_id), "--concurrency", "2", "--no-llm-cache",
+                    "--no-progress", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["status"] == "done"
+    assert stored_run(settings, run_id).config["judges"] == ["trivial"]
+
+
+def test_a_rejudge_whose_verdicts_fail_exits_1_lists_them_and_records_no_judge(
+        cli, settings, tmp_path, monkeypatch):
+    import ragshield.llm.factory as factory
+
+    models, invoke = cli
+    monkeypatch.setattr(factory, "make_reader", lambda *_, **__: models.llm)
+    run_id = judged_run(invoke, tmp_path)
+
+    def down(_messages: Sequence[Message]) -> ScriptedReply:
+        raise LLMError("backend down")
+
+    models.llm = ScriptedLLM(respond=down)
+    text = invoke("run", "--rejudge", str(run_id), "--judges", "p_true", "--no-progress")
+    assert text.exit_code == 1, text.output
+    assert "verdicts_added=0, verdicts_failed=3" in text.stdout
+    for sample_id in ANSWERS:
+        assert f"  failed {sample_id}: p_true: " in text.stdout
+    failed = invoke("run", "--rejudge", str(run_id), "--judges", "p_true", "--json",
+                    "--no-progress")
+    assert failed.exit_code == 1, failed.output
+    payload = json.loads(failed.stdout)
+    assert (payload["verdicts_added"], payload["verdicts_failed"]) == (0, 3)
+    assert [f["sample_id"] for f in payload["failures"]] == list(ANSWERS)
+    assert all(f["error"].startswith("p_true: ") and "backend down" in f["error"]
+               for f in payload["failures"])
+    assert stored_run(settings, run_id).config["judges"] == ["trivial"]
+
+    models.llm = ScriptedLLM(respond=p_true_only)
+    healed = invoke("run", "--rejudge", str(run_id), "--judges", "p_true", "--json",
+                    "--no-progress")
+    assert healed.exit_code == 0, healed.output
+    assert json.loads(healed.stdout) == {"run_id": run_id, "verdicts_added": 3,
+                                         "verdicts_failed": 0, "failures": []}
+    assert stored_run(settings, run_id).config["judges"] == ["trivial", "p_true"]
+
+
+def test_sigterm_while_the_models_open_marks_the_run_interrupted(cli, settings, tmp_path,
+                                                                 monkeypatch):
+    import ragshield.llm.factory as factory
+
+    models, invoke = cli
+    path = write_dataset(tmp_path / "mine.jsonl",
+                         [given_sample(given, id) for id, given in ANSWERS.items()])
+    assert invoke("datasets", "import", "mine", str(path)).exit_code == 0
+
+    def terminated_while_opening(*_: Any, **__: Any) -> ScriptedLLM:
+        # Without the CLI's handler SIGTERM would end pytest itself.
+        assert signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, signal.SIG_IGN)
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(10)  # the handler raises here
+        raise AssertionError("SIGTERM was not delivered")
+
+    monkeypatch.setattr(factory, "make_llm", terminated_while_opening)
+    stopped = invoke("run", "--dataset", "mine", "--answers", "given", "--judges", "trivial",
+                     "--json", "--no-progress")
+    assert stopped.exit_code == 143, stopped.output
+    assert "run 1 is marked interrupted" in stopped.stderr and "--resume 1" in stopped.stderr
+    assert stored_run(settings, 1).status == "interrupted"
+
+    monkeypatch.setattr(factory, "make_llm", models)
+    resumed = invoke("run", "--resume", "1", "--json", "--no-progress")
+    assert resumed.exit_code == 0, resumed.output
+    assert (json.loads(resumed.stdout)["status"], stored_run(settings, 1).status) == (
+        "done", "done")
 
 
 # -- generated, exported, imported: the same metrics -----------------------------------------

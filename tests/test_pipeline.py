@@ -167,6 +167,36 @@ def test_rejudge_adds_judges_without_generating_again(store, dataset, settings):
         assert all(score is not None for score in scores)
 
 
+def test_rejudge_records_only_judges_with_a_saved_verdict_and_names_each_failure(
+        store, dataset, settings):
+    run_id = start_run(store, RunConfig(dataset=dataset, judges=["trivial"], rule="trivial"))
+    execute_run(store, run_id, settings, models=models(healthy), progress=False)
+
+    def down(messages):
+        raise LLMError("backend down")
+
+    outcome = rejudge_run(store, run_id, "p_true", settings, models=models(down),
+                          progress=False)
+    assert (outcome.added, outcome.failed) == (0, 6)
+    assert sorted(outcome.failures) == [f"s{i}" for i in range(6)]
+    assert all(e.startswith("p_true: ") and "backend down" in e
+               for e in outcome.failures.values())
+    with store.session() as session:
+        assert session.get(Run, run_id).config["judges"] == ["trivial"]
+        assert session.scalars(select(VerdictRow.judge)).all() == ["trivial"] * 6
+
+    def down_for_s1(messages):
+        if QUESTIONS[1] in messages[-1]["content"]:
+            raise LLMError("backend down")
+        return healthy(messages)
+
+    outcome = rejudge_run(store, run_id, "p_true", settings, models=models(down_for_s1),
+                          progress=False)
+    assert (outcome.added, outcome.failed, list(outcome.failures)) == (5, 1, ["s1"])
+    with store.session() as session:
+        assert session.get(Run, run_id).config["judges"] == ["trivial", "p_true"]
+
+
 def test_deleted_verdicts_are_judged_again_and_only_theirs(store, dataset, settings):
     run_id = start_run(store, RunConfig(dataset=dataset, judges=["trivial", "token_prob"],
                                         rule="trivial"))

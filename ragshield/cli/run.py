@@ -50,6 +50,27 @@ def _stopped(stop: KeyboardInterrupt, run_id: int, rejudging: bool) -> typer.Exi
     return typer.Exit(code=code)
 
 
+# What a resume or a re-judge takes besides the run id; every other option shapes a run and
+# is the stored run's. --base-url is checked against the run's own endpoint (check_endpoint).
+_RESUME_TAKES = {"resume", "concurrency", "base_url", "no_llm_cache", "progress", "as_json"}
+_REJUDGE_TAKES = {"rejudge", "judges", "base_url", "no_llm_cache", "progress", "as_json"}
+
+
+def _refuse_run_options(ctx: typer.Context, resume: int | None, rejudge: int | None) -> None:
+    """A one-line error naming the options given (with a value other than their default)
+    that a resume or a re-judge does not take: they belong to the stored run."""
+    takes = _RESUME_TAKES if resume is not None else _REJUDGE_TAKES
+    given = [param.opts[0] for param in ctx.command.params if param.name not in takes
+             and param.name in ctx.params and ctx.params[param.name] != param.default]
+    if not given:
+        return
+    if resume is not None:
+        fail(f"{', '.join(given)}: run {resume} resumes with its stored options; to add "
+             f"judges to its saved answers use `run --rejudge {resume} --judges NAMES`")
+    fail(f"{', '.join(given)}: `run --rejudge {rejudge}` judges the saved answers of run "
+         f"{rejudge}, with its stored options; it takes --judges only")
+
+
 def _finish(payload: dict[str, Any], as_json: bool) -> None:
     if as_json:
         emit_json(payload)
@@ -60,6 +81,7 @@ def _finish(payload: dict[str, Any], as_json: bool) -> None:
 
 
 def run(
+    ctx: typer.Context,
     dataset: Optional[str] = typer.Option(None, "--dataset", help="Dataset to run on."),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Only the first N samples."),
     answerer: Optional[str] = typer.Option(None, "--answerer",
@@ -97,20 +119,29 @@ def run(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Answer and judge a dataset's samples and store everything (resumable)."""
-    from ragshield.services.runs import RunConfig, add_judges, execute, record_run, run_answerer
+    from ragshield.services.runs import (RunConfig, add_judges, check_endpoint, execute,
+                                         record_run, run_answerer)
 
     if sum(x is not None for x in (dataset, resume, rejudge)) != 1:
         fail("give exactly one of --dataset (a new run), --resume RUN or --rejudge RUN")
+    if dataset is None:
+        _refuse_run_options(ctx, resume, rejudge)
     with user_errors():
         settings = settings_with(backend, base_url, model, no_llm_cache, judge_model)
     with user_errors(), opened_store(settings) as store, _sigterm_interrupts():
+        if dataset is None:
+            check_endpoint(store, resume if resume is not None else rejudge, base_url)
         if rejudge is not None:
             try:
                 rejudged = add_judges(store, settings, rejudge, judges, progress=progress)
             except KeyboardInterrupt as stop:
                 raise _stopped(stop, rejudge, rejudging=True)
             _finish({"run_id": rejudge, "verdicts_added": rejudged.added,
-                     "verdicts_failed": rejudged.failed}, as_json)
+                     "verdicts_failed": rejudged.failed,
+                     "failures": [{"sample_id": i, "error": e}
+                                  for i, e in rejudged.failures.items()]}, as_json)
+            if rejudged.failed:
+                raise typer.Exit(code=1)
             return
         run_id = resume
         if dataset is not None:
@@ -128,7 +159,8 @@ def run(
             run_id = new.run_id
         assert run_id is not None
         try:
-            result = execute(store, settings, run_id, progress=progress)
+            result = execute(store, settings, run_id, progress=progress,
+                             concurrency=concurrency if resume is not None else None)
         except KeyboardInterrupt as stop:
             raise _stopped(stop, run_id, rejudging=False)
     outcome = result.outcome

@@ -136,10 +136,12 @@ class RunResult:
 
 
 def execute(store: Store, settings: Settings, run_id: int, *, models: RunModels | None = None,
-            progress: bool = False) -> RunResult:
-    """Answer and judge every sample of the run not saved yet. Ctrl-C (a KeyboardInterrupt,
-    which the CLI also raises on SIGTERM) marks the run interrupted and goes through."""
-    outcome = execute_run(store, run_id, settings, models=models, progress=progress)
+            progress: bool = False, concurrency: int | None = None) -> RunResult:
+    """Answer and judge every sample of the run not saved yet (`concurrency` samples at once
+    where given, else the run's own). Ctrl-C (a KeyboardInterrupt, which the CLI also raises
+    on SIGTERM) marks the run interrupted and goes through."""
+    outcome = execute_run(store, run_id, settings, models=models, progress=progress,
+                          concurrency=concurrency)
     return RunResult(outcome, get_run(store, run_id).config["rule"], failures(store, run_id))
 
 
@@ -148,6 +150,15 @@ def add_judges(store: Store, settings: Settings, run_id: int, judges: str, *,
     """Run `judges` ("all" or names separated by commas) on the run's saved answers, skipping
     the pairs already judged; no answer is generated again."""
     return rejudge_run(store, run_id, judges, settings, progress=progress)
+
+
+def check_endpoint(store: Store, run_id: int, base_url: str | None) -> None:
+    """OptionError when `base_url` is given for a run that records another endpoint: the run
+    goes on with its own (one that records none takes the given one)."""
+    stored = get_run(store, run_id).config.get("base_url")
+    if base_url is not None and stored is not None and base_url != stored:
+        raise OptionError(f"--base-url: run {run_id} answers from its stored endpoint "
+                          f"{stored}")
 
 
 # -- the app's start form ------------------------------------------------------------------
