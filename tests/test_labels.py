@@ -19,6 +19,7 @@ from ragshield.store.labels import (ConcurrentLabelChangeError, LabelValueError,
 from ragshield.store.models import Label
 from ragshield.store.samples import UnknownSampleError, import_samples
 from ragshield.types import Passage, Sample
+from tests.concurrency import at_once
 from tests.fakes import ScriptedLLM, ScriptedReply
 
 N = 6
@@ -92,21 +93,7 @@ def test_undos_at_the_same_moment_never_revert_one_label_twice(toy):
     for round_ in range(5):
         for value in ("answerable", "unanswerable", "unsure", "answerable"):
             add_label(toy, "toy", "s0", "ann", value)
-        start = threading.Barrier(4)
-        outcomes: list[object] = []
-
-        def click() -> None:
-            start.wait()
-            try:
-                outcomes.append(undo(toy, "toy", "ann"))
-            except ConcurrentLabelChangeError as error:
-                outcomes.append(error)
-
-        workers = [threading.Thread(target=click) for _ in range(4)]
-        for worker in workers:
-            worker.start()
-        for worker in workers:
-            worker.join()
+        outcomes = at_once(lambda: undo(toy, "toy", "ann"), 4, ConcurrentLabelChangeError)
         assert len(outcomes) == 4
         with toy.session() as session:
             reverted = session.execute(

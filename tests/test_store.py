@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from itertools import count
 
 import pytest
 from alembic import command
@@ -26,6 +26,7 @@ from ragshield.store.models import (
     Sample,
     VerdictRow,
 )
+from tests.concurrency import at_once
 
 TABLES = {
     "datasets", "samples", "passages", "runs", "answers", "verdicts", "llm_calls",
@@ -105,15 +106,8 @@ def test_reopening_is_idempotent_and_keeps_data(store_url):
 def test_threads_opening_new_databases_at_once_each_get_a_migrated_store(tmp_path):
     """Alembic keeps the running migration in module globals: without the process's turn,
     eight threads opening eight new SQLite files at once all failed (KeyError)."""
-    count = 8
-    start = threading.Barrier(count)
-
-    def opened(index: int):
-        start.wait()
-        return open_store(f"sqlite:///{tmp_path / f'store{index}.db'}")
-
-    with ThreadPoolExecutor(count) as pool:
-        stores = list(pool.map(opened, range(count)))
+    files = count()  # each thread a new file of its own
+    stores = at_once(lambda: open_store(f"sqlite:///{tmp_path / f'store{next(files)}.db'}"), 8)
     for store in stores:
         assert store.revision() == head_revision()
         assert TABLES <= set(inspect(store.engine).get_table_names())

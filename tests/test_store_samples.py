@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import threading
 from typing import Iterator
 
 import pytest
@@ -36,6 +35,7 @@ from ragshield.store.samples import (
 )
 from ragshield.types import Answer, GivenAnswer, Sample, Verdict
 from ragshield.types import Passage as PassageData
+from tests.concurrency import at_once
 from tests.conftest import TEST_DATA
 
 SQUAD_RAW = TEST_DATA / "raw" / "squad2_dev_part_a_squad_format.json"  # 180 questions
@@ -76,21 +76,7 @@ def test_two_imports_of_a_new_dataset_at_once_keep_one_and_say_so(store):
     """The loser said only "UNIQUE constraint failed"; it now says what happened, and its
     import leaves nothing half done."""
     samples = [Sample(id=f"s{i}", question=f"q{i}?") for i in range(200)]
-    start, outcomes = threading.Barrier(2), []
-
-    def importing() -> None:
-        start.wait()
-        try:
-            outcomes.append(import_samples(store, "new", samples))
-        except ConcurrentImportError as error:
-            outcomes.append(error)
-
-    workers = [threading.Thread(target=importing) for _ in range(2)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
-    assert len(outcomes) == 2
+    outcomes = at_once(lambda: import_samples(store, "new", samples), 2, ConcurrentImportError)
     assert any(isinstance(o, ImportResult) and o.added == 200 for o in outcomes)
     assert row_counts(store)[:2] == (1, 200)
     assert import_samples(store, "new", samples).unchanged == 200
