@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from sqlalchemy.exc import IntegrityError
 
 from ragshield.datasets import FORMATS, parse_mapping
 from ragshield.datasets.column_mapping import ColumnMapping
@@ -22,9 +21,10 @@ from ragshield.store import dataset_rename
 from ragshield.store.database import Store
 from ragshield.store.dataset_deletion import (DatasetInUseError, DatasetUsage, dataset_usage,
                                               delete_dataset as delete_stored_dataset)
-from ragshield.store.samples import (DatasetSummary, ImportResult, SampleSummary, dataset_names,
-                                     dataset_origins, has_dataset, import_samples, list_datasets,
-                                     list_samples, preview_import)
+from ragshield.store.samples import (ConcurrentImportError, DatasetSummary, ImportResult,
+                                     SampleSummary, dataset_names, dataset_origins, has_dataset,
+                                     import_samples, list_datasets, list_samples,
+                                     preview_import)
 from ragshield.types import Sample
 
 __all__ = ["FORMATS", "DatasetListing", "Progress", "all_datasets", "dataset_listing",
@@ -80,7 +80,7 @@ def ensure_demo_dataset(store: Store) -> bool:
     try:
         import_file(store, DEMO_DATASET, demo_asset(DEMO_SAMPLES), format="unified",
                     license=DEMO_LICENSE)
-    except IntegrityError:
+    except ConcurrentImportError:
         # Another process (the app, a CLI call) created it at the same moment.
         if has_dataset(store, DEMO_DATASET):
             return False

@@ -38,10 +38,10 @@ class StoreError(UserError, RuntimeError):
     """The database cannot be opened or migrated."""
 
 
-# user:password@ in a URL SQLAlchemy cannot parse, with or without its scheme (a URL that
-# lost it, or a slash, is one that does not parse); greedy up to the last "@": a password
-# may itself hold one.
-_CREDENTIALS = re.compile(r"([^:/@]+):.*@")
+# user:password@ in a URL SQLAlchemy cannot parse: after "://", else at the start (a URL that
+# lost its scheme or a slash); greedy up to the last "@": a password may itself hold one.
+_CREDENTIALS = re.compile(r"(://[^:/@]*):.*@")
+_BARE_CREDENTIALS = re.compile(r"^([^:/@]*):.*@")
 
 
 def masked(url: str) -> str:
@@ -50,7 +50,8 @@ def masked(url: str) -> str:
     try:
         return make_url(url).render_as_string(hide_password=True)
     except (ArgumentError, ValueError):  # ValueError: a port that is not a number
-        return _CREDENTIALS.sub(r"\1:***@", url)
+        pattern = _CREDENTIALS if "://" in url else _BARE_CREDENTIALS
+        return pattern.sub(r"\1:***@", url)
 
 
 def lock_key(name: str) -> int:
