@@ -74,10 +74,9 @@ def _refuse_tools(body: ChatBody) -> None:
     text beside it through unjudged too."""
     for name in TOOL_FIELDS:
         if (body.model_extra or {}).get(name) is not None:
-            raise RequestValidationError([{
-                "type": "value_error", "loc": ("body", name),
-                "msg": "the guard judges text answers, not tool calls; send requests with "
-                       "tools to the upstream directly"}])
+            raise errors.field_error(("body", name), "the guard judges text answers, not "
+                                     "tool calls; send requests with tools to the upstream "
+                                     "directly")
 
 
 def _last_user_message(messages: list[ChatMessage]) -> str:
@@ -98,8 +97,7 @@ def _last_user_message(messages: list[ChatMessage]) -> str:
 
 
 def _no_question(why: str) -> RequestValidationError:
-    return RequestValidationError([{"loc": ("body", "ragshield", "question"),
-                                    "msg": f"not given, and {why}", "type": "missing"}])
+    return errors.field_error(("body", "ragshield", "question"), f"not given, and {why}")
 
 
 def build_api(settings: Settings, guard: Guard, keys: KeyCheck) -> FastAPI:

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Any, Callable, Coroutine
 
-from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
+from ragshield.api.errors import field_error
 from ragshield.api.keys import KeyCheck
 from ragshield.web.request_bodies import JsonValueError, json_value
 
@@ -38,8 +38,7 @@ class StrictJsonRequest(Request):
                 await self.json()
         except JsonValueError as error:
             where = ("body", error.field) if error.field else ("body",)
-            raise RequestValidationError([{"type": "value_error", "loc": where,
-                                           "msg": error.reason}]) from None
+            raise field_error(where, error.reason) from None
         except ValueError:  # not JSON, or not UTF-8
             pass
 
