@@ -223,8 +223,11 @@ def test_the_panel_builds_and_fills_its_pickers_on_load(context, run_id):
     names = {fn.api_name for fn in page.fns.values()}
     assert {"transfer_choices", "transfer_labels", "transfer_import_run"} <= names
     fit_run_policy(context.store, run_id, JUDGE, "guard", alpha=0.3, delta=0.1)
-    bundle_run, report_run, dataset, policy, notes = transfer_panel.pickers_update(
+    bundle_run, report_run, dataset, policy, notes, shown = transfer_panel.pickers_update(
         context, None, 999, "a removed set", None)
-    assert bundle_run.value == report_run.value == run_id
-    assert dataset.value == ALL_DATASETS and OTHER in [value for _, value in dataset.choices]
-    assert policy.value == "policy:guard@1" and notes == ""
+    assert bundle_run["value"] == report_run["value"] == run_id
+    assert dataset["value"] == ALL_DATASETS and OTHER in dataset["choices"]
+    assert policy["value"] == "policy:guard@1" and notes == ""
+    # a page that shows these choices already is sent only the notes
+    again = transfer_panel.pickers_update(context, None, 999, "a removed set", None, shown)
+    assert again == (*[gr.skip()] * 4, "", shown)

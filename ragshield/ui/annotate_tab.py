@@ -26,6 +26,7 @@ from ragshield.services.people import require_admin
 from ragshield.ui import people_panel
 from ragshield.ui.context import UiContext
 from ragshield.ui.html_render import esc, message_html, table_html
+from ragshield.ui.picker_refresh import datasets_unless_shown, shown_choices
 
 VALUE_INFO = ("value: 2 in 5 labels where the newest policy would ask a person, 2 in 5 where "
               "the judges disagree, 1 in 5 from the random slice that checks the policy")
@@ -420,6 +421,7 @@ def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
     remembered_name = gr.BrowserState("", storage_key="ragshield-annotator",
                                       secret="ragshield-annotator-name")
     shown_state = gr.State(None)
+    shown_datasets = gr.State(shown_choices(names))
 
     controls = [dataset_box, strategy_box, overlap_box, blind_box, answer_box]
     screen = [message_view, item_view, shown_state]
@@ -429,13 +431,14 @@ def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
         view = _view(dataset, strategy, overlap, blind, show_answer)
         return screen_outputs(next_item(context, view, name, request))
 
-    def on_load(dataset, strategy, overlap, blind, show_answer, request: gr.Request):
-        """With --auth: the login name, fixed, and its first item."""
-        choices = gr.update(choices=dataset_names(context.store))
+    def on_load(dataset, strategy, overlap, blind, show_answer, shown, request: gr.Request):
+        """The datasets imported since start-up; with --auth, the login name, fixed, and its
+        first item."""
+        choices = datasets_unless_shown(context.store, shown)
         username = _login(request)
         if not username:
-            return gr.skip(), choices, gr.skip(), gr.skip(), gr.skip()
-        return (gr.update(value=username, interactive=False), choices,
+            return gr.skip(), *choices, gr.skip(), gr.skip(), gr.skip()
+        return (gr.update(value=username, interactive=False), *choices,
                 *on_next(dataset, strategy, overlap, blind, show_answer, username, request))
 
     def on_remembered(remembered, dataset, strategy, overlap, blind, show_answer, name,
@@ -486,18 +489,23 @@ def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
         return label_result(*label_sample(context, view, annotator, sample_id, label, note,
                                           request_id, request))
 
-    page.load(on_load, controls, [name_box, dataset_box, *screen], api_name="annotate_open",
+    page.load(on_load, [*controls, shown_datasets],
+              [name_box, dataset_box, shown_datasets, *screen], api_name="annotate_open",
               api_visibility="private")
-    tab.select(lambda: gr.update(choices=dataset_names(context.store)), None, dataset_box,
-               api_visibility="private")
+    tab.select(partial(datasets_unless_shown, context.store), shown_datasets,
+               [dataset_box, shown_datasets], api_visibility="private")
     remembered_name.change(on_remembered, [remembered_name, *controls, name_box],
                            [name_box, *screen], api_name="annotate_restore_name",
                            api_visibility="private")
+    # Gradio drops a trigger that comes while its listener is pending ("once", the default):
+    # a name typed just after a dataset was picked was lost. The screen follows the newest.
     gr.on([next_button.click, name_box.submit, name_box.blur, dataset_box.input,
            strategy_box.input, overlap_box.input, blind_box.input, answer_box.input],
-          on_next, [*controls, name_box], screen, api_name="annotate_next", **LABEL_EVENTS)
+          on_next, [*controls, name_box], screen, api_name="annotate_next",
+          trigger_mode="always_last", **LABEL_EVENTS)
     gr.on([name_box.submit, name_box.blur], lambda name: name, name_box, remembered_name,
-          api_name="annotate_remember_name", api_visibility="private")
+          api_name="annotate_remember_name", api_visibility="private",
+          trigger_mode="always_last")
     for label, button in label_buttons.items():
         button.click(on_label(label), [*controls, name_box, note_box, shown_state],
                      action_outputs, api_name=f"annotate_{label}", api_visibility="private",

@@ -23,6 +23,7 @@ from ragshield.services.run_tables import TRUTHS
 from ragshield.ui.case_study import case_study_html
 from ragshield.ui.context import UiContext
 from ragshield.ui.html_render import message_html
+from ragshield.ui.picker_refresh import shown_choices, unless_shown
 
 TITLE = "Browse"
 CSS = """
@@ -166,9 +167,11 @@ def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
         sample = gr.Textbox(label="Sample id", max_lines=1, scale=3)
         show = gr.Button("Show case study", scale=0)
     detail = gr.HTML(message_html(PICK_SAMPLE))
+    shown_pickers = gr.State(shown_choices([ALL_DATASETS], []))  # what dataset and run show
 
-    def runs_handler(dataset_name: str | None, current: int | str | None):
-        return browse_runs(context, dataset_name, current)
+    def runs_handler(dataset_name: str | None, current: int | str | None,
+                     shown_now: list | None = None):
+        return unless_shown(shown_now, *browse_runs(context, dataset_name, current))
 
     def filter_handler(*values: Any):
         return browse_filter(context, frames, *values)
@@ -182,11 +185,13 @@ def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
     def link_handler(request: gr.Request):
         return browse_link(context, frames, dict(request.query_params))
 
-    gr.on([refresh.click, dataset.input, tab.select], runs_handler, [dataset, run],
-          [dataset, run], api_name="browse_runs")
+    pickers = [dataset, run, shown_pickers]
+    gr.on([refresh.click, dataset.input], runs_handler, [dataset, run], pickers,
+          api_name="browse_runs", trigger_mode="always_last")
+    tab.select(runs_handler, pickers, pickers, api_visibility="private")
     # A link to a case study (?run=R&sample=ID, e.g. from the Dashboard's false keeps)
     # opens it once the pickers are filled.
-    page.load(runs_handler, [dataset, run], [dataset, run], api_visibility="private").then(
+    page.load(runs_handler, pickers, pickers, api_visibility="private").then(
         link_handler, None, [run, sample, detail], api_visibility="private")
     gr.on([run.change, refresh.click, truth.input, fold_judge.input, folds.input,
            label_state.input, disagree.input, human_differs.input, search.submit],

@@ -7,6 +7,7 @@ ragshield.services.run_views and ragshield.services.runs; this module renders it
 from __future__ import annotations
 
 import base64
+from functools import partial
 from typing import Any, NamedTuple
 
 import gradio as gr
@@ -26,6 +27,7 @@ from ragshield.services.runs import (RunForm, RunLauncher, form_config, form_def
                                      given_answers, rule_names)
 from ragshield.ui.context import UiContext
 from ragshield.ui.html_render import esc, message_html
+from ragshield.ui.picker_refresh import shown_choices, unless_shown
 from ragshield.ui.policy_panel import build_policy_panel
 
 TITLE = "Dashboard"
@@ -306,7 +308,8 @@ def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
         train_status = gr.HTML(elem_id="dashboard-training")
     timer = gr.Timer(LIVE_SECONDS)
     shown = gr.State(None)  # serial of the view this page shows
-    known_runs = gr.State(choices)  # the picker's choices in this page
+    known_runs = gr.State(shown_choices(choices))  # the picker's choices in this page
+    known_datasets = gr.State(shown_choices(names))  # the start form's datasets
 
     def refresh(run_id: Any, truth: str, resamples: Any) -> tuple:
         return tuple(refresh_dashboard(context, cache, run_id, truth, resamples))
@@ -325,18 +328,18 @@ def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
         """The picker with the store's runs (skipped when this page has them already),
         keeping the chosen run, or selecting `select`."""
         fresh = run_choices(context.store)
-        if not force and select is None and fresh == known:
-            return gr.skip(), known
-        value = select if select is not None else pick_run(fresh, run_id)
-        return gr.Dropdown(choices=fresh, value=value), fresh
-
-    def datasets(dataset: str | None) -> gr.Dropdown:
-        names = dataset_names(context.store)
-        return gr.Dropdown(choices=names, value=dataset if dataset in names else (
-            names[0] if names else None))
+        update = gr.update(choices=fresh, value=select if select is not None else
+                           pick_run(fresh, run_id))
+        return unless_shown(None if force or select is not None else known, update)
 
     def runs(run_id: Any, known: list) -> tuple:
         return runs_update(run_id, known, force=True)
+
+    def datasets(dataset: str | None, known: list, *, force: bool = True) -> tuple:
+        names = dataset_names(context.store)
+        update = gr.update(choices=names, value=dataset if dataset in names else (
+            names[0] if names else None))
+        return unless_shown(None if force else known, update)
 
     def progress(run_id: Any, known: list) -> tuple:
         return (run_progress_html(launcher), *runs_update(run_id, known))
@@ -363,15 +366,18 @@ def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
     gr.on([page.load, refresh_button.click, run_picker.change, truth_radio.change,
            resamples_box.submit], refresh, view_inputs, view_outputs,
           api_name="dashboard_refresh", trigger_mode="always_last")
-    gr.on([page.load, refresh_button.click, tab.select], runs, picker, picker,
-          api_name="dashboard_runs")
+    refresh_button.click(runs, picker, picker, api_name="dashboard_runs")
+    gr.on([page.load, tab.select], runs_update, picker, picker, api_visibility="private")
     timer.tick(live_refresh, [*view_inputs, shown], view_outputs,
                api_name="dashboard_live_refresh", trigger_mode="always_last",
                show_progress="hidden")
     gr.on([page.load, timer.tick], progress, picker, [run_progress, *picker],
           api_name="dashboard_progress", trigger_mode="always_last", show_progress="hidden")
-    gr.on([page.load, tab.select], datasets, dataset_box, dataset_box,
-          api_name="dashboard_datasets").then(
+    datasets_picker = [dataset_box, known_datasets]
+    refresh_button.click(datasets, datasets_picker, datasets_picker,
+                         api_name="dashboard_datasets")
+    gr.on([page.load, tab.select], partial(datasets, force=False), datasets_picker,
+          datasets_picker, api_visibility="private").then(
         lambda dataset, answers: answers_update(context, dataset, answers),
         [dataset_box, answers_radio], answers_radio, api_visibility="private")
     dataset_box.change(lambda dataset, answers: answers_update(context, dataset, answers),

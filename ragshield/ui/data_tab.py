@@ -28,6 +28,7 @@ from ragshield.types import Sample
 from ragshield.ui import transfer_panel
 from ragshield.ui.context import UiContext
 from ragshield.ui.html_render import message_html, table_html
+from ragshield.ui.picker_refresh import datasets_unless_shown, shown_choices, unless_shown
 
 TITLE = "Data"
 CSS = """
@@ -263,6 +264,7 @@ def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
         confirm_button = gr.Button("Yes, delete", variant="stop")
         cancel_button = gr.Button("Cancel")
     usage_state = gr.State(None)
+    shown_datasets = gr.State(shown_choices([], []))  # of dataset_box and manage_box
 
     with gr.Accordion("Results out", open=True):
         transfer_panel.build(context, page)
@@ -294,8 +296,13 @@ def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
 
     def lists(selected: str | None = None) -> tuple:
         names = dataset_names(context.store)
-        return (listing_html(context), gr.Dropdown(choices=names),
-                gr.Dropdown(choices=names, value=selected if selected in names else None))
+        return (listing_html(context), *unless_shown(
+            None, gr.update(choices=names),
+            gr.update(choices=names, value=selected if selected in names else None)))
+
+    def on_open(shown: list) -> tuple:
+        return (listing_html(context),
+                *datasets_unless_shown(context.store, shown, pickers=2))
 
     def on_rename(old, new, request: gr.Request) -> tuple:
         message, name = rename(context, old, new, getattr(request, "username", None))
@@ -312,9 +319,10 @@ def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
     file_inputs = [file_box, format_box, dataset_box]
     file_outputs = [file_info, dataset_box, mapping_group, *mapping_boxes, preview_out,
                     plan_out, plan_state, readable_state]
-    lists_outputs = [listing_out, dataset_box, manage_box]
+    lists_outputs = [listing_out, dataset_box, manage_box, shown_datasets]
     private = {"api_visibility": "private"}
-    gr.on([page.load, tab.select], lists, None, lists_outputs, api_name="data_lists", **private)
+    gr.on([page.load, tab.select], on_open, shown_datasets, lists_outputs,
+          api_name="data_lists", **private)
     gr.on([file_box.change, format_box.input], on_file, file_inputs, file_outputs,
           api_name="data_file", **private).then(
         after_file, [readable_state, *file_inputs, *mapping_boxes], [plan_out, plan_state],

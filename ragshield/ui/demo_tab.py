@@ -13,6 +13,7 @@ import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from queue import Queue
 from typing import Any, Callable, Iterator
 
@@ -38,6 +39,7 @@ from ragshield.ui import demo_render
 from ragshield.ui.context import UiContext
 from ragshield.ui.demo_render import AskView
 from ragshield.ui.html_render import message_html
+from ragshield.ui.picker_refresh import datasets_unless_shown, shown_choices
 from ragshield.ui.threshold_panel import build_threshold_panel
 
 TITLE = "Demo"
@@ -200,8 +202,8 @@ def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
             question = gr.Textbox(label="Your question (answered from the corpus)", lines=2,
                                   placeholder="e.g. Who designed the Eiffel Tower?")
             with gr.Row():
-                dataset = gr.Dropdown(dataset_names(context.store),
-                                      value=ASK_DEFAULTS.dataset, label="Dataset",
+                datasets = dataset_names(context.store)
+                dataset = gr.Dropdown(datasets, value=ASK_DEFAULTS.dataset, label="Dataset",
                                       allow_custom_value=True)
                 sample = gr.Dropdown(_initial_samples(context), value=None,
                                      label="Stored sample (uses its own passages)",
@@ -282,8 +284,9 @@ def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
     applied = gr.State(built)  # the defaults this page shows
     gr.on([page.load, tab.select], lambda shown: followed_defaults(context, shown), applied,
           [judges, rule, applied], api_visibility="private")
-    gr.on([page.load, tab.select], lambda: gr.Dropdown(choices=dataset_names(context.store)),
-          outputs=dataset, api_visibility="private")
+    shown_datasets = gr.State(shown_choices(datasets))
+    gr.on([page.load, tab.select], partial(datasets_unless_shown, context.store),
+          shown_datasets, [dataset, shown_datasets], api_visibility="private")
     # Picking a sample or typing switches the question's source (in the browser only).
     sample.input(None, outputs=source, js=f"() => {json.dumps(STORED)}")
     question.input(None, outputs=source, js=f"() => {json.dumps(TYPED)}")

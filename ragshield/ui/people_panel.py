@@ -218,7 +218,7 @@ def build(context: UiContext, page: gr.Blocks) -> None:
     accordion.expand(on_open, dataset_box, [whoami, dataset_box, table, manage, person],
                      **EVENTS)
     gr.on([refresh.click, dataset_box.input], lambda dataset: people_html(context, dataset),
-          dataset_box, table, **EVENTS)
+          dataset_box, table, trigger_mode="always_last", **EVENTS)
     add.click(on_add, [new_name, new_password, new_role, dataset_box],
               [*outputs, new_password], **EVENTS)
     set_role.click(on_role, [person, role, dataset_box], outputs, **EVENTS)

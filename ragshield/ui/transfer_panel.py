@@ -21,6 +21,7 @@ from ragshield.services.run_choices import RunChoice, pick_run, run_choices
 from ragshield.services.run_tables import TRUTHS
 from ragshield.ui.context import UiContext
 from ragshield.ui.html_render import message_html
+from ragshield.ui.picker_refresh import shown_choices, unless_shown
 
 TITLE = "Results out"
 CSS = """
@@ -123,20 +124,22 @@ def import_run_file(context: UiContext, path: str | None, by: str | None = None)
 # -- wiring -----------------------------------------------------------------------------------
 
 def pickers_update(context: UiContext, bundle_run: Any, report_run: Any,
-                   dataset: str | None, rule: str | None) -> tuple:
+                   dataset: str | None, rule: str | None, shown: list | None = None) -> tuple:
     """The four pickers (bundle's run, report's run, labels' dataset, policy) with the
-    store's choices, each keeping its choice where it is still there; and a note when there
-    is no run or policy."""
+    store's choices, each keeping its choice where it is still there (skipped where the
+    page `shown` them already); a note when there is no run or policy; the choices shown."""
     fresh = choices(context)
     rules = [value for _, value in fresh.policies]
     notes = ([NO_RUNS] if not fresh.runs else []) + ([NO_POLICIES] if not rules else [])
-    return (gr.Dropdown(choices=fresh.runs, value=pick_run(fresh.runs, bundle_run)),
-            gr.Dropdown(choices=fresh.runs, value=pick_run(fresh.runs, report_run)),
-            gr.Dropdown(choices=fresh.datasets,
-                        value=dataset if dataset in fresh.datasets else ALL_DATASETS),
-            gr.Dropdown(choices=fresh.policies,
-                        value=rule if rule in rules else (rules[0] if rules else None)),
-            "".join(message_html(note) for note in notes))
+    *updates, now = unless_shown(
+        shown,
+        gr.update(choices=fresh.runs, value=pick_run(fresh.runs, bundle_run)),
+        gr.update(choices=fresh.runs, value=pick_run(fresh.runs, report_run)),
+        gr.update(choices=fresh.datasets,
+                  value=dataset if dataset in fresh.datasets else ALL_DATASETS),
+        gr.update(choices=fresh.policies,
+                  value=rule if rule in rules else (rules[0] if rules else None)))
+    return (*updates, "".join(message_html(note) for note in notes), now)
 
 
 def build(context: UiContext, page: gr.Blocks) -> None:
@@ -196,10 +199,11 @@ def build(context: UiContext, page: gr.Blocks) -> None:
                 run_import = gr.Button("Import run")
                 run_upload_message = gr.HTML()
 
-    pickers = [bundle_run, report_run, labels_dataset, policy_rule, notes]
+    shown = gr.State(shown_choices([], [], [ALL_DATASETS], []))  # the pickers' choices
+    pickers = [bundle_run, report_run, labels_dataset, policy_rule, notes, shown]
     picker_inputs = pickers[:4]
 
-    def refresh(*chosen: Any) -> tuple:
+    def refresh(*chosen: Any) -> tuple:  # with the choices shown last: skipped if the same
         return pickers_update(context, *chosen)
 
     def with_pickers(handler: Callable[[UiContext, str | None, str | None], str]
@@ -211,8 +215,9 @@ def build(context: UiContext, page: gr.Blocks) -> None:
                     *pickers_update(context, *chosen))
         return handle
 
-    gr.on([page.load, refresh_button.click], refresh, picker_inputs, pickers,
-          api_name="transfer_choices", api_visibility="private")
+    refresh_button.click(refresh, picker_inputs, pickers, api_name="transfer_choices",
+                         api_visibility="private")
+    page.load(refresh, [*picker_inputs, shown], pickers, api_visibility="private")
     labels_button.click(lambda dataset, format: download_labels(context, dataset, format),
                         [labels_dataset, labels_format], [labels_file, labels_message],
                         api_name="transfer_labels", api_visibility="private")
