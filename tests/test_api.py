@@ -35,6 +35,7 @@ from tests.reliability.fake_openai import ANSWER, Fault, FakeOpenAIServer
 
 KEY = "k" * 24
 SURE, UNSURE = -0.01, -4.0  # per-token log-probs: p 0.99 (token_prob keeps), 0.02 (withholds)
+UNSURE_UPSTREAM = Fault(token_logprob=UNSURE)  # its answer's log-probs, asked for: withheld
 
 
 def p_true_reply(messages: Sequence[Message]) -> ScriptedReply:
@@ -43,11 +44,14 @@ def p_true_reply(messages: Sequence[Message]) -> ScriptedReply:
 
 
 class SlowLLM(ScriptedLLM):
+    """Each chat call holds the model `seconds`; `busy` is set when the first begins."""
+
     def __init__(self, seconds: float) -> None:
         super().__init__(respond=p_true_reply)
-        self.seconds = seconds
+        self.seconds, self.busy = seconds, threading.Event()
 
     def chat(self, messages, **params):  # type: ignore[no-untyped-def, override]
+        self.busy.set()
         time.sleep(self.seconds)
         return super().chat(messages, **params)
 
@@ -351,14 +355,55 @@ def test_proxy_keeps_a_sure_answer_and_forwards_the_request_as_it_came(
 
 def test_proxy_withholds_an_unsure_answer_without_leaking_it(
         settings: Settings, sqlite_store: Store) -> None:
-    llm = ScriptedLLM(respond=p_true_reply, scores={ANSWER: [UNSURE] * 3})
-    with FakeOpenAIServer() as upstream:
-        client = client_for(proxy_settings(settings, upstream), sqlite_store, llm=llm)
+    with FakeOpenAIServer(lambda request: UNSURE_UPSTREAM) as upstream:
+        client = client_for(proxy_settings(settings, upstream), sqlite_store)
         completion = client.post("/v1/chat/completions", json=chat_body()).json()
     choice = completion["choices"][0]
     assert choice["message"]["content"] == ABSTAIN_MESSAGE and "logprobs" not in choice
     assert not completion["ragshield"]["kept"]
     assert completion["ragshield"]["record"]["stored"]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_the_upstream_gives_the_log_probs_token_prob_reads(
+        settings: Settings, sqlite_store: Store, stream: bool) -> None:
+    """Asked for them, the upstream's log-probs spare the local re-score (a prompt read);
+    a caller that did not ask for them does not get them."""
+    llm = ScriptedLLM(respond=p_true_reply, scores={ANSWER: [UNSURE] * 3})  # never asked
+    with FakeOpenAIServer() as upstream:
+        client = client_for(proxy_settings(settings, upstream), sqlite_store, llm=llm)
+        response = client.post("/v1/chat/completions", json=chat_body(stream=stream))
+        assert upstream.chat_requests()[0].body["logprobs"] is True
+    assert response.status_code == 200, response.text
+    if stream:
+        chunks = [json.loads(line[len("data: "):]) for line in response.text.splitlines()
+                  if line.startswith("data: {")]
+        assert all(choice.get("logprobs") is None for chunk in chunks
+                   for choice in chunk.get("choices") or [])
+        verdicts = next(c["ragshield"] for c in reversed(chunks) if "ragshield" in c)
+    else:
+        assert response.json()["choices"][0]["logprobs"] is None
+        verdicts = response.json()["ragshield"]
+    assert verdicts["kept"] and llm.seen == []
+    token_prob = next(v for v in verdicts["verdicts"] if v["judge"] == "token_prob")
+    assert "given log-probs" in token_prob["reason"]
+
+
+def test_an_upstream_that_refuses_log_probs_is_asked_again_without_them(
+        settings: Settings, sqlite_store: Store) -> None:
+    """Reasoning models answer 400 to logprobs: the answer is then re-scored locally, and
+    the upstream is not asked for them again."""
+    refusal = Fault(status=400, body=b'{"error": {"message": "logprobs is not supported with '
+                                     b'this model"}}')
+    llm = ScriptedLLM(respond=p_true_reply, scores={ANSWER: [UNSURE] * 3})
+    with FakeOpenAIServer(lambda r: refusal if r.body.get("logprobs") else None) as upstream:
+        client = client_for(proxy_settings(settings, upstream), sqlite_store, llm=llm)
+        first = client.post("/v1/chat/completions", json=chat_body())
+        second = client.post("/v1/chat/completions", json=chat_body())
+        sent = [request.body.get("logprobs") for request in upstream.chat_requests()]
+    assert first.status_code == second.status_code == 200, first.text
+    assert sent == [True, None, None]
+    assert not first.json()["ragshield"]["kept"]  # re-scored by the local model: unsure
 
 
 def test_a_withheld_answer_keeps_nothing_that_spells_it_out(

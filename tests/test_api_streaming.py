@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import time
 import tracemalloc
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -25,8 +26,8 @@ from ragshield.store.database import Store
 from ragshield.testing.servers import served_in_thread
 from tests.fakes import FakeModels, ScriptedLLM
 from tests.reliability.fake_openai import ANSWER, Fault, FakeOpenAIServer
-from tests.test_api import (UNSURE, chat_body, client_for, error_of, live_answers,
-                            p_true_reply, proxy_settings)
+from tests.test_api import (UNSURE_UPSTREAM, SlowLLM, chat_body, client_for, error_of,
+                            live_answers, p_true_reply, proxy_settings)
 
 pytestmark = pytest.mark.server  # a real upstream, and for the timings a real API server
 
@@ -70,9 +71,8 @@ def test_hold_streams_the_kept_answer_after_judging_it(settings: Settings,
 
 
 def test_hold_never_streams_a_withheld_answer(settings: Settings, sqlite_store: Store) -> None:
-    llm = ScriptedLLM(respond=p_true_reply, scores={ANSWER: [UNSURE] * 3})
-    with FakeOpenAIServer() as upstream:
-        client = client_for(proxy_settings(settings, upstream), sqlite_store, llm=llm)
+    with FakeOpenAIServer(lambda request: UNSURE_UPSTREAM) as upstream:
+        client = client_for(proxy_settings(settings, upstream), sqlite_store)
         response = client.post("/v1/chat/completions", json=chat_body(stream=True))
     chunks = events(response.text)
     assert streamed_text(chunks) == ABSTAIN_MESSAGE
@@ -85,9 +85,8 @@ def test_hold_never_streams_a_withheld_answer(settings: Settings, sqlite_store: 
 
 def test_live_passes_chunks_on_then_ends_with_the_decision(settings: Settings,
                                                            sqlite_store: Store) -> None:
-    llm = ScriptedLLM(respond=p_true_reply, scores={ANSWER: [UNSURE] * 3})
-    with FakeOpenAIServer() as upstream:
-        client = client_for(proxy_settings(settings, upstream), sqlite_store, llm=llm)
+    with FakeOpenAIServer(lambda request: UNSURE_UPSTREAM) as upstream:
+        client = client_for(proxy_settings(settings, upstream), sqlite_store)
         body = chat_body(stream=True)
         body["ragshield"]["stream_mode"] = "live"
         response = client.post("/v1/chat/completions", json=body)
@@ -151,6 +150,32 @@ def test_the_completion_s_id_and_model_come_from_the_first_chunk_that_gives_them
     assert held[-2]["ragshield"]["answer"]["model"] == "their-model"
 
 
+def test_data_over_several_lines_and_events_without_blank_lines_are_read() -> None:
+    """Server-sent events may spread one event's data over several `data:` lines (joined at
+    the blank line that ends it); some servers leave out the blank lines between events."""
+    head = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m"}
+    first = json.dumps({**head, "choices": [{"index": 0, "delta": {"content": "Par"}}]},
+                       indent=1).encode()
+    second = json.dumps({**head, "choices": [{"index": 0, "delta": {"content": "is"}}]})
+    last = json.dumps({**head, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    stream = (b"".join(b"data: " + line + b"\r\n" for line in first.split(b"\n")) + b"\r\n"
+              + b": a comment\n" + b"data: " + second.encode() + b"\n"
+              + b"data:" + last.encode() + b"\n" + b"data: [DONE]")
+    fault = Fault(body=stream, headers={"content-type": "text/event-stream"})
+    with FakeOpenAIServer(lambda request: fault) as upstream:
+        chat = UpstreamChat(upstream.url)
+        try:
+            reply = chat.complete({"messages": [], "stream": True}, timeout_s=30)
+            broken = Fault(body=b"data: {\"choices\":\ndata: [\n\n",
+                           headers={"content-type": "text/event-stream"})
+            upstream.behaviour = lambda request: broken
+            with pytest.raises(UpstreamBadReply, match="did not reply with a chat completion"):
+                chat.complete({"messages": [], "stream": True}, timeout_s=30)
+        finally:
+            chat.close()
+    assert reply.text == "Paris" and reply.body["choices"][0]["finish_reason"] == "stop"
+
+
 def test_one_endless_line_is_cut_off_at_the_size_limit(settings: Settings) -> None:
     """The size is counted as the bytes come: reading a line whole first took 120 MB for
     this 40 MB line."""
@@ -198,6 +223,34 @@ def test_a_live_stream_the_client_closes_ends_the_call(settings: Settings,
             time.sleep(8 * gap)  # past the end of the upstream's answer
     assert guard.waiting == 0 and freed < 5 * gap, freed  # the upstream needs 6 gaps more
     assert live_answers(sqlite_store) == 0
+
+
+@pytest.mark.parametrize("path", ["/v1/judge", "/v1/chat/completions"])
+def test_a_call_whose_client_left_never_runs_the_model(settings: Settings, sqlite_store: Store,
+                                                       path: str) -> None:
+    """A client that gives up while its call waits for the model (a timeout, then often a
+    retry) no longer has its question judged and stored for nobody."""
+    llm = SlowLLM(1.5)  # p_true's one model call
+    body = ({"question": "Who?", "answer": "The Normans", "judges": ["p_true"],
+             "passages": [{"text": "The Normans gave their name to Normandy."}]}
+            if path == "/v1/judge" else chat_body(ragshield={
+                "passages": [{"text": "Paris is the capital of France."}],
+                "judges": ["p_true"], "rule": "p_true"}))
+    with FakeOpenAIServer() as upstream:
+        settings = proxy_settings(settings, upstream)
+        guard = Guard(settings, sqlite_store, FakeModels(llm), ModelGate(settings))
+        with _served(settings, sqlite_store, guard) as url, ThreadPoolExecutor(1) as pool:
+            first = pool.submit(httpx.post, url + path, json=body, timeout=30)
+            assert llm.busy.wait(10)  # the first call holds the model
+            with pytest.raises(httpx.ReadTimeout):
+                httpx.post(url + path, json=body, timeout=0.5)
+            assert first.result().status_code == 200
+            left = time.monotonic()
+            while guard.waiting and time.monotonic() < left + 5:
+                time.sleep(0.05)
+            time.sleep(0.5)
+    assert guard.waiting == 0 and len(llm.seen) == 1
+    assert live_answers(sqlite_store) == 1
 
 
 def test_live_chunks_arrive_before_the_upstream_has_finished(settings: Settings,

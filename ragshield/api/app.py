@@ -129,7 +129,7 @@ def build_api(settings: Settings, guard: Guard, keys: KeyCheck) -> FastAPI:
             judges=_judges(body.judges), rule=body.rule, keep_record=body.store,
             judge_model=body.judge_model, budget_ms=body.budget_ms, on_budget=body.on_budget)
         result = await deadlines.run(lambda outcome, deadline:
-                                     guard.ask(request, outcome, deadline, context))
+                                     guard.ask(request, outcome, deadline, context), http)
         return judged_json(result, trace=body.trace)
 
     @guarded.post("/v1/ask", tags=["guard"])
@@ -146,7 +146,7 @@ def build_api(settings: Settings, guard: Guard, keys: KeyCheck) -> FastAPI:
             judge_model=body.judge_model, keep_record=body.store, budget_ms=body.budget_ms,
             on_budget=body.on_budget)
         result = await deadlines.run(lambda outcome, deadline:
-                                     guard.ask(request, outcome, deadline, context))
+                                     guard.ask(request, outcome, deadline, context), http)
         return judged_json(result, trace=body.trace, passages=True)
 
     @guarded.post("/v1/chat/completions", tags=["proxy"], response_model=None)
@@ -165,15 +165,16 @@ def build_api(settings: Settings, guard: Guard, keys: KeyCheck) -> FastAPI:
             rule=extra.rule, keep_record=extra.store, budget_ms=extra.budget_ms,
             on_budget=extra.on_budget)
 
-        def call(on_chunk: Callable[[dict[str, Any]], None] | None = None) -> Any:
+        def call(on_chunk: Callable[[dict[str, Any]], None] | None = None,
+                 watched: Request | None = None) -> Any:
             return deadlines.run(lambda outcome, deadline: guard.proxy(
-                proxied, outcome, deadline, context, on_chunk))
+                proxied, outcome, deadline, context, on_chunk), watched)
 
         if not body.stream:
-            return completion_json(await call())
-        if extra.stream_mode == LIVE:
+            return completion_json(await call(watched=request))
+        if extra.stream_mode == LIVE:  # the stream's end tells when its client leaves
             return await live_response(request, call)
-        return streamed(held_events(await call()))
+        return streamed(held_events(await call(watched=request)))
 
     add_metrics(api, guarded, guard)  # GET /v1/metrics, keyed like the calls it counts
 

@@ -20,6 +20,10 @@ from ragshield.services.guard import (BudgetPassed, GuardBusy, GuardTimeout, Mod
 log = logging.getLogger("ragshield.api")
 
 
+class ClientGone(Exception):
+    """The client closed its connection before the answer was ready (api/limits.py)."""
+
+
 def error_response(status: int, message: str, kind: str, param: str | None = None,
                    headers: dict[str, str] | None = None) -> JSONResponse:
     return JSONResponse({"error": {"message": message, "type": kind, "param": param,
@@ -98,10 +102,15 @@ def _bug(request: Request, error: Exception) -> JSONResponse:
                           "has the details", "internal_error")
 
 
+def _gone(request: Request, error: Exception) -> JSONResponse:
+    """Nobody reads it: the status (nginx's 499) is for the metrics and the access log."""
+    return error_response(499, str(error), "client_closed_request")
+
+
 # Most particular first: the first whose class matches answers.
 HANDLERS = ((RequestValidationError, _invalid), (NoUpstream, _user), (UpstreamError, _upstream),
             (GuardBusy, _busy), (GuardTimeout, _timeout), (BudgetPassed, _budget),
-            (UserError, _user),
+            (UserError, _user), (ClientGone, _gone),
             (ModelUnavailable, _no_model), (HTTPException, _http), (Exception, _bug))
 
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ragshield.api.errors import error_response
+from ragshield.api.errors import ClientGone, error_response
 from ragshield.web.request_bodies import read_body, replay
 from ragshield.services.guard import GuardTimeout, Outcome
 
@@ -46,24 +47,52 @@ class Deadlines:
         self.timeout_s = timeout_s
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="guard")
 
-    async def run(self, call: Callable[[Outcome, float], Any]) -> Any:
+    async def run(self, call: Callable[[Outcome, float], Any],
+                  request: Request | None = None) -> Any:
+        """`call`'s result. With `request`, a client that closes its connection gives the
+        call up as a passed deadline does: a call still waiting for the model never runs
+        it, and nothing of it is stored (a client that timed out and retries would
+        otherwise queue its question twice)."""
         outcome = Outcome()
         deadline = time.monotonic() + self.timeout_s
         future = asyncio.get_running_loop().run_in_executor(self.pool, call, outcome, deadline)
         try:
-            return await asyncio.wait_for(asyncio.shield(future), self.timeout_s)
+            return await _unless_gone(asyncio.wait_for(asyncio.shield(future), self.timeout_s),
+                                      request)
         except TimeoutError:
             if outcome.give_up():
                 future.add_done_callback(forget)
                 raise GuardTimeout(f"the call took over {self.timeout_s:g} s") from None
             return await future
-        except asyncio.CancelledError:  # the caller is gone (a live stream closed)
+        except (asyncio.CancelledError, ClientGone):  # the caller is gone
             outcome.give_up()  # unless it was being stored, it is not
             future.add_done_callback(forget)
             raise
 
     def close(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)
+
+
+async def _unless_gone(waiting: Awaitable[Any], request: Request | None) -> Any:
+    """`waiting`'s result, or ClientGone when `request`'s client disconnects first (its
+    body is read by then: what the server receives next is the disconnection)."""
+    if request is None:
+        return await waiting
+    result = asyncio.ensure_future(waiting)
+    gone = asyncio.ensure_future(_disconnection(request))
+    try:
+        await asyncio.wait({result, gone}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        gone.cancel()
+    if not result.done():
+        result.cancel()
+        raise ClientGone("the client closed the connection before the answer was ready")
+    return result.result()
+
+
+async def _disconnection(request: Request) -> None:
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
 
 
 def forget(future: "Future[Any] | asyncio.Future[Any]") -> None:

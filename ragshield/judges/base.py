@@ -38,6 +38,9 @@ class Judge(ABC):
     # its conversation or sample it again): run right after the base answer, they find all
     # of it, the answerer's instructions and the answer included, in the cached prefix.
     continues_answer: ClassVar[bool] = False
+    # True for judges that read the answer's own token log-probs where it came with them:
+    # the guard's proxy then asks its upstream for them (judges/token_prob.py).
+    reads_answer_logprobs: ClassVar[bool] = False
 
     def __init__(self, options: PromptOptions = PromptOptions()) -> None:
         self.options = options

@@ -44,6 +44,7 @@ class TokenProbJudge(Judge):
     name = "token_prob"
     cost = "free"
     requires = frozenset({SCORE})
+    reads_answer_logprobs = True
 
     def __init__(self, threshold: float = 0.7, options: PromptOptions = PromptOptions()) -> None:
         super().__init__(options)

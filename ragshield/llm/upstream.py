@@ -194,6 +194,7 @@ class ChunkReader:
         self._finish: str | None = None
         self._usage: dict[str, Any] | None = None
         self._size = 0
+        self._event: list[bytes] = []  # the data lines of an event not yet whole
 
     async def read(self, pieces: AsyncIterator[bytes]) -> None:
         """Reads the stream's bytes as they come, line by line; the size is counted as bytes
@@ -211,15 +212,40 @@ class ChunkReader:
                     return
         if pending and self._line(pending.rstrip(b"\r")):
             return
+        if self._event_end():
+            return
         raise UpstreamBadReply(f"the upstream {self.shown_url} ended its stream without "
                                "[DONE]")
 
     def _line(self, line: bytes) -> bool:
-        """Takes one line of the stream; True at its end ([DONE])."""
+        """Takes one line of the stream; True at its end ([DONE]). An event's data is one
+        `data:` line, taken at once; data spread over several lines is joined at the blank
+        line that ends its event, as server-sent events have it."""
+        if not line.strip():
+            return self._event_end()
         if not line.startswith(b"data:"):
-            return False  # blank lines end events; comments and other fields carry nothing
-        data = line[len(b"data:"):].strip()
-        if data == b"[DONE]":
+            return False  # comments and other fields carry nothing
+        data = line[len(b"data:"):]
+        if not self._event:
+            if data.strip() == b"[DONE]":
+                return True
+            try:
+                chunk = _json(data, self.shown_url)
+            except UpstreamBadReply as error:
+                if not isinstance(error.__cause__, json.JSONDecodeError):
+                    raise
+            else:
+                self._take(chunk)
+                return False
+        self._event.append(data)  # not whole: the first line of several, or more of them
+        return False
+
+    def _event_end(self) -> bool:
+        """Takes the data of an event that spread over several lines; True at [DONE]."""
+        if not self._event:
+            return False
+        data, self._event = b"\n".join(self._event), []
+        if data.strip() == b"[DONE]":
             return True
         self._take(_json(data, self.shown_url))
         return False

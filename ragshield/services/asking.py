@@ -338,11 +338,11 @@ def _choices(store: Store, settings: Settings, request: AskRequest) -> _Choices:
                     readers)
 
 
-def check_choices(store: Store, settings: Settings, request: AskRequest) -> None:
+def check_choices(store: Store, settings: Settings, request: AskRequest) -> list[Judge]:
     """The user errors of `prepare` that need neither the answer nor the passages (the
     question, the judges, the rule, the models): the guard's proxy asks before it pays its
-    upstream for an answer it could not judge."""
-    _choices(store, settings, request)
+    upstream for an answer it could not judge. Returns the judges that will run."""
+    return list(_choices(store, settings, request).judges)
 
 
 def prepare(store: Store, settings: Settings, request: AskRequest,

@@ -36,6 +36,7 @@ from ragshield.services.asking import (LARGER_FALLBACK, MAX_ANSWER_CHARS, AskReq
                                        Models, PassageFinders, Prepared, answer_and_judge,
                                        check_choices, default_judges, prepare)
 from ragshield.services.live_runs import keep_asked
+from ragshield.services.upstream_logprobs import UpstreamLogprobs
 from ragshield.store.database import Store
 from ragshield.types import GivenAnswer, Passage
 
@@ -231,6 +232,7 @@ class Guard:
         self.upstream = (UpstreamChat(settings.upstream_base_url,
                                       _secret(settings.upstream_api_key))
                          if settings.upstream_base_url else None)
+        self.logprobs = UpstreamLogprobs()
         self.listeners = list(listeners)
         self._waiting = threading.BoundedSemaphore(settings.api_max_waiting)
         self._count_lock = threading.Lock()
@@ -260,7 +262,7 @@ class Guard:
             raise NoUpstream("no upstream endpoint is configured: start the server with "
                              "--upstream URL (or set RAGSHIELD_UPSTREAM_BASE_URL)")
         model = proxied.body.get("model")
-        check_choices(self.store, self.settings, proxied.asking(
+        judges = check_choices(self.store, self.settings, proxied.asking(
             GivenAnswer("the upstream's answer", model if isinstance(model, str) else None)))
 
         def relay(chunk: dict[str, Any]) -> None:
@@ -273,7 +275,8 @@ class Guard:
 
         with self._turn():
             started = time.monotonic()
-            reply = self.upstream.complete(proxied.body, _left(deadline), relay)
+            reply = self.logprobs.complete(self.upstream, proxied.body, judges,
+                                           lambda: _left(deadline), relay)
             _check_judgeable(reply, self.upstream.shown_url)
             request = proxied.asking(GivenAnswer(reply.text, reply.model, reply.tokens))
             answered = time.monotonic()

@@ -54,6 +54,7 @@ class Fault:
     drip_s: float = 0.0  # send the body one byte every drip_s seconds (a server that hangs on)
     drop: bool = False  # close the connection without any reply
     gap_s: float = 0.0  # between the chunks of a streamed reply
+    token_logprob: float = -0.05  # of each generated token, when log-probs are asked for
 
 
 Behaviour = Callable[[Request], Fault | None]
@@ -65,7 +66,7 @@ def _reply_text(request: Request) -> str:
     return "Yes" if "yes or no" in last or request.body.get("max_tokens") == 1 else ANSWER
 
 
-def healthy_reply(request: Request) -> dict[str, Any]:
+def healthy_reply(request: Request, token_logprob: float = -0.05) -> dict[str, Any]:
     """The body of a correct reply to `request` (a model list or a chat completion)."""
     if not request.is_chat:
         return {"object": "list", "data": [{"id": MODEL, "object": "model", "owned_by": "test"}]}
@@ -76,7 +77,7 @@ def healthy_reply(request: Request) -> dict[str, Any]:
     if request.body.get("logprobs"):
         top = TOP[: max(int(request.body.get("top_logprobs") or 1), 1)]
         logprobs = {"content": [
-            {"token": token, "logprob": -0.05, "bytes": None,
+            {"token": token, "logprob": token_logprob, "bytes": None,
              "top_logprobs": [{"token": t, "logprob": lp, "bytes": None} for t, lp in top]}
             for token in tokens
         ]}
@@ -89,10 +90,10 @@ def healthy_reply(request: Request) -> dict[str, Any]:
     }
 
 
-def streamed_reply(request: Request) -> list[dict[str, Any]]:
+def streamed_reply(request: Request, token_logprob: float = -0.05) -> list[dict[str, Any]]:
     """The chunks of the healthy reply, as a streaming server sends them: the role, a token
     each (with its log-probs when asked), the finish, and the usage when asked."""
-    whole = healthy_reply(request)
+    whole = healthy_reply(request, token_logprob)
     choice = whole["choices"][0]
     head = {"id": whole["id"], "object": "chat.completion.chunk", "created": 0, "model": MODEL}
     entries = (choice["logprobs"] or {}).get("content") or []
@@ -169,10 +170,10 @@ class FakeOpenAIServer:
                     self.close_connection = True
                     return
                 if fault.body is None and request.body.get("stream") and request.is_chat:
-                    self._stream(streamed_reply(request), fault)
+                    self._stream(streamed_reply(request, fault.token_logprob), fault)
                     return
                 payload = fault.body if fault.body is not None else json.dumps(
-                    healthy_reply(request)).encode()
+                    healthy_reply(request, fault.token_logprob)).encode()
                 try:
                     self.send_response(fault.status)
                     for key, value in {"content-type": "application/json",
