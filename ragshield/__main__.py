@@ -1,3 +1,3 @@
 from ragshield.cli import main
 
-main()
+main(prog_name="python -m ragshield")

@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from ragshield import strict_json
+from ragshield.datasets.reading import utf8_problem
 from ragshield.errors import UserError
 from ragshield.metrics.summary import VerdictTableError, validate_verdict_table
 
@@ -33,8 +34,10 @@ def read_verdicts_file(path: Path) -> pd.DataFrame:
                 except ValueError as exc:
                     raise VerdictFileError(f"{path}, line {number}: {exc}") from None
                 lines.append(number)
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise VerdictFileError(f"cannot read {path}: {exc}") from None
+    except UnicodeDecodeError:
+        raise VerdictFileError(f"{utf8_problem(path)}; save the file as UTF-8") from None
     if not rows:
         raise VerdictFileError(f"{path}: no verdicts in the file")
     try:

@@ -103,7 +103,13 @@ def test_metrics_of_a_run_follow_the_definitions(store, run_id):
 
 
 def test_report_writes_markdown_html_and_pngs(store, run_id, tmp_path):
+    (tmp_path / "report").mkdir()
+    stale = tmp_path / "report" / "switch.png"  # an earlier report's, of another run
+    stale.write_bytes(b"\x89PNG old")
+    mine = tmp_path / "report" / "notes.txt"
+    mine.write_text("a person's file")
     files = write_report(run_tables(store, run_id), tmp_path / "report", n_resamples=50)
+    assert not stale.exists() and mine.read_text() == "a person's file"
     md, page = files.markdown.read_text(), files.html.read_text()
     for heading in ("Risk control (RC-RAG)", "Answer with faithfulness (AwF)", "CRAG scoring",
                     "CRAG by domain", "No-RAG fallback"):
@@ -163,6 +169,32 @@ def test_report_has_threshold_table_and_says_why_no_stacked_judge(store, run_id,
     md = files.markdown.read_text()
     assert "## Thresholds" in md and "| p_true |" in md.split("## Thresholds")[1]
     assert "Stacked judge: not fitted" in md
+
+
+def test_cv_thresholds_count_the_folds_that_keep_nothing():
+    import numpy as np
+    import pandas as pd
+
+    from ragshield.evaluation import RunTables
+    from ragshield.reports.tables import _fitted_thresholds, judge_series, threshold_table
+
+    inf = np.inf
+    assert _fitted_thresholds(np.array([0.5, 0.7, inf, 0.6, inf])) == (
+        "0.600 ± 0.10 (2 of 5 folds: keep nothing)")  # the spread with ddof 1, as accuracy's
+    assert _fitted_thresholds(np.array([0.5, 0.7])) == "0.600 ± 0.14"
+    assert _fitted_thresholds(np.array([inf, inf])) == "keep nothing"
+    assert _fitted_thresholds(np.array([np.nan, np.nan])) == "n/a"
+
+    # No answer is right: every fold's best threshold keeps nothing.
+    n = 40
+    samples = pd.DataFrame({"sample_id": [f"s{i}" for i in range(n)], "answer_correct": False,
+                            "passages_support": True})
+    verdicts = pd.DataFrame({"sample_id": samples["sample_id"], "judge": "j",
+                             "keep": pd.array([True] * n, dtype="boolean"),
+                             "score": np.linspace(0, 1, n)})
+    tables = RunTables(run_id=1, truth="auto", config={}, samples=samples, verdicts=verdicts)
+    row = threshold_table(tables, judge_series(tables)).rows[0]
+    assert row[:3] == ["j", "keep nothing", "1.000 ± 0.00"]
 
 
 def test_long_curves_are_drawn_through_at_most_max_points_with_both_ends(tmp_path, monkeypatch):

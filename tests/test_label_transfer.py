@@ -100,6 +100,19 @@ def test_a_bad_row_is_named_and_nothing_is_kept(source, tmp_path, change, fragme
     target.close()
 
 
+def test_a_latin_1_file_is_refused_at_its_line(source, tmp_path):
+    path = tmp_path / "labels.csv"
+    export_labels(source, path, "csv")
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[-1] = lines[-1].replace(b",", "\u00e9,".encode("latin-1"), 1)  # a spreadsheet's é
+    path.write_bytes(b"".join(lines))
+    target = fresh(f"sqlite:///{tmp_path / 'l.db'}")
+    with pytest.raises(LabelImportError, match=rf"line {len(lines)}: not valid UTF-8 \(byte "
+                                               r"0xe9 at column \d+\); save the file as UTF-8"):
+        import_labels(target, path)
+    target.close()
+
+
 def test_csv_errors_count_the_header_line(source, tmp_path):
     path = tmp_path / "labels.csv"
     export_labels(source, path, "csv")

@@ -76,6 +76,14 @@ def test_bad_verdict_lines_are_named(tmp_path, bad_line, fragment):
     assert str(path) in str(error.value) and fragment in str(error.value)
 
 
+def test_a_latin_1_verdict_file_is_refused_at_its_line(tmp_path):
+    path = write(tmp_path / "latin.jsonl", GOOD[:2])
+    path.write_bytes(path.read_bytes() + '{"sample_id": "caf\u00e9"}\n'.encode("latin-1"))
+    with pytest.raises(VerdictFileError, match=r"latin.jsonl, line 3: not valid UTF-8 \(byte "
+                                               r"0xe9 at column 19\)"):
+        read_verdicts_file(path)
+
+
 def test_cli_reports_a_bad_file_and_exits_1(tmp_path):
     path = write(tmp_path / "bad.jsonl", [{k: v for k, v in GOOD[0].items() if k != "judge"}])
     result = invoke("metrics", "--verdicts", str(path), "--json")

@@ -343,6 +343,13 @@ def test_validate_rejects_repeated_verdicts_and_non_objects():
         validate_verdict_table([["q1", "nli"]])
 
 
+def test_an_integer_id_and_its_text_name_one_sample():
+    with pytest.raises(VerdictTableError, match="line 2: sample '1' judged twice"):
+        validate_verdict_table([good_row(sample_id=1), good_row(sample_id="1")])
+    table = validate_verdict_table([good_row(sample_id=7), good_row(sample_id="7", judge="p")])
+    assert table["sample_id"].tolist() == ["7", "7"]
+
+
 def test_qpp_pr_auc_ranks_the_score_against_support_alone():
     table = pd.DataFrame({
         "sample_id": ["a", "b", "c", "d"], "judge": "j", "keep": True,

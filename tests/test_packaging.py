@@ -145,6 +145,10 @@ def test_the_installed_wheel_works_from_any_folder(installed):
     assert "ragshield.services.shield.Shield" in where.stdout
     version = run_there(installed, "ragshield", "--version")
     assert version.returncode == 0 and __version__ in version.stdout
+    usage = run_there(installed, "ragshield", "--help").stdout
+    assert "Usage: ragshield [OPTIONS]" in usage and "python -m" not in usage
+    usage = run_there(installed, "python", "-m", "ragshield", "--help").stdout
+    assert "Usage: python -m ragshield [OPTIONS]" in usage
     doctor = run_there(installed, "ragshield", "doctor", "--only", "database,embeddings")
     assert doctor.returncode == 0, doctor.stdout + doctor.stderr
     listed = run_there(installed, "ragshield", "datasets", "list")

@@ -44,6 +44,7 @@ app.command("app")(serve.web_app)
 app.command()(serve.serve)
 
 
-def main(args: Optional[list[str]] = None) -> None:
-    """Run the command line on `args` (default: sys.argv[1:])."""
-    app(args=args, prog_name="python -m ragshield")
+def main(args: Optional[list[str]] = None, prog_name: str = "ragshield") -> None:
+    """Run the command line on `args` (default: sys.argv[1:]); usage lines name the command
+    as `prog_name` (the installed script, or `python -m ragshield`)."""
+    app(args=args, prog_name=prog_name)

@@ -79,6 +79,18 @@ def decode_utf8(path: Path, data: bytes, first_line: int = 1) -> str:
         ) from exc
 
 
+def utf8_problem(path: Path) -> str:
+    """Where `path` first stops being UTF-8, as a message naming its line and column: for a
+    reader in text mode, whose UnicodeDecodeError knows no line."""
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                decode_utf8(path, raw, number)
+            except DatasetFormatError as exc:
+                return str(exc)
+    return f"{path}: not valid UTF-8"
+
+
 def iter_json_lines(path: Path) -> Iterator[tuple[int, Any]]:
     """(line number, parsed value) for each non-blank line of a JSONL file."""
     with open_binary(path) as handle:

@@ -82,12 +82,14 @@ def validate_verdict_table(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
             if not check(row[field]):
                 raise VerdictTableError(f"field {field!r} must be {expected}, got "
                                         f"{row[field]!r}", line, field)
-        key = (row["sample_id"], row["judge"])
+        # Ids are text, as stored samples' are: 1 and "1" name one sample.
+        values = {**{field: row[field] for field in COLUMNS}, "sample_id": str(row["sample_id"])}
+        key = (values["sample_id"], values["judge"])
         if key in seen:
             raise VerdictTableError(f"sample {key[0]!r} judged twice by {key[1]!r} (first on "
                                     f"line {seen[key]})", line, "sample_id")
         seen[key] = line
-        records.append(tuple(row[field] for field in COLUMNS))
+        records.append(tuple(values[field] for field in COLUMNS))
     table = pd.DataFrame.from_records(records, columns=list(COLUMNS))
     return table.astype({"keep": "boolean", "score": float, "answer_correct": bool,
                          "passages_support": bool})

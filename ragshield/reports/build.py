@@ -18,6 +18,10 @@ from ragshield.reports.tables import (crag_tables, fallback_table, grader_table,
                                       threshold_table)
 
 
+# Figures drawn only for some runs: a report without one removes an earlier report's.
+FALLBACK_FIGURE, SWITCH_FIGURE = "fallback.png", "switch.png"
+
+
 class ReportError(UserError, ValueError):
     """The report cannot be written where asked."""
 
@@ -61,11 +65,14 @@ def write_report(tables: RunTables, out_dir: Path, *, n_resamples: int = 1000,
     fallback = fallback_table(tables, series)
     if fallback is not None:
         sections.append(fallback)
-        pictures.append(figures.fallback_figure(tables, series, out_dir / "fallback.png"))
+        pictures.append(figures.fallback_figure(tables, series, out_dir / FALLBACK_FIGURE))
     switch = switch_table(tables, series)
     if switch is not None:
         sections.append(switch)
-        pictures.append(figures.switch_figure(tables, series, out_dir / "switch.png"))
+        pictures.append(figures.switch_figure(tables, series, out_dir / SWITCH_FIGURE))
+    for name in (FALLBACK_FIGURE, SWITCH_FIGURE):  # one of an earlier report in this folder
+        if out_dir / name not in pictures:
+            (out_dir / name).unlink(missing_ok=True)
     title = f"ragshield run {tables.run_id} ({tables.config.get('dataset')})"
     files = ReportFiles(markdown=out_dir / "report.md", html=out_dir / "report.html",
                         metrics=out_dir / "metrics.json", figures=pictures)

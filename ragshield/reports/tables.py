@@ -207,6 +207,18 @@ def overview_table(tables: RunTables) -> Table:
     return Table("Run", ["", ""], rows)
 
 
+def _fitted_thresholds(thresholds: np.ndarray) -> str:
+    """The folds' thresholds as mean ± spread (ddof 1, as the accuracy's), with the folds
+    whose best choice was to keep nothing (an infinite threshold) counted apart."""
+    fitted = thresholds[np.isfinite(thresholds)]
+    nothing = int(np.count_nonzero(np.isposinf(thresholds)))
+    if not fitted.size:
+        return "keep nothing" if nothing else "n/a"
+    spread = float(fitted.std(ddof=1)) if fitted.size > 1 else float("nan")
+    text = f"{fmt(float(fitted.mean()))} ± {fmt(spread, 2)}"
+    return text + (f" ({nothing} of {thresholds.size} folds: keep nothing)" if nothing else "")
+
+
 def threshold_table(tables: RunTables, series: dict[str, JudgeSeries], *, alpha: float = 0.2,
                     delta: float = 0.1) -> Table:
     """For each scored judge: the 5-fold cross-validated threshold (fitted for accuracy on
@@ -220,10 +232,7 @@ def threshold_table(tables: RunTables, series: dict[str, JudgeSeries], *, alpha:
         cv_text = ("n/a", "n/a")
         if s.score.size >= 5:
             cv = cv_threshold(s.score, judge_correct, objective="accuracy")
-            fitted = cv.thresholds[np.isfinite(cv.thresholds)]
-            if fitted.size:
-                cv_text = (f"{fmt(float(fitted.mean()))} ± {fmt(float(fitted.std()), 2)}",
-                           f"{fmt(cv.mean)} ± {fmt(cv.std, 2)}")
+            cv_text = (_fitted_thresholds(cv.thresholds), f"{fmt(cv.mean)} ± {fmt(cv.std, 2)}")
         controlled = risk_controlled_threshold(s.score, judge_correct, alpha=alpha, delta=delta)
         rows.append([judge, *cv_text, fmt(controlled.threshold), fmt(controlled.coverage),
                      fmt(controlled.risk), fmt(controlled.upper_bound)])

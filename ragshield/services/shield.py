@@ -40,8 +40,8 @@ class Decision:
     """What the shield decided about one answer: the ask's whole result and where its time
     went; the rest is read from the result."""
 
-    result: AskResult
-    seconds: Mapping[str, float]
+    result: AskResult  # the question, passages, answer, verdicts and decision, as stored
+    seconds: Mapping[str, float]  # where the time went, e.g. {"judging": 2.1}
 
     @property
     def decision(self) -> str | None:
@@ -51,6 +51,7 @@ class Decision:
 
     @property
     def answer(self) -> str:
+        """The answer that was judged, shown or not."""
         return self.result.judged.answer.text
 
     @property
@@ -61,20 +62,25 @@ class Decision:
 
     @property
     def rule(self) -> str | None:
+        """The rule that decided ("majority", "policy:NAME@VERSION", ...); None without a
+        decision."""
         decision = self.result.judged.decision
         return decision.rule if decision else None
 
     @property
     def reason(self) -> str | None:
+        """Why the rule decided as it did, in a sentence; None without a decision."""
         decision = self.result.judged.decision
         return decision.reason if decision else None
 
     @property
     def verdicts(self) -> tuple[Verdict, ...]:
+        """Each judge's verdict: keep or not, its score and its reasons."""
         return tuple(self.result.judged.verdicts)
 
     @property
     def kept(self) -> bool:
+        """True when `shown` is the answer itself (no abstention and no fallback)."""
         return self.result.fallback is None
 
     def __repr__(self) -> str:

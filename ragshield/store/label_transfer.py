@@ -28,6 +28,7 @@ from sqlalchemy.orm import Session
 
 from ragshield import strict_json
 from ragshield.csv_fields import allow_long_fields
+from ragshield.datasets.reading import utf8_problem
 from ragshield.errors import OptionError, UserError
 from ragshield.names import check_name
 from ragshield.output_files import writable_target, write_atomically
@@ -350,8 +351,10 @@ def import_labels(store: Store, path: Path, format: str | None = None) -> tuple[
                     raise LabelImportError(f"{path}, {where}: {exc}") from None
                 if row["label_id"] is not None:
                     state.new_ids[row["label_id"]] = label_id
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise LabelImportError(f"cannot read {path}: {exc}") from None
+    except UnicodeDecodeError:
+        raise LabelImportError(f"{utf8_problem(path)}; save the file as UTF-8") from None
     except IntegrityError:
         raise LabelImportError(f"{path}: labels of these samples changed while importing; "
                                "nothing was imported, run the import again") from None
