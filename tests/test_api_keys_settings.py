@@ -5,15 +5,19 @@ decision log. A bad field is an error naming the file, the line and the field.""
 
 from __future__ import annotations
 
+import hashlib
+import re
 from pathlib import Path
 
 import pytest
 from pydantic import SecretStr
 from starlette.requests import Request
+from typer.testing import CliRunner
 
 from ragshield.api.app import _keyed
 from ragshield.api.keys import ApiKey, ApiKeyError, KeyEntry, read_keys
 from ragshield.api.schemas import ProxyField
+from ragshield.cli.app import app as cli_app
 from ragshield.config import Settings
 from ragshield.policies.policy import Policy
 from ragshield.services.policies import save_policy
@@ -166,3 +170,45 @@ def test_the_proxy_field_takes_the_keys_defaults_and_the_callers_ids() -> None:
     unkeyed, open_context = _keyed(Request({"type": "http", "state": {"api_key": None}}),
                                    "chat", field)
     assert unkeyed == field and open_context.caller is None
+
+
+def test_a_key_written_as_its_digest_lets_its_holder_in(settings: Settings, sqlite_store: Store,
+                                                        tmp_path: Path) -> None:
+    """`ragshield keys new` prints a key for its holder and a line holding only the key's
+    SHA-256: a keys file that leaks does not leak the keys."""
+    result = CliRunner().invoke(cli_app, ["keys", "new", "--name", "support", "--judges",
+                                          "trivial", "--rule", "all"])
+    assert result.exit_code == 0, result.output
+    secret = result.output.split("key (for its holder): ")[1].split()[0]
+    line = result.output.split("line for the keys file: ")[1].strip()
+    assert line.startswith("sha256:") and secret not in line
+    keys_file = tmp_path / "keys.txt"
+    keys_file.write_text(f"{line}\n{PLAIN} name=plain\n")
+    settings.api_keys_file = keys_file
+    entries = read_keys(settings)
+    assert entries[0].key == ApiKey("support", ("trivial",), "all")
+    client = guarded_client(settings, sqlite_store, entries)
+    body = {field: value for field, value in judge_body().items() if field != "judges"}
+    assert client.post("/v1/judge", json=body, headers=bearer(secret)).status_code == 200
+    assert client.post("/v1/judge", json=body, headers=bearer(PLAIN)).status_code == 200
+    assert client.post("/v1/judge", json=body, headers=bearer(line)).status_code == 401
+    assert [d.caller for d in read_decisions(sqlite_store)] == ["support", "plain"]
+
+
+@pytest.mark.parametrize("written, problem", [
+    ("sha256:abc", "sha256: and 64 hex digits"),
+    ("sha256:" + "g" * 64, "sha256: and 64 hex digits"),
+    ("sha256:" + hashlib.sha256(SUPPORT.encode()).hexdigest(), "the same key as at"),
+])
+def test_a_bad_digest_or_a_key_given_twice_that_way_is_refused(
+        settings: Settings, tmp_path: Path, written: str, problem: str) -> None:
+    keys_file = tmp_path / "keys.txt"
+    keys_file.write_text(f"{SUPPORT}\n{written} name=other\n")
+    settings.api_keys_file = keys_file
+    with pytest.raises(ApiKeyError, match=f"^{keys_file}:2: .*{re.escape(problem)}"):
+        read_keys(settings)
+
+
+def test_keys_new_checks_its_fields() -> None:
+    result = CliRunner().invoke(cli_app, ["keys", "new", "--judges", "nosuch"])
+    assert result.exit_code == 1 and "field 'judges': unknown judge(s)" in result.output

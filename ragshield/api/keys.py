@@ -7,13 +7,18 @@ A line of the file may give the key settings after it, so that applications shar
 server get different promises: `KEY name=NAME judges=a,b rule=RULE` (each optional; RULE may
 pin a policy version, `policy:NAME@VERSION`). The name is stored with every call the key
 makes; the judges and rule apply where a call's body names none. A key without a name (and
-every key of RAGSHIELD_API_KEYS) is `key-N`, N its place among all the keys."""
+every key of RAGSHIELD_API_KEYS) is `key-N`, N its place among all the keys.
+
+A key may be written as its SHA-256 digest, `sha256:<64 hex digits>`, so that the keys file
+does not hold the secret callers present (`ragshield keys new` makes a key and its line)."""
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import ipaddress
 import re
+import secrets as random_secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +29,8 @@ from ragshield.services.key_defaults import check_key_rule, key_judges
 from ragshield.web.secret_files import read_secret_text
 
 MIN_KEY_CHARS = 16
+HASHED = "sha256:"
+HASHED_KEY = re.compile(r"sha256:[0-9a-fA-F]{64}")
 KEY_FIELDS = ("name", "judges", "rule")
 KEY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@:-]{0,99}")  # no blanks: fields split on them
 
@@ -44,10 +51,22 @@ class ApiKey:
 
 @dataclass(frozen=True)
 class KeyEntry:
-    """A configured key: the secret a request carries, and whose it is."""
+    """A configured key as written (the secret a request carries, or its `sha256:` digest),
+    and whose it is."""
 
     secret: str = field(repr=False)
     key: ApiKey
+
+    @property
+    def digest(self) -> bytes:
+        """The SHA-256 of the secret: what a request's key is compared with."""
+        if self.secret.startswith(HASHED):
+            return bytes.fromhex(self.secret[len(HASHED):])
+        return _sha256(self.secret.encode())
+
+
+def _sha256(data: bytes) -> bytes:
+    return hashlib.sha256(data).digest()
 
 
 def read_keys(settings: Settings) -> list[KeyEntry]:
@@ -71,23 +90,37 @@ def read_keys(settings: Settings) -> list[KeyEntry]:
                           "starting with # are skipped); write one key per line")
     entries: list[KeyEntry] = []
     named: dict[str, str] = {}  # name -> where it was given
-    secrets: dict[str, str] = {}  # secret -> where it was given
+    digests: dict[bytes, str] = {}  # the key's digest -> where it was given
     for number, ([secret, *fields], where) in enumerate(lines, 1):
         _check_secret(secret, where)
-        if secret in secrets:  # the first would always match, and the second never
-            raise ApiKeyError(f"{where}: the same key as at {secrets[secret]}; each caller "
-                              "needs a key of its own")
-        secrets[secret] = where
-        key = _key_settings(fields, where, f"key-{number}")
-        if key.name in named:
-            raise ApiKeyError(f"{where}: field 'name': {key.name!r} is the name of the key "
-                              f"at {named[key.name]} too; names tell callers apart")
-        named[key.name] = where
-        entries.append(KeyEntry(secret, key))
+        entry = KeyEntry(secret, _key_settings(fields, where, f"key-{number}"))
+        if entry.digest in digests:  # the first would always match, and the second never
+            raise ApiKeyError(f"{where}: the same key as at {digests[entry.digest]}; each "
+                              "caller needs a key of its own")
+        digests[entry.digest] = where
+        if entry.key.name in named:
+            raise ApiKeyError(f"{where}: field 'name': {entry.key.name!r} is the name of the "
+                              f"key at {named[entry.key.name]} too; names tell callers apart")
+        named[entry.key.name] = where
+        entries.append(entry)
     return entries
 
 
+def new_key(fields: Sequence[str] = ()) -> tuple[str, str]:
+    """A new random key, and its line for a keys file: its digest, then `fields` (checked
+    as a keys file's are: name=NAME, judges=a,b, rule=RULE)."""
+    _key_settings(list(fields), "the new key", "key")
+    secret = "rs-" + random_secrets.token_urlsafe(32)
+    line = " ".join([HASHED + _sha256(secret.encode()).hex(), *fields])
+    return secret, line
+
+
 def _check_secret(secret: str, where: str) -> None:
+    if secret.startswith(HASHED):
+        if not HASHED_KEY.fullmatch(secret):
+            raise ApiKeyError(f"{where}: a key written as its digest is sha256: and 64 hex "
+                              "digits (ragshield keys new writes one)")
+        return
     if len(secret) < MIN_KEY_CHARS:
         raise ApiKeyError(f"{where}: an API key must have at least {MIN_KEY_CHARS} "
                           "characters")
@@ -147,8 +180,8 @@ class KeyCheck:
     key. A key given as its bare secret (tests, callers of build_api) is `key-N`."""
 
     def __init__(self, keys: Sequence[KeyEntry | str]) -> None:
-        self.keys = [(entry.secret.encode(), entry.key) if isinstance(entry, KeyEntry)
-                     else (entry.encode(), ApiKey(f"key-{number}"))
+        self.keys = [(entry.digest, entry.key) if isinstance(entry, KeyEntry)
+                     else (_sha256(entry.encode()), ApiKey(f"key-{number}"))
                      for number, entry in enumerate(keys, 1)]
 
     @property
@@ -161,7 +194,7 @@ class KeyCheck:
         scheme, _, token = (authorization or "").partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             return None
-        given = token.strip().encode()
-        matched = [key for secret, key in self.keys  # every key is compared
-                   if hmac.compare_digest(given, secret)]
+        given = _sha256(token.strip().encode())
+        matched = [key for digest, key in self.keys  # every key is compared
+                   if hmac.compare_digest(given, digest)]
         return matched[0] if matched else None

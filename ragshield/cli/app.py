@@ -7,8 +7,8 @@ from typing import Optional
 import typer
 
 from ragshield import __version__
-from ragshield.cli import (ask, corpus, datasets, doctor, judges, labels, metrics, models,
-                           policy, run, search, serve)
+from ragshield.cli import (ask, corpus, datasets, doctor, judges, keys, labels, metrics,
+                           models, policy, run, search, serve)
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
                   help="ragshield: risk control for RAG.")
@@ -42,6 +42,7 @@ app.add_typer(policy.app, name="policy")
 app.add_typer(judges.app, name="judges")
 app.command("app")(serve.web_app)
 app.command()(serve.serve)
+app.add_typer(keys.app, name="keys")
 
 
 def main(args: Optional[list[str]] = None, prog_name: str = "ragshield") -> None:
