@@ -212,3 +212,42 @@ def test_a_bad_digest_or_a_key_given_twice_that_way_is_refused(
 def test_keys_new_checks_its_fields() -> None:
     result = CliRunner().invoke(cli_app, ["keys", "new", "--judges", "nosuch"])
     assert result.exit_code == 1 and "field 'judges': unknown judge(s)" in result.output
+
+
+def test_a_fixed_key_s_calls_may_not_name_other_judges_or_rules(settings: Settings,
+                                                                 sqlite_store: Store,
+                                                                 tmp_path: Path) -> None:
+    """fixed=yes: the promise is the key's; an application cannot loosen it per call."""
+    keys_file = tmp_path / "keys.txt"
+    keys_file.write_text(f"{SUPPORT} name=support judges=trivial,token_prob rule=token_prob "
+                         f"fixed=yes\n{LEGAL} name=legal rule=all\n")
+    settings.api_keys_file = keys_file
+    entries = read_keys(settings)
+    assert entries[0].key.fixed and not entries[1].key.fixed
+    client = guarded_client(settings, sqlite_store, entries)
+    plain = {field: value for field, value in judge_body().items() if field != "judges"}
+    same = {**plain, "judges": ["Token_Prob", "trivial"], "rule": "token_prob"}
+    for body in (plain, same):
+        assert client.post("/v1/judge", json=body, headers=bearer(SUPPORT)).status_code == 200
+    for field, value in (("rule", "trivial"), ("judges", ["trivial"])):
+        refused = client.post("/v1/judge", json={**plain, field: value},
+                              headers=bearer(SUPPORT))
+        assert refused.status_code == 422
+        assert refused.json()["error"]["param"] == field
+        assert "this API key fixes the" in refused.json()["error"]["message"]
+    # a key that does not fix them lets the body choose
+    assert client.post("/v1/judge", json={**plain, "rule": "trivial", "judges": ["trivial"]},
+                       headers=bearer(LEGAL)).status_code == 200
+
+
+@pytest.mark.parametrize("fields, problem", [
+    ("rule=all fixed=maybe", "field 'fixed' must be yes or no"),
+    ("name=x fixed=yes", "field 'fixed': the key gives no judges or rule to fix"),
+])
+def test_fixed_must_be_yes_or_no_and_fix_something(settings: Settings, tmp_path: Path,
+                                                   fields: str, problem: str) -> None:
+    keys_file = tmp_path / "keys.txt"
+    keys_file.write_text(f"{SUPPORT} {fields}\n")
+    settings.api_keys_file = keys_file
+    with pytest.raises(ApiKeyError, match=f"^{keys_file}:1: {re.escape(problem)}"):
+        read_keys(settings)

@@ -32,6 +32,7 @@ from ragshield.api.schemas import (AskBody, ChatBody, ChatMessage, JudgeBody, Pa
 from ragshield.api.streaming import LIVE, held_events, live_response, streamed
 from ragshield.config import Settings
 from ragshield.services.asking import MAX_QUESTION_CHARS, AskRequest
+from ragshield.services.key_defaults import key_judges
 from ragshield.services.guard import CallContext, Guard, ProxyRequest, judge_catalogue
 from ragshield.types import GivenAnswer, Passage, TokenLogprob
 
@@ -59,10 +60,28 @@ def _keyed(request: Request, endpoint: str, part: Part) -> tuple[Part, CallConte
     where it names none, and the call's context: the endpoint, the key's name (None on a
     server without keys) and the caller's trace and span."""
     key: ApiKey | None = request.state.api_key
-    defaults = {name: value for name, value in (("judges", key.judges), ("rule", key.rule))
-                if value is not None and getattr(part, name) is None} if key else {}
+    given = (("judges", key.judges), ("rule", key.rule)) if key else ()
+    if key is not None and key.fixed:
+        _check_fixed(part, given, ("body", "ragshield") if endpoint == "chat" else ("body",))
+    defaults = {name: value for name, value in given
+                if value is not None and getattr(part, name) is None}
     context = CallContext(endpoint, key.name if key else None, part.trace_id, part.span_id)
     return part.model_copy(update=defaults), context
+
+
+def _check_fixed(part: Traced, given: tuple[tuple[str, Any], ...],
+                 where: tuple[str, ...]) -> None:
+    """A 422 for a body that names judges or a rule other than its key's fixed ones."""
+    for name, fixed in given:
+        asked = getattr(part, name)
+        if asked is None:
+            continue
+        if name == "judges" and fixed is not None:  # the same judges in any order
+            asked, fixed = set(key_judges(",".join(asked))), set(fixed)
+        if asked != fixed:
+            shown = ",".join(sorted(fixed)) if isinstance(fixed, set) else fixed
+            raise errors.field_error((*where, name), f"this API key fixes the {name} "
+                                     f"({shown or 'the server defaults'}); leave the field out")
 
 
 TOOL_FIELDS = ("tools", "functions")  # `functions`: the older name of `tools`

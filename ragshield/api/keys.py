@@ -4,10 +4,11 @@ lines starting with # are ignored). Without keys the API is open, which is allow
 loopback address: a server reachable from other machines must ask for a key.
 
 A line of the file may give the key settings after it, so that applications sharing one
-server get different promises: `KEY name=NAME judges=a,b rule=RULE` (each optional; RULE may
-pin a policy version, `policy:NAME@VERSION`). The name is stored with every call the key
-makes; the judges and rule apply where a call's body names none. A key without a name (and
-every key of RAGSHIELD_API_KEYS) is `key-N`, N its place among all the keys.
+server get different promises: `KEY name=NAME judges=a,b rule=RULE fixed=yes` (each optional;
+RULE may pin a policy version, `policy:NAME@VERSION`). The name is stored with every call the
+key makes; the judges and rule apply where a call's body names none, and with fixed=yes a
+call may not name others (the promise is the key's, not the application's). A key without a
+name (and every key of RAGSHIELD_API_KEYS) is `key-N`, N its place among all the keys.
 
 A key may be written as its SHA-256 digest, `sha256:<64 hex digits>`, so that the keys file
 does not hold the secret callers present (`ragshield keys new` makes a key and its line)."""
@@ -31,7 +32,8 @@ from ragshield.web.secret_files import read_secret_text
 MIN_KEY_CHARS = 16
 HASHED = "sha256:"
 HASHED_KEY = re.compile(r"sha256:[0-9a-fA-F]{64}")
-KEY_FIELDS = ("name", "judges", "rule")
+KEY_FIELDS = ("name", "judges", "rule", "fixed")
+YES_NO = {"yes": True, "no": False}
 KEY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@:-]{0,99}")  # no blanks: fields split on them
 
 
@@ -47,6 +49,7 @@ class ApiKey:
     name: str
     judges: tuple[str, ...] | None = None
     rule: str | None = None
+    fixed: bool = False  # a call may not name judges or a rule other than these
 
 
 @dataclass(frozen=True)
@@ -156,7 +159,12 @@ def _key_settings(fields: list[str], where: str, default_name: str) -> ApiKey:
             check_key_rule(rule, judges)
         except UserError as error:
             raise ApiKeyError(f"{where}: field 'rule': {error}") from None
-    return ApiKey(name, judges, rule)
+    fixed = YES_NO.get(given.get("fixed", "no").lower())
+    if fixed is None:
+        raise ApiKeyError(f"{where}: field 'fixed' must be yes or no")
+    if fixed and judges is None and rule is None:
+        raise ApiKeyError(f"{where}: field 'fixed': the key gives no judges or rule to fix")
+    return ApiKey(name, judges, rule, fixed)
 
 
 def is_loopback(host: str) -> bool:

@@ -17,14 +17,17 @@ def new(name: Optional[str] = typer.Option(None, "--name", help="Who holds it (s
         judges: Optional[str] = typer.Option(None, "--judges", help="Their calls' default "
                                              "judges, comma-separated."),
         rule: Optional[str] = typer.Option(None, "--rule", help="Their calls' default rule, "
-                                           "e.g. policy:NAME@VERSION.")) -> None:
+                                           "e.g. policy:NAME@VERSION."),
+        fixed: bool = typer.Option(False, "--fixed", help="Their calls may not name other "
+                                   "judges or another rule.")) -> None:
     """Make a random key. The key goes to its holder; the keys file (serve --api-keys) gets
     the line below it, which holds the key's SHA-256 digest, not the key: keep the key now,
     it is not written anywhere."""
     from ragshield.api.keys import new_key
 
     fields = [f"{field}={value}" for field, value in
-              (("name", name), ("judges", judges), ("rule", rule)) if value is not None]
+              (("name", name), ("judges", judges), ("rule", rule),
+               ("fixed", "yes" if fixed else None)) if value is not None]
     with user_errors():
         secret, line = new_key(fields)
     typer.echo(f"key (for its holder): {secret}")
