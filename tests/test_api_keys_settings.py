@@ -56,6 +56,7 @@ def test_the_keys_file_gives_names_judges_and_rules(settings: Settings, tmp_path
     ("judges=trivial,nosuch", "field 'judges': unknown judge(s) ['nosuch']"),
     ("rule=policy:", "field 'rule': rule 'policy:' names no policy"),
     ("rule=policy:p@x", "field 'rule': rule 'policy:p@x': the version after @"),
+    ("rule=policy:p@", "field 'rule': rule 'policy:p@': the version after @"),
     ("judges=trivial rule=p_true", "field 'rule': rule 'p_true' must be all, majority"),
     ("rule=nosuch", "field 'rule': rule 'nosuch' must be all, majority"),
     ("name=first", "field 'name': 'first' is the name of the key at"),

@@ -230,3 +230,54 @@ def test_both_promises_hold_together_with_beta():
         kept_good = t_lo is not None and t_lo > 0 and 0.4 + 0.3 * t_lo > beta
         broken += (0.3 * (1 - fitted.answer_at) > ALPHA) or kept_good
     assert broken / DRAWS <= DELTA + ALLOWANCE
+
+
+def test_a_policy_that_answers_everything_is_stored_and_read_back():
+    """The loosest threshold certified (a good judge's usual case): its count of tested
+    thresholds was a numpy integer that JSON, the store and from_dict refused."""
+    import json
+
+    from ragshield.policies.policy import Policy
+
+    rng = np.random.default_rng(0)
+    n = 300
+    data = LabelledScores(np.array([str(i) for i in range(n)]), rng.random(n),
+                          rng.random(n) > 0.04, np.full(n, REFERENCE))
+    policy = fit_policy("p", "p_true", data, alpha=0.1, delta=0.1)
+    assert type(policy.tested) is int and 0 < policy.tested <= n  # each counted once
+    assert Policy.from_dict(json.loads(json.dumps(policy.to_dict()))) == policy
+
+
+def test_no_scored_label_is_said_plainly():
+    with pytest.raises(PolicyFitError, match="no labelled sample has a score"):
+        fit_thresholds(np.full(30, np.nan), np.arange(30) % 2 == 0, alpha=0.1, delta=0.05)
+    with pytest.raises(PolicyFitError, match="no labelled sample has a score"):
+        fit_thresholds(np.array([]), np.array([], dtype=bool), alpha=0.1, delta=0.05)
+
+
+def test_a_stacked_score_leaves_out_an_unavailable_judge_and_defers_when_all_fail():
+    """A judge with no value on any training row (nli without a model) broke the stored
+    score; a sample whose judges all failed got the training means: a confident answer."""
+    import pandas as pd
+
+    from ragshield.policies.stacked_score import (read_stacked, run_features,
+                                                  train_stacked_score)
+    from ragshield.types import Verdict
+
+    rng = np.random.default_rng(0)
+    n = 80
+    good = rng.random(n) < 0.5
+    ids = [f"s{i}" for i in range(n)]
+    scores = np.clip(0.3 + 0.4 * good + rng.normal(0, 0.2, n), 0, 1)
+    rows = [row for i in range(n) for row in (
+        {"sample_id": ids[i], "judge": "p_true", "keep": scores[i] >= 0.5, "score": scores[i]},
+        {"sample_id": ids[i], "judge": "nli", "keep": None, "score": None})]
+    verdicts = pd.DataFrame(rows).astype({"keep": "boolean"})
+    features = run_features(verdicts, pd.Series(ids))
+    stacked = train_stacked_score(features, good)
+    assert stacked.judges == ["p_true"]
+    read_stacked(stacked.to_dict(), "policy.stacker")  # it fits together
+    assert np.isfinite(stacked.score_frame(features)).all()
+    failed = Verdict(judge="p_true", keep=None, score=None, error="backend timeout")
+    assert stacked.score_verdicts([failed]) is None
+    assert np.isnan(stacked.score_frame(features.iloc[:1] * np.nan)).all()

@@ -176,10 +176,10 @@ def _answer_threshold(score: np.ndarray, bad: np.ndarray, alpha: float, delta: f
             + f", even if none is bad; got {scored}"))
     p_values = binomial_p_values(sweep.sums[0][testable], sweep.kept[testable], alpha)
     certified: set[int] = set()
-    tested = 0
+    tested: set[int] = set()  # thresholds tested by any sequence (sequences overlap)
     for start in _sequence_starts(testable.size, starts):
-        passed = fixed_sequence(p_values[start:], level)
-        tested += min(passed + 1, p_values.size - start)
+        passed = int(fixed_sequence(p_values[start:], level))
+        tested.update(range(start, start + min(passed + 1, p_values.size - start)))
         certified.update(range(start, start + passed))
     if not certified:
         first = testable[0]
@@ -189,7 +189,7 @@ def _answer_threshold(score: np.ndarray, bad: np.ndarray, alpha: float, delta: f
             f"{int(sweep.kept[first])} answers) has {int(sweep.sums[0][first])} bad answers "
             f"(p = {p_values[0]:.3g} > {level:.3g})"))
     chosen = max(certified)
-    return (float(sweep.thresholds[testable[chosen]]), tested, len(certified),
+    return (float(sweep.thresholds[testable[chosen]]), len(tested), len(certified),
             float(p_values[chosen]))
 
 
@@ -227,6 +227,11 @@ def fit_thresholds(score: ArrayLike, good: ArrayLike, alpha: float, delta: float
         raise PolicyFitError(f"every one of the {good.size} labelled answers is {word}: a "
                              "policy needs both good and bad answers to learn from")
     scored = ~np.isnan(score)
+    if not scored.any():
+        raise PolicyFitError(
+            "no labelled sample has a score: " + (
+                f"the judge scored none of the {good.size} labelled answers; pick a judge "
+                "that scores them" if good.size else "there are no labels to fit on"))
     score, good = score[scored], good[scored]
     risk_delta = delta / 2 if beta is not None else delta
     answer_at, tested, certified, p_value = _answer_threshold(score, ~good, alpha, risk_delta,

@@ -12,10 +12,10 @@ def parse_rule(rule: str) -> tuple[str, int | None] | None:
     """(name, version or None) for a `policy:NAME[@VERSION]` rule, None for other rules."""
     if not rule.startswith(RULE_PREFIX):
         return None
-    name, _, version = rule[len(RULE_PREFIX):].partition("@")
+    name, at, version = rule[len(RULE_PREFIX):].partition("@")
     if not name:
         raise OptionError(f"rule {rule!r} names no policy: write policy:NAME")
-    if version and not version.isdecimal():
+    if at and not version.isdecimal():  # "policy:p@" too: it would follow every refit
         raise OptionError(f"rule {rule!r}: the version after @ must be a whole number")
     return name, int(version) if version else None
 

@@ -37,18 +37,22 @@ class StackedScore:
         return list(dict.fromkeys(column.rpartition(":")[0] for column in self.columns))
 
     def score_frame(self, features: pd.DataFrame) -> np.ndarray:
-        """P(good) per row of a stack_features frame (columns it lacks count as missing)."""
+        """P(good) per row of a stack_features frame (columns it lacks count as missing);
+        NaN (unscored: a policy defers it) for a row with no value at all."""
         x = features.reindex(columns=list(self.columns)).to_numpy(dtype=float)
         missing = np.isnan(x)
         z = np.hstack([np.where(missing, np.asarray(self.fill), x),
                        missing[:, list(self.flagged)].astype(float)])
         z = (z - np.asarray(self.mean)) / np.asarray(self.scale)
         logit = z @ np.asarray(self.coef) + self.intercept
-        return 1 / (1 + np.exp(-logit))
+        return np.where(missing.all(axis=1), np.nan, 1 / (1 + np.exp(-logit)))
 
     def score_verdicts(self, verdicts: Sequence[Verdict]) -> float | None:
-        """P(good) of one sample from its verdicts; None when none of its judges ran."""
-        mine = {v.judge: v for v in verdicts if v.judge in self.judges}
+        """P(good) of one sample from its verdicts; None (the policy defers) when none of
+        its judges gave a score or a keep: every value filled in with the training means
+        would read as a confident score."""
+        mine = {v.judge: v for v in verdicts if v.judge in self.judges
+                and (v.score is not None or v.keep is not None)}
         if not mine:
             return None
         features = stack_features({j: [v.score] for j, v in mine.items()},
@@ -60,7 +64,10 @@ class StackedScore:
 
 
 def train_stacked_score(features: pd.DataFrame, good: np.ndarray) -> StackedScore:
-    """Fit the stacked judge on labelled rows (NotEnoughLabels below 20 per class)."""
+    """Fit the stacked judge on labelled rows (NotEnoughLabels below 20 per class). A column
+    with no value (a judge unavailable on every row) is left out: the imputer would drop it
+    and the stored score would no longer fit together."""
+    features = features.loc[:, features.notna().any()]
     pipeline = fit_stacked_judge(features, good)
     imputer, scaler, regression = (step for _, step in pipeline.steps)
     flagged = (tuple(int(i) for i in imputer.indicator_.features_)
