@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+
 import pytest
 
 from ragshield.evaluation import run_tables
@@ -234,3 +236,24 @@ def test_markdown_cells_keep_a_table_row_whole_and_show_tags_as_text() -> None:
                   rows=[["fin\rance | x\u2028y <img src=x onerror=alert(1)>", 1]])
     row = table_markdown(table).splitlines()[-1]
     assert row == "| fin ance \\| x y &lt;img src=x onerror=alert(1)> | 1 |"
+
+
+def test_the_crag_row_of_a_judge_counts_its_undecided_samples_as_missing():
+    """It dropped them: its n differed from the answers' row, and so did its accuracy."""
+    import pandas as pd
+
+    from ragshield.evaluation import RunTables
+    from ragshield.reports.tables import crag_tables, judge_series
+
+    samples = pd.DataFrame({"sample_id": ["a", "b", "c", "d"],
+                            "answer": ["Paris", "Paris", "Rome", "Paris"],
+                            "references": [["Paris"]] * 4, "answer_correct": True,
+                            "passages_support": True})
+    verdicts = pd.DataFrame({"sample_id": ["a", "b", "c", "d"], "judge": "j",
+                             "keep": pd.array([True, None, True, False], dtype="boolean"),
+                             "score": np.nan})
+    tables = RunTables(run_id=1, truth="auto", config={}, samples=samples, verdicts=verdicts)
+    rows = crag_tables(tables, judge_series(tables))[0].rows
+    assert rows[0][:3] == ["answer as generated", "4", "0.750"]
+    # kept: a (right), c (wrong); b undecided and d withheld show nothing
+    assert rows[1][:5] == ["with j", "4", "0.250", "0.250", "0.500"]

@@ -372,8 +372,24 @@ def test_the_decision_view_counts_what_is_shown_and_says_it_plainly():
     assert every.wrong_shown == 0.5
     assert in_plain_words(shield, every) == ("with the shield: 50% of answers shown, 1 in 5 "
                                              "of them wrong; without it: all shown, 1 in 2 wrong")
-    assert [one_in(x) for x in (0.0, 0.7, 0.705, 0.33, 1.0, 0.04)] == [
-        "none", "7 in 10", "7 in 10", "1 in 3", "all", "fewer than 1 in 10"]
+    assert [one_in(x) for x in (0.0, 0.7, 0.705, 0.33, 1.0, 0.04, 0.96)] == [
+        "none", "7 in 10", "7 in 10", "1 in 3", "all", "fewer than 1 in 10",
+        "more than 9 in 10"]
     nothing = shown_answers(np.zeros(10, dtype=bool), good)
     assert np.isnan(nothing.wrong_shown)
     assert in_plain_words(nothing, every).startswith("with the shield: no answer shown")
+
+
+def test_aurc_ranks_unscored_samples_last():
+    """Left out, unscored samples shrank the area: a judge scoring one sample in ten of an
+    uninformative score looked ten times better (0.05 against 0.5)."""
+    rng = np.random.default_rng(0)
+    n = 1000
+    correct = rng.random(n) < 0.5
+    score = rng.random(n)
+    sparse = np.where(rng.random(n) < 0.9, np.nan, score)
+    table = pd.DataFrame({"sample_id": np.arange(n).repeat(2), "judge": ["full", "sparse"] * n,
+                          "keep": True, "score": np.column_stack([score, sparse]).ravel(),
+                          "answer_correct": correct.repeat(2), "passages_support": True})
+    metrics = judge_metrics(table, n_resamples=0)
+    assert metrics["sparse"]["aurc"] == pytest.approx(metrics["full"]["aurc"], abs=0.03)

@@ -41,7 +41,11 @@ def one_in(share: float) -> str:
     if share >= 1:
         return "all"
     near = Fraction(share).limit_denominator(10)
-    return f"{near.numerator} in {near.denominator}" if near.numerator else "fewer than 1 in 10"
+    if not near.numerator:
+        return "fewer than 1 in 10"
+    if near == 1:  # 0.95 and up: "1 in 1" would read as all
+        return "more than 9 in 10"
+    return f"{near.numerator} in {near.denominator}"
 
 
 def in_plain_words(shield: ShownAnswers, keep_all: ShownAnswers) -> str:

@@ -120,7 +120,10 @@ def _scored_metrics(score: np.ndarray, correct: np.ndarray,
     best, threshold = max_f1(curve)
     return {"max_f1": best, "max_f1_threshold": threshold, "pr_auc": pr_auc(curve),
             "qpp_pr_auc": pr_auc(pr_curve(score, support, support)),
-            "aurc": aurc(risk_coverage_curve(score, correct))}
+            # Unscored samples rank last, so the curve reaches coverage 1: left out, they
+            # would shrink the area, and a judge that scores fewer would look better.
+            "aurc": aurc(risk_coverage_curve(np.where(np.isnan(score), -np.inf, score),
+                                             correct))}
 
 
 def judge_metrics(table: pd.DataFrame, n_resamples: int = N_RESAMPLES,

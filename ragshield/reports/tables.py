@@ -123,7 +123,10 @@ def crag_tables(tables: RunTables, series: dict[str, JudgeSeries]) -> list[Table
     grades = crag_grades(samples["answer"], samples["references"])
     rows = [_crag_row("answer as generated", grades)]
     for judge, s in series.items():
-        rows.append(_crag_row(f"with {judge}", np.where(s.keep, grades[s.rows], 0)))
+        # A sample the judge did not decide shows no answer: missing (0), on every sample.
+        judged = np.zeros_like(grades)
+        judged[s.rows] = np.where(s.keep, grades[s.rows], 0)
+        rows.append(_crag_row(f"with {judge}", judged))
     result = [Table("CRAG scoring", ["system", "n", "accuracy", "hallucination", "missing",
                                      "score"], rows,
                     "+1 correct, 0 missing (a refusal, or an answer the judge withheld), "
