@@ -9,9 +9,11 @@ import lzma
 import math
 from pathlib import Path
 
+import pytest
 from sqlalchemy import select, text
 
 from ragshield import strict_json
+from ragshield.errors import UserError
 from ragshield.answerers.given import GivenAnswerer
 from ragshield.services.live_runs import LIVE_DATASET
 from ragshield.services.run_bundles import export_run
@@ -58,6 +60,11 @@ def test_non_finite_numbers_are_stored_and_exported_as_absent(store: Store,
     assert [t["logprob"] for t in stored.given_answer["tokens"]] == [None, -0.1]
     assert trace[0]["logprobs"][0]["logprob"] is None
 
+    (tmp_path / "a-file").write_text("")
+    for under_a_file in (tmp_path / "a-file" / "run.json.xz",
+                         tmp_path / "a-file" / "sub" / "run.json.xz"):
+        with pytest.raises(UserError, match=f"cannot write {under_a_file}"):
+            export_run(store, run_id, under_a_file)  # a traceback before
     path = export_run(store, run_id, tmp_path / "run.json.xz")
     with lzma.open(path, "rt", encoding="utf-8") as handle:
         bundle = strict_json.loads(handle.read())  # refuses NaN and Infinity
@@ -76,3 +83,23 @@ def test_strict_dumps_writes_null_for_non_finite_numbers() -> None:
     assert strict_json.loads(strict_json.dumps(value)) == {
         "a": [1.5, None, {"b": None}], "c": [None], "d": "NaN"}
     assert strict_json.dumps({"x": 1}, sort_keys=True) == '{"x": 1}'
+
+
+def test_the_live_run_s_day_is_the_utc_day_whatever_the_time_zone(monkeypatch) -> None:
+    """Replicas in other time zones sharing one database made two 'today' runs."""
+    import time
+    from datetime import datetime, timezone
+
+    from ragshield.run_config import RunConfig
+    from ragshield.services.live_runs import _run_name
+
+    config = RunConfig(dataset="live")
+    names = set()
+    for zone in ("Etc/GMT+12", "Etc/GMT-14"):
+        monkeypatch.setenv("TZ", zone)
+        time.tzset()
+        names.add(_run_name(config))
+    monkeypatch.undo()
+    time.tzset()
+    (name,) = names
+    assert name.startswith(f"live {datetime.now(timezone.utc).date().isoformat()} ")

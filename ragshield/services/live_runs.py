@@ -17,7 +17,7 @@ import hashlib
 import json
 import threading
 from dataclasses import dataclass
-from datetime import date
+from datetime import datetime, timezone
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
@@ -77,7 +77,8 @@ def live_config(result: AskResult, settings: Settings) -> RunConfig:
 
 def _run_name(config: RunConfig) -> str:
     digest = hashlib.sha256(json.dumps(config.to_dict(), sort_keys=True).encode()).hexdigest()
-    return f"live {date.today().isoformat()} {digest[:8]}"
+    # The UTC day, as the store's times: replicas in other time zones share one run a day.
+    return f"live {datetime.now(timezone.utc).date().isoformat()} {digest[:8]}"
 
 
 def _found_live_run(store: Store, config: RunConfig) -> int | None:

@@ -89,7 +89,10 @@ def write_bundle(store: Store, run_id: int, path: Path, *, code_version: str,
                     "code_version": run.code_version},
             "answers": answers, "llm_calls": held,
         }
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a file where a folder of the path should be
+        raise BundleError(f"cannot write {path}: {exc.strerror or exc}") from None
 
     def write(target: Path) -> None:
         try:
