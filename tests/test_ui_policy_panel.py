@@ -12,6 +12,7 @@ import re
 import gradio as gr
 import pytest
 
+from ragshield.errors import UserError
 from ragshield.services.people import ADMIN, ANNOTATOR, Access
 from ragshield.services.pinned_policy import pinned
 from ragshield.services.policies import list_policies
@@ -165,3 +166,26 @@ def test_with_logins_only_an_admin_saves_pins_and_unpins(judged):
     assert "Only an admin may unpin policies." in unpin_html(context, "ann")
     assert pinned(context.store).rule == "policy:guard@1"
     assert ERROR not in unpin_html(context, "boss") and pinned(context.store) is None
+
+
+def test_with_logins_only_an_admin_trains_a_judge(judged):
+    """A policy reads a trained judge by name: training it again (or anew) changes what the
+    guard lets through, as a pin does."""
+    from ragshield.ui.dashboard_tab import start_training
+
+    class NoTrainer:  # nothing may start for an annotator; an admin gets as far as starting
+        def __init__(self) -> None:
+            self.started: list[str] = []
+
+        def start(self, name: str, dataset: str, hard_negatives: bool = False) -> None:
+            self.started.append(name)
+            raise UserError("stopped here by the test")
+
+    context, _, _ = judged
+    context.access = Access(logins=True, file_roles={"boss": ADMIN, "ann": ANNOTATOR})
+    trainer = NoTrainer()
+    refused = start_training(context, trainer, "demo", "mine", False, "ann")  # type: ignore
+    assert ERROR in refused and "Only an admin may train judges." in refused
+    assert trainer.started == []
+    allowed = start_training(context, trainer, "demo", "mine", False, "boss")  # type: ignore
+    assert "stopped here by the test" in allowed and trainer.started == ["mine"]

@@ -16,6 +16,7 @@ from ragshield.errors import UserError
 from ragshield.services.ask_choices import (ANSWERERS, CONFIGURED_MODEL, GIVEN, MODEL_CHOICES,
                                            MODEL_NOTE, RETRIEVAL_CHOICES, judge_choices)
 from ragshield.services.datasets import dataset_names
+from ragshield.services.people import require_admin
 from ragshield.services.rendering import table_html
 from ragshield.types import Table
 from ragshield.services.judge_training import JudgeTrainer, held_out_sentence, readiness
@@ -146,9 +147,12 @@ def training_html(context: UiContext, trainer: JudgeTrainer, dataset: str | None
 
 
 def start_training(context: UiContext, trainer: JudgeTrainer, dataset: str | None,
-                   name: str | None, negatives: bool = False) -> str:
-    """Start a training from the form; its progress shows with the next refresh."""
+                   name: str | None, negatives: bool = False, by: str | None = None) -> str:
+    """Start a training from the form (`by`, the login: with logins, an admin's; a trained
+    judge a policy reads decides what the guard lets through); its progress shows with the
+    next refresh."""
     try:
+        require_admin(context.store, context.access, by, "train judges")
         if not dataset:
             raise UserError("choose a dataset")
         trainer.start((name or "").strip(), dataset, hard_negatives=bool(negatives))
@@ -357,8 +361,10 @@ def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
     def training_view(dataset: str | None) -> str:
         return training_html(context, trainer, dataset)
 
-    def train(dataset: str | None, name: str | None, negatives: bool) -> str:
-        return start_training(context, trainer, dataset, name, negatives)
+    def train(dataset: str | None, name: str | None, negatives: bool,
+              request: gr.Request) -> str:
+        return start_training(context, trainer, dataset, name, negatives,
+                              getattr(request, "username", None))
 
     view_inputs = [run_picker, truth_radio, resamples_box]
     view_outputs = [tables_out, figures_out, annotation_out, agreement_out, shown]
