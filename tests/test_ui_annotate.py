@@ -68,6 +68,19 @@ def test_a_label_lands_in_the_store_and_the_next_item_follows(context):
     assert "Stored" in screen.message and "unanswerable" in screen.message
 
 
+def test_a_label_for_another_dataset_than_the_item_shown_is_refused(context):
+    """A dataset picked just before a hotkey: the key meant the item on screen, and ids
+    repeat across datasets, so the label landed on a sample nobody saw."""
+    import_samples(context.store, "toy2", toy_samples())
+    first = next_item(context, VIEW, "ann")
+    other = QueueView(dataset="toy2", blind=False)
+    record, screen = label_sample(context, other, "ann", first.shown.sample_id, "unanswerable",
+                                  "", first.shown.request_ids["unanswerable"],
+                                  shown=first.shown)
+    assert record is None and screen.kind == "error" and "No label written" in screen.message
+    assert labels_of(context, "s0") == [] and label_history(context.store, "toy2", "s0") == []
+
+
 def test_a_request_id_stores_one_label_however_often_it_is_sent(context):
     shown = next_item(context, VIEW, "ann").shown
     request_id = shown.request_ids["answerable"]

@@ -260,16 +260,20 @@ def label_sample(context: UiContext, view: QueueView, typed_name: str | None, sa
                  label: str, note: str | None, request_id: str | None, request: Any = None,
                  shown: Shown | None = None) -> tuple[LabelRecord | None, Screen]:
     """Store `label` on `sample_id` and load the next item. `shown` (the item on screen)
-    supplies the passages and answer the label was given on."""
-    on_screen = (shown if shown and (shown.dataset, shown.sample_id) == (view.dataset, sample_id)
-                 else None)
+    supplies the passages and answer the label was given on; a label for another sample than
+    it (a dataset picked just before the key was pressed) is refused: ids repeat across
+    datasets, and the label would land on a sample nobody saw."""
+    if shown is not None and (shown.dataset, shown.sample_id) != (view.dataset, sample_id):
+        return None, Screen(f"No label written: the item on screen is {shown.sample_id} of "
+                            f"dataset {shown.dataset!r}, not {sample_id} of "
+                            f"{view.dataset!r}; label the item shown now.", "error")
     try:
         name = _signed_in(context, typed_name, request)
         record, handed = labelling.label_then_next(
             context.store, view.queue, name, sample_id, label, note=note,
             request_id=request_id or None,
-            passages_shown=on_screen.passages if on_screen else None,
-            answer_id=on_screen.answer_id if on_screen else None, blind=view.blind)
+            passages_shown=shown.passages if shown else None,
+            answer_id=shown.answer_id if shown else None, blind=view.blind)
     except UserError as error:
         return None, Screen(f"No label written: {error}", "error")
     message = (f"Stored: {sample_id} is {record.label} for {name}." if record.stored else
