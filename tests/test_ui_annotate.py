@@ -292,3 +292,18 @@ def test_with_logins_only_an_admin_edits_the_guidelines(context):
     assert get_guidelines(context.store, "toy") is None
     message, _ = save_guidelines(context, "toy", "# Rules", "boss")
     assert "saved" in message and get_guidelines(context.store, "toy") == "# Rules"
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"overlap": "2"}, "overlap"), ({"overlap": 0}, "overlap"), ({"overlap": True}, "overlap"),
+    ({"note": 5}, "note"), ({"request_id": 7}, "request_id"), ({"dataset": ["toy"]}, "dataset"),
+    ({"sample_id": None}, "sample_id"),
+])
+def test_the_label_endpoint_refuses_a_wrong_type_before_writing(change, field):
+    """Its JSON is not checked against its signature: overlap "2" stored the label and then
+    failed with a TypeError, so the caller saw a failure for a label that was kept."""
+    call = {"dataset": "toy", "sample_id": "s0", "label": "answerable", "note": None,
+            "request_id": None, "annotator": "ann", "strategy": "unlabelled", "overlap": 1}
+    annotate_tab.check_label_call(**call)
+    with pytest.raises(gr.Error, match=f"No label written: field '{field}'"):
+        annotate_tab.check_label_call(**{**call, **change})

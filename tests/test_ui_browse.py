@@ -276,9 +276,10 @@ def test_bad_filter_values_and_unknown_runs_read_as_messages(shared):
     summary, table, _ = browse_filter(context, frames, 999, "auto", DECISION, [], False, "any",
                                       False, "")
     assert "rs-msg-error" in summary and "no run with id 999" in summary and table.empty
-    summary, _, _ = browse_filter(context, frames, "x1", "auto", DECISION, [], False, "any",
-                                  False, "")
-    assert "rs-msg-error" in summary and "whole number" in summary
+    for run in ("x1", "²", "99999999999999999999"):  # the last two: tracebacks before
+        summary, _, _ = browse_filter(context, frames, run, "auto", DECISION, [], False,
+                                      "any", False, "")
+        assert "rs-msg-error" in summary and "whole number" in summary
     summary, _, _ = browse_filter(context, frames, toy_run, "auto", DECISION, ["XX"], False,
                                   "any", False, "")
     assert "rs-msg-error" in summary and "unknown fold" in summary
@@ -457,3 +458,16 @@ def test_a_run_not_started_yet_shows_no_rows_and_no_case(shared):
     assert "showing 0 of 0" in summary and table.empty
     html = browse_detail(context, frames, pending, "auto", "s0")
     assert "rs-msg-error" in html and "no answer for sample &#x27;s0&#x27; yet" in html
+
+
+def test_a_page_link_to_a_case_study_with_a_bad_run_says_so(shared):
+    """?run=... is typed by anyone: past SQL's integers, or a digit that is no number, it
+    broke the page load with a traceback."""
+    from ragshield.ui.browse_tab import browse_link
+
+    context, frames, toy_run = shared
+    run, sample, detail = browse_link(context, frames, {"run": str(toy_run), "sample": "s0"})
+    assert run["value"] == toy_run and sample == "s0" and "rs-msg-error" not in detail
+    for bad in ("99999999999999999999", "²"):
+        _, _, detail = browse_link(context, frames, {"run": bad, "sample": "s0"})
+        assert "rs-msg-error" in detail and "whole number" in detail

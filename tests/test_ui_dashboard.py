@@ -272,7 +272,9 @@ def test_errors_are_readable_messages(context, run_id):
                                             (run_id, "oracle", 0, "truth must be one of"),
                                             (run_id, "auto", -1, "bootstrap resamples"),
                                             (run_id, "auto", None, "bootstrap resamples"),
-                                            ("x", "auto", 0, "run: give a whole number")):
+                                            ("x", "auto", 0, "run: give a whole number"),
+                                            # past SQL's integers: a traceback before
+                                            ("1e30", "auto", 0, "run: give a whole number")):
         shown = refresh_dashboard(context, cache, run, truth, resamples)
         assert "rs-msg-error" in shown.tables_html and expected in html.unescape(shown.tables_html)
         assert shown.view_serial is None and shown.figures_html == ""

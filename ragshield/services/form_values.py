@@ -7,13 +7,16 @@ from typing import Any
 from ragshield.errors import OptionError
 
 
-def whole_number(value: Any, what: str, *, minimum: int, maximum: int | None = None) -> int:
+LARGEST = 2**31 - 1  # the largest id or count a database integer column holds everywhere
+
+
+def whole_number(value: Any, what: str, *, minimum: int, maximum: int = LARGEST) -> int:
     """`value` as an int within the bounds; OptionError naming `what` otherwise."""
     try:
         number = float(value)
     except (TypeError, ValueError):
         raise OptionError(f"{what}: give a whole number, got {value!r}") from None
-    if not number.is_integer() or number < minimum or (maximum is not None and number > maximum):
-        bounds = f"from {minimum} to {maximum}" if maximum is not None else f"at least {minimum}"
-        raise OptionError(f"{what}: give a whole number {bounds}, got {value!r}")
+    if not number.is_integer() or not minimum <= number <= maximum:
+        raise OptionError(f"{what}: give a whole number from {minimum} to {maximum}, got "
+                          f"{value!r}")
     return int(number)

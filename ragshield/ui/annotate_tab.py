@@ -365,9 +365,28 @@ def label_result(record: LabelRecord | None, screen: Screen) -> dict[str, Any]:
             "next_sample_id": screen.shown.sample_id if screen.shown else None}
 
 
+OPTIONAL_TEXT = ("note", "request_id", "annotator")  # None: no note, no id, the login's name
+
+
+def check_label_call(*, overlap: Any, **texts: Any) -> None:
+    """gr.Error naming the field, before anything is written, for a value of the wrong type
+    sent to the annotate_label endpoint (its JSON is not checked against the signature)."""
+    for name, value in texts.items():
+        if not (isinstance(value, str) or (value is None and name in OPTIONAL_TEXT)):
+            raise gr.Error(f"No label written: field {name!r} must be text, got "
+                           f"{type(value).__name__}")
+    if isinstance(overlap, bool) or not isinstance(overlap, int) or overlap < 1:
+        raise gr.Error(f"No label written: field 'overlap' must be a whole number of at least "
+                       f"1, got {overlap!r}")
+
+
+MAX_OVERLAP = 1000  # annotators per sample: more than any team has (and than SQL's integers)
+
+
 def _view(dataset: str, strategy: str, overlap: float | None, blind: bool,
           show_answer: bool) -> QueueView:
-    return QueueView(dataset, strategy, int(overlap or 1), bool(blind), bool(show_answer))
+    return QueueView(dataset, strategy, min(int(overlap or 1), MAX_OVERLAP), bool(blind),
+                     bool(show_answer))
 
 
 # Label, skip, undo, next item and progress touch only the store (milliseconds): they bypass
@@ -489,6 +508,9 @@ def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
                        request: gr.Request = None) -> dict:
         """Label a sample, once per request_id. With --auth the login name is the annotator.
         Returns the label stored on the sample and the next sample's id."""
+        check_label_call(dataset=dataset, sample_id=sample_id, label=label, note=note,
+                         request_id=request_id, annotator=annotator, strategy=strategy,
+                         overlap=overlap)
         view = QueueView(dataset, strategy, overlap)
         return label_result(*label_sample(context, view, annotator, sample_id, label, note,
                                           request_id, request))

@@ -13,10 +13,11 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-from ragshield.errors import OptionError, UserError
+from ragshield.errors import UserError
 from ragshield.services.browse import (DECISION, FOLDS, LABEL_STATES, BrowseFilters,
                                        BrowseFrames, browse_samples)
 from ragshield.services.case_studies import case_study
+from ragshield.services.form_values import LARGEST, whole_number
 from ragshield.services.run_choices import (ALL_DATASETS, datasets_with_runs, pick_run,
                                             run_choices)
 from ragshield.services.run_tables import TRUTHS
@@ -61,10 +62,7 @@ def browse_runs(context: UiContext, dataset: str | None,
 
 
 def _run_id(run: int | str | None) -> int:
-    text = str(run if run is not None else "").strip()
-    if not text.isdigit():
-        raise OptionError(f"a run id is a whole number, got {text!r}")
-    return int(text)
+    return whole_number(run, "run", minimum=1)
 
 
 def browse_link(context: UiContext, frames: BrowseFrames,
@@ -74,7 +72,9 @@ def browse_link(context: UiContext, frames: BrowseFrames,
     run_value, sample_id = query.get("run", "").strip(), query.get("sample", "").strip()
     if not run_value or not sample_id:
         return gr.update(), gr.update(), gr.update()
-    run_id = int(run_value) if run_value.isdigit() else run_value
+    run_id: int | str = run_value  # as it came, when it is no run id: its error shows below
+    if run_value.isdecimal() and int(run_value) <= LARGEST:  # "²" is a digit, not decimal
+        run_id = int(run_value)
     return (gr.update(value=run_id), sample_id,
             browse_detail(context, frames, run_id, "auto", sample_id))
 
