@@ -105,10 +105,16 @@ def choose_rule(rule: str | None, judges: Sequence[str],
                                        f"judges; deciding by {POOLED_RULES[0]}")
 
 
-def decide(verdicts: Sequence[Verdict], rule: Rule = DEFAULT_DECISION_RULE) -> RuleDecision:
+def decide(verdicts: Sequence[Verdict], rule: Rule = DEFAULT_DECISION_RULE,
+           refusal: bool = False) -> RuleDecision:
     """Apply a decision rule: a judge's name (follow that judge), `all` (keep only if every
-    deciding judge keeps), `majority` (keep if most deciding judges keep) or a policy."""
+    deciding judge keeps), `majority` (keep if most deciding judges keep) or a policy. A
+    policy withholds a `refusal`, as it was fitted: its promise counts refusals as withheld,
+    whatever score a judge gave them."""
     if not isinstance(rule, str):
+        if refusal:
+            return RuleDecision(False, rule.rule, "the answer is a refusal: it shows nothing "
+                                                  "(withheld, as the policy was fitted)")
         return rule.decide(verdicts)
     deciding = [v for v in verdicts if v.keep is not None]
     if rule in POOLED_RULES:
@@ -171,13 +177,13 @@ def judge_sample(
     if budget is not None:
         result.verdicts = judge_within(order(judges), sample, answer, reader, budget,
                                        on_verdict)
-        result.decision = budget_decision(decide(result.verdicts, rule), result.verdicts,
-                                          budget)
+        result.decision = budget_decision(decide(result.verdicts, rule, answer.refusal),
+                                          result.verdicts, budget)
         if on_decision is not None:
             on_decision(result.decision)
         return result
     def settle() -> None:
-        result.decision = decide(result.verdicts, rule)
+        result.decision = decide(result.verdicts, rule, answer.refusal)
         if on_decision is not None:
             on_decision(result.decision)
 

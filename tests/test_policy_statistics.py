@@ -281,3 +281,18 @@ def test_a_stacked_score_leaves_out_an_unavailable_judge_and_defers_when_all_fai
     failed = Verdict(judge="p_true", keep=None, score=None, error="backend timeout")
     assert stacked.score_verdicts([failed]) is None
     assert np.isnan(stacked.score_frame(features.iloc[:1] * np.nan)).all()
+
+
+def test_a_refusal_is_withheld_at_ask_time_as_when_fitting():
+    """Fitting counts a refusal as withheld; deciding by its raw score answered a refusal a
+    judge scored high, and the withheld side's share of good answers broke beta."""
+    from ragshield.judging import decide
+    from ragshield.types import Verdict
+
+    data = LabelledScores(np.array([f"s{i}" for i in range(8)]), SCORES, GOOD,
+                          np.full(8, REFERENCE))
+    policy = fit_policy("p", "judge", data, alpha=0.5, delta=0.2, starts=1)
+    sure = [Verdict(judge="judge", keep=True, score=8.0)]
+    assert decide(sure, policy).keep is True
+    refused = decide(sure, policy, refusal=True)
+    assert refused.keep is False and not refused.deferred and "refusal" in refused.reason

@@ -57,11 +57,14 @@ def judge_scores(tables: RunTables, judge: str) -> np.ndarray:
 
 
 def policy_scores(tables: RunTables, policy: Policy) -> np.ndarray:
-    """The score `policy` decides each sample of the run by."""
+    """The score `policy` decides each sample of the run by: -inf for a refusal, which shows
+    no answer and so is withheld, as the policy was fitted (judging.decide at ask time)."""
     if policy.stacker is not None:
-        return policy.stacker.score_frame(run_features(tables.verdicts,
-                                                       tables.samples["sample_id"]))
-    return judge_scores(tables, policy.source)
+        scores = policy.stacker.score_frame(run_features(tables.verdicts,
+                                                         tables.samples["sample_id"]))
+    else:
+        scores = judge_scores(tables, policy.source)
+    return np.where(tables.samples["refusal"].to_numpy(dtype=bool), -np.inf, scores)
 
 
 def truth_sources(samples) -> np.ndarray:
