@@ -253,7 +253,8 @@ class RejudgeOutcome:
 def rejudge_run(store: Store, run_id: int, judges: str, settings: Settings | None = None, *,
                 models: RunModels | None = None, progress: bool = True) -> RejudgeOutcome:
     """Run `judges` ("all" or names) on the run's saved answers, skipping (answer, judge)
-    pairs already judged. Answers are not generated again. A verdict that fails is not
+    pairs already judged (a verdict that failed or could not run, as a live run keeps, is
+    judged again and replaced). Answers are not generated again. A verdict that fails is not
     saved; the run's judge list gains only the judges with a saved verdict."""
     from ragshield.judges.registry import judge_names
 

@@ -84,22 +84,3 @@ def test_strict_dumps_writes_null_for_non_finite_numbers() -> None:
         "a": [1.5, None, {"b": None}], "c": [None], "d": "NaN"}
     assert strict_json.dumps({"x": 1}, sort_keys=True) == '{"x": 1}'
 
-
-def test_the_live_run_s_day_is_the_utc_day_whatever_the_time_zone(monkeypatch) -> None:
-    """Replicas in other time zones sharing one database made two 'today' runs."""
-    import time
-    from datetime import datetime, timezone
-
-    from ragshield.run_config import RunConfig
-    from ragshield.services.live_runs import _run_name
-
-    config = RunConfig(dataset="live")
-    names = set()
-    for zone in ("Etc/GMT+12", "Etc/GMT-14"):
-        monkeypatch.setenv("TZ", zone)
-        time.tzset()
-        names.add(_run_name(config))
-    monkeypatch.undo()
-    time.tzset()
-    (name,) = names
-    assert name.startswith(f"live {datetime.now(timezone.utc).date().isoformat()} ")

@@ -175,8 +175,14 @@ def add_live_sample(store: Store, run_id: int, sample_id: int, answers: dict[str
 
 def add_verdicts(store: Store, answer_id: int, verdicts: Iterable[Verdict]) -> None:
     """Add verdicts to a saved answer (re-judging without re-generating), in one transaction,
-    and update the answer's judge disagreement."""
+    replacing a verdict of the same judge (one that failed or could not run), and update the
+    answer's judge disagreement."""
+    verdicts = list(verdicts)
     with store.session() as session:
+        session.execute(delete(VerdictRow).where(
+            VerdictRow.answer_id == answer_id,
+            VerdictRow.judge.in_([v.judge for v in verdicts])))
+        session.flush()
         session.add_all(_verdict_row(answer_id, v) for v in verdicts)
         session.flush()
         keeps = session.scalars(select(VerdictRow.keep).where(VerdictRow.answer_id == answer_id))
@@ -293,9 +299,13 @@ def _shown_sample(row: SampleRow, passages: list[dict[str, Any]]) -> Sample:
 
 
 def _judges_by_answer(session: Session, answer_ids: list[int]) -> dict[int, set[str]]:
+    """The judges with a verdict on each answer; one that failed or could not run (a live
+    run keeps those) does not count: judging again replaces it."""
     result: dict[int, set[str]] = {}
     for answer_id, judge in session.execute(
-        select(VerdictRow.answer_id, VerdictRow.judge).where(VerdictRow.answer_id.in_(answer_ids))
+        select(VerdictRow.answer_id, VerdictRow.judge).where(
+            VerdictRow.answer_id.in_(answer_ids), VerdictRow.error.is_(None),
+            VerdictRow.available.is_not(False))
     ):
         result.setdefault(answer_id, set()).add(judge)
     return result
