@@ -7,9 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from ragshield.datasets.demo import DEMO_DATASET
+from ragshield.errors import UserError
+from ragshield.run_config import RunConfig
 from ragshield.services.datasets import ensure_demo_dataset
 from ragshield.store.database import Store
-from ragshield.store.run_bundle import load_bundle, read_bundle, write_bundle
+from ragshield.store.run_bundle import BundleError, load_bundle, read_bundle, write_bundle
 from ragshield.version import code_version
 
 
@@ -25,6 +27,10 @@ def import_run(store: Store, path: Path, max_unpacked: int | None = None) -> int
     demo set is imported on the way); BundleError names the file and field otherwise, and
     when the file unpacks to more than `max_unpacked` characters."""
     bundle = read_bundle(path, max_unpacked)
+    try:  # a config no run of this version could resume, re-judge or report on
+        RunConfig.from_dict(bundle.run["config"])
+    except (UserError, TypeError, ValueError) as error:
+        raise BundleError(f"{path}: run.config: {error}") from None
     if bundle.dataset == DEMO_DATASET:
         ensure_demo_dataset(store)
     return load_bundle(store, bundle)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Table, func, insert, select
+from sqlalchemy.exc import SQLAlchemyError
 
 from ragshield import strict_json
 from ragshield.errors import UserError
@@ -68,13 +69,16 @@ def write_bundle(store: Store, run_id: int, path: Path, *, code_version: str,
         if run is None:
             raise BundleError(f"no run {run_id} in the store")
         dataset = session.scalar(select(Dataset.name).where(Dataset.id == run.dataset_id))
-        external = dict(session.execute(select(Sample.id, Sample.external_id).join(
-            AnswerRow, AnswerRow.sample_id == Sample.id).where(AnswerRow.run_id == run_id)).all())
+        external = {row.id: (row.external_id, row.question) for row in session.execute(
+            select(Sample.id, Sample.external_id, Sample.question).join(
+                AnswerRow, AnswerRow.sample_id == Sample.id).where(AnswerRow.run_id == run_id))}
         verdicts: dict[int, list[dict[str, Any]]] = {}
         for verdict in session.scalars(select(VerdictRow).join(AnswerRow).where(
                 AnswerRow.run_id == run_id).order_by(VerdictRow.id)):
             verdicts.setdefault(verdict.answer_id, []).append(_row(verdict, verdict_columns))
-        answers = [{"sample": external[answer.sample_id], **_row(answer, answer_columns),
+        # The question goes with each answer: an import checks it is the same sample.
+        answers = [{"sample": external[answer.sample_id][0],
+                    "question": external[answer.sample_id][1], **_row(answer, answer_columns),
                     "verdicts": verdicts.get(answer.id, [])}
                    for answer in session.scalars(select(AnswerRow).where(
                        AnswerRow.run_id == run_id).order_by(AnswerRow.id))]
@@ -156,6 +160,12 @@ def read_bundle(path: Path, max_unpacked: int | None = None) -> Bundle:
                   run, answers, _field(body, "llm_calls", list, path))
 
 
+def _object(value: Any, path: Path, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise BundleError(f"{path}: {where}: each entry must be an object, got {value!r:.40}")
+    return value
+
+
 def _known(row: dict[str, Any], columns: list[str], path: Path, where: str) -> dict[str, Any]:
     unknown = sorted(set(row) - set(columns))
     if unknown:
@@ -175,33 +185,54 @@ def load_bundle(store: Store, bundle: Bundle) -> int:
         dataset_id = session.scalar(select(Dataset.id).where(Dataset.name == bundle.dataset))
         if dataset_id is None:
             raise BundleError(f"{path}: dataset {bundle.dataset!r} is not in the store")
-        samples = dict(session.execute(select(Sample.external_id, Sample.id).where(
-            Sample.dataset_id == dataset_id)).all())
+        samples = {row.external_id: (row.id, row.question) for row in session.execute(
+            select(Sample.external_id, Sample.id, Sample.question).where(
+                Sample.dataset_id == dataset_id))}
         missing = sorted({a["sample"] for a in bundle.answers} - set(samples))
         if missing:
             raise BundleError(f"{path}: {len(missing)} answered sample(s) are not in dataset "
                               f"{bundle.dataset!r}, e.g. {missing[:3]}")
-        run = Run(name=bundle.run.get("name"), dataset_id=dataset_id,
-                  config=bundle.run["config"], code_version=bundle.run.get("code_version"),
-                  seed=int(bundle.run.get("seed") or 0), status=bundle.run.get("status", "done"),
-                  samples_total=int(bundle.run.get("samples_total") or 0))
-        session.add(run)
-        session.flush()
-        for index, item in enumerate(bundle.answers):
-            fields = {k: v for k, v in item.items() if k not in ("sample", "verdicts")}
-            answer = AnswerRow(run_id=run.id, sample_id=samples[item["sample"]],
-                               **_known(fields, answer_columns, path, f"answers[{index}]"))
-            session.add(answer)
+        other = sorted({a["sample"] for a in bundle.answers
+                        if "question" in a and a["question"] != samples[a["sample"]][1]})
+        if other:  # same ids, other samples: the answers would go to questions never asked
+            raise BundleError(f"{path}: {len(other)} answered sample(s) of dataset "
+                              f"{bundle.dataset!r} here ask another question than in the "
+                              f"bundle, e.g. {other[:3]}; import into the dataset it was made on")
+        where = "run"
+        try:
+            run = Run(name=bundle.run.get("name"), dataset_id=dataset_id,
+                      config=bundle.run["config"], code_version=bundle.run.get("code_version"),
+                      seed=int(bundle.run.get("seed") or 0),
+                      status=bundle.run.get("status", "done"),
+                      samples_total=int(bundle.run.get("samples_total") or 0))
+            session.add(run)
             session.flush()
-            session.add_all(VerdictRow(answer_id=answer.id,
-                                       **_known(v, verdict_columns, path,
-                                                f"answers[{index}].verdicts"))
-                            for v in item["verdicts"])
-        held = set(session.scalars(select(LLMCallRow.key)))
-        fresh = [_known(call, call_columns, path, "llm_calls") for call in bundle.llm_calls
-                 if call.get("key") not in held]
-        if fresh:
-            session.execute(insert(LLMCallRow), fresh)
+            for index, item in enumerate(bundle.answers):
+                where = f"answers[{index}]"
+                fields = {k: v for k, v in item.items()
+                          if k not in ("sample", "question", "verdicts")}
+                answer = AnswerRow(run_id=run.id, sample_id=samples[item["sample"]][0],
+                                   **_known(fields, answer_columns, path, where))
+                session.add(answer)
+                session.flush()
+                session.add_all(VerdictRow(answer_id=answer.id,
+                                           **_known(_object(v, path, where), verdict_columns,
+                                                    path, f"{where}.verdicts"))
+                                for v in item["verdicts"])
+                session.flush()
+            where = "llm_calls"
+            held = set(session.scalars(select(LLMCallRow.key)))
+            fresh = [_known(_object(call, path, where), call_columns, path, where)
+                     for call in bundle.llm_calls]
+            fresh = [call for call in fresh if call.get("key") not in held]
+            if fresh:
+                session.execute(insert(LLMCallRow), fresh)
+        except BundleError:
+            raise
+        except (TypeError, ValueError, AttributeError, SQLAlchemyError) as exc:
+            message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise BundleError(f"{path}: {where}: a value this store cannot take "
+                              f"({message}); nothing was imported") from None
         return run.id
 
 
