@@ -184,7 +184,10 @@ def _labelled_samples(records: RunRecords, labels: Labels, truth: str) -> pd.Dat
         if position is None or not current:
             continue
         label = human_label[position] = majority_label([c.label for c in current])
-        flag = human_correct[position] = majority_flag([c.answer_correct for c in current])
+        # A flag on another answer (another run's, worded otherwise) says nothing of this one.
+        answer = samples["answer"].iat[position]
+        flag = human_correct[position] = majority_flag([
+            c.answer_correct for c in current if c.answer_text in (None, answer)])
         annotators[position] = len(current)
         if truth == "human":
             correct[position] = flag if flag is not None else correct[position]

@@ -257,3 +257,33 @@ def test_the_crag_row_of_a_judge_counts_its_undecided_samples_as_missing():
     assert rows[0][:3] == ["answer as generated", "4", "0.750"]
     # kept: a (right), c (wrong); b undecided and d withheld show nothing
     assert rows[1][:5] == ["with j", "4", "0.250", "0.250", "0.500"]
+
+
+def test_an_answer_correct_flag_counts_only_for_the_answer_it_was_given_on(sqlite_store):
+    """The flag was applied to whatever answer a later run gave: a run answering everything
+    wrongly inherited the right answers' flags under truth human."""
+    from sqlalchemy import insert, select
+
+    from ragshield.store.models import AnswerRow, Run
+    from ragshield.testing.synthetic_run import fill_synthetic_run
+
+    store = sqlite_store
+    first = fill_synthetic_run(store, 40, ["trivial"], seed=0)
+    with store.session() as session:
+        run = session.get(Run, first)
+        again = Run(name="again", dataset_id=run.dataset_id, config=run.config, status="done",
+                    samples_total=40)
+        session.add(again)
+        session.flush()
+        second = again.id
+        session.execute(insert(AnswerRow), [
+            dict(run_id=second, sample_id=a.sample_id, role="main", answerer=a.answerer,
+                 model="m", text="zzz totally wrong", raw="zzz", evidence=[], refusal=False,
+                 passages=a.passages, messages=a.messages, trace=[], prompt_tokens=1,
+                 completion_tokens=1, seconds=0.0)
+            for a in session.scalars(select(AnswerRow).where(AnswerRow.run_id == first))])
+    labelled = run_tables(store, first, "human").samples["human_answer_correct"].notna()
+    assert labelled.sum() >= 3
+    later = run_tables(store, second, "human").samples
+    assert later["human_answer_correct"].isna().all()
+    assert not later["answer_correct"].any()  # no reference is "zzz totally wrong"

@@ -15,43 +15,20 @@ does not hold the secret callers present (`ragshield keys new` makes a key and i
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import ipaddress
 import re
-import secrets as random_secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ragshield.config import Settings
-from ragshield.errors import UserError
-from ragshield.services.key_defaults import check_key_rule, key_judges
+from ragshield.services.key_defaults import (HASHED, ApiKey, ApiKeyError, key_settings,
+                                             sha256_digest)
 from ragshield.web.secret_files import read_secret_text
 
 MIN_KEY_CHARS = 16
-HASHED = "sha256:"
 HASHED_KEY = re.compile(r"sha256:[0-9a-fA-F]{64}")
-KEY_FIELDS = ("name", "judges", "rule", "fixed")
-YES_NO = {"yes": True, "no": False}
-KEY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@:-]{0,99}")  # no blanks: fields split on them
-
-
-class ApiKeyError(UserError, ValueError):
-    pass
-
-
-@dataclass(frozen=True)
-class ApiKey:
-    """Who holds a key (the name stored with their calls) and what their calls get when
-    the body leaves it out: judges and a decision rule (None: the server's defaults)."""
-
-    name: str
-    judges: tuple[str, ...] | None = None
-    rule: str | None = None
-    fixed: bool = False  # a call may not name judges or a rule other than these
-
-
 @dataclass(frozen=True)
 class KeyEntry:
     """A configured key as written (the secret a request carries, or its `sha256:` digest),
@@ -65,11 +42,7 @@ class KeyEntry:
         """The SHA-256 of the secret: what a request's key is compared with."""
         if self.secret.startswith(HASHED):
             return bytes.fromhex(self.secret[len(HASHED):])
-        return _sha256(self.secret.encode())
-
-
-def _sha256(data: bytes) -> bytes:
-    return hashlib.sha256(data).digest()
+        return sha256_digest(self.secret.encode())
 
 
 def read_keys(settings: Settings) -> list[KeyEntry]:
@@ -96,7 +69,7 @@ def read_keys(settings: Settings) -> list[KeyEntry]:
     digests: dict[bytes, str] = {}  # the key's digest -> where it was given
     for number, ([secret, *fields], where) in enumerate(lines, 1):
         _check_secret(secret, where)
-        entry = KeyEntry(secret, _key_settings(fields, where, f"key-{number}"))
+        entry = KeyEntry(secret, key_settings(fields, where, f"key-{number}"))
         if entry.digest in digests:  # the first would always match, and the second never
             raise ApiKeyError(f"{where}: the same key as at {digests[entry.digest]}; each "
                               "caller needs a key of its own")
@@ -107,15 +80,6 @@ def read_keys(settings: Settings) -> list[KeyEntry]:
         named[entry.key.name] = where
         entries.append(entry)
     return entries
-
-
-def new_key(fields: Sequence[str] = ()) -> tuple[str, str]:
-    """A new random key, and its line for a keys file: its digest, then `fields` (checked
-    as a keys file's are: name=NAME, judges=a,b, rule=RULE)."""
-    _key_settings(list(fields), "the new key", "key")
-    secret = "rs-" + random_secrets.token_urlsafe(32)
-    line = " ".join([HASHED + _sha256(secret.encode()).hex(), *fields])
-    return secret, line
 
 
 def _check_secret(secret: str, where: str) -> None:
@@ -130,41 +94,6 @@ def _check_secret(secret: str, where: str) -> None:
     if not (secret.isascii() and secret.isprintable()):
         raise ApiKeyError(f"{where}: an API key must be printable ASCII (letters, digits, "
                           "punctuation): a request cannot carry other characters")
-
-
-def _key_settings(fields: list[str], where: str, default_name: str) -> ApiKey:
-    """The settings written after a key: NAME=VALUE fields, each at most once."""
-    given: dict[str, str] = {}
-    for text in fields:
-        name, equals, value = text.partition("=")
-        if name not in KEY_FIELDS:
-            raise ApiKeyError(f"{where}: unknown field {name!r} after the key; the fields "
-                              f"are {', '.join(f'{n}=...' for n in KEY_FIELDS)}")
-        if not equals or not value:
-            raise ApiKeyError(f"{where}: field {name!r} has no value: write {name}=VALUE")
-        if name in given:
-            raise ApiKeyError(f"{where}: field {name!r} is given twice")
-        given[name] = value
-    name = given.get("name", default_name)
-    if not KEY_NAME.fullmatch(name):
-        raise ApiKeyError(f"{where}: field 'name': {name!r} must be 1 to 100 letters, digits "
-                          "or . _ @ : - (starting with a letter or digit)")
-    try:
-        judges = key_judges(given["judges"]) if "judges" in given else None
-    except UserError as error:
-        raise ApiKeyError(f"{where}: field 'judges': {error}") from None
-    rule = given.get("rule")
-    if rule is not None:
-        try:
-            check_key_rule(rule, judges)
-        except UserError as error:
-            raise ApiKeyError(f"{where}: field 'rule': {error}") from None
-    fixed = YES_NO.get(given.get("fixed", "no").lower())
-    if fixed is None:
-        raise ApiKeyError(f"{where}: field 'fixed' must be yes or no")
-    if fixed and judges is None and rule is None:
-        raise ApiKeyError(f"{where}: field 'fixed': the key gives no judges or rule to fix")
-    return ApiKey(name, judges, rule, fixed)
 
 
 def is_loopback(host: str) -> bool:
@@ -189,7 +118,7 @@ class KeyCheck:
 
     def __init__(self, keys: Sequence[KeyEntry | str]) -> None:
         self.keys = [(entry.digest, entry.key) if isinstance(entry, KeyEntry)
-                     else (_sha256(entry.encode()), ApiKey(f"key-{number}"))
+                     else (sha256_digest(entry.encode()), ApiKey(f"key-{number}"))
                      for number, entry in enumerate(keys, 1)]
 
     @property
@@ -202,7 +131,7 @@ class KeyCheck:
         scheme, _, token = (authorization or "").partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             return None
-        given = _sha256(token.strip().encode())
+        given = sha256_digest(token.strip().encode())
         matched = [key for digest, key in self.keys  # every key is compared
                    if hmac.compare_digest(given, digest)]
         return matched[0] if matched else None

@@ -19,7 +19,8 @@ from sqlalchemy.orm import Session, aliased
 from ragshield.errors import UserError
 from ragshield.names import check_name, name_list
 from ragshield.store.database import Store, remembered
-from ragshield.store.models import LABEL_VALUES, Annotator, Dataset, Label, Sample, Skip, utcnow
+from ragshield.store.models import (LABEL_VALUES, Annotator, AnswerRow, Dataset, Label, Sample,
+                                    Skip, utcnow)
 from ragshield.store.samples import UnknownSampleError, dataset_id_of
 
 
@@ -70,6 +71,7 @@ class CurrentLabel:
     annotator_id: int
     label: str  # answerable | unanswerable | unsure
     answer_correct: bool | None
+    answer_text: str | None = None  # the answer `answer_correct` was given on, when shown
 
 
 @dataclass(frozen=True)
@@ -339,9 +341,13 @@ def current_labels(store: Store, dataset_id: int,
     id) reads that sample's only."""
     result: dict[int, list[CurrentLabel]] = {}
     with store.session() as session:
-        for label in session.scalars(_current(dataset_id, sample).order_by(Label.id)):
+        current = _current(dataset_id, sample).subquery()
+        for label, text in session.execute(
+                select(aliased(Label, current), AnswerRow.text)
+                .outerjoin(AnswerRow, AnswerRow.id == current.c.answer_id)
+                .order_by(current.c.id)):
             result.setdefault(label.sample_id, []).append(
-                CurrentLabel(label.annotator_id, label.label, label.answer_correct))
+                CurrentLabel(label.annotator_id, label.label, label.answer_correct, text))
     return result
 
 
