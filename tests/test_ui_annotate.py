@@ -113,6 +113,17 @@ def test_skip_moves_on_and_undo_takes_back_the_newest_action(context):
     assert "Nothing to undo" in nothing.message
 
 
+def test_a_labelled_sample_is_not_skipped_too(context):
+    """Another tab still showing it: the sample counted as labelled and as skipped."""
+    label_sample(context, VIEW, "ann", "s0", "answerable", None, "r-1")
+    screen = skip_sample(context, VIEW, "ann", "s0")
+    assert screen.kind == "error" and "s0 already has your label (answerable)" in screen.message
+    assert "1 of 4 labelled" in progress_html(context, "toy", "ann")
+    assert "skipped" not in progress_html(context, "toy", "ann")
+    undo_last(context, VIEW, "ann")  # the label taken back, the sample may be skipped
+    assert "Skipped s0" in skip_sample(context, VIEW, "ann", "s0").message
+
+
 def test_progress_counts_the_annotators_labels_and_skips(context):
     assert progress_html(context, "toy", None) == (
         '<div class="annotate-progress-text">4 samples in toy.</div>')

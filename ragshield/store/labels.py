@@ -253,10 +253,17 @@ def label_history(store: Store, dataset: str, sample_id: str) -> list[LabelRecor
 
 
 def skip(store: Store, dataset: str, sample_id: str, annotator: str) -> None:
+    """Pass over a sample. One the annotator labelled is refused (LabelValueError): it
+    would count as labelled and as skipped (another tab still showing it, a client)."""
     try:
         with store.session() as session:
             sample = sample_row_id(session, dataset, sample_id)
             person = annotator_id_of(session, annotator)
+            labelled = session.scalars(_current(dataset_id_of(session, dataset), sample)
+                                       .where(Label.annotator_id == person)).first()
+            if labelled is not None:
+                raise LabelValueError(f"{sample_id} already has your label "
+                                      f"({labelled.label}): nothing skipped")
             if session.scalar(select(Skip.id).where(Skip.sample_id == sample,
                                                     Skip.annotator_id == person)) is None:
                 session.add(Skip(sample_id=sample, annotator_id=person))
