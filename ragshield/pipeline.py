@@ -282,6 +282,5 @@ def rejudge_run(store: Store, run_id: int, judges: str, settings: Settings | Non
             if len(good) < len(verdicts):
                 errors[item.sample.id] = "; ".join(f"{v.judge}: {v.error}"
                                                    for v in verdicts if v.error)
-        merged = list(dict.fromkeys([*config.judges, *(n for n in names if n in judged)]))
-        run_store.set_run_config(store, run_id, {**config.to_dict(), "judges": merged})
+        run_store.add_run_judges(store, run_id, [n for n in names if n in judged])
     return RejudgeOutcome(added=added, failed=failed, failures=errors)

@@ -1,5 +1,6 @@
 """Today's live run, where the guard and the Demo keep their asks: named by the UTC day, and
-its failed verdicts judged again by a re-judge."""
+its failed verdicts judged again by a re-judge; and a re-judge's judges added to the run's
+config as it is when the re-judge ends."""
 
 from __future__ import annotations
 
@@ -61,3 +62,26 @@ def test_a_failed_verdict_of_a_live_run_is_judged_again_and_replaced(sqlite_stor
                           models=RunModels(main=healthy, readers={"p_true": healthy}))
     assert (outcome.added, outcome.failed) == (1, 0)
     assert verdicts() == [("trivial", True, None), ("p_true", True, None)]
+
+
+def test_a_rejudge_adds_its_judges_to_the_config_as_it_is_now(sqlite_store: Store,
+                                                              settings: Settings) -> None:
+    """It wrote back the config read at its start: a dataset renamed meanwhile (its runs'
+    configs rewritten) was undone in this run's config, which then named no dataset."""
+    from ragshield.services.datasets import rename_dataset
+    from ragshield.testing.synthetic_run import fill_synthetic_run
+
+    run_id = fill_synthetic_run(sqlite_store, 4, ["trivial"], seed=1)
+    old = run_store.get_run(sqlite_store, run_id).dataset
+    healthy = ScriptedLLM(respond=lambda m: ScriptedReply("yes", top={"yes": -0.2, "no": -1.8}))
+
+    class RenamedMidway(RunModels):
+        def reader(self, name: str):  # the first judge call: the dataset is renamed then
+            if run_store.get_run(sqlite_store, run_id).dataset == old:
+                rename_dataset(sqlite_store, old, "renamed")
+            return super().reader(name)
+
+    rejudge_run(sqlite_store, run_id, "p_true", settings, progress=False,
+                models=RenamedMidway(main=healthy, readers={"p_true": healthy}))
+    config = run_store.get_run(sqlite_store, run_id).config
+    assert config["dataset"] == "renamed" and config["judges"] == ["trivial", "p_true"]

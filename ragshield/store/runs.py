@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Collection, Iterable, Iterator
+from typing import Any, Collection, Iterable, Iterator, Sequence
 
 from sqlalchemy import Select, case, delete, func, null, select, update
 from sqlalchemy.orm import Session
@@ -91,9 +91,14 @@ def set_run_status(store: Store, run_id: int, status: str, *, finished: bool = F
             status=status, finished_at=utcnow() if finished else None))
 
 
-def set_run_config(store: Store, run_id: int, config: dict[str, Any]) -> None:
+def add_run_judges(store: Store, run_id: int, judges: Sequence[str]) -> None:
+    """Add `judges` to the run config's judge list, reading the config where it is written
+    (locked on PostgreSQL): a re-judge takes hours, and a dataset renamed meanwhile rewrites
+    the config; writing back the config read at the start undid that."""
     with store.session() as session:
-        session.execute(update(Run).where(Run.id == run_id).values(config=config))
+        run = session.scalars(select(Run).where(Run.id == run_id).with_for_update()).one()
+        listed = list(run.config.get("judges") or [])
+        run.config = {**run.config, "judges": list(dict.fromkeys([*listed, *judges]))}
 
 
 def done_sample_ids(store: Store, run_id: int) -> set[int]:
