@@ -73,6 +73,9 @@ def test_errors_and_promises_the_labels_cannot_keep_read_as_messages(judged):
                      r"more labels at the current error rate\.", strict)
     assert "needs at least 368 labelled samples" in strict and images(strict)
     assert "give a number between 0 and 1" in preview_html(context, run_id, JUDGE, "lots", 0.1)
+    for alpha in (5, float("nan"), 1):  # "at most 500% are wrong" was previewed before
+        refused = preview_html(context, run_id, JUDGE, alpha, 0.1)
+        assert "alpha: give a number between 0 and 1" in refused and "Promise" not in refused
     assert "Choose a judge first." in preview_html(context, run_id, None, 0.2, 0.1)
     assert "No run chosen" in preview_html(context, None, JUDGE, 0.2, 0.1)
     assert "judge &#x27;nli&#x27; gave no score" in preview_html(context, run_id, "nli", 0.2, 0.1)

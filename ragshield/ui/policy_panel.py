@@ -44,9 +44,12 @@ def _share(value: Any, what: str, optional: bool = False) -> float | None:
     if value in (None, "", 0) and optional:
         return None
     try:
-        return float(value)
+        share = float(value)
     except (TypeError, ValueError):
-        raise OptionError(f"{what}: give a number between 0 and 1, got {value!r}") from None
+        share = float("nan")
+    if not 0 < share < 1:  # NaN too: a promise "at most nan%" was previewed
+        raise OptionError(f"{what}: give a number between 0 and 1, got {value!r}")
+    return share
 
 
 def _run(run_id: Any) -> int:
