@@ -196,7 +196,9 @@ def test_csv_errors(tmp_path):
     assert error.where == "line 3" and "header's 2 cells" in error.reason
     path.write_text("q,a\nWho?,Ada\n")
     error = load_error(path, None, mapping={"question": "q", "answers": "answer"})
-    assert (error.field, error.reason) == ("answer", "no such column (mapped to 'answers')")
+    # the field that was mapped, then the column the file lacks (they were swapped)
+    assert (error.field, error.reason) == ("answers", "is mapped to column 'answer', which "
+                                                      "the file lacks")
     error = load_error(path, "csv")  # no mapping: there is no column called "question"
     assert error.field == "question" and "--map question=COLUMN" in error.reason
     path.write_text("q,q\nWho?,Ada\n")

@@ -108,10 +108,12 @@ def mapped_sample(record: Record, mapping: ColumnMapping, fallback_id: str,
     """The sample in `record`; the fields in `explicit` (mapped by the user) need their column."""
     for field in explicit:
         if mapping[field] not in record.data:
-            raise record.error(mapping[field], f"no such column (mapped to {field!r})")
+            raise record.error(field, f"is mapped to column {mapping[field]!r}, which the "
+                                      "file lacks")
     if mapping["question"] not in record.data:
-        raise record.error(mapping["question"], "no question column; name it with "
-                                                "--map question=COLUMN")
+        raise record.error(mapping["question"], "no question column; map the column of the "
+                                                "questions to question (the Data tab's "
+                                                "mapping row, or --map question=COLUMN)")
     used = set(mapping.values())
     meta: dict[str, Any] = {
         key: value for key, value in record.data.items()
