@@ -194,14 +194,19 @@ def decision_view(verdicts: pd.DataFrame,
     truth = verdicts.drop_duplicates("sample_id").set_index("sample_id").loc[table.index]
     good = _good(truth)
     keeps = {judge: (table[judge] == True).to_numpy() for judge in table.columns}  # noqa: E712
+    decided = {judge: table[judge].notna().to_numpy() for judge in table.columns}
     voters = [judge for judge in keeps if judge != KEEP_ALL
               and not judge.startswith(STACKED) and ACROSS not in judge]
+    # As judging.decide: an undecided judge has no vote (it is not a vote to withhold).
     if len(voters) > 1:
         votes = np.sum([keeps[judge] for judge in voters], axis=0)
-        keeps[f"majority of {len(voters)}"] = votes * 2 > len(voters)
+        deciding = np.sum([decided[judge] for judge in voters], axis=0)
+        keeps[f"majority of {len(voters)}"] = votes * 2 > deciding
     for chosen in all_of:
         if all(judge in keeps for judge in chosen):
-            keeps[all_of_name(chosen)] = np.all([keeps[judge] for judge in chosen], axis=0)
+            deciding = np.sum([decided[judge] for judge in chosen], axis=0)
+            withheld = np.any([decided[judge] & ~keeps[judge] for judge in chosen], axis=0)
+            keeps[all_of_name(chosen)] = (deciding > 0) & ~withheld
     rows = [{"rule": rule, **asdict(shown_answers(keep, good))} for rule, keep in keeps.items()]
     return sorted(rows, key=lambda r: (r["rule"] != KEEP_ALL, np.nan_to_num(r["wrong_shown"],
                                                                             nan=2.0)))

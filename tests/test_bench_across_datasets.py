@@ -63,3 +63,16 @@ def test_a_dataset_is_decided_by_rules_tuned_on_the_others_alone():
     assert (kept == (scores.loc[kept.index] >= thresholds[rule])).all()
     view = {row["rule"]: row for row in bench_quality.decision_view(verdicts)}
     assert "majority of 2" in view and f"stacked {bench_quality.ACROSS}, aimed" in view
+
+
+def test_the_bench_s_majority_and_all_of_leave_undecided_judges_out():
+    """As judging.decide: an undecided judge has no vote; the bench counted it as a vote to
+    withhold (keeps T, T, F, None: the majority keeps, 2 of 3 deciding)."""
+    keeps = {"a": True, "b": True, "c": False, "d": None}
+    verdicts = pd.DataFrame([{"sample_id": "s", "judge": judge, "keep": keep,
+                              "answer_correct": True, "passages_support": True}
+                             for judge, keep in keeps.items()])
+    view = {row["rule"]: row for row in bench_quality.decision_view(
+        verdicts, all_of=[("a", "b", "d")])}
+    assert view["majority of 4"]["shown"] == 1.0
+    assert view[bench_quality.all_of_name(("a", "b", "d"))]["shown"] == 1.0

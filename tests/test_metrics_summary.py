@@ -393,3 +393,24 @@ def test_aurc_ranks_unscored_samples_last():
                           "answer_correct": correct.repeat(2), "passages_support": True})
     metrics = judge_metrics(table, n_resamples=0)
     assert metrics["sparse"]["aurc"] == pytest.approx(metrics["full"]["aurc"], abs=0.03)
+
+
+def test_what_people_see_leaves_refusals_out_of_the_answers_shown():
+    """"I don't know" shows no answer: it counted as a wrong answer shown, which inflated
+    keep-all's wrong share and credited a judge for hiding it."""
+    from ragshield.evaluation import RunTables
+    from ragshield.services.decision_view import KEEP_ALL_ROW, decision_table
+
+    samples = pd.DataFrame({"sample_id": ["a", "b", "c", "d"],
+                            "answer_correct": [True, False, False, False],
+                            "passages_support": True,
+                            "refusal": [False, False, True, True]})
+    verdicts = pd.DataFrame({"sample_id": ["a", "b", "c", "d"], "judge": "j",
+                             "keep": pd.array([True, True, False, True], dtype="boolean"),
+                             "score": np.nan, "answer_correct": samples["answer_correct"],
+                             "passages_support": True})
+    tables = RunTables(run_id=1, truth="auto", config={"rule": "j", "judges": ["j"]},
+                       samples=samples, verdicts=verdicts)
+    rows = {row[0]: row[1:] for row in decision_table(tables).rows}
+    assert rows[KEEP_ALL_ROW] == ["50%", "50%", "100%"]  # a and b shown, b wrong
+    assert rows["j"] == ["50%", "50%", "100%"]  # d's refusal is kept by j, but shows nothing

@@ -33,14 +33,15 @@ def decision_table(tables: RunTables) -> Table:
     judges = run_judges(tables)
     codes = keep_codes(tables.verdicts, samples["sample_id"], judges)
     rule = str(tables.config.get("rule") or "")
-    shield = shown_answers(run_decisions(tables, codes, judges) == KEPT, good)
-    keep_all = shown_answers(np.ones(len(samples), dtype=bool), good)
+    answers = ~samples["refusal"].to_numpy(dtype=bool)  # a refusal shows no answer
+    shield = shown_answers((run_decisions(tables, codes, judges) == KEPT) & answers, good)
+    keep_all = shown_answers(answers, good)
     rows = [_row(f"the run's rule: {rule}", shield), _row(KEEP_ALL_ROW, keep_all)]
-    rows += [_row(judge, shown_answers(codes[:, index] == KEPT, good))
+    rows += [_row(judge, shown_answers((codes[:, index] == KEPT) & answers, good))
              for index, judge in enumerate(judges)]
     headline = in_plain_words(shield, keep_all)
     note = (f"{headline[0].upper()}{headline[1:]} (the run's rule, {rule}). A wrong answer is "
             "one that is not right or not supported by its passages; a withheld, undecided or "
-            "deferred answer is not shown.")
+            "deferred answer is not shown, nor is a refusal (\"I don't know\" is no answer).")
     return Table("What people see", ["decided by", "answers shown", "wrong among shown",
                                      "right answers shown"], rows, note)
