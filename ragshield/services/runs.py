@@ -18,8 +18,8 @@ from ragshield.judges.registry import JUDGES, judge_names
 from ragshield.judging import POOLED_RULES, choose_rule
 from ragshield.pipeline import (RejudgeOutcome, RunModels, RunOutcome, execute_run, rejudge_run,
                                 start_run)
-from ragshield.run_config import RunConfig, check_config, with_readers
-from ragshield.services.ask_choices import packaged_choice
+from ragshield.run_config import RunConfig, RunConfigError, check_config, with_readers
+from ragshield.services.ask_choices import corpus_names, packaged_choice
 from ragshield.services.asking import default_rule, settle_rule
 from ragshield.services.datasets import ensure_demo_dataset
 from ragshield.services.form_values import whole_number
@@ -125,6 +125,12 @@ def record_run(store: Store, settings: Settings, config: RunConfig, *,
                      model=config.model or (None if config.small_model else settings.model))
     checked = check_config(with_readers(with_policy(store, check_config(config)), settings))
     check_given_answers(store, checked)
+    if checked.retrieval != "given" and checked.corpus not in corpus_names(settings.corpora_dir):
+        # Found out when the first sample is read, the models would be open by then, and a
+        # run left pending behind.
+        raise RunConfigError(f"corpus: no corpus named {checked.corpus!r} (corpora: "
+                             f"{', '.join(corpus_names(settings.corpora_dir))}); ingest it with "
+                             "`ragshield corpus ingest`")
     return NewRun(start_run(store, checked, name=name), note)
 
 

@@ -1,6 +1,7 @@
-"""Today's live run, where the guard and the Demo keep their asks: named by the UTC day, and
-its failed verdicts judged again by a re-judge; and a re-judge's judges added to the run's
-config as it is when the re-judge ends."""
+"""Runs from their start to a re-judge: a run on a corpus that is not there is refused before
+it is recorded; today's live run (the guard's and the Demo's asks) is named by the UTC day;
+a re-judge judges again the verdicts a live run kept failed, and adds its judges to the
+run's config as it is when the re-judge ends."""
 
 from __future__ import annotations
 
@@ -85,3 +86,19 @@ def test_a_rejudge_adds_its_judges_to_the_config_as_it_is_now(sqlite_store: Stor
                 models=RenamedMidway(main=healthy, readers={"p_true": healthy}))
     config = run_store.get_run(sqlite_store, run_id).config
     assert config["dataset"] == "renamed" and config["judges"] == ["trivial", "p_true"]
+
+
+def test_a_run_on_a_corpus_that_is_not_there_is_refused_before_it_is_recorded(
+        sqlite_store: Store, settings: Settings) -> None:
+    """It failed at the first sample, after the models had opened, and left a pending run."""
+    import pytest
+
+    from ragshield.run_config import RunConfig, RunConfigError
+    from ragshield.services.runs import record_run
+    from ragshield.store.runs import list_runs
+
+    config = RunConfig(dataset="demo", judges=["trivial"], retrieval="dense",
+                       corpus="no-such-corpus")
+    with pytest.raises(RunConfigError, match="corpus: no corpus named 'no-such-corpus'"):
+        record_run(sqlite_store, settings, config)
+    assert list_runs(sqlite_store) == []
