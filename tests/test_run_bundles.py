@@ -74,3 +74,27 @@ def test_a_malformed_bundle_is_one_error_line_and_imports_nothing(exported, tmp_
         import_run(target, bad)
     assert str(raised.value).startswith(f"{bad}: {where}") and "\n" not in str(raised.value)
     assert run_count(target) == 0
+
+
+def test_a_run_s_failures_and_end_time_go_with_it(sqlite_store, tmp_path):
+    """Lost before: an imported incomplete run listed no failure, and had no end time."""
+    from ragshield.store.labels import sample_row_id
+    from ragshield.store.runs import failures, list_runs, record_failure, set_run_status
+
+    run_id = fill_synthetic_run(sqlite_store, 6, ["trivial"], seed=4)
+    dataset = get_run(sqlite_store, run_id).dataset
+    samples = [load_sample(sqlite_store, dataset, s.id)
+               for s in list_samples(sqlite_store, dataset)]
+    with sqlite_store.session() as session:
+        failed_row = sample_row_id(session, dataset, samples[2].id)
+    record_failure(sqlite_store, run_id, failed_row, "LLMError: server said 503")
+    set_run_status(sqlite_store, run_id, "incomplete", finished=True)
+    path = export_run(sqlite_store, run_id, tmp_path / "run.json.xz")
+
+    target = open_store(f"sqlite:///{tmp_path / 'target.db'}")
+    import_samples(target, dataset, samples)
+    copy_id = import_run(target, path)
+    [original] = [run for run in list_runs(sqlite_store) if run.id == run_id]
+    [copy] = list_runs(target)
+    assert copy.status == "incomplete" and copy.finished_at == original.finished_at
+    assert failures(target, copy_id) == {samples[2].id: "LLMError: server said 503"}

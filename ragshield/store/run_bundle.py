@@ -22,7 +22,8 @@ from ragshield import strict_json
 from ragshield.errors import UserError
 from ragshield.output_files import write_atomically
 from ragshield.store.database import Store
-from ragshield.store.models import AnswerRow, Dataset, LLMCallRow, Run, Sample, VerdictRow
+from ragshield.store.models import (AnswerRow, Dataset, LLMCallRow, Run, RunFailure, Sample,
+                                    VerdictRow, as_utc)
 
 FORMAT = "ragshield.run-bundle"
 FORMAT_VERSION = 1
@@ -84,13 +85,20 @@ def write_bundle(store: Store, run_id: int, path: Path, *, code_version: str,
                        AnswerRow.run_id == run_id).order_by(AnswerRow.id))]
         held = [_row(call, call_columns) for call in session.scalars(
             select(LLMCallRow).order_by(LLMCallRow.id))] if calls else []
+        failed = [{"sample": sample_id, "error": error, "attempts": attempts}
+                  for sample_id, error, attempts in session.execute(
+                      select(Sample.external_id, RunFailure.error, RunFailure.attempts)
+                      .join(Sample, Sample.id == RunFailure.sample_id)
+                      .where(RunFailure.run_id == run_id).order_by(RunFailure.id))]
         body = {
             "format": FORMAT, "format_version": FORMAT_VERSION, "code_version": code_version,
             "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "dataset": dataset,
             "run": {"name": run.name, "config": run.config, "seed": run.seed,
                     "status": run.status, "samples_total": run.samples_total,
-                    "code_version": run.code_version},
+                    "code_version": run.code_version,
+                    "finished_at": run.finished_at.isoformat() if run.finished_at else None,
+                    "failures": failed},
             "answers": answers, "llm_calls": held,
         }
     try:
@@ -200,13 +208,24 @@ def load_bundle(store: Store, bundle: Bundle) -> int:
                               f"bundle, e.g. {other[:3]}; import into the dataset it was made on")
         where = "run"
         try:
+            finished = bundle.run.get("finished_at")
             run = Run(name=bundle.run.get("name"), dataset_id=dataset_id,
                       config=bundle.run["config"], code_version=bundle.run.get("code_version"),
                       seed=int(bundle.run.get("seed") or 0),
                       status=bundle.run.get("status", "done"),
-                      samples_total=int(bundle.run.get("samples_total") or 0))
+                      samples_total=int(bundle.run.get("samples_total") or 0),
+                      finished_at=as_utc(datetime.fromisoformat(finished)) if finished else None)
             session.add(run)
             session.flush()
+            for failure in bundle.run.get("failures") or ():  # older bundles have none
+                where = "run.failures"
+                failure = _object(failure, path, where)
+                if failure.get("sample") not in samples:
+                    raise BundleError(f"{path}: {where}: sample {failure.get('sample')!r} is "
+                                      f"not in dataset {bundle.dataset!r}")
+                session.add(RunFailure(run_id=run.id, sample_id=samples[failure["sample"]][0],
+                                       error=str(failure.get("error") or ""),
+                                       attempts=int(failure.get("attempts") or 1)))
             for index, item in enumerate(bundle.answers):
                 where = f"answers[{index}]"
                 fields = {k: v for k, v in item.items()
