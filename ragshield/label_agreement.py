@@ -6,7 +6,7 @@ name them."""
 from __future__ import annotations
 
 from sqlalchemy import select
-from sqlalchemy.orm import selectinload
+from sqlalchemy.orm import Session, selectinload
 
 from ragshield.metrics.labels import passages_support, reference_in_passages
 from ragshield.store.annotation_queue import latest_run_id
@@ -18,16 +18,32 @@ from ragshield.store.samples import dataset_id_of
 
 def automatic_labels(store: Store, dataset: str | None) -> dict[int, bool]:
     """Sample row id -> the automatic "passages support an answer" label (dataset flag,
-    else a reference found in a passage), of `dataset` (None: of every dataset)."""
+    else a reference found in a passage), of `dataset` (None: of every dataset). The
+    passages are those of the dataset's newest run where it answered the sample (what the
+    annotators were shown, and what the run's tables judge), else the dataset's own."""
     query = select(Sample).options(selectinload(Sample.passages))
     if dataset is not None:
         query = query.join(Dataset).where(Dataset.name == dataset)
     with store.session() as session:
+        rows = session.scalars(query).all()
+        shown = _newest_runs_passages(session, {row.dataset_id for row in rows})
         return {
             row.id: passages_support(None, row.answerable, reference_in_passages(
-                [str(r) for r in row.reference_answers], [p.text for p in row.passages]))
-            for row in session.scalars(query)
+                [str(r) for r in row.reference_answers],
+                shown.get(row.id, [p.text for p in row.passages])))
+            for row in rows
         }
+
+
+def _newest_runs_passages(session: Session, dataset_ids: set[int]) -> dict[int, list[str]]:
+    """Sample row id -> the passages its dataset's newest run answered it from."""
+    runs = [run for run in (latest_run_id(session, d) for d in dataset_ids) if run is not None]
+    if not runs:
+        return {}
+    return {sample: [str(p.get("text", "")) for p in passages or [] if isinstance(p, dict)]
+            for sample, passages in session.execute(
+                select(AnswerRow.sample_id, AnswerRow.passages)
+                .where(AnswerRow.run_id.in_(runs), AnswerRow.role == MAIN))}
 
 
 def newest_run_keeps(store: Store, dataset: str) -> dict[str, dict[int, bool]]:

@@ -287,3 +287,30 @@ def test_an_answer_correct_flag_counts_only_for_the_answer_it_was_given_on(sqlit
     later = run_tables(store, second, "human").samples
     assert later["human_answer_correct"].isna().all()
     assert not later["answer_correct"].any()  # no reference is "zzz totally wrong"
+
+
+def test_the_automatic_label_of_agreement_reads_the_passages_the_run_showed(sqlite_store):
+    """A retrieval run answers from passages other than the dataset's own: the agreement
+    view judged the humans against passages they never saw, and disagreed with the run's
+    own tables."""
+    from sqlalchemy import select, update
+
+    from ragshield.label_agreement import automatic_labels
+    from ragshield.store.models import AnswerRow, Sample as SampleModel
+    from ragshield.testing.synthetic_run import fill_synthetic_run
+
+    store = sqlite_store
+    run = fill_synthetic_run(store, 10, ["trivial"], seed=0)
+    with store.session() as session:
+        session.execute(update(SampleModel).values(answerable=None))  # no flag: references
+        answer = session.scalars(select(AnswerRow).where(AnswerRow.run_id == run)).first()
+        sample = session.get(SampleModel, answer.sample_id)
+        reference = sample.reference_answers[0]
+        answer.passages = [{"text": f"Retrieved: the answer is {reference}.", "title": None,
+                            "doc_id": "r", "score": None, "meta": {}}]
+        for passage in sample.passages:
+            passage.text = "A passage about something else entirely."
+        external, row_id, dataset = sample.external_id, sample.id, sample.dataset.name
+    tables = run_tables(store, run, "auto").samples.set_index("sample_id")
+    assert bool(tables.loc[external, "passages_support"]) is True
+    assert automatic_labels(store, dataset)[row_id] is True
