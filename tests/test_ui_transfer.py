@@ -108,6 +108,8 @@ def test_labels_download_is_the_cli_export_byte_for_byte(context, run_id, store_
     assert "o1" not in _file(download_labels(context, "demo", "jsonl")).read_text()
     path, message = download_labels(context, "no such set", "csv")
     assert path is None and "no such set" in _error_line(message)
+    path, message = download_labels(context, "demo", None)  # a TypeError before
+    assert path is None and "format must be csv, jsonl or parquet" in _error_line(message)
 
 
 @SQLITE_ONLY

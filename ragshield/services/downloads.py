@@ -75,6 +75,8 @@ def labels_download(store: Store, format: str, dataset: str | None = None) -> tu
     """The label history of `dataset` (None or ALL_DATASETS: of every dataset) in `format`
     (csv, jsonl, parquet), the file `ragshield labels export` writes; (file, rows)."""
     chosen = None if dataset in (None, "", ALL_DATASETS) else dataset
+    if not isinstance(format, str):  # a client of the endpoint sent none (or a number)
+        raise UserError(f"format must be csv, jsonl or parquet, got {format!r}")
     name = f"labels-{_file_part(chosen) if chosen else 'all'}.{_file_part(format)}"
     path = fresh_folder() / name
     return path, export_labels(store, path, format, chosen)
