@@ -60,6 +60,8 @@ def test_the_keys_file_gives_names_judges_and_rules(settings: Settings, tmp_path
     ("judges=trivial rule=p_true", "field 'rule': rule 'p_true' must be all, majority"),
     ("rule=nosuch", "field 'rule': rule 'nosuch' must be all, majority"),
     ("name=first", "field 'name': 'first' is the name of the key at"),
+    ("rule=all fixed=maybe", "field 'fixed' must be yes or no"),
+    ("name=x fixed=yes", "field 'fixed': the key gives no judges or rule to fix"),
 ])
 def test_a_bad_field_names_the_file_line_and_field(settings: Settings, tmp_path: Path,
                                                    fields: str, problem: str) -> None:
@@ -239,16 +241,3 @@ def test_a_fixed_key_s_calls_may_not_name_other_judges_or_rules(settings: Settin
     # a key that does not fix them lets the body choose
     assert client.post("/v1/judge", json={**plain, "rule": "trivial", "judges": ["trivial"]},
                        headers=bearer(LEGAL)).status_code == 200
-
-
-@pytest.mark.parametrize("fields, problem", [
-    ("rule=all fixed=maybe", "field 'fixed' must be yes or no"),
-    ("name=x fixed=yes", "field 'fixed': the key gives no judges or rule to fix"),
-])
-def test_fixed_must_be_yes_or_no_and_fix_something(settings: Settings, tmp_path: Path,
-                                                   fields: str, problem: str) -> None:
-    keys_file = tmp_path / "keys.txt"
-    keys_file.write_text(f"{SUPPORT} {fields}\n")
-    settings.api_keys_file = keys_file
-    with pytest.raises(ApiKeyError, match=f"^{keys_file}:1: {re.escape(problem)}"):
-        read_keys(settings)
