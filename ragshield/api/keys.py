@@ -17,18 +17,18 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ragshield.config import Settings
-from ragshield.services.key_defaults import (HASHED, ApiKey, ApiKeyError, key_settings,
-                                             sha256_digest)
+from ragshield.services.key_defaults import (HASHED, HASHED_KEY, ApiKey, ApiKeyError,
+                                             key_settings, sha256_digest)
 from ragshield.web.secret_files import read_secret_text
 
 MIN_KEY_CHARS = 16
-HASHED_KEY = re.compile(r"sha256:[0-9a-fA-F]{64}")
+
+
 @dataclass(frozen=True)
 class KeyEntry:
     """A configured key as written (the secret a request carries, or its `sha256:` digest),

@@ -16,6 +16,7 @@ from ragshield.judges.registry import JUDGES, judge_names
 from ragshield.judging import choose_rule
 
 HASHED = "sha256:"  # a key written as its digest
+HASHED_KEY = re.compile(r"sha256:[0-9a-fA-F]{64}")
 KEY_FIELDS = ("name", "judges", "rule", "fixed")
 YES_NO = {"yes": True, "no": False}
 KEY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@:-]{0,99}")  # no blanks: fields split on them

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import lzma
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -168,6 +170,21 @@ def read_bundle(path: Path, max_unpacked: int | None = None) -> Bundle:
                   run, answers, _field(body, "llm_calls", list, path))
 
 
+@contextmanager
+def _entry(path: Path, where: str) -> Iterator[None]:
+    """A value of the bundle's entry `where` that the store cannot take (a seed that is no
+    number, a repeated answer) as a BundleError naming the file and the entry; the import's
+    transaction is then rolled back whole."""
+    try:
+        yield
+    except BundleError:
+        raise
+    except (TypeError, ValueError, AttributeError, SQLAlchemyError) as exc:
+        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise BundleError(f"{path}: {where}: a value this store cannot take ({message}); "
+                          "nothing was imported") from None
+
+
 def _object(value: Any, path: Path, where: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise BundleError(f"{path}: {where}: each entry must be an object, got {value!r:.40}")
@@ -206,8 +223,7 @@ def load_bundle(store: Store, bundle: Bundle) -> int:
             raise BundleError(f"{path}: {len(other)} answered sample(s) of dataset "
                               f"{bundle.dataset!r} here ask another question than in the "
                               f"bundle, e.g. {other[:3]}; import into the dataset it was made on")
-        where = "run"
-        try:
+        with _entry(path, "run"):
             finished = bundle.run.get("finished_at")
             run = Run(name=bundle.run.get("name"), dataset_id=dataset_id,
                       config=bundle.run["config"], code_version=bundle.run.get("code_version"),
@@ -217,17 +233,19 @@ def load_bundle(store: Store, bundle: Bundle) -> int:
                       finished_at=as_utc(datetime.fromisoformat(finished)) if finished else None)
             session.add(run)
             session.flush()
+        with _entry(path, "run.failures"):
             for failure in bundle.run.get("failures") or ():  # older bundles have none
-                where = "run.failures"
-                failure = _object(failure, path, where)
+                failure = _object(failure, path, "run.failures")
                 if failure.get("sample") not in samples:
-                    raise BundleError(f"{path}: {where}: sample {failure.get('sample')!r} is "
-                                      f"not in dataset {bundle.dataset!r}")
+                    raise BundleError(f"{path}: run.failures: sample {failure.get('sample')!r} "
+                                      f"is not in dataset {bundle.dataset!r}")
                 session.add(RunFailure(run_id=run.id, sample_id=samples[failure["sample"]][0],
                                        error=str(failure.get("error") or ""),
                                        attempts=int(failure.get("attempts") or 1)))
-            for index, item in enumerate(bundle.answers):
-                where = f"answers[{index}]"
+            session.flush()
+        for index, item in enumerate(bundle.answers):
+            where = f"answers[{index}]"
+            with _entry(path, where):
                 fields = {k: v for k, v in item.items()
                           if k not in ("sample", "question", "verdicts")}
                 answer = AnswerRow(run_id=run.id, sample_id=samples[item["sample"]][0],
@@ -239,19 +257,13 @@ def load_bundle(store: Store, bundle: Bundle) -> int:
                                                     path, f"{where}.verdicts"))
                                 for v in item["verdicts"])
                 session.flush()
-            where = "llm_calls"
+        with _entry(path, "llm_calls"):
             held = set(session.scalars(select(LLMCallRow.key)))
-            fresh = [_known(_object(call, path, where), call_columns, path, where)
+            fresh = [_known(_object(call, path, "llm_calls"), call_columns, path, "llm_calls")
                      for call in bundle.llm_calls]
             fresh = [call for call in fresh if call.get("key") not in held]
             if fresh:
                 session.execute(insert(LLMCallRow), fresh)
-        except BundleError:
-            raise
-        except (TypeError, ValueError, AttributeError, SQLAlchemyError) as exc:
-            message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise BundleError(f"{path}: {where}: a value this store cannot take "
-                              f"({message}); nothing was imported") from None
         return run.id
 
 
