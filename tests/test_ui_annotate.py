@@ -307,6 +307,7 @@ def test_with_logins_only_an_admin_edits_the_guidelines(context):
 
 @pytest.mark.parametrize("change, field", [
     ({"overlap": "2"}, "overlap"), ({"overlap": 0}, "overlap"), ({"overlap": True}, "overlap"),
+    ({"overlap": 10**30}, "overlap"),  # past SQL's integers: stored, then a traceback
     ({"note": 5}, "note"), ({"request_id": 7}, "request_id"), ({"dataset": ["toy"]}, "dataset"),
     ({"sample_id": None}, "sample_id"),
 ])

@@ -365,6 +365,7 @@ def label_result(record: LabelRecord | None, screen: Screen) -> dict[str, Any]:
             "next_sample_id": screen.shown.sample_id if screen.shown else None}
 
 
+MAX_OVERLAP = 1000  # annotators per sample: more than any team has (and than SQL's integers)
 OPTIONAL_TEXT = ("note", "request_id", "annotator")  # None: no note, no id, the login's name
 
 
@@ -375,12 +376,10 @@ def check_label_call(*, overlap: Any, **texts: Any) -> None:
         if not (isinstance(value, str) or (value is None and name in OPTIONAL_TEXT)):
             raise gr.Error(f"No label written: field {name!r} must be text, got "
                            f"{type(value).__name__}")
-    if isinstance(overlap, bool) or not isinstance(overlap, int) or overlap < 1:
-        raise gr.Error(f"No label written: field 'overlap' must be a whole number of at least "
-                       f"1, got {overlap!r}")
-
-
-MAX_OVERLAP = 1000  # annotators per sample: more than any team has (and than SQL's integers)
+    if isinstance(overlap, bool) or not isinstance(overlap, int) or not (
+            1 <= overlap <= MAX_OVERLAP):
+        raise gr.Error(f"No label written: field 'overlap' must be a whole number from 1 to "
+                       f"{MAX_OVERLAP}, got {overlap!r}")
 
 
 def _view(dataset: str, strategy: str, overlap: float | None, blind: bool,
