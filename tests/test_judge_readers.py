@@ -28,11 +28,11 @@ def _thresholds(judges) -> dict[str, float]:
     return {judge.name: judge.threshold for judge in judges if hasattr(judge, "threshold")}
 
 
-def test_where_the_small_model_answers_pre_answer_and_p_true_read_from_the_larger_one():
+def test_where_the_small_model_answers_pre_answer_p_true_and_support_read_from_the_larger():
     default = judge_readers(None, backend="embedded", answer_model=None)
     assert default == judge_readers(None, backend="embedded", answer_model=DEFAULT_MODEL)
     assert {judge: default.reader(judge) for judge in READ_BY_LARGER} == {
-        "pre_answer": LARGER_MODEL, "p_true": LARGER_MODEL}
+        "pre_answer": LARGER_MODEL, "p_true": LARGER_MODEL, "support": LARGER_MODEL}
     assert default.reader("calibration") is None and default.reader("intrinsic") is None
     assert "pre_answer: qwen-1.5b" in default.describe()
     assert default.describe().endswith("the other judges: the answering model")
@@ -105,7 +105,8 @@ def test_a_new_run_stores_who_reads_for_which_judge(store, settings):
 
     default = recorded(settings)
     assert default["judge_model"] is None
-    assert default["judge_readers"] == {"pre_answer": LARGER_MODEL, "p_true": LARGER_MODEL}
+    assert default["judge_readers"] == {"pre_answer": LARGER_MODEL, "p_true": LARGER_MODEL,
+                                        "support": LARGER_MODEL}
     plain = recorded(settings.model_copy(update={"judge_model": SELF}))
     assert plain["judge_model"] is None and plain["judge_readers"] == {}
     named = recorded(settings, judge_model=DEFAULT_MODEL)

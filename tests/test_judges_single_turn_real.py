@@ -17,6 +17,7 @@ from ragshield.judges.nli import ClassifierNLIJudge, LLMNLIJudge, NLIModelError,
 from ragshield.judges.p_true import PTrueJudge
 from ragshield.judges.pre_answer import PreAnswerJudge
 from ragshield.judges.priori import PrioriJudge
+from ragshield.judges.support import SupportJudge
 from ragshield.judges.token_prob import TokenProbJudge
 from ragshield.types import Answer, Passage, Sample
 from tests.fakes import ScriptedLLM
@@ -41,7 +42,7 @@ def base_answer(embedded_llm) -> Answer:
 
 @pytest.mark.parametrize("judge", [
     IntrinsicJudge(), CoTHybridJudge(), PrioriJudge(), PreAnswerJudge(), PTrueJudge(),
-    CalibrationJudge(), TokenProbJudge(), LLMNLIJudge(),
+    CalibrationJudge(), TokenProbJudge(), LLMNLIJudge(), SupportJudge(),
 ], ids=lambda judge: judge.name)
 def test_judge_on_the_embedded_model(judge, embedded_llm, base_answer: Answer) -> None:
     verdict = judge.judge(SAMPLE, base_answer, embedded_llm)

@@ -28,7 +28,7 @@ from ragshield.api.metrics import add_metrics
 from ragshield.api.render import completion_json, judged_json
 from ragshield.api.routes import keyed_route
 from ragshield.api.schemas import (AskBody, ChatBody, ChatMessage, JudgeBody, PassageIn,
-                                   Traced)
+                                   ProxyField, Traced)
 from ragshield.api.streaming import LIVE, held_events, live_response, streamed
 from ragshield.config import Settings
 from ragshield.services.asking import MAX_QUESTION_CHARS, AskRequest
@@ -63,6 +63,7 @@ def _keyed(request: Request, endpoint: str, part: Part) -> tuple[Part, CallConte
     given = (("judges", key.judges), ("rule", key.rule)) if key else ()
     if key is not None and key.fixed:
         _check_fixed(part, given, ("body", "ragshield") if endpoint == "chat" else ("body",))
+    given += (("on_unsupported", key.on_unsupported),) if key else ()
     defaults = {name: value for name, value in given
                 if value is not None and getattr(part, name) is None}
     context = CallContext(endpoint, key.name if key else None, part.trace_id, part.span_id)
@@ -82,6 +83,11 @@ def _check_fixed(part: Traced, given: tuple[tuple[str, Any], ...],
             shown = ",".join(sorted(fixed)) if isinstance(fixed, set) else fixed
             raise errors.field_error((*where, name), f"this API key fixes the {name} "
                                      f"({shown or 'the server defaults'}); leave the field out")
+
+
+def _on_unsupported(part: JudgeBody | AskBody | ProxyField) -> dict[str, str]:
+    """The request's (or its key's) on_unsupported; none given: the service's default."""
+    return {"on_unsupported": part.on_unsupported} if part.on_unsupported else {}
 
 
 TOOL_FIELDS = ("tools", "functions")  # `functions`: the older name of `tools`
@@ -146,7 +152,8 @@ def build_api(settings: Settings, guard: Guard, keys: KeyCheck) -> FastAPI:
             given_answer=GivenAnswer(body.answer, body.answer_model, tokens,
                                      body.cited_passages),
             judges=_judges(body.judges), rule=body.rule, keep_record=body.store,
-            judge_model=body.judge_model, budget_ms=body.budget_ms, on_budget=body.on_budget)
+            judge_model=body.judge_model, budget_ms=body.budget_ms, on_budget=body.on_budget,
+            **_on_unsupported(body))
         result = await deadlines.run(lambda outcome, deadline:
                                      guard.ask(request, outcome, deadline, context), http)
         return judged_json(result, trace=body.trace)
@@ -163,7 +170,7 @@ def build_api(settings: Settings, guard: Guard, keys: KeyCheck) -> FastAPI:
             noise=body.noise, answerer=body.answerer, judges=_judges(body.judges),
             rule=body.rule, fallback=body.fallback, model=body.model,
             judge_model=body.judge_model, keep_record=body.store, budget_ms=body.budget_ms,
-            on_budget=body.on_budget)
+            on_budget=body.on_budget, **_on_unsupported(body))
         result = await deadlines.run(lambda outcome, deadline:
                                      guard.ask(request, outcome, deadline, context), http)
         return judged_json(result, trace=body.trace, passages=True)
@@ -182,7 +189,7 @@ def build_api(settings: Settings, guard: Guard, keys: KeyCheck) -> FastAPI:
             body=forwarded, question=extra.question or _last_user_message(body.messages),
             passages=_passages(extra.passages), judges=_judges(extra.judges),
             rule=extra.rule, keep_record=extra.store, budget_ms=extra.budget_ms,
-            on_budget=extra.on_budget)
+            on_budget=extra.on_budget, **_on_unsupported(extra))
 
         def call(on_chunk: Callable[[dict[str, Any]], None] | None = None,
                  watched: Request | None = None) -> Any:

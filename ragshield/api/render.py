@@ -24,8 +24,8 @@ def completion_json(guarded: Guarded) -> dict[str, Any]:
     `ragshield.answer.text`)."""
     assert guarded.upstream is not None
     body = guarded.upstream.body
-    choice = dict(body["choices"][0])
-    if guarded.result.fallback is not None:
+    choice = dict(body["choices"][0])  # when withheld or shortened, only what shows stays
+    if guarded.result.fallback is not None or guarded.result.redaction is not None:
         choice = {"index": choice.get("index", 0),
                   "message": {"role": "assistant", "content": shown_text(guarded.result)},
                   "finish_reason": choice.get("finish_reason")}

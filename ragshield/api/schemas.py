@@ -50,6 +50,11 @@ BudgetMs = Annotated[int | None, Field(
     ge=1, le=600_000,
     description="how long the judges may take, in ms; the decision is made from those that "
                 "finished (cheapest first); default: RAGSHIELD_GUARD_BUDGET_MS, else none")]
+OnUnsupported = Annotated[Literal["withhold", "redact"] | None, Field(
+    description="an answer some of whose sentences the passages do not support: withhold "
+                "(the rule decides on the whole answer) or redact (show it without those "
+                "sentences, marked as shortened, when what is left still answers; the "
+                "support judge runs); default: the API key's on_unsupported, else withhold")]
 OnBudget = Annotated[Literal["keep", "abstain", "error"] | None, Field(
     description="when the rule cannot decide within the budget: keep the answer, abstain "
                 "(fail closed), or error (504); default: RAGSHIELD_GUARD_ON_BUDGET, else "
@@ -111,6 +116,7 @@ class Judging(Traced):
                                   f"from the {LARGER_MODEL})")
     budget_ms: BudgetMs = None
     on_budget: OnBudget = None
+    on_unsupported: OnUnsupported = None
 
 
 class JudgeBody(Judging):
@@ -165,6 +171,7 @@ class ProxyField(Traced):
     store: StrictBool = True
     budget_ms: BudgetMs = None
     on_budget: OnBudget = None
+    on_unsupported: OnUnsupported = None
     stream_mode: Literal["hold", "live"] = Field(
         default="hold", description="with stream: true, hold (judge, then stream what may be "
                                     "shown) or live (stream the upstream's tokens as they "

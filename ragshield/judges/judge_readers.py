@@ -3,7 +3,9 @@
 Nobody named a judge model, the packaged 0.5B answers and the 1.5B is installed (requirements.txt
 has it; the wheel, as its extra `larger-model`): pre_answer and p_true read from the packaged
 1.5B, the two judges the quality benchmark shows reading far better from it (QPP
-PR-AUC of pre_answer 0.78 against 0.66 on SQuAD 2.0; docs/QUALITY.md). The other judges read
+PR-AUC of pre_answer 0.78 against 0.66 on SQuAD 2.0; docs/QUALITY.md), and so does support
+(claim by claim), whose prompt was chosen and measured on the 1.5B alone (docs/QUALITY.md,
+"Support judge"); it shares the 1.5B's cached passages with pre_answer. The other judges read
 from the answering model: the 1.5B was not shown better for them, and it costs about three
 times as much a call (calibration, which writes its confidence out, 6 s a question).
 
@@ -30,7 +32,7 @@ from typing import Any, Iterable, Mapping
 from ragshield.llm.packaged_models import DEFAULT_MODEL, LARGER_MODEL, PACKAGED_MODELS, installed
 
 SELF = "self"  # as a judge model: the answering model reads for every judge
-READ_BY_LARGER = ("pre_answer", "p_true")
+READ_BY_LARGER = ("pre_answer", "p_true", "support")
 THRESHOLDS: dict[str, dict[str, float]] = {LARGER_MODEL: {"pre_answer": 0.76, "p_true": 0.71}}
 
 

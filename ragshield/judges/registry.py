@@ -21,6 +21,7 @@ from ragshield.judges.p_true import PTrueJudge
 from ragshield.judges.pre_answer import PreAnswerJudge
 from ragshield.judges.priori import PrioriJudge
 from ragshield.judges.self_consistency import SelfConsistencyJudge
+from ragshield.judges.support import SupportJudge
 from ragshield.judges.token_prob import TokenProbJudge
 from ragshield.judges.trained import PREFIX as TRAINED
 from ragshield.judges.trained import TrainedJudge, judges_dir, valid_name
@@ -32,7 +33,7 @@ JUDGES: dict[str, type[Judge]] = {
     for cls in (
         TrivialJudge, IntrinsicJudge, CoTHybridJudge, PreAnswerJudge, ClassifierNLIJudge,
         LLMNLIJudge, CounterfactualJudge, IfOrElseJudge, CalibrationJudge, PrioriJudge,
-        DualGenerationJudge, TokenProbJudge, SelfConsistencyJudge, PTrueJudge,
+        DualGenerationJudge, TokenProbJudge, SelfConsistencyJudge, PTrueJudge, SupportJudge,
     )
 }
 

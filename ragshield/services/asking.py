@@ -36,7 +36,10 @@ from ragshield.policies.rules import parse_rule, policy_rule
 from ragshield.retrieval.demo_corpus import DEMO_CORPUS_NAME, open_corpus
 from ragshield.retrieval.noise import inject_noise
 from ragshield.retrieval.passage_finder import PassageFinder
+from ragshield.services.claim_marks import SUPPORT
 from ragshield.services.pinned_policy import pinned
+from ragshield.services.redaction import (ON_UNSUPPORTED, REDACT, WITHHOLD, Redaction,
+                                          redaction)
 from ragshield.store.database import Store
 from ragshield.store.policies import UnknownPolicyError
 from ragshield.store.samples import load_sample
@@ -87,6 +90,9 @@ class AskRequest:
     # when the rule cannot decide within it; None: the settings' (guard_budget_ms, ...).
     budget_ms: int | None = None
     on_budget: str | None = None
+    # An answer some of whose sentences the passages do not support: withheld or shown whole
+    # as the rule decides ("withhold"), or shown without them ("redact"; services/redaction.py).
+    on_unsupported: str = WITHHOLD
 
 
 class DefaultRule(NamedTuple):
@@ -198,6 +204,8 @@ def check_request(request: AskRequest) -> None:
         raise AskInputError("Choose at least one judge.")
     if request.fallback not in FALLBACKS:
         raise AskInputError(f"fallback must be one of {', '.join(FALLBACKS)}")
+    if request.on_unsupported not in ON_UNSUPPORTED:
+        raise AskInputError(f"on_unsupported must be one of {', '.join(ON_UNSUPPORTED)}")
 
 
 class Models(Protocol):
@@ -329,6 +337,8 @@ def _choices(store: Store, settings: Settings, request: AskRequest) -> _Choices:
     readers = ask_readers(request, settings)
     default = default_rule(settings, store, readers)
     chosen = request.judges or default_judges(settings, request.rule or default.rule, store)
+    if request.on_unsupported == REDACT and SUPPORT not in chosen:
+        chosen = (*chosen, SUPPORT)  # redacting needs the claims it checks
     names = judge_names(",".join(chosen))
     rule, note = settle_rule(store, request.rule, names, default)
     readers = honour_fitted(readers, rule, names, settings, ask_answer_model(request, settings),
@@ -399,6 +409,7 @@ class AskResult:
     judged: JudgedSample
     model: str  # the model that answered
     fallback: Fallback | None = None  # None when the answer was kept
+    redaction: Redaction | None = None  # the answer shown shortened (on_unsupported=redact)
     record: Any = None  # the live run's record of this ask (services.live_runs.LiveRecord)
 
     @property
@@ -466,6 +477,10 @@ def answer_and_judge(store: Store, settings: Settings, models: Models, prepared:
                           reader=reader, budget=budget,
                           on_decision=lambda decision: post("decision", decision))
     result = AskResult(prepared, judged, main.name)
+    result.redaction = redaction(judged, prepared.rule, request.on_unsupported)
+    if result.redaction is not None:
+        judged.decision = result.redaction.decision
+        post("decision", judged.decision)
     if decision_word(judged.decision) != KEEP:
         result.fallback = fallback_for(models, request.fallback, prepared.sample,
                                        prepared.answerer, main)

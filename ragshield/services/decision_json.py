@@ -7,6 +7,7 @@ from typing import Any, Mapping
 
 from ragshield.judge_budget import unfinished_judges
 from ragshield.services.asking import ABSTAIN_MESSAGE, AskResult
+from ragshield.services.claim_marks import claim_marks
 from ragshield.types import CostSummary, LLMCall, Verdict, decision_word
 
 
@@ -18,19 +19,25 @@ def cost_json(calls: list[LLMCall]) -> dict[str, Any]:
             "seconds": round(cost.seconds, 4)}
 
 
-def verdict_json(verdict: Verdict, trace: bool = False) -> dict[str, Any]:
+def verdict_json(verdict: Verdict, answer: str, trace: bool = False) -> dict[str, Any]:
+    """One verdict; a support verdict's claims as spans of `answer` (claim_marks)."""
     shown: dict[str, Any] = {
         "judge": verdict.judge, "keep": verdict.keep, "score": verdict.score,
         "reason": verdict.rationale, "available": verdict.available, "error": verdict.error,
         "cost": cost_json(verdict.trace)}
+    marks = claim_marks(answer, [verdict])
+    if marks:
+        shown["claims"] = [mark.to_dict() for mark in marks]
     if trace:
         shown["trace"] = [call.to_dict() for call in verdict.trace]
     return shown
 
 
 def shown_text(result: AskResult) -> str:
-    """What the user sees: the answer when kept, else the fallback answer or the abstain
-    message."""
+    """What the user sees: the answer when kept (without its unsupported sentences when it
+    was redacted), else the fallback answer or the abstain message."""
+    if result.redaction is not None:
+        return result.redaction.text
     if result.fallback is None:
         return result.judged.answer.text
     answer = result.fallback.answer
@@ -53,6 +60,8 @@ def decision_json(result: AskResult, seconds: Mapping[str, float] | None = None,
         "reason": decision.reason if decision else None,
         "rule_reason": result.prepared.rule_reason,
         "shown": shown_text(result),
+        "shortened": None if result.redaction is None else {
+            "removed": [list(span) for span in result.redaction.removed]},
         "question": result.prepared.sample.question,
         "answer": {"text": answer.text, "model": result.answer_model,
                    "answerer": answer.answerer, "refusal": answer.refusal,
@@ -60,7 +69,7 @@ def decision_json(result: AskResult, seconds: Mapping[str, float] | None = None,
         "fallback": None if fallback is None else {
             "strategy": fallback.strategy, "model": fallback.model or None,
             "text": fallback.answer.text if fallback.answer is not None else None},
-        "verdicts": [verdict_json(verdict, trace) for verdict in judged.verdicts],
+        "verdicts": [verdict_json(verdict, answer.text, trace) for verdict in judged.verdicts],
         "cost": cost_json(every_call),
         "timings_ms": {name: round(value * 1000, 1) for name, value in (seconds or {}).items()},
         "record": None if result.record is None else {

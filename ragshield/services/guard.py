@@ -36,6 +36,7 @@ from ragshield.services.asking import (LARGER_FALLBACK, MAX_ANSWER_CHARS, AskReq
                                        Models, PassageFinders, Prepared, answer_and_judge,
                                        check_choices, default_judges, prepare)
 from ragshield.services.live_runs import keep_asked
+from ragshield.services.redaction import WITHHOLD
 from ragshield.services.upstream_logprobs import UpstreamLogprobs
 from ragshield.store.database import Store
 from ragshield.types import GivenAnswer, Passage
@@ -211,12 +212,14 @@ class ProxyRequest:
     keep_record: bool = True
     budget_ms: int | None = None  # for the judges, from when the upstream has answered
     on_budget: str | None = None
+    on_unsupported: str = WITHHOLD
 
     def asking(self, answer: GivenAnswer) -> AskRequest:
         """The ask that judges `answer` against the passages."""
         return AskRequest(question=self.question, passages=self.passages, given_answer=answer,
                           judges=self.judges, rule=self.rule, keep_record=self.keep_record,
-                          budget_ms=self.budget_ms, on_budget=self.on_budget)
+                          budget_ms=self.budget_ms, on_budget=self.on_budget,
+                          on_unsupported=self.on_unsupported)
 
 
 class Guard:

@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from ragshield.errors import UserError
 from ragshield.judges.registry import JUDGES, judge_names
 from ragshield.judging import choose_rule
+from ragshield.services.redaction import ON_UNSUPPORTED
 
 HASHED = "sha256:"  # a key written as its digest
 HASHED_KEY = re.compile(r"sha256:[0-9a-fA-F]{64}")
-KEY_FIELDS = ("name", "judges", "rule", "fixed")
+KEY_FIELDS = ("name", "judges", "rule", "fixed", "on_unsupported")
 YES_NO = {"yes": True, "no": False}
 KEY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@:-]{0,99}")  # no blanks: fields split on them
 
@@ -35,6 +36,7 @@ class ApiKey:
     judges: tuple[str, ...] | None = None
     rule: str | None = None
     fixed: bool = False  # a call may not name judges or a rule other than these
+    on_unsupported: str | None = None  # for calls whose body names none (redaction.py)
 
 
 def key_judges(spec: str) -> tuple[str, ...]:
@@ -82,7 +84,11 @@ def key_settings(fields: list[str], where: str, default_name: str) -> ApiKey:
         raise ApiKeyError(f"{where}: field 'fixed' must be yes or no")
     if fixed and judges is None and rule is None:
         raise ApiKeyError(f"{where}: field 'fixed': the key gives no judges or rule to fix")
-    return ApiKey(name, judges, rule, fixed)
+    on_unsupported = given.get("on_unsupported")
+    if on_unsupported is not None and on_unsupported not in ON_UNSUPPORTED:
+        raise ApiKeyError(f"{where}: field 'on_unsupported' must be "
+                          f"{' or '.join(ON_UNSUPPORTED)}")
+    return ApiKey(name, judges, rule, fixed, on_unsupported)
 
 
 def sha256_digest(data: bytes) -> bytes:

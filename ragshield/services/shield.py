@@ -27,6 +27,7 @@ from ragshield.services.asking import (AskRequest, AskResult, OpenedModels, Pass
 from ragshield.services.decision_json import decision_json, shown_text
 from ragshield.services.guard import ModelGate, judge_catalogue
 from ragshield.services.policies import get_policy
+from ragshield.services.redaction import WITHHOLD
 from ragshield.services.database import Store, open_store
 from ragshield.types import GivenAnswer, Passage, TokenLogprob, Verdict, decision_word
 
@@ -80,8 +81,14 @@ class Decision:
 
     @property
     def kept(self) -> bool:
-        """True when `shown` is the answer itself (no abstention and no fallback)."""
+        """True when `shown` is the answer itself (no abstention and no fallback), or with
+        on_unsupported="redact" the part of it the passages support (`shortened`)."""
         return self.result.fallback is None
+
+    @property
+    def shortened(self) -> bool:
+        """True when `shown` is the answer without its unsupported sentences."""
+        return self.result.redaction is not None
 
     def __repr__(self) -> str:
         return (f"Decision(decision={self.decision!r}, shown={self.shown!r}, "
@@ -125,25 +132,29 @@ class Shield:
     def judge(self, question: str, passages: Sequence[PassageLike], answer: str, *,
               judges: Sequence[str] | None = None, rule: str | None = None,
               answer_logprobs: Sequence[tuple[str, float]] | None = None,
-              judge_model: str | None = None) -> Decision:
+              judge_model: str | None = None, on_unsupported: str = WITHHOLD) -> Decision:
         """Judge an answer another system wrote from `passages` (texts, Passages, or
         mappings with text and optional title, id and score). `judges` None: every free or
-        cheap judge and the rule's; `rule` None: the configured rule."""
+        cheap judge and the rule's; `rule` None: the configured rule; `on_unsupported`
+        "redact": show the answer without the sentences the passages do not support
+        (services/redaction.py)."""
         tokens = ([TokenLogprob(token, logprob) for token, logprob in answer_logprobs]
                   if answer_logprobs else None)
         return self._decide(AskRequest(
             question=question, passages=tuple(_passage(p) for p in passages),
             given_answer=GivenAnswer(answer, tokens=tokens), judges=_names(judges),
-            rule=rule, judge_model=judge_model, keep_record=self.record))
+            rule=rule, judge_model=judge_model, keep_record=self.record,
+            on_unsupported=on_unsupported))
 
     def ask(self, question: str, *, corpus: str | None = None,
             passages: Sequence[PassageLike] | None = None, judges: Sequence[str] | None = None,
             rule: str | None = None, k: int = 3, mode: str = "hybrid",
-            model: str | None = None) -> Decision:
+            model: str | None = None, on_unsupported: str = WITHHOLD) -> Decision:
         """Answer `question` from `passages`, or from the top `k` of `corpus` (default: the
         packaged demo corpus), then judge the answer."""
         request = AskRequest(
             question=question, k=k, mode=mode, model=model, judges=_names(judges), rule=rule,
+            on_unsupported=on_unsupported,
             passages=tuple(_passage(p) for p in passages) if passages is not None else None,
             keep_record=self.record, **({"corpus": corpus} if corpus else {}))
         return self._decide(request)

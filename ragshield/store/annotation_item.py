@@ -54,7 +54,8 @@ def annotation_item(store: Store, dataset: str, sample_id: str, annotator: str, 
                               guidelines=dataset_row.guidelines, blind=blind)
         if answer is not None and not blind:
             item.verdicts = [
-                {"judge": v.judge, "keep": v.keep, "score": v.score, "rationale": v.rationale}
+                {"judge": v.judge, "keep": v.keep, "score": v.score, "rationale": v.rationale,
+                 "details": v.details}
                 for v in session.scalars(select(VerdictRow).where(
                     VerdictRow.answer_id == answer.id).order_by(VerdictRow.id))]
     labels = current_labels(store, sample.dataset_id, row_id).get(row_id, [])

@@ -19,13 +19,15 @@ import gradio as gr
 
 from ragshield.errors import UserError
 from ragshield.services import labelling
+from ragshield.services.claim_marks import claim_marks
 from ragshield.services.datasets import dataset_names
 from ragshield.services.labelling import (LABEL_VALUES, STRATEGIES, AnnotationItem,
                                           AnnotatorMissingError, LabelRecord, Next, Queue)
 from ragshield.services.people import require_admin
 from ragshield.ui import people_panel
 from ragshield.ui.context import UiContext
-from ragshield.ui.html_render import esc, message_html, table_html
+from ragshield.ui.html_render import (CLAIM_CSS, esc, marked_answer_html, message_html,
+                                     table_html)
 from ragshield.ui.picker_refresh import datasets_unless_shown, shown_choices
 
 VALUE_INFO = ("value: 2 in 5 labels where the newest policy would ask a person, 2 in 5 where "
@@ -116,7 +118,7 @@ CSS = """
   overflow: hidden; }
 #annotate-root .annotate-progress-bar { background: #3b7ddd; height: 100%; }
 #annotate-root .annotate-progress-text { font-size: 0.9em; margin-top: 0.2em; }
-"""
+""" + CLAIM_CSS
 
 
 @dataclass(frozen=True)
@@ -183,8 +185,9 @@ def item_html(item: AnnotationItem, *, show_answer: bool) -> str:
         if item.passages else "<p><i>No passages.</i></p>",
     ]
     if show_answer and item.answer is not None:
+        marked = marked_answer_html(item.answer, claim_marks(item.answer, item.verdicts))
         parts.append(f'<div class="annotate-answer"><b>Answer of the newest run:</b> '
-                     f'<span class="annotate-answer-text">{esc(item.answer)}</span></div>')
+                     f'<span class="annotate-answer-text">{marked}</span></div>')
         if item.verdicts:
             parts.append(table_html(["judge", "keep", "score", "rationale"],
                                     [[v["judge"], v["keep"], v["score"], v["rationale"]]

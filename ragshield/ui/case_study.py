@@ -11,10 +11,11 @@ from typing import Any, Sequence
 import pandas as pd
 
 from ragshield.services.case_studies import MAIN, CaseStudy, judge_detail_view
+from ragshield.services.claim_marks import ClaimMark, claim_marks
 from ragshield.services.labelling import LabelRecord
 from ragshield.services.rendering import fmt
 from ragshield.types import DetailTable, evidence_labels, keep_word, passage_label
-from ragshield.ui.html_render import esc, table_html
+from ragshield.ui.html_render import esc, marked_answer_html, table_html
 
 ROLE_TITLES = {"norag": "No-RAG answer (no passages)", "larger": "Larger model's answer"}
 
@@ -116,8 +117,11 @@ def passages_html(passages: Sequence[dict[str, Any]], cited: Sequence[Any]) -> s
     return "".join(blocks)
 
 
-def answer_html(answer: dict[str, Any]) -> str:
-    """An answer row: its text, evidence, flags, raw reply, prompt and calls."""
+def answer_html(answer: dict[str, Any], marks: Sequence[ClaimMark] = ()) -> str:
+    """An answer row: its text (its unsupported sentences marked, when the support judge
+    checked it), evidence, flags, raw reply, prompt and calls."""
+    marked = (f'<div class="rs-cs-answer">{marked_answer_html(answer.get("text") or "", marks)}'
+              f"</div>" if marks else "")
     rows = [["answer", answer.get("text") or ""],
             ["evidence", evidence_labels(answer.get("evidence"))],
             ["cites internal knowledge", _yes_no(answer.get("cites_internal_knowledge"))],
@@ -129,7 +133,8 @@ def answer_html(answer: dict[str, Any]) -> str:
     for field in ("parse_error", "error"):
         if answer.get(field):
             rows.append([field.replace("_", " "), answer[field]])
-    return (table_html(["field", "value"], rows) + "<b>Raw reply</b>" + _pre(answer.get("raw"))
+    return (marked + table_html(["field", "value"], rows) + "<b>Raw reply</b>"
+            + _pre(answer.get("raw"))
             + _details("Prompt messages", messages_html(answer.get("messages") or []))
             + _details(f"Calls ({len(answer.get('trace') or [])})",
                        trace_html(answer.get("trace") or [])))
@@ -215,7 +220,8 @@ def case_study_html(study: CaseStudy) -> str:
             + _sample_section(study)
             + _section("Passages shown to the answerer",
                        passages_html(main.get("passages") or [], main.get("evidence") or []))
-            + _section("Answer", answer_html(main))
+            + _section("Answer", answer_html(main, claim_marks(main.get("text") or "",
+                                                               case.verdicts)))
             + _section("Ground truth", _truth_html(study.truth, study.frame_row,
                                                    study.sample_row))
             + _section("Verdicts", _verdict_summary(case.verdicts, study.folds)

@@ -5,15 +5,17 @@ through `esc`."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 from ragshield.services.policies import is_policy_rule
 from ragshield.services.rendering import fmt
 from ragshield.services.asking import ABSTAIN_MESSAGE, Fallback
+from ragshield.services.claim_marks import ClaimMark, claim_marks
 from ragshield.services.live_runs import LiveRecord
 from ragshield.types import (Answer, CostSummary, Passage, RuleDecision, Verdict, decision_word,
                              passage_label)
-from ragshield.ui.html_render import esc, message_html, table_html
+from ragshield.ui.html_render import (CLAIM_CSS, esc, marked_answer_html, message_html,
+                                     table_html)
 
 CSS = """
 .rs-demo-status { color: #555; font-size: 0.9em; margin: 0.2em 0 0.6em; }
@@ -43,7 +45,7 @@ CSS = """
 .rs-demo-partial { font-size: 1.15em; white-space: pre-wrap; overflow-wrap: anywhere; color: #444; }
 .rs-demo-replayed { display: inline-block; background: #e8eefa; color: #1f3f78; border-radius: 4px;
   padding: 0 0.4em; margin-left: 0.5em; font-size: 0.85em; font-weight: 600; }
-"""
+""" + CLAIM_CSS
 LLM_CALLS = ("chat", "score")  # the trace entries that the call cache can answer
 
 
@@ -77,7 +79,9 @@ def passage_html(index: int, passage: Passage, cited: bool) -> str:
             f'<div class="rs-demo-passage-text">{esc(passage.text)}</div></div>')
 
 
-def answer_html(answer: Answer, model: str) -> str:
+def answer_html(answer: Answer, model: str, marks: Sequence[ClaimMark] = ()) -> str:
+    """The answer (its unsupported sentences marked, once the support judge has spoken), the
+    answerer and model, and its cost."""
     notes = [f"{answer.answerer} answerer on {model}"]
     if answer.refusal:
         notes.append("a refusal")
@@ -85,7 +89,8 @@ def answer_html(answer: Answer, model: str) -> str:
         notes.append("cites internal knowledge")
     if answer.parse_error:
         notes.append(f"parse problem: {answer.parse_error}")
-    return (f'<div class="rs-demo-answer">{esc(answer.text or answer.raw)}</div>'
+    text = marked_answer_html(answer.text, marks) if answer.text else esc(answer.raw)
+    return (f'<div class="rs-demo-answer">{text}</div>'
             f'<div class="rs-demo-cost">{esc("; ".join(notes))}</div>'
             + cost_html(CostSummary.of(answer.calls)))
 
@@ -179,7 +184,8 @@ class AskView:
                  section(f"Passages ({len(self.passages)})",
                          passages or "<div>no passages</div>", "rs-demo-passages")]
         if self.answer is not None:
-            parts.append(section("Answer", answer_html(self.answer, self.answer_model),
+            marks = claim_marks(self.answer.text, self.verdicts)
+            parts.append(section("Answer", answer_html(self.answer, self.answer_model, marks),
                                  "rs-demo-answer-section"))
         elif self.partial:
             parts.append(section("Answer (being written)",

@@ -1,0 +1,131 @@
+"""Answer support, claim by claim (docs/METHODS.md 4.14): is what each sentence of the answer
+says supported by the passages?
+
+The answer is split into claims (ragshield/claims.py: sentences and list items; a short answer
+is one claim; a refusal has none). Each claim is asked about after the sample's shared prefix,
+so the passages are read once and each claim costs only its own tokens: P(yes) that the
+passages support the sentence, as part of an answer to the question (yes_no module). The
+answer's score is the least supported claim's (min): an answer is as trustworthy as its
+weakest sentence. keep = score >= threshold.
+
+Each claim in `details["claims"]` carries its span in the answer, its score, whether it
+passes the threshold, and the passage that shares the most content words with it (the
+passage a reader should look at; the model is not asked which, to keep one call a claim).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Sequence
+
+from ragshield.answerers.context import PromptOptions, shared_messages
+from ragshield.claims import Claim, split_claims
+from ragshield.judges.base import Judge
+from ragshield.judges.yes_no import REPLY_YES_OR_NO, ask_yes_no
+from ragshield.llm.base import CHAT, LOGPROBS
+from ragshield.llm.traced import TracedLLM
+from ragshield.types import Answer, DetailTable, Passage, Sample, Verdict, passage_label
+
+_WORD = re.compile(r"[a-z0-9]+")
+_STOPWORDS = frozenset(
+    "the a an and or but of to in on at by for with from as is are was were be been being it "
+    "its this that these those which who whom what when where why how than then there their "
+    "they them he she his her we our you your i not no so such can could would should may "
+    "might will also into over about after before more most other some any each".split())
+
+
+# The instruction comes before the claim, so that it is read once, with the passages, and
+# each further claim costs only its own tokens. Chosen among four wordings on a dev slice of
+# Factcheck-GPT that no reported figure uses (docs/QUALITY.md, "Support judge").
+INSTRUCTIONS = ("Is the following statement true according to the passages above? Reply no "
+                f"if the passages do not say so. {REPLY_YES_OR_NO}\n\nStatement: ")
+
+
+def statement(question: str, claim: str, alone: bool) -> str:
+    """What the judge asks about: the claim, or for a bare short answer (the answer's only
+    claim, with no sentence end), the answer as the answer to the question."""
+    if alone and not claim.rstrip().endswith((".", "!", "?")):
+        return f'The answer to the question "{question}" is: {claim}'
+    return claim
+
+
+def _content_words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS}
+
+
+def closest_passage(claim: str, passages: Sequence[Passage]) -> int | None:
+    """The passage sharing the most of the claim's content words (ties: the first), None
+    when none shares any."""
+    words = _content_words(claim)
+    shared = [len(words & _content_words(p.text)) for p in passages]
+    if not shared or max(shared) == 0:
+        return None
+    return shared.index(max(shared))
+
+
+class SupportJudge(Judge):
+    name = "support"
+    requires = frozenset({CHAT, LOGPROBS})
+    cost = "moderate"  # one call a claim (each read after the cached prefix)
+
+    def __init__(self, threshold: float = 0.5, options: PromptOptions = PromptOptions()) -> None:
+        super().__init__(options)
+        self.threshold = threshold
+
+    def decide(self, sample: Sample, answer: Answer, llm: TracedLLM) -> Verdict:
+        claims = [] if answer.refusal else split_claims(answer.text)
+        details: dict[str, Any] = {"threshold": self.threshold, "combine": "min", "claims": []}
+        if not claims:
+            what = "a refusal" if answer.refusal else "an answer without a sentence to check"
+            return Verdict(judge=self.name, keep=False, score=0.0, details=details,
+                           rationale=f"{what}: nothing the passages could support")
+        unread = 0
+        for number, claim in enumerate(claims, start=1):
+            asked = INSTRUCTIONS + statement(sample.question, claim.text, len(claims) == 1)
+            reading = ask_yes_no(llm, shared_messages(sample, asked, self.options),
+                                 purpose=f"{self.name}: claim {number} of {len(claims)}")
+            unread += reading.p_yes is None
+            details["claims"].append(self._claim_json(claim, reading.p_yes, sample.passages))
+        scores = [c["score"] for c in details["claims"] if c["score"] is not None]
+        error = f"{unread} of {len(claims)} claims could not be read" if unread else None
+        if not scores:
+            return Verdict(judge=self.name, keep=False, score=None, details=details,
+                           parse_error=error, rationale="no claim could be read; withheld")
+        score = min(scores)
+        keep = score >= self.threshold
+        weakest = next(i for i, c in enumerate(details["claims"], 1) if c["score"] == score)
+        failing = sum(c["supported"] is False for c in details["claims"])
+        return Verdict(
+            judge=self.name, keep=keep, score=score, details=details, parse_error=error,
+            rationale=(f"{len(claims) - failing} of {len(claims)} sentences supported; the "
+                       f"least supported, sentence {weakest}, at P(yes) = {score:.2f} "
+                       f"({'>=' if keep else '<'} threshold {self.threshold:g})"),
+        )
+
+    def _claim_json(self, claim: Claim, p_yes: float | None,
+                    passages: Sequence[Passage]) -> dict[str, Any]:
+        return {"start": claim.start, "end": claim.end, "text": claim.text, "score": p_yes,
+                "supported": None if p_yes is None else p_yes >= self.threshold,
+                "passage": closest_passage(claim.text, passages)}
+
+    @classmethod
+    def detail_view(cls, details: dict[str, Any],
+                    trace: Sequence[dict[str, Any]]) -> list[DetailTable] | None:
+        claims = details.get("claims")
+        if not isinstance(claims, list) or not claims:
+            return None
+        rows = [[number, claim.get("text"), _score_text(claim.get("score")),
+                 _support_word(claim.get("supported")),
+                 passage_label(claim["passage"]) if isinstance(claim.get("passage"), int)
+                 else "none"]
+                for number, claim in enumerate(claims, start=1) if isinstance(claim, dict)]
+        return [DetailTable(f"Claims (threshold {details.get('threshold')})",
+                            ["#", "claim", "P(supported)", "verdict", "closest passage"], rows)]
+
+
+def _score_text(score: Any) -> str:
+    return f"{score:.2f}" if isinstance(score, (int, float)) else "unread"
+
+
+def _support_word(supported: Any) -> str:
+    return {True: "supported", False: "NOT supported"}.get(supported, "unread")
