@@ -5,7 +5,8 @@ Python's json accepts NaN and Infinity, turns 1e999 into infinity, and nests as 
 interpreter's stack allows, then raises RecursionError. None of that is data a store, a metric
 or a page can use, and deep values break the recursive code downstream (checks, serialisers,
 renderers), so `loads` refuses them with a ValueError naming the field at fault. On request it
-refuses lone surrogates too ("\\ud800" is a valid escape, but no text: nothing can encode it).
+refuses text no store can keep too: lone surrogates ("\\ud800" is a valid escape, but no text:
+nothing can encode it) and NUL characters (PostgreSQL's text cannot hold "\\u0000").
 `dumps` writes what strict parsers read: a non-finite number as null (the store's JSON columns
 and `runs export` write with it).
 """
@@ -20,9 +21,9 @@ from typing import Any
 from ragshield.errors import UserError
 
 MAX_DEPTH = 100  # nested arrays and objects; real records nest a handful of levels
-_SURROGATE = re.compile("[\ud800-\udfff]")
-# Where a lone surrogate can come from: a \u escape of one (the text is decoded), or the text.
-_MAY_HOLD_SURROGATES = re.compile("\\\\u[dD][89abcdefABCDEF]|[\ud800-\udfff]")
+_UNSTORABLE = re.compile("[\ud800-\udfff\x00]")
+# Where such a character can come from: a \u escape of one (the text is decoded), or the text.
+_MAY_HOLD_UNSTORABLE = re.compile("\\\\u([dD][89abcdefABCDEF]|0000)|[\ud800-\udfff\x00]")
 
 
 class JsonValueError(UserError, ValueError):
@@ -57,16 +58,16 @@ def _int(text: str) -> int | _Refused:
         return _Refused(f"an integer of {len(text.lstrip('-'))} digits is too long")
 
 
-def loads(text: str, field: str | None = None, *, lone_surrogates: bool = True) -> Any:
+def loads(text: str, field: str | None = None, *, storable: bool = False) -> Any:
     """The value of `text`; json.JSONDecodeError for bad syntax, JsonValueError for
     non-finite numbers, overlong integers and nesting deeper than MAX_DEPTH, and with
-    `lone_surrogates` False for a string or key holding one. `field` names the text itself
-    when it is part of a record (a CSV cell), to prefix the fields in errors."""
+    `storable` for a string or key holding a lone surrogate or a NUL. `field` names the
+    text itself when it is part of a record (a CSV cell), to prefix the fields in errors."""
     try:
         value = json.loads(text, parse_constant=_constant, parse_float=_float, parse_int=_int)
     except RecursionError:
         raise JsonValueError(f"nested deeper than {MAX_DEPTH} levels", field) from None
-    texts = not lone_surrogates and _MAY_HOLD_SURROGATES.search(text) is not None
+    texts = storable and _MAY_HOLD_UNSTORABLE.search(text) is not None
     _check(value, (field,) if field else (), texts)
     return value
 
@@ -78,15 +79,19 @@ def _field(path: tuple[str | int, ...]) -> str | None:
 
 
 def _check_text(text: str, path: tuple[str | int, ...], what: str = "") -> None:
-    found = _SURROGATE.search(text)
-    if found is not None:
-        raise JsonValueError(f"{what}a lone surrogate (\\u{ord(found.group()):04x}) is not "
-                             "text", _field(path))
+    found = _UNSTORABLE.search(text)
+    if found is None:
+        return
+    if found.group() == "\x00":
+        raise JsonValueError(f"{what}a NUL character (\\u0000) is not text a store can keep",
+                             _field(path))
+    raise JsonValueError(f"{what}a lone surrogate (\\u{ord(found.group()):04x}) is not text",
+                         _field(path))
 
 
 def _check(value: Any, root: tuple[str, ...], texts: bool = False) -> None:
     """Walk the value without recursion (it may be deep) for refused numbers and depth, and
-    with `texts` for lone surrogates (a key is checked before it names a field)."""
+    with `texts` for lone surrogates and NUL (a key is checked before it names a field)."""
     if isinstance(value, _Refused):
         raise JsonValueError(value.reason, _field(root))
     if texts and isinstance(value, str):

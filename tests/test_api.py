@@ -6,6 +6,7 @@ real: `python app.py` in front of a llama.cpp server, called with the stock open
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
@@ -197,6 +198,16 @@ def test_default_judges_are_the_fast_set(settings: Settings, sqlite_store: Store
       "answer_logprobs": [{"token": "a", "logprob": float("-inf")}]}, 422,
      "answer_logprobs[0].logprob"),
     ({"question": "q", "answer": "a", "judge_model": "\ud800"}, 422, "judge_model"),
+    # Issue 45, item 11: pydantic's lax mode read true as 1 and "500" as 500.
+    ({"question": "q", "answer": "a", "passages": [{"text": "p"}], "cited_passages": [True]},
+     422, "cited_passages[0]"),
+    ({"question": "q", "answer": "a", "budget_ms": "500"}, 422, "budget_ms"),
+    ({"question": "q", "answer": "a", "budget_ms": True}, 422, "budget_ms"),
+    ({"question": "q", "answer": "a", "budget_ms": 500.0}, 422, "budget_ms"),
+    ({"question": "q", "answer": "a", "passages": [{"text": "p", "score": True}]}, 422,
+     "passages[0].score"),
+    ({"question": "q", "answer": "a", "answer_logprobs": [{"token": "a", "logprob": "-1"}]},
+     422, "answer_logprobs[0].logprob"),
 ])
 def test_bad_fields_are_named(settings: Settings, sqlite_store: Store, body: dict,
                               status: int, param: str | None) -> None:
@@ -424,6 +435,25 @@ def test_a_withheld_answer_keeps_nothing_that_spells_it_out(
         "role": "assistant", "content": ABSTAIN_MESSAGE}}]
 
 
+def test_a_withheld_answer_is_nowhere_but_in_ragshield_answer(
+        settings: Settings, sqlite_store: Store) -> None:
+    """Issue 45, item 8: token_prob's reason quoted the least sure token, and the upstream's
+    top-level extras (an `output_text`) came back beside the abstain message."""
+    tokens = [("The", SURE), (" SECRET", UNSURE), (" word", SURE)]
+    body = completion_with("The SECRET word")
+    body["output_text"] = "The SECRET word"
+    body["choices"][0]["logprobs"] = {"content": [{"token": token, "logprob": value}
+                                                  for token, value in tokens]}
+    with FakeOpenAIServer(lambda request: Fault(body=json.dumps(body).encode())) as upstream:
+        client = client_for(proxy_settings(settings, upstream), sqlite_store)
+        response = client.post("/v1/chat/completions", json=chat_body())
+    completion = response.json()
+    assert response.status_code == 200 and not completion["ragshield"]["kept"], response.text
+    assert completion["ragshield"]["answer"]["text"] == "The SECRET word"
+    assert response.text.count("SECRET") == 1, response.text
+    assert completion["id"] == "c" and completion["created"] == 1
+
+
 @pytest.mark.parametrize("ragshield, messages, field", [
     ({"judges": ["no_such_judge"]}, None, "judge"),
     ({"judges": ["trivial"], "rule": "policy:missing"}, None, "policy"),
@@ -553,6 +583,18 @@ def test_proxy_bodies_are_checked_as_strictly_as_judge_bodies(
     assert live_answers(sqlite_store) == 0
 
 
+def test_a_422_names_a_path_that_is_in_the_body(settings: Settings,
+                                                sqlite_store: Store) -> None:
+    """Issue 45, item 14: the union's tag went into the path (messages[0].content.parts[0]
+    .text), which is no field of the body."""
+    body = chat_body(messages=[{"role": "user", "content": [{"type": "text", "text": 5}]}])
+    response = client_for(settings, sqlite_store).post("/v1/chat/completions", json=body)
+    assert response.status_code == 422
+    assert error_of(response)["param"] == "messages[0].content[0].text", response.text
+    missing = client_for(settings, sqlite_store).post("/v1/judge", json={"answer": "a"})
+    assert error_of(missing)["param"] == "question"
+
+
 def test_proxy_forwards_text_parts_and_tool_messages_as_they_came(
         settings: Settings, sqlite_store: Store) -> None:
     messages = [{"role": "assistant", "content": None,
@@ -585,6 +627,51 @@ def test_bodies_nested_too_deep_are_refused(settings: Settings, sqlite_store: St
     assert shallow.status_code == 422 and error_of(shallow)["param"] == "x"
 
 
+NUL_FIELDS = [({"question": "q\x00"}, "question"), ({"answer": "a\x00"}, "answer"),
+              ({"answer_model": "m\x00"}, "answer_model"),
+              ({"passages": [{"text": "p\x00"}]}, "passages[0].text"),
+              ({"passages": [{"text": "p", "title": "\x00"}]}, "passages[0].title")]
+
+
+def test_a_nul_anywhere_is_a_422_naming_the_field_on_every_store(settings: Settings,
+                                                                store: Store) -> None:
+    """Issue 45, item 3: PostgreSQL's text cannot hold a NUL: a 500 DataError, and on the
+    proxy after the upstream was paid."""
+    client = client_for(settings, store)
+    for change, param in NUL_FIELDS:
+        response = client.post("/v1/judge", json={**judge_body(judges=["trivial"]), **change})
+        assert response.status_code == 422, (param, response.text)
+        assert error_of(response)["param"] == param and "NUL" in error_of(response)["message"]
+    with FakeOpenAIServer() as upstream:
+        client = client_for(proxy_settings(settings, upstream), store)
+        body = chat_body(messages=[{"role": "user", "content": "Capital\x00?"}])
+        proxied = client.post("/v1/chat/completions", json=body)
+        paid = len(upstream.chat_requests())
+        nul_answer = completion_with("Par\x00is")
+        upstream.behaviour = lambda request: Fault(body=json.dumps(nul_answer).encode())
+        answered = client.post("/v1/chat/completions", json=chat_body())
+    assert proxied.status_code == 422 and error_of(proxied)["param"] == "messages[0].content"
+    assert paid == 0  # refused before the upstream was asked
+    assert answered.status_code == 502 and "NUL" in error_of(answered)["message"]
+    assert live_answers(store) == 0
+
+
+@pytest.mark.parametrize("version", ["2147483648", "9223372036854775808", "0"])
+def test_a_policy_version_out_of_range_is_a_400(settings: Settings, store: Store,
+                                                version: str) -> None:
+    """Issue 45, item 4: a version past SQL's integers reached the query (500)."""
+    response = client_for(settings, store).post("/v1/judge", json=judge_body(
+        judges=["token_prob"], rule=f"policy:api-guard@{version}"))
+    assert response.status_code == 400, response.text
+    assert "from 1 to 2,147,483,647" in error_of(response)["message"]
+
+
+def completion_with(text: str) -> dict[str, Any]:
+    return {"id": "c", "object": "chat.completion", "created": 1, "model": "fake-model",
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": text}}]}
+
+
 def test_the_schemas_refuse_non_finite_numbers() -> None:
     from pydantic import ValidationError
 
@@ -610,6 +697,38 @@ def test_a_key_is_checked_before_the_body_is_read(settings: Settings,
     assert client.get("/v1/judges").status_code == 401
     assert client.get("/v1/health").status_code == 200
     assert client.get("/v1/openapi.json").status_code == 200
+
+
+def test_a_call_without_a_key_is_refused_before_its_body_is_read(
+        settings: Settings, sqlite_store: Store) -> None:
+    """Issue 45, item 9: a 2 MB body without a key got 413, and a 900 KB one was read whole
+    before its 401."""
+    guard = Guard(settings, sqlite_store, FakeModels(ScriptedLLM(respond=p_true_reply)),
+                  ModelGate(settings))
+    app = build_api(settings, guard, KeyCheck([KEY]))
+
+    def call(size: int) -> tuple[int, int]:
+        """(status, body bytes the server took) of a keyless POST of `size` bytes."""
+        taken, sent = 0, []
+
+        async def receive() -> dict[str, Any]:
+            nonlocal taken
+            taken += 65_536
+            return {"type": "http.request", "body": b"x" * 65_536, "more_body": taken < size}
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+
+        scope = {"type": "http", "method": "POST", "path": "/v1/judge", "raw_path": b"/v1/judge",
+                 "query_string": b"", "root_path": "", "scheme": "http", "http_version": "1.1",
+                 "server": ("127.0.0.1", 80), "client": ("127.0.0.1", 5000),
+                 "headers": [(b"content-type", b"application/json"),
+                             (b"content-length", str(size).encode())]}
+        asyncio.run(app(scope, receive, send))
+        return sent[0]["status"], taken
+
+    assert call(2_000_000) == (401, 0)
+    assert call(900_000) == (401, 0)
 
 
 def test_keys_that_no_header_can_carry_are_refused(settings: Settings, tmp_path: Path) -> None:
@@ -720,3 +839,15 @@ def test_unknown_corpora_and_trained_judges_name_no_server_path(
     assert "'nosuch'" in message and "corpus list" in message
     assert str(settings.corpora_dir) not in message
     assert live_answers(sqlite_store) == 0
+
+
+def test_an_unknown_corpus_is_refused_before_the_embedding_model_loads(
+        settings: Settings, sqlite_store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 45, item 10: the embedder loaded first (504 on a server with a 3 s deadline)."""
+    loaded = []
+    monkeypatch.setattr("ragshield.retrieval.encoding.default_embedder",
+                        lambda settings: loaded.append(settings))
+    response = client_for(settings, sqlite_store).post("/v1/ask", json={
+        "question": "Who?", "corpus": "nosuch", "mode": "hybrid", "judges": ["trivial"]})
+    assert response.status_code == 400 and "'nosuch'" in error_of(response)["message"]
+    assert loaded == []

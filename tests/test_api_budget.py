@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -100,6 +101,26 @@ def test_judges_run_side_by_side_on_a_server_and_error_stores_nothing(
     assert failed.status_code == 504 and error_of(failed)["type"] == "budget_passed"
     assert "p_true did not finish" in error_of(failed)["message"]
     assert live_answers(sqlite_store) == 1
+
+
+@pytest.mark.server
+def test_judges_cut_off_by_their_budget_keep_their_place_at_the_backend(
+        settings: Settings, sqlite_store: Store) -> None:
+    """Issue 45, item 6: a call cut off by its budget gave its place up while its judge was
+    still at the backend: 16 calls put 15 judges at once on a backend of concurrency 4."""
+    with FakeOpenAIServer(slow(2.0)) as upstream:
+        client = server_client(settings, sqlite_store, upstream)
+        time.sleep(2.1)  # the warm-up's judge is done
+        with ThreadPoolExecutor(12) as pool:
+            answers = list(pool.map(lambda number: client.post("/v1/judge", json=judge_body(
+                question=f"Question {number}?", judges=["p_true"], rule="p_true",
+                budget_ms=300, store=False)), range(12)))
+        time.sleep(2.5)  # the judges cut off finish
+        calls = [(r.at, r.answered_at or r.at) for r in upstream.chat_requests()
+                 if r.prompt != "Say yes."]
+    assert all(answer.status_code == 200 for answer in answers)
+    at_once = max(sum(1 for start, end in calls if start <= moment < end) for moment, _ in calls)
+    assert at_once <= settings.concurrency, (at_once, len(calls))
 
 
 class CountingSlowLLM(SlowLLM):

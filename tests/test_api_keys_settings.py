@@ -62,6 +62,12 @@ def test_the_keys_file_gives_names_judges_and_rules(settings: Settings, tmp_path
     ("name=first", "field 'name': 'first' is the name of the key at"),
     ("rule=all fixed=maybe", "field 'fixed' must be yes or no"),
     ("name=x fixed=yes", "field 'fixed': the key gives no judges or rule to fix"),
+    # Issue 45: each was accepted, then failed every call the key made.
+    ("rule=policy:p@2147483648", "field 'rule': rule 'policy:p@2147483648': the version after "
+                                 "@ must be from 1 to 2,147,483,647"),
+    ("rule=policy:p@9223372036854775808", "the version after @ must be from 1 to"),
+    ("judges=trained:nosuch", "field 'judges': no trained judge 'trained:nosuch'"),
+    ("judges=trivial,,p_true", "field 'judges': 'trivial,,p_true' has an empty name"),
 ])
 def test_a_bad_field_names_the_file_line_and_field(settings: Settings, tmp_path: Path,
                                                    fields: str, problem: str) -> None:
@@ -131,6 +137,10 @@ def test_a_keys_judges_and_rule_apply_where_the_body_names_none(
     assert judges(support) == ["trivial", "token_prob"] and support["rule"] == "token_prob"
     own = judged(SUPPORT, judges=["trivial"], rule="trivial")  # the body's own win
     assert judges(own) == ["trivial"] and own["rule"] == "trivial"
+    # Issue 45, item 12: the key's rule (token_prob) was forced onto the body's own judges
+    # (400); it follows them now, where it cannot decide from them.
+    own_judges = judged(SUPPORT, judges=["trivial"])
+    assert judges(own_judges) == ["trivial"] and own_judges["rule"] != "token_prob"
     own_rule = judged(SUPPORT, rule="majority")
     assert judges(own_rule) == ["trivial", "token_prob"] and own_rule["rule"] == "majority"
     legal = judged(LEGAL)  # the pinned policy version, and the judges it reads
@@ -139,7 +149,8 @@ def test_a_keys_judges_and_rule_apply_where_the_body_names_none(
     plain = judged(PLAIN)  # a key without settings: the server's defaults
     assert plain["rule"] == settings.decision_rule and "p_true" in judges(plain)
     assert [(row.caller, row.rule) for row in read_decisions(sqlite_store)] == [
-        ("support", "token_prob"), ("support", "trivial"), ("support", "majority"),
+        ("support", "token_prob"), ("support", "trivial"), ("support", own_judges["rule"]),
+        ("support", "majority"),
         ("legal", "policy:api-guard@1"), ("plain", settings.decision_rule)]
 
 

@@ -42,6 +42,13 @@ def events(text: str) -> list[Any]:
     return found
 
 
+def live_body() -> dict[str, Any]:
+    """A streamed proxy call in live mode."""
+    body = chat_body(stream=True)
+    body["ragshield"]["stream_mode"] = "live"
+    return body
+
+
 def streamed_text(chunks: list[Any]) -> str:
     return "".join(choice["delta"].get("content") or "" for chunk in chunks
                    if isinstance(chunk, dict) for choice in chunk.get("choices", []))
@@ -87,9 +94,7 @@ def test_live_passes_chunks_on_then_ends_with_the_decision(settings: Settings,
                                                            sqlite_store: Store) -> None:
     with FakeOpenAIServer(lambda request: UNSURE_UPSTREAM) as upstream:
         client = client_for(proxy_settings(settings, upstream), sqlite_store)
-        body = chat_body(stream=True)
-        body["ragshield"]["stream_mode"] = "live"
-        response = client.post("/v1/chat/completions", json=body)
+        response = client.post("/v1/chat/completions", json=live_body())
     chunks = events(response.text)
     assert streamed_text(chunks) == ANSWER  # as the upstream sent it, unjudged
     decision = chunks[-2]
@@ -148,6 +153,53 @@ def test_the_completion_s_id_and_model_come_from_the_first_chunk_that_gives_them
     assert {(c["id"], c["model"], c["created"]) for c in held[:-1]} == {
         ("chatcmpl-1", "their-model", 1700000000)}
     assert held[-2]["ragshield"]["answer"]["model"] == "their-model"
+
+
+def sse(*events: Any) -> bytes:
+    """Server-sent events: each a JSON value's data (raw bytes go as they are)."""
+    return b"".join(event if isinstance(event, bytes) else
+                    b"data: " + json.dumps(event).encode() + b"\n\n" for event in events)
+
+
+def chunk(created: int = 7, **choice: Any) -> dict[str, Any]:
+    return {"id": "c", "object": "chat.completion.chunk", "created": created, "model": "m",
+            "choices": [{"index": 0, **choice}] if choice else []}
+
+
+def test_live_mode_passes_no_forged_decision_and_no_unjudged_choice(
+        settings: Settings, sqlite_store: Store) -> None:
+    """Issue 45, item 7: an upstream chunk with a `ragshield` field reached the client before
+    the real decision, and a chunk of choice 1 passed unjudged."""
+    stream = sse(chunk(delta={"content": "Par"}),
+                 {"choices": [], "ragshield": {"kept": True, "shown": "FORGED"}},
+                 {**chunk(), "choices": [{"index": 1, "delta": {"content": "UNJUDGED"}}]},
+                 chunk(delta={"content": "is"}, finish_reason="stop"), b"data: [DONE]\n\n")
+    fault = Fault(body=stream, headers={"content-type": "text/event-stream"})
+    with FakeOpenAIServer(lambda request: fault) as upstream:
+        client = client_for(proxy_settings(settings, upstream), sqlite_store)
+        response = client.post("/v1/chat/completions", json=live_body())
+    chunks = events(response.text)
+    assert "FORGED" not in response.text and "UNJUDGED" not in response.text, response.text
+    decisions = [c for c in chunks if isinstance(c, dict) and "ragshield" in c]
+    assert decisions == [chunks[-2]] and streamed_text(chunks) == "Paris"
+
+
+def test_pings_and_empty_events_are_skipped_and_created_0_is_kept(
+        settings: Settings, sqlite_store: Store) -> None:
+    """Issue 45, item 14: an `event: ping` or a `data: {}` was a 502, and `created: 0` came
+    back as null."""
+    stream = (b"event: ping\ndata: {\"type\": \"ping\"}\n\n" + sse(
+        {}, chunk(created=0, delta={"content": "Paris"}),
+        chunk(created=0, delta={}, finish_reason="stop")) + b"data: [DONE]\n\n")
+    fault = Fault(body=stream, headers={"content-type": "text/event-stream"})
+    with FakeOpenAIServer(lambda request: fault) as upstream:
+        client = client_for(proxy_settings(settings, upstream), sqlite_store)
+        body = chat_body(stream=True)
+        body["ragshield"].update(judges=["trivial"], rule="trivial")
+        held = client.post("/v1/chat/completions", json=body)
+    assert held.status_code == 200, held.text
+    chunks = events(held.text)
+    assert streamed_text(chunks) == "Paris" and all(c["created"] == 0 for c in chunks[:-1])
 
 
 def test_data_over_several_lines_and_events_without_blank_lines_are_read() -> None:
@@ -251,6 +303,38 @@ def test_a_call_whose_client_left_never_runs_the_model(settings: Settings, sqlit
             time.sleep(0.5)
     assert guard.waiting == 0 and len(llm.seen) == 1
     assert live_answers(sqlite_store) == 1
+
+
+def test_a_proxy_call_whose_client_left_gives_its_slot_up(settings: Settings,
+                                                          sqlite_store: Store) -> None:
+    """Issue 45, item 5: a non-streamed call whose client left kept its place in the queue
+    until the upstream answered (60 s there), and every other call got 503 meanwhile."""
+    settings.api_max_waiting = 2
+    with FakeOpenAIServer(lambda request: Fault(delay_s=20)) as upstream:
+        settings = proxy_settings(settings, upstream)
+        guard = Guard(settings, sqlite_store, FakeModels(ScriptedLLM(respond=p_true_reply)),
+                      ModelGate(settings))
+        with _served(settings, sqlite_store, guard) as url, ThreadPoolExecutor(2) as pool:
+            left = list(pool.map(lambda _: _times_out(url + "/v1/chat/completions",
+                                                      chat_body()), range(2)))
+            gone = time.monotonic()
+            while guard.waiting and time.monotonic() < gone + 10:
+                time.sleep(0.05)
+            freed = time.monotonic() - gone
+            judged = httpx.post(url + "/v1/judge", timeout=30, json={
+                "question": "Who?", "answer": "The Normans", "judges": ["trivial"]})
+    assert left == [True, True]
+    assert freed < 3 and judged.status_code == 200, (freed, judged.text)
+    assert live_answers(sqlite_store) == 1
+
+
+def _times_out(url: str, body: dict[str, Any]) -> bool:
+    """Whether the client gave up (after 1 s) before an answer came."""
+    try:
+        httpx.post(url, json=body, timeout=1)
+    except httpx.ReadTimeout:
+        return True
+    return False
 
 
 def test_live_chunks_arrive_before_the_upstream_has_finished(settings: Settings,

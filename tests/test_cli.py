@@ -176,9 +176,13 @@ def test_serve_refuses_a_bad_setup_in_one_line(tmp_path):
         no_keys = invoke("serve", "--api-only", "--port", port, "--api-keys",
                          str(tmp_path / "none.txt"), env=env)
         busy = invoke("serve", "--api-only", "--port", port, env=env)
+        # Issue 45, item 13: a 45-line traceback.
+        bad_setting = invoke("serve", "--api-only", "--port", port,
+                             env={**env, "RAGSHIELD_GUARD_ON_BUDGET": "bogus"})
     assert open_api.stderr.startswith("error: the guard API on 0.0.0.0 would be open")
+    assert bad_setting.stderr.startswith("error: settings: RAGSHIELD_GUARD_ON_BUDGET: ")
     assert no_keys.stderr.startswith("error: ") and str(tmp_path / "none.txt") in no_keys.stderr
     assert busy.stderr == f"error: cannot serve on 127.0.0.1:{port}: Address already in use\n"
-    for result in (open_api, no_keys, busy):
+    for result in (open_api, no_keys, busy, bad_setting):
         assert result.exit_code == 1 and result.stdout == ""
         assert len(result.stderr.splitlines()) == 1

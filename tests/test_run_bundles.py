@@ -62,6 +62,8 @@ def _rewritten(path: Path, change: Callable[[dict[str, Any]], None]) -> Path:
     (lambda b: b["answers"][0].__setitem__("refusal", "yes"), "answers[0]: a value this"),
     (lambda b: b["llm_calls"].append(3), "llm_calls: each entry must be an object"),
     (lambda b: b["run"]["config"].__setitem__("bogus", 1), "run.config: run config: unknown"),
+    (lambda b: b["answers"][0].__setitem__("raw", "Par\x00is"),  # PostgreSQL keeps no NUL
+     "field 'answers[0].raw': a NUL character"),
 ])
 def test_a_malformed_bundle_is_one_error_line_and_imports_nothing(exported, tmp_path, change,
                                                                   where):

@@ -22,17 +22,18 @@ from fastapi.security import HTTPBearer
 
 from ragshield import __version__
 from ragshield.api import errors
+from ragshield.api.key_gate import KeyGate
 from ragshield.api.keys import ApiKey, KeyCheck
 from ragshield.api.limits import BodyLimit, Deadlines
 from ragshield.api.metrics import add_metrics
 from ragshield.api.render import completion_json, judged_json
-from ragshield.api.routes import keyed_route
+from ragshield.api.routes import KeyedRoute
 from ragshield.api.schemas import (AskBody, ChatBody, ChatMessage, JudgeBody, PassageIn,
                                    ProxyField, Traced)
 from ragshield.api.streaming import LIVE, held_events, live_response, streamed
 from ragshield.config import Settings
 from ragshield.services.asking import MAX_QUESTION_CHARS, AskRequest
-from ragshield.services.key_defaults import key_judges
+from ragshield.services.key_defaults import key_judges, rule_fits
 from ragshield.services.guard import CallContext, Guard, ProxyRequest, judge_catalogue
 from ragshield.types import GivenAnswer, Passage, TokenLogprob
 
@@ -66,6 +67,9 @@ def _keyed(request: Request, endpoint: str, part: Part) -> tuple[Part, CallConte
     given += (("on_unsupported", key.on_unsupported),) if key else ()
     defaults = {name: value for name, value in given
                 if value is not None and getattr(part, name) is None}
+    if "rule" in defaults and part.judges is not None and not rule_fits(defaults["rule"],
+                                                                        part.judges):
+        del defaults["rule"]  # the body's own judges win: the default rule follows them
     context = CallContext(endpoint, key.name if key else None, part.trace_id, part.span_id)
     return part.model_copy(update=defaults), context
 
@@ -130,15 +134,16 @@ def build_api(settings: Settings, guard: Guard, keys: KeyCheck) -> FastAPI:
     api = FastAPI(title="ragshield guard API", version=__version__, description=DESCRIPTION,
                   docs_url="/v1/docs", openapi_url="/v1/openapi.json", redoc_url=None)
     api.add_middleware(BodyLimit, max_bytes=settings.api_max_body_bytes)
+    api.add_middleware(KeyGate, keys=keys)  # added last: outside the limit, so checked first
     errors.install(api)
     deadlines = Deadlines(settings.api_timeout_s, workers=settings.api_max_waiting + 8)
     # Listeners that hold resources (the trace export's exporter thread) close with the app.
     api.router.on_shutdown.extend([deadlines.close, guard.close, *(
         listener.close for listener in guard.listeners if hasattr(listener, "close"))])
 
-    # The key is checked by the route class, before the body is read; the dependency only
-    # shows it in the OpenAPI page (its Authorize button).
-    guarded = APIRouter(route_class=keyed_route(keys), dependencies=[Security(HTTPBearer(
+    # The key is checked by KeyGate, before the body is read; the dependency only shows it
+    # in the OpenAPI page (its Authorize button).
+    guarded = APIRouter(route_class=KeyedRoute, dependencies=[Security(HTTPBearer(
         auto_error=False, description="an API key, when the server has keys"))])
 
     @guarded.post("/v1/judge", tags=["guard"])

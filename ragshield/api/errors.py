@@ -36,10 +36,21 @@ def field_error(location: tuple[Any, ...], message: str) -> RequestValidationErr
     return RequestValidationError([{"type": "value_error", "loc": location, "msg": message}])
 
 
-def _field(location: tuple[Any, ...]) -> str:
-    """("body", "passages", 0, "text") -> "passages[0].text"."""
-    name = ""
-    for part in location[1:] if location and location[0] == "body" else location:
+def _field(location: tuple[Any, ...], body: Any = None) -> str:
+    """("body", "passages", 0, "text") -> "passages[0].text". With the `body` it is about,
+    a step that is not in it is left out: pydantic puts the tag of a union's member in the
+    location ("content", "parts", 0), which is no field of the body (a missing field, the
+    last step, stays)."""
+    steps = location[1:] if location and location[0] == "body" else location
+    name, value = "", body
+    for index, part in enumerate(steps):
+        if body is not None:
+            if isinstance(value, dict) and part in value:
+                value = value[part]
+            elif isinstance(value, list) and isinstance(part, int) and 0 <= part < len(value):
+                value = value[part]
+            elif not isinstance(value, (dict, list)) or index < len(steps) - 1:
+                continue  # a union's tag
         name += f"[{part}]" if isinstance(part, int) else f".{part}" if name else str(part)
     return name or "body"
 
@@ -52,7 +63,7 @@ def _invalid(_request: Request, error: Exception) -> JSONResponse:
         return error_response(400, "the body is not valid JSON: "
                               f"{first.get('ctx', {}).get('error', 'cannot parse')}",
                               "invalid_json", "body")
-    field = _field(tuple(first.get("loc", ())))
+    field = _field(tuple(first.get("loc", ())), error.body)
     message = f"{field}: {first.get('msg', 'invalid')}"
     if len(problems) > 1:
         message += f" (and {len(problems) - 1} more)"

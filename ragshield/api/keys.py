@@ -69,7 +69,7 @@ def read_keys(settings: Settings) -> list[KeyEntry]:
     digests: dict[bytes, str] = {}  # the key's digest -> where it was given
     for number, ([secret, *fields], where) in enumerate(lines, 1):
         _check_secret(secret, where)
-        entry = KeyEntry(secret, key_settings(fields, where, f"key-{number}"))
+        entry = KeyEntry(secret, key_settings(fields, where, f"key-{number}", settings))
         if entry.digest in digests:  # the first would always match, and the second never
             raise ApiKeyError(f"{where}: the same key as at {digests[entry.digest]}; each "
                               "caller needs a key of its own")

@@ -1,22 +1,18 @@
-"""The guard API's keyed routes. The caller's key is checked before anything of the body is
-read, so a caller without one learns nothing of what a body should hold and costs no
-parsing, and the key that matched (its name and defaults: api/keys.py) is put on
-`request.state.api_key` (None on a server without keys); then the body is parsed strictly
-(web/request_bodies.py), so that every endpoint refuses NaN, Infinity, 1e999, lone
-surrogates and deep nesting anywhere in its body, fields passed on to an upstream included,
-with a 422 naming the field."""
+"""The guard API's keyed routes, whose caller's key was checked before anything of the body
+was read (api/key_gate.py: the key that matched is on `request.state.api_key`). The body is
+parsed strictly (web/request_bodies.py), so that every endpoint refuses NaN, Infinity, 1e999,
+lone surrogates, NUL and deep nesting anywhere in its body, fields passed on to an upstream
+included, with a 422 naming the field."""
 
 from __future__ import annotations
 
 from typing import Any, Callable, Coroutine
 
 from fastapi.routing import APIRoute
-from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
 from ragshield.api.errors import field_error
-from ragshield.api.keys import KeyCheck
 from ragshield.web.request_bodies import JsonValueError, json_value
 
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
@@ -43,24 +39,15 @@ class StrictJsonRequest(Request):
             pass
 
 
-def keyed_route(keys: KeyCheck) -> type[APIRoute]:
-    """The route class of the endpoints that take a key."""
+class KeyedRoute(APIRoute):
+    """The route class of the endpoints that take a key: their bodies are parsed strictly."""
 
-    class KeyedRoute(APIRoute):
-        def get_route_handler(self) -> Handler:
-            handler = super().get_route_handler()
+    def get_route_handler(self) -> Handler:
+        handler = super().get_route_handler()
 
-            async def keyed(request: Request) -> Response:
-                key = keys.match(request.headers.get("authorization"))
-                if key is None and keys.required:
-                    raise HTTPException(401, "a valid API key is required: "
-                                             "Authorization: Bearer <key>",
-                                        headers={"WWW-Authenticate": "Bearer"})
-                request.state.api_key = key  # the handlers read its name and defaults
-                strict = StrictJsonRequest(request.scope, request.receive)
-                await strict.check_json()
-                return await handler(strict)
+        async def keyed(request: Request) -> Response:
+            strict = StrictJsonRequest(request.scope, request.receive)
+            await strict.check_json()
+            return await handler(strict)
 
-            return keyed
-
-    return KeyedRoute
+        return keyed

@@ -1,6 +1,7 @@
 """The guard API's request bodies. Every size is bounded and unknown fields are refused, so
-a typo ("pasages") is an error naming it rather than a silently ignored field. Booleans are
-strict ("yes" is no boolean) and numbers finite; the body itself was parsed strictly
+a typo ("pasages") is an error naming it rather than a silently ignored field. Booleans and
+whole numbers are strict ("yes" is no boolean; true, "500" and 1.0 are no whole numbers), and
+numbers finite and never booleans or text; the body itself was parsed strictly
 (api/routes.py: no NaN, Infinity, lone surrogates or deep nesting anywhere in it)."""
 
 from __future__ import annotations
@@ -8,8 +9,8 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import (AfterValidator, BaseModel, ConfigDict, Discriminator, Field, StrictBool,
-                      Tag, ValidationInfo, field_validator)
+from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Discriminator,
+                      Field, StrictBool, StrictInt, Tag, ValidationInfo, field_validator)
 
 from ragshield.services.ask_choices import (DEFAULT_MODEL, LARGER_MODEL, MAX_MODEL_LENGTH,
                                            PACKAGED_MODELS, SELF)
@@ -24,6 +25,17 @@ MAX_TOKENS = 4_096
 Name = Annotated[str, Field(min_length=1, max_length=200)]
 
 
+def _number(value: Any) -> Any:
+    """A number as JSON writes one: true is no score, nor "0.9" (pydantic's lax mode reads
+    both)."""
+    if isinstance(value, (bool, str)):
+        raise ValueError("must be a number")
+    return value
+
+
+Number = Annotated[float, BeforeValidator(_number)]
+
+
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
@@ -32,12 +44,12 @@ class PassageIn(Strict):
     text: str = Field(min_length=1, max_length=MAX_PASSAGE_CHARS)
     title: str | None = Field(default=None, max_length=1_000)
     id: str | None = Field(default=None, max_length=200, description="document or chunk id")
-    score: float | None = Field(default=None, description="retrieval score, if any")
+    score: Number | None = Field(default=None, description="retrieval score, if any")
 
 
 class TokenIn(Strict):
     token: str = Field(max_length=200)
-    logprob: float = Field(le=0)
+    logprob: Number = Field(le=0)
 
 
 Judges = Annotated[list[Name] | None, Field(
@@ -46,7 +58,7 @@ Judges = Annotated[list[Name] | None, Field(
                 "cheap judge)")]
 
 
-BudgetMs = Annotated[int | None, Field(
+BudgetMs = Annotated[StrictInt | None, Field(
     ge=1, le=600_000,
     description="how long the judges may take, in ms; the decision is made from those that "
                 "finished (cheapest first); default: RAGSHIELD_GUARD_BUDGET_MS, else none")]
@@ -127,7 +139,7 @@ class JudgeBody(Judging):
     answer: str = Field(min_length=1, max_length=MAX_ANSWER_CHARS)
     answer_model: str | None = Field(default=None, max_length=MAX_MODEL_LENGTH)
     answer_logprobs: list[TokenIn] | None = Field(default=None, max_length=MAX_TOKENS)
-    cited_passages: list[Annotated[int, Field(ge=0)]] | None = Field(
+    cited_passages: list[Annotated[StrictInt, Field(ge=0)]] | None = Field(
         default=None, max_length=MAX_PASSAGES, description="indices into passages")
 
     @field_validator("cited_passages")
@@ -150,8 +162,8 @@ class AskBody(Judging):
     passages: list[PassageIn] | None = Field(default=None, max_length=MAX_PASSAGES)
     corpus: Name | None = None
     mode: str = Field(default="hybrid", description=" | ".join(RETRIEVAL_MODES))
-    k: int = Field(default=3, ge=1, le=MAX_PASSAGES)
-    noise: int = Field(default=0, ge=0, le=MAX_NOISE)
+    k: StrictInt = Field(default=3, ge=1, le=MAX_PASSAGES)
+    noise: StrictInt = Field(default=0, ge=0, le=MAX_NOISE)
     answerer: Name | None = Field(default=None,
                                   description="default: RAGSHIELD_ANSWERER, else evidence")
     fallback: str = Field(default=FALLBACKS[0], description=" | ".join(FALLBACKS))
@@ -211,5 +223,5 @@ class ChatBody(Open):
 
     messages: list[ChatMessage] = Field(min_length=1, max_length=1_000)
     stream: StrictBool | None = None
-    n: int | None = Field(default=None, ge=1, le=1)
+    n: StrictInt | None = Field(default=None, ge=1, le=1)
     ragshield: ProxyField = Field(default_factory=ProxyField)

@@ -38,9 +38,19 @@ def settings_with(backend: str | None, base_url: str | None, model: str | None,
                  if value is not None}
     if no_llm_cache:
         overrides["llm_cache"] = False
+    return load_settings(**overrides)
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Settings from the environment and `overrides`; OptionError in one line naming each
+    setting at fault by its variable (RAGSHIELD_GUARD_ON_BUDGET), not a traceback."""
     try:
-        return Settings(**overrides)
+        return Settings(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, error['loc']))}: {error['msg']}"
-                             for error in exc.errors())
+        prefix = Settings.model_config.get("env_prefix", "")
+        problems = "; ".join(
+            f"{prefix}{'.'.join(map(str, error['loc'])).upper()}: {error['msg']}"
+            if error["loc"] and error["loc"][0] not in overrides
+            else f"{'.'.join(map(str, error['loc']))}: {error['msg']}"
+            for error in exc.errors())
         raise OptionError(f"settings: {problems}") from None

@@ -51,7 +51,7 @@ def serve(host: Host = "127.0.0.1", port: Port = 7860, auth: Auth = None,
 
     from ragshield.api.app import build_api
     from ragshield.api.keys import KeyCheck, check_exposure, read_keys
-    from ragshield.config import Settings
+    from ragshield.cli.llm_options import load_settings
     from ragshield.errors import UserError
     from ragshield.services.database import open_store
     from ragshield.services.guard import Guard
@@ -63,7 +63,7 @@ def serve(host: Host = "127.0.0.1", port: Port = 7860, auth: Auth = None,
     try:
         # One shield for the server: the app and the API share its store, its models and
         # the turns at them (one in-process model).
-        settings = Settings(**overrides)
+        settings = load_settings(**overrides)
         keys = read_keys(settings)
         check_exposure(host, keys)
         shield = Shield(settings, open_store(settings.database_url))

@@ -67,14 +67,16 @@ class TokenProbJudge(Judge):
             tokens, source = recorded
         logprobs = [t.logprob for t in tokens]
         mean = sum(logprobs) / len(logprobs)
-        weakest = min(tokens, key=lambda t: t.logprob)
+        place, weakest = min(enumerate(tokens), key=lambda item: item[1].logprob)
         score = math.exp(mean)
         keep = score >= self.threshold
+        # The least sure token by its place, not its text: reasons are shown to callers that
+        # a withheld answer is kept from.
         return Verdict(
             judge=self.name, keep=keep, score=score,
             rationale=(f"mean token probability {score:.2f} over {len(tokens)} tokens, "
                        f"{SOURCE_WORDS[source]} ({'>=' if keep else '<'} threshold "
-                       f"{self.threshold:g}); least sure of {weakest.token!r} "
+                       f"{self.threshold:g}); least sure of token {place + 1} "
                        f"(p = {math.exp(weakest.logprob):.2f})"),
             details={"source": source, "tokens": len(tokens), "mean_logprob": mean,
                      "min_logprob": weakest.logprob, "min_token": weakest.token,

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+from concurrent.futures import CancelledError
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -24,13 +25,14 @@ import httpx
 
 from ragshield import strict_json
 from ragshield.errors import UserError
+from ragshield.llm.upstream_scrub import Scrub
 from ragshield.strict_json import JsonValueError
 from ragshield.types import TokenLogprob
 
 MAX_REPLY_BYTES = 4_000_000  # a chat completion is kilobytes; more is not a reply we read
-MAX_MESSAGE_CHARS = 300  # of an upstream's error message, shown in the guard's own
 THROTTLE_HEADERS = ("retry-after", "retry-after-ms")  # passed on with a 429, as OpenAI sends them
 HEAD_FIELDS = ("id", "created", "model", "system_fingerprint")  # a completion's, kept from a stream
+GUARD_FIELD = "ragshield"  # the guard's verdicts, in its answers
 
 
 class UpstreamError(UserError):
@@ -62,6 +64,17 @@ class UpstreamBadReply(UpstreamError):
     status = 502
 
 
+class UpstreamAbandoned(UpstreamError):
+    """The caller gave up (its client left) while the upstream answered: the exchange was
+    stopped, rather than waited for in a place of the guard's queue. Nobody reads it."""
+
+    status = 499
+
+
+# Takes what stops an exchange, to call should its caller give up (Outcome.when_given_up).
+StopHook = Callable[[Callable[[], object]], None]
+
+
 @dataclass(frozen=True)
 class UpstreamReply:
     """The upstream's completion as it came (to hand back to the caller) and what ragshield
@@ -89,7 +102,7 @@ class UpstreamChat:
     def __init__(self, base_url: str, api_key: str | None = None) -> None:
         self.base_url = base_url.rstrip("/")
         self.shown_url = _masked(self.base_url)
-        self._key = api_key
+        self.scrub = Scrub(api_key)
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.AsyncClient(headers=headers, follow_redirects=False,
                                          timeout=None,  # each exchange's deadline bounds it
@@ -118,23 +131,30 @@ class UpstreamChat:
         thread.join()
         loop.close()
 
-    def _scrub(self, text: str) -> str:
-        return text.replace(self._key, "[upstream key]") if self._key else text
-
     def complete(self, body: dict[str, Any], timeout_s: float,
-                 on_chunk: Callable[[dict[str, Any]], None] | None = None) -> UpstreamReply:
+                 on_chunk: Callable[[dict[str, Any]], None] | None = None,
+                 on_give_up: StopHook | None = None) -> UpstreamReply:
         """One completion, all of it within `timeout_s`; an UpstreamError saying what went
         wrong otherwise. A request with `"stream": true` is read as the server-sent events it
         brings, each chunk handed to `on_chunk` as it comes (on the exchange's thread), and
-        the reply is the completion the chunks add up to."""
-        chunks = ChunkReader(self.shown_url, on_chunk) if body.get("stream") else None
-        exchange = self._exchange(body, timeout_s, chunks)
-        status, headers, raw = asyncio.run_coroutine_threadsafe(exchange, self._io()).result()
+        the reply is the completion the chunks add up to. `on_give_up` is handed what stops
+        the exchange at once (UpstreamAbandoned)."""
+        chunks = (ChunkReader(self.shown_url, on_chunk, self.scrub) if body.get("stream")
+                  else None)
+        exchange = asyncio.run_coroutine_threadsafe(self._exchange(body, timeout_s, chunks),
+                                                    self._io())
+        if on_give_up is not None:
+            on_give_up(exchange.cancel)
+        try:
+            status, headers, raw = exchange.result()
+        except CancelledError:
+            raise UpstreamAbandoned(f"the caller left while the upstream {self.shown_url} "
+                                    "answered") from None
         if status >= 400:
             raise self._refusal(status, headers, raw)
         if chunks is not None and chunks.streamed:
             return chunks.reply()
-        return _reply(raw, self.shown_url)
+        return _reply(raw, self.shown_url, self.scrub)
 
     async def _exchange(self, body: dict[str, Any], timeout_s: float,
                         chunks: ChunkReader | None) -> tuple[int, httpx.Headers, bytes]:
@@ -163,9 +183,8 @@ class UpstreamChat:
                                       f"{type(exc).__name__}") from exc
 
     def _refusal(self, status: int, headers: httpx.Headers, raw: bytes) -> UpstreamError:
-        """The error for an upstream's 4xx or 5xx, its message scrubbed of the key before it
-        is cut short (a cut could leave part of the key)."""
-        detail = self._scrub(_error_message(raw))[:MAX_MESSAGE_CHARS]
+        """The error for an upstream's 4xx or 5xx, with its message scrubbed."""
+        detail = self.scrub.message(_error_message(raw))
         message = f"the upstream {self.shown_url} answered {status}: {detail}"
         if 400 <= status < 500 and status not in (401, 403):
             retry = {name: headers[name] for name in THROTTLE_HEADERS
@@ -182,8 +201,9 @@ class ChunkReader:
     log-probs into the completion they make, which is judged as a whole answer is."""
 
     def __init__(self, shown_url: str,
-                 on_chunk: Callable[[dict[str, Any]], None] | None = None) -> None:
-        self.shown_url, self.on_chunk = shown_url, on_chunk
+                 on_chunk: Callable[[dict[str, Any]], None] | None = None,
+                 scrub: Scrub | None = None) -> None:
+        self.shown_url, self.on_chunk, self.scrub = shown_url, on_chunk, scrub or Scrub(None)
         self.streamed = False  # the upstream did answer with events
         self._chunks = 0
         # The completion's id, created, model and system fingerprint: each from the first
@@ -195,6 +215,7 @@ class ChunkReader:
         self._usage: dict[str, Any] | None = None
         self._size = 0
         self._event: list[bytes] = []  # the data lines of an event not yet whole
+        self._named = False  # the event has a name (`event: ping`): not a chunk
 
     async def read(self, pieces: AsyncIterator[bytes]) -> None:
         """Reads the stream's bytes as they come, line by line; the size is counted as bytes
@@ -222,15 +243,18 @@ class ChunkReader:
         `data:` line, taken at once; data spread over several lines is joined at the blank
         line that ends its event, as server-sent events have it."""
         if not line.strip():
-            return self._event_end()
-        if not line.startswith(b"data:"):
-            return False  # comments and other fields carry nothing
+            self._named, ended = False, self._event_end()
+            return ended
+        if line.startswith(b"event:"):  # chunks come in unnamed events (or `message`)
+            self._named = line[len(b"event:"):].strip() not in (b"", b"message")
+        if not line.startswith(b"data:") or self._named:
+            return False  # comments, other fields and named events carry no chunk
         data = line[len(b"data:"):]
         if not self._event:
             if data.strip() == b"[DONE]":
                 return True
             try:
-                chunk = _json(data, self.shown_url)
+                chunk = _json(data, self.shown_url, self.scrub)
             except UpstreamBadReply as error:
                 if not isinstance(error.__cause__, json.JSONDecodeError):
                     raise
@@ -247,19 +271,21 @@ class ChunkReader:
         data, self._event = b"\n".join(self._event), []
         if data.strip() == b"[DONE]":
             return True
-        self._take(_json(data, self.shown_url))
+        self._take(_json(data, self.shown_url, self.scrub))
         return False
 
     def _take(self, chunk: Any) -> None:
+        if chunk == {}:
+            return  # a keep-alive
         if isinstance(chunk, dict) and isinstance(chunk.get("error"), dict):
             raise UpstreamBadReply(f"the upstream {self.shown_url} stopped its stream with an "
-                                   f"error: {_error_message(json.dumps(chunk).encode())}")
+                                   f"error: {self.scrub.message(_error_text(chunk))}")
         if not isinstance(chunk, dict) or not isinstance(chunk.get("choices"), list):
             raise UpstreamBadReply(f"the upstream {self.shown_url} streamed something that is "
                                    "not a chat completion chunk")
         self._chunks += 1
-        for key in HEAD_FIELDS:
-            if chunk.get(key) and not self._head.get(key):
+        for key in HEAD_FIELDS:  # the first that is not empty (else the first given: 0)
+            if chunk.get(key) is not None and not self._head.get(key):
                 self._head[key] = chunk[key]
         if isinstance(chunk.get("usage"), dict):  # with stream_options.include_usage
             self._usage = chunk["usage"]
@@ -278,7 +304,7 @@ class ChunkReader:
             if isinstance(choice.get("finish_reason"), str):
                 self._finish = choice["finish_reason"]
         if self.on_chunk is not None:
-            self.on_chunk(chunk)
+            self.on_chunk(_judged_part(chunk))
 
     def reply(self) -> UpstreamReply:
         """The completion the chunks make, in the shape of a non-streamed one."""
@@ -293,34 +319,48 @@ class ChunkReader:
         return UpstreamReply(body, text, _model(body), _tokens(logprobs))
 
 
+def _judged_part(chunk: dict[str, Any]) -> dict[str, Any]:
+    """What of a chunk is handed on: the first choice (the one judged: another index is an
+    answer nobody judged), and no `ragshield` field, which only the guard's own decision
+    event carries (an upstream's would be a forged decision)."""
+    return {**{key: value for key, value in chunk.items() if key != GUARD_FIELD},
+            "choices": [choice for choice in chunk["choices"]
+                        if isinstance(choice, dict) and choice.get("index", 0) == 0]}
+
+
 def _error_message(raw: bytes) -> str:
-    """The message of an OpenAI-style error body, else whatever came, on one line (lone
-    surrogates replaced, so that it can be sent on)."""
+    """The message of an error body (Scrub.message makes it fit to show)."""
     try:
-        message = json.loads(raw)["error"]["message"]
-    except (ValueError, TypeError, KeyError, IndexError, RecursionError):
-        message = None
-    if not isinstance(message, str):
-        message = raw.decode("utf-8", "replace")
-    return " ".join(message.split()).encode("utf-8", "replace").decode("utf-8")
+        return _error_text(json.loads(raw))
+    except (ValueError, RecursionError):
+        return raw.decode("utf-8", "replace")
 
 
-def _json(raw: bytes, shown_url: str) -> Any:
-    """The reply's JSON, if the guard can store it and send it on (strict_json: no NaN, no
-    nesting deeper than its MAX_DEPTH, no lone surrogate, which JSON can spell but UTF-8
-    cannot encode)."""
+def _error_text(body: Any) -> str:
+    """The message of an OpenAI-style error body, as text even when it is not a string (an
+    object is written out again, its escapes read: the raw body could spell a key with
+    them), else the whole body."""
+    error = body.get("error") if isinstance(body, dict) else None
+    message = error.get("message", error) if isinstance(error, dict) else body
+    return message if isinstance(message, str) else json.dumps(message, ensure_ascii=False)
+
+
+def _json(raw: bytes, shown_url: str, scrub: Scrub) -> Any:
+    """The reply's JSON, scrubbed, if the guard can store it and send it on (strict_json: no
+    NaN, no nesting deeper than its MAX_DEPTH, no lone surrogate, which JSON can spell but
+    UTF-8 cannot encode, and no NUL, which PostgreSQL cannot store)."""
     try:
-        return strict_json.loads(raw.decode("utf-8"), lone_surrogates=False)
-    except JsonValueError as exc:
+        return scrub.value(strict_json.loads(raw.decode("utf-8"), storable=True))
+    except JsonValueError as exc:  # it names a field: a key of the upstream's
         raise UpstreamBadReply(f"the upstream {shown_url} sent JSON the guard cannot pass on: "
-                               f"{exc}") from exc
+                               f"{scrub.message(str(exc))}") from exc
     except ValueError as exc:
         raise UpstreamBadReply(f"the upstream {shown_url} did not reply with a chat "
                                f"completion ({type(exc).__name__})") from exc
 
 
-def _reply(raw: bytes, shown_url: str) -> UpstreamReply:
-    body = _json(raw, shown_url)
+def _reply(raw: bytes, shown_url: str, scrub: Scrub) -> UpstreamReply:
+    body = _json(raw, shown_url, scrub)
     try:
         choice = body["choices"][0]
         message = choice["message"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from ragshield.errors import OptionError
 
 RULE_PREFIX = "policy:"
+MAX_VERSION = 2**31 - 1  # versions are stored as SQL integers, 32 bits on every database
 
 
 def parse_rule(rule: str) -> tuple[str, int | None] | None:
@@ -17,6 +18,10 @@ def parse_rule(rule: str) -> tuple[str, int | None] | None:
         raise OptionError(f"rule {rule!r} names no policy: write policy:NAME")
     if at and not version.isdecimal():  # "policy:p@" too: it would follow every refit
         raise OptionError(f"rule {rule!r}: the version after @ must be a whole number")
+    if at and (len(version.lstrip("0")) > len(str(MAX_VERSION))
+               or not 1 <= int(version) <= MAX_VERSION):
+        raise OptionError(f"rule {rule!r}: the version after @ must be from 1 to "
+                          f"{MAX_VERSION:,}")
     return name, int(version) if version else None
 
 

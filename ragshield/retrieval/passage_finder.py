@@ -14,11 +14,14 @@ class PassageFinder:
 
     def __init__(self, corpus: str, mode: RetrievalMode, k: int, *, noise: int = 0,
                  seed: int = 0, settings: Settings | None = None) -> None:
-        from ragshield.retrieval.demo_corpus import open_corpus
+        from ragshield.retrieval.corpus_store import read_manifest
+        from ragshield.retrieval.demo_corpus import DEMO_CORPUS_NAME, open_corpus
         from ragshield.retrieval.encoding import default_embedder
         from ragshield.retrieval.factory import make_retriever
 
         settings = settings or Settings()
+        if corpus != DEMO_CORPUS_NAME:  # the demo one is ingested on first use
+            read_manifest(settings.corpora_dir, corpus)  # missing: said before the model loads
         embedder = None if mode == "bm25" else default_embedder(settings)
         self.corpus = open_corpus(corpus, settings, embedder=embedder)
         self.retriever = make_retriever(self.corpus, mode, embedder=embedder, settings=settings)

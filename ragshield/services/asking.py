@@ -162,11 +162,26 @@ def settle_rule(store: Store, rule: str | None, judges: Sequence[str],
     return policy, None
 
 
+def _nul_field(request: AskRequest) -> str | None:
+    """The first text of `request` holding a NUL character, which PostgreSQL's text cannot
+    keep (a question asked is stored)."""
+    texts: list[tuple[str, str | None]] = [("question", request.question)]
+    for index, passage in enumerate(request.passages or ()):
+        texts += [(f"passages[{index}].{name}", value) for name, value in (
+            ("text", passage.text), ("title", passage.title), ("id", passage.doc_id))]
+    if request.given_answer is not None:
+        texts += [("answer", request.given_answer.text),
+                  ("answer_model", request.given_answer.model)]
+    return next((name for name, text in texts if text and "\x00" in text), None)
+
+
 def check_request(request: AskRequest) -> None:
     """AskInputError naming the field at fault (judge names, corpora, datasets and samples
     are checked where they are looked up)."""
     if (request.question is None) == (request.sample_id is None):
         raise AskInputError("give a question or a stored sample, not both and not neither")
+    if (nul := _nul_field(request)) is not None:
+        raise AskInputError(f"{nul} holds a NUL character, which no store keeps")
     if request.question is not None and not request.question.strip():
         raise AskInputError("Type a question first (or pick a stored sample).")
     if request.question is not None and len(request.question) > MAX_QUESTION_CHARS:

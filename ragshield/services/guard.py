@@ -124,6 +124,7 @@ class Outcome:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._state: str | None = None
+        self._stops: list[Callable[[], object]] = []
 
     def _settle(self, state: str) -> bool:
         with self._lock:
@@ -135,8 +136,24 @@ class Outcome:
         return self._settle("keep")
 
     def give_up(self) -> bool:
-        """True: the worker had not started storing, and now never will."""
-        return self._settle("give up")
+        """True: the worker had not started storing, and now never will (what it waits for,
+        when_given_up, is stopped)."""
+        if not self._settle("give up"):
+            return False
+        with self._lock:
+            stops, self._stops = self._stops, []
+        for stop in stops:
+            stop()
+        return True
+
+    def when_given_up(self, stop: Callable[[], object]) -> None:
+        """Calls `stop` when the caller gives up (at once if it has): an upstream's exchange,
+        so that a caller gone does not keep its place in the queue until the upstream ends."""
+        with self._lock:
+            if self._state != "give up":
+                self._stops.append(stop)
+                return
+        stop()
 
     @property
     def given_up(self) -> bool:
@@ -257,10 +274,10 @@ class Guard:
               on_chunk: Callable[[dict[str, Any]], None] | None = None) -> Guarded:
         """The upstream's answer to `proxied.body`, judged like a given answer. What can be
         checked without the answer (the question, judges, rule) is checked before the
-        upstream is called. Its waiting slot is held until the upstream answers or the
-        deadline passes, never longer. A streamed request (`"stream": true`) is read from the
-        upstream's stream, each chunk handed to `on_chunk` as it comes, until the caller gives
-        up."""
+        upstream is called. Its waiting slot is held until the upstream answers, the
+        deadline passes or its caller leaves (the upstream's exchange is stopped then), never
+        longer. A streamed request (`"stream": true`) is read from the upstream's stream, each
+        chunk handed to `on_chunk` as it comes, until the caller gives up."""
         if self.upstream is None:
             raise NoUpstream("no upstream endpoint is configured: start the server with "
                              "--upstream URL (or set RAGSHIELD_UPSTREAM_BASE_URL)")
@@ -279,7 +296,8 @@ class Guard:
         with self._turn():
             started = time.monotonic()
             reply = self.logprobs.complete(self.upstream, proxied.body, judges,
-                                           lambda: _left(deadline), relay)
+                                           lambda: _left(deadline), relay,
+                                           outcome.when_given_up)
             _check_judgeable(reply, self.upstream.shown_url)
             request = proxied.asking(GivenAnswer(reply.text, reply.model, reply.tokens))
             answered = time.monotonic()
@@ -358,9 +376,10 @@ class Guard:
                                   self.settings.concurrency if remote else 1, running.extend)
 
     def _release(self, gate: Any, running: list[Future[Any]]) -> None:
-        """The turn given back; the in-process model's only once the judges that the budget
-        left running are done with it (a server takes calls side by side)."""
-        if gate is not self.gate.local or not running:
+        """The turn given back once the judges that the budget left running are done with
+        the model: the in-process one holds one cache, and a server backend is sent no more
+        than `concurrency` calls, cut off or not."""
+        if not running:
             gate.release()
             return
         threading.Thread(target=lambda: (wait(running), gate.release()),

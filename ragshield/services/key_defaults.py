@@ -11,8 +11,11 @@ import secrets as random_secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ragshield.errors import UserError
+from ragshield.config import Settings
+from ragshield.errors import OptionError, UserError
 from ragshield.judges.registry import JUDGES, judge_names
+from ragshield.judges.trained import PREFIX as TRAINED
+from ragshield.judges.trained import judges_dir, read_card
 from ragshield.judging import choose_rule
 from ragshield.services.redaction import ON_UNSUPPORTED
 
@@ -41,8 +44,19 @@ class ApiKey:
 
 def key_judges(spec: str) -> tuple[str, ...]:
     """The judges of `judges=a,b` ("all": every registered judge); OptionError naming an
-    unknown one."""
+    unknown one, or an empty place between commas (a name left out by mistake)."""
+    if any(not name.strip() for name in spec.split(",")):
+        raise OptionError(f"{spec!r} has an empty name between commas")
     return tuple(judge_names(spec))
+
+
+def check_trained(judges: Sequence[str], settings: Settings) -> None:
+    """TrainedJudgeError for a trained judge that is not in the settings' cache: a key
+    naming one would fail every call it makes."""
+    for name in judges:
+        if name.startswith(TRAINED):
+            read_card(judges_dir(settings.cache_dir) / name[len(TRAINED):],
+                      check_weights=False)
 
 
 def check_key_rule(rule: str, judges: Sequence[str] | None) -> None:
@@ -52,8 +66,21 @@ def check_key_rule(rule: str, judges: Sequence[str] | None) -> None:
     choose_rule(rule, judges if judges is not None else tuple(JUDGES))
 
 
-def key_settings(fields: list[str], where: str, default_name: str) -> ApiKey:
-    """The settings written after a key: NAME=VALUE fields, each at most once."""
+def rule_fits(rule: str, judges: Sequence[str]) -> bool:
+    """Whether a key's `rule` can decide from a body's own `judges` (a policy's are checked
+    when it is read); where it cannot, the body's judges win and the default rule follows
+    them."""
+    try:
+        check_key_rule(rule, key_judges(",".join(judges)))
+    except UserError:
+        return False
+    return True
+
+
+def key_settings(fields: list[str], where: str, default_name: str,
+                 settings: Settings | None = None) -> ApiKey:
+    """The settings written after a key: NAME=VALUE fields, each at most once; with the
+    server's `settings`, its trained judges must be there."""
     given: dict[str, str] = {}
     for text in fields:
         name, equals, value = text.partition("=")
@@ -71,6 +98,8 @@ def key_settings(fields: list[str], where: str, default_name: str) -> ApiKey:
                           "or . _ @ : - (starting with a letter or digit)")
     try:
         judges = key_judges(given["judges"]) if "judges" in given else None
+        if judges is not None and settings is not None:
+            check_trained(judges, settings)
     except UserError as error:
         raise ApiKeyError(f"{where}: field 'judges': {error}") from None
     rule = given.get("rule")

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ragshield.judges.base import Judge
-from ragshield.llm.upstream import UpstreamChat, UpstreamRefused, UpstreamReply
+from ragshield.llm.upstream import StopHook, UpstreamChat, UpstreamRefused, UpstreamReply
 
 Relay = Callable[[dict[str, Any]], None]
 
@@ -26,25 +26,28 @@ class UpstreamLogprobs:
         self.refused = False  # the upstream refused the option once: never asked again
 
     def complete(self, upstream: UpstreamChat, body: dict[str, Any], judges: Sequence[Judge],
-                 timeout_s: Callable[[], float], relay: Relay) -> UpstreamReply:
+                 timeout_s: Callable[[], float], relay: Relay,
+                 on_give_up: StopHook | None = None) -> UpstreamReply:
         """The upstream's reply to `body`, with the answer's log-probs for the judges where
         one of `judges` reads them; the caller sees them only where `body` asked for them.
-        `timeout_s` gives the seconds left at each call."""
+        `timeout_s` gives the seconds left at each call; `on_give_up` gets what stops each
+        (UpstreamChat.complete)."""
         if self.refused or body.get("logprobs") or not any(
                 judge.reads_answer_logprobs for judge in judges):
-            return upstream.complete(body, timeout_s(), relay)
+            return upstream.complete(body, timeout_s(), relay, on_give_up)
 
         def relay_without(chunk: dict[str, Any]) -> None:
             _drop_logprobs(chunk)
             relay(chunk)
 
         try:
-            reply = upstream.complete({**body, "logprobs": True}, timeout_s(), relay_without)
+            reply = upstream.complete({**body, "logprobs": True}, timeout_s(), relay_without,
+                                      on_give_up)
         except UpstreamRefused as error:
             if error.status != 400 or "logprob" not in str(error).lower():
                 raise
             self.refused = True
-            return upstream.complete(body, timeout_s(), relay)
+            return upstream.complete(body, timeout_s(), relay, on_give_up)
         _drop_logprobs(reply.body)
         return reply
 

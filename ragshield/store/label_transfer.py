@@ -215,6 +215,8 @@ def _text(value: Any, field: str, required: bool = False,
         raise LabelValueError(f"field {field!r} must be text, got {type(value).__name__}")
     if max_length is not None and len(value) > max_length:
         raise LabelValueError(f"field {field!r} must be at most {max_length} characters")
+    if "\x00" in value:  # PostgreSQL's text cannot hold it
+        raise LabelValueError(f"field {field!r} holds a NUL character, which no store keeps")
     return value
 
 

@@ -142,9 +142,9 @@ def read_bundle(path: Path, max_unpacked: int | None = None) -> Bundle:
         if max_unpacked is not None and len(text) > max_unpacked:
             raise BundleError(f"{path}: unpacks to more than {max_unpacked / 1e6:.0f} MB of "
                               "JSON; import it with `python -m ragshield runs import`")
-        # Strict: no NaN, and no lone surrogate (no database stores one, and the app's
-        # pages could not be sent with one in them).
-        body = strict_json.loads(text, lone_surrogates=False)
+        # Strict: no NaN, and no lone surrogate or NUL (no database stores the one, nor
+        # PostgreSQL the other, and the app's pages could not be sent with a surrogate).
+        body = strict_json.loads(text, storable=True)
     except strict_json.JsonValueError as exc:
         raise BundleError(f"{path}: {exc}") from None
     except FileNotFoundError:

@@ -44,6 +44,6 @@ def json_value(body: bytes) -> Any:
     """The JSON value of a request body. json.JSONDecodeError for bad syntax,
     UnicodeDecodeError for bytes that are not UTF-8 (a byte-order mark is dropped), and
     JsonValueError naming the field for what json.loads lets through but no handler can
-    use: NaN, Infinity, 1e999, nesting deeper than strict_json.MAX_DEPTH, and lone
-    surrogates (no answer or store can even encode one)."""
-    return strict_json.loads(body.decode("utf-8-sig"), lone_surrogates=False)
+    use: NaN, Infinity, 1e999, nesting deeper than strict_json.MAX_DEPTH, lone
+    surrogates (no answer or store can even encode one) and NUL (PostgreSQL keeps none)."""
+    return strict_json.loads(body.decode("utf-8-sig"), storable=True)

@@ -140,6 +140,69 @@ def test_the_upstream_key_is_scrubbed_before_the_message_is_cut(
                        response.text)
 
 
+def leaks_key(text: str) -> bool:
+    """Whether `text` shows 8 characters of the key in a row (the key cut short, or less its
+    first character, is still a leak)."""
+    return any(KEY[start:start + 8] in text for start in range(len(KEY) - 7))
+
+
+def sse(*events: Any) -> bytes:
+    """A stream of server-sent events, each `data:` a JSON value (or raw bytes as they are)."""
+    return b"".join(b"data: " + (event if isinstance(event, bytes) else json.dumps(event)
+                                 .encode()) + b"\n\n" for event in events)
+
+
+def first_chunk(text: str = "Par") -> dict[str, Any]:
+    return {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+            "choices": [{"index": 0, "delta": {"content": text}}]}
+
+
+def live(body: dict[str, Any]) -> dict[str, Any]:
+    body["ragshield"]["stream_mode"] = "live"
+    return body
+
+
+def test_the_upstream_key_never_leaks_through_a_streamed_error(
+        settings: Settings, live_store: Store, scenario: Scenario) -> None:
+    """Issue 45, item 1: the key after 290 characters in an error event, once the stream
+    had begun, reached the client whole (hold's 502 and live's error event)."""
+    stream = sse(first_chunk(), {"error": {"message": "z" * 290 + " key " + KEY}})
+    fault = Fault(body=stream, headers={"content-type": "text/event-stream"})
+    with FakeOpenAIServer(lambda request: fault) as upstream:
+        client = proxy(settings, live_store, upstream)
+        held = client.post("/v1/chat/completions", json=chat(stream=True))
+        streamed = client.post("/v1/chat/completions", json=live(chat(stream=True)))
+    scenario.check("a streamed error echoing the key: hold answers 502 without any of the key",
+                   held.status_code == 502 and not leaks_key(held.text), held.text)
+    scenario.check("live ends with an error event without any of the key",
+                   '"error"' in streamed.text and not leaks_key(streamed.text), streamed.text)
+    scenario.check("nothing stored", stored(live_store) == 0)
+
+
+ESCAPED_KEY = b"\\u0073" + KEY[1:].encode()  # the key, its first letter a JSON escape
+
+
+@pytest.mark.parametrize("status", [400, 500])
+def test_the_key_never_leaks_through_an_error_message_that_is_no_string(
+        settings: Settings, live_store: Store, scenario: Scenario, status: int) -> None:
+    """Issue 45, item 2: a message that is an object was echoed as the raw body, which spelt
+    the key with an escape, so that the scrub missed it."""
+    echo = b'{"error": {"message": {"detail": "bad key ' + ESCAPED_KEY + b'"}}}'
+    stream = sse(first_chunk(), b'{"error": {"message": ["' + ESCAPED_KEY + b'"]}}')
+    with FakeOpenAIServer(lambda request: Fault(status=status, body=echo)) as upstream:
+        client = proxy(settings, live_store, upstream)
+        refused = client.post("/v1/chat/completions", json=chat())
+        upstream.behaviour = lambda request: Fault(
+            body=stream, headers={"content-type": "text/event-stream"})
+        held = client.post("/v1/chat/completions", json=chat(stream=True))
+    scenario.check(f"an upstream {status} whose message is an object holding the key: no "
+                   "part of the key in the answer, the rest of the message kept",
+                   refused.status_code in (400, 502) and not leaks_key(refused.text)
+                   and "bad key" in refused.text, refused.text)
+    scenario.check("the same in a streamed error: no part of the key",
+                   held.status_code == 502 and not leaks_key(held.text), held.text)
+
+
 def test_tool_requests_are_refused_and_tool_replies_are_not_passed_on(
         settings: Settings, live_store: Store, scenario: Scenario) -> None:
     tool = {"type": "function", "function": {"name": "weather", "parameters": {}}}

@@ -218,6 +218,8 @@ BAD_FIELDS = {
     "role of 10,000 characters": ("annotator_role", "r" * 10_000),
     "request_id of 65 characters": ("request_id", "r" * 65),
     "created_at as a number": ("created_at", 5),
+    "note with a NUL character": ("note", "fine\x00"),  # PostgreSQL's text keeps none
+    "request_id with a NUL character": ("request_id", "r\x00"),
 }
 
 
