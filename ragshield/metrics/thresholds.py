@@ -4,6 +4,7 @@ kept."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -99,22 +100,32 @@ class RiskControlledThreshold:
     upper_bound: float  # Clopper-Pearson upper bound on that risk
 
 
+def fewest_to_certify(alpha: float, delta: float) -> int:
+    """The fewest kept answers whose Clopper-Pearson bound at confidence 1 - delta can be
+    <= alpha at all (with no error among them): 1 - delta^(1/n) <= alpha."""
+    return max(1, math.ceil(math.log(delta) / math.log(1 - alpha) - 1e-9))
+
+
 def risk_controlled_threshold(score: ArrayLike, correct: ArrayLike, alpha: float = 0.1,
                               delta: float = 0.05) -> RiskControlledThreshold:
-    """The loosest threshold (highest coverage) on a labelled calibration set whose
-    Clopper-Pearson upper bound on risk, at confidence 1 - delta, is <= alpha.
-
-    The bound holds at confidence 1 - delta for each threshold taken alone; picking the best
-    of many thresholds on the same data is not corrected for (for a strict guarantee, fix the
-    candidate thresholds beforehand or divide delta by their number)."""
+    """The loosest threshold on a labelled calibration set certified by a fixed-sequence test
+    of the Clopper-Pearson upper bound on risk (the Learn-then-Test order the policies use,
+    docs/METHODS.md 5.6): the thresholds are tested from the strictest that keeps enough
+    answers to pass with no error (`fewest_to_certify`, which the labels do not move),
+    loosening one at a time, and the test stops at the first whose bound at confidence
+    1 - delta exceeds alpha. At confidence 1 - delta the chosen threshold's risk is <= alpha,
+    the search over thresholds included: testing in a fixed order needs no correction, where
+    picking the loosest threshold that passes anywhere in the sweep would."""
     correct = np.asarray(correct, dtype=float)
     sweep = threshold_sweep(score, correct)
     errors = sweep.kept - sweep.sums[0]
     upper = np.asarray(clopper_pearson_upper(errors, sweep.kept, 1 - delta))
-    qualifying = np.flatnonzero(upper <= alpha)
-    if qualifying.size == 0:
+    first = int(np.searchsorted(sweep.kept, fewest_to_certify(alpha, delta)))
+    passing = upper[first:] <= alpha
+    tested = int(np.argmin(passing)) if not passing.all() else passing.size
+    if tested == 0:
         return RiskControlledThreshold(None, float("nan"), float("nan"), float("nan"))
-    best = qualifying[-1]
+    best = first + tested - 1
     return RiskControlledThreshold(
         threshold=float(sweep.thresholds[best]),
         coverage=float(sweep.kept[best] / sweep.n),

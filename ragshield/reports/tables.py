@@ -243,9 +243,11 @@ def threshold_table(tables: RunTables, series: dict[str, JudgeSeries], *, alpha:
                                 f"threshold for risk ≤ {alpha}",
                                 "coverage", "risk", "upper bound"], rows,
                  f"CV: 5 folds, threshold fitted for accuracy on four, accuracy on the fifth "
-                 f"(mean ± spread). Risk-controlled: the loosest threshold whose Clopper-Pearson "
-                 f"upper bound on risk at confidence {1 - delta:.0%} stays ≤ {alpha} (n/a: none "
-                 f"does on this run).")
+                 f"(mean ± spread). Risk-controlled: the loosest threshold a fixed-sequence test "
+                 f"certifies, its Clopper-Pearson upper bound on risk at confidence "
+                 f"{1 - delta:.0%} ≤ {alpha}, corrected for the search over thresholds (n/a: "
+                 f"none is on this run). It is a report on the run's own labels; a policy "
+                 f"makes the promise on labels it was not fitted on.")
 
 
 def grader_table(tables: RunTables) -> Table | None:
