@@ -33,6 +33,7 @@ from ragshield.api.schemas import (AskBody, ChatBody, ChatMessage, JudgeBody, Pa
 from ragshield.api.streaming import LIVE, held_events, live_response, streamed
 from ragshield.config import Settings
 from ragshield.services.asking import MAX_QUESTION_CHARS, AskRequest
+from ragshield.services.conversation import Turn, judged_question
 from ragshield.services.key_defaults import key_judges, rule_fits
 from ragshield.services.guard import CallContext, Guard, ProxyRequest, judge_catalogue
 from ragshield.types import GivenAnswer, Passage, TokenLogprob
@@ -89,6 +90,11 @@ def _check_fixed(part: Traced, given: tuple[tuple[str, Any], ...],
                                      f"({shown or 'the server defaults'}); leave the field out")
 
 
+def _question(question: str, earlier: list[Turn]) -> str:
+    """What the judges read: the question, and the earlier turns a follow-up leans on."""
+    return judged_question(question, earlier, MAX_QUESTION_CHARS)
+
+
 def _on_unsupported(part: JudgeBody | AskBody | ProxyField) -> dict[str, str]:
     """The request's (or its key's) on_unsupported; none given: the service's default."""
     return {"on_unsupported": part.on_unsupported} if part.on_unsupported else {}
@@ -108,20 +114,26 @@ def _refuse_tools(body: ChatBody) -> None:
                                      "directly")
 
 
-def _last_user_message(messages: list[ChatMessage]) -> str:
-    """The text of the last user message (content as a string or as text parts), when it
-    can be the question: refused before the upstream is asked otherwise."""
-    for message in reversed(messages):
-        if message.role == "user":
-            content = message.content
-            if isinstance(content, list):
-                content = " ".join(part.text or "" for part in content if part.type == "text")
-            if content and len(content) > MAX_QUESTION_CHARS:
+def _text(message: ChatMessage) -> str:
+    """A message's text: its content as a string, or its text parts joined."""
+    content = message.content
+    if isinstance(content, list):
+        content = " ".join(part.text or "" for part in content if part.type == "text")
+    return content or ""
+
+
+def _conversation(messages: list[ChatMessage]) -> tuple[str, list[Turn]]:
+    """The text of the last user message, when it can be the question (refused before the
+    upstream is asked otherwise), and the turns before it."""
+    for index in range(len(messages) - 1, -1, -1):
+        if messages[index].role == "user":
+            content = _text(messages[index])
+            if len(content) > MAX_QUESTION_CHARS:
                 raise _no_question(f"the last user message ({len(content):,} characters) is "
                                    f"longer than a question may be ({MAX_QUESTION_CHARS:,}): "
                                    "send the question alone in ragshield.question")
-            if content and content.strip():
-                return content
+            if content.strip():
+                return content, [Turn(m.role, _text(m)) for m in messages[:index]]
     raise _no_question("no user message has text to take it from")
 
 
@@ -153,7 +165,8 @@ def build_api(settings: Settings, guard: Guard, keys: KeyCheck) -> FastAPI:
         tokens = ([TokenLogprob(t.token, t.logprob) for t in body.answer_logprobs]
                   if body.answer_logprobs else None)
         request = AskRequest(
-            question=body.question, passages=_passages(body.passages),
+            question=_question(body.question, [Turn(t.role, t.content) for t in body.history]),
+            passages=_passages(body.passages),
             given_answer=GivenAnswer(body.answer, body.answer_model, tokens,
                                      body.cited_passages),
             judges=_judges(body.judges), rule=body.rule, keep_record=body.store,
@@ -191,7 +204,7 @@ def build_api(settings: Settings, guard: Guard, keys: KeyCheck) -> FastAPI:
         extra, context = _keyed(request, "chat", body.ragshield)
         forwarded = body.model_dump(exclude={"ragshield"}, exclude_unset=True)
         proxied = ProxyRequest(
-            body=forwarded, question=extra.question or _last_user_message(body.messages),
+            body=forwarded, question=extra.question or _question(*_conversation(body.messages)),
             passages=_passages(extra.passages), judges=_judges(extra.judges),
             rule=extra.rule, keep_record=extra.store, budget_ms=extra.budget_ms,
             on_budget=extra.on_budget, **_on_unsupported(extra))

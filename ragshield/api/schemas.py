@@ -21,6 +21,7 @@ MAX_PASSAGES = 50
 MAX_PASSAGE_CHARS = 20_000
 MAX_JUDGES = 30
 MAX_TOKENS = 4_096
+MAX_TURNS_GIVEN = 200
 
 Name = Annotated[str, Field(min_length=1, max_length=200)]
 
@@ -131,10 +132,20 @@ class Judging(Traced):
     on_unsupported: OnUnsupported = None
 
 
+class TurnIn(Strict):
+    role: Literal["user", "assistant", "system"]
+    content: str = Field(max_length=MAX_ANSWER_CHARS)
+
+
 class JudgeBody(Judging):
     """An answer another system wrote, with the question and passages it answered from."""
 
     question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
+    history: list[TurnIn] = Field(
+        default_factory=list, max_length=MAX_TURNS_GIVEN,
+        description="the conversation before the question, oldest first: a follow-up "
+                    "(\"and the second one?\") is judged with the turns it leans on (bounded; "
+                    "README, Conversations)")
     passages: list[PassageIn] = Field(default_factory=list, max_length=MAX_PASSAGES)
     answer: str = Field(min_length=1, max_length=MAX_ANSWER_CHARS)
     answer_model: str | None = Field(default=None, max_length=MAX_MODEL_LENGTH)
