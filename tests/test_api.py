@@ -790,7 +790,7 @@ class NoModels:
         raise AssertionError("a model was opened for an ask that needs none")
 
 
-def test_the_trivial_judge_needs_no_model_and_no_turn_at_it(
+def test_judges_that_read_no_model_need_no_model_and_no_turn_at_it(
         settings: Settings, sqlite_store: Store) -> None:
     settings.api_timeout_s = 2.0
     busy = threading.Lock()
@@ -801,6 +801,10 @@ def test_the_trivial_judge_needs_no_model_and_no_turn_at_it(
     response = client.post("/v1/judge", json=judge_body(judges=["trivial"], rule="trivial"))
     assert response.status_code == 200, response.text
     assert time.monotonic() - started < 1.5 and response.json()["record"]["stored"]
+    # token_prob reads the log-probs given with the answer: no model opened, no turn waited
+    given = judge_body(judges=["token_prob"], rule="token_prob",
+                       answer_logprobs=[{"token": "The", "logprob": SURE}])
+    assert client.post("/v1/judge", json=given).status_code == 200
     needs_one = client.post("/v1/judge", json=judge_body(judges=["trivial", "p_true"]))
     assert needs_one.status_code == 504  # p_true waits for the model, which stays busy
     busy.release()

@@ -51,6 +51,11 @@ class Judge(ABC):
         # A judge that requires nothing does not wait for a server's capability probe.
         return self.requires - llm.capabilities if self.requires else frozenset()
 
+    def reads_model(self, sample: Sample) -> bool:
+        """Whether judging `sample` calls a model (an ask that needs none opens none). A
+        judge that requires nothing of the backend calls none."""
+        return bool(self.requires)
+
     def judge(self, sample: Sample, answer: Answer, llm: LLM) -> Verdict:
         missing = self.missing_capabilities(answer, llm)
         if missing:

@@ -55,6 +55,10 @@ class TokenProbJudge(Judge):
             return frozenset()  # nothing to re-score
         return super().missing_capabilities(answer, llm)
 
+    def reads_model(self, sample: Sample) -> bool:
+        given = sample.given_answer
+        return not (given is not None and given.tokens and given.text.strip())
+
     def decide(self, sample: Sample, answer: Answer, llm: TracedLLM) -> Verdict:
         if not answer.raw.strip():
             return Verdict(judge=self.name, keep=False, score=None, parse_error="empty answer",

@@ -296,7 +296,7 @@ class Prepared:
         (it requires a capability of it), or for a fallback answer. Without one it neither
         opens a model nor waits for its turn at one."""
         return (self.request.given_answer is None or self.request.fallback != ABSTAIN_FALLBACK
-                or any(judge.requires for judge in self.judges))
+                or any(judge.reads_model(self.sample) for judge in self.judges))
 
 
 def rule_reason(rule: Rule, asked: str | None, settings: Settings,
