@@ -164,6 +164,8 @@ def test_ask_rejects_bad_options_with_a_message(tmp_path):
     assert unknown.exit_code == 1 and "unknown judge" in unknown.stderr
     missing = invoke("ask", "--sample", "no-such-id", "--judges", "trivial", env=env)
     assert missing.exit_code == 1 and "no-such-id" in missing.stderr
+    cut = invoke("ask", "--sample", "s", "--on-unsupported", "cut", env=env)
+    assert cut.exit_code == 1 and "on_unsupported must be one of withhold, redact" in cut.stderr
 
 
 def test_serve_refuses_a_bad_setup_in_one_line(tmp_path):

@@ -32,6 +32,10 @@ def ask(
                                        help="Decision rule: a judge name, all or majority."),
     backend: Backend = None, base_url: BaseUrl = None, model: Model = None,
     judge_model: JudgeModel = None, no_llm_cache: NoLLMCache = False,
+    on_unsupported: str = typer.Option(
+        "withhold", "--on-unsupported",
+        help="withhold (the rule decides on the whole answer) or redact (show it without the "
+             "sentences the passages do not support; the support judge runs)."),
     no_record: bool = typer.Option(False, "--no-record",
                                    help="Do not keep this ask in the live run."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
@@ -49,7 +53,8 @@ def ask(
         settings = settings_with(backend, base_url, model, no_llm_cache, judge_model)
     request = AskRequest(question=question, sample_id=sample, dataset=dataset, corpus=corpus,
                          mode=retrieval, k=k, noise=noise, answerer=answerer,
-                         judges=(judges,) if judges else None, rule=rule, keep_record=not no_record)
+                         judges=(judges,) if judges else None, rule=rule, keep_record=not no_record,
+                         on_unsupported=on_unsupported)
     with user_errors(), opened_store(settings) as store:
         if sample is not None:
             ensure_demo_dataset(store)
@@ -66,6 +71,8 @@ def ask(
         badge = outcome(verdict["keep"], available=verdict["available"], error=verdict["error"])
         typer.echo(f"  {verdict['judge']:<17} {badge:<11} {verdict['reason'][:100]}")
     typer.echo(f"decision: {payload['decision'] or 'undecided'} ({payload['reason']})")
+    if payload["shortened"]:
+        typer.echo(f"shown, shortened: {payload['shown']}")
     typer.echo(f"why this rule: {payload['rule_reason']}")
     if result.record is not None:
         typer.echo(f"kept in live run {result.record.run_id} as {result.record.dataset}/"
