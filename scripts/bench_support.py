@@ -15,7 +15,8 @@ keep-all; each group held out when a threshold is tuned. Appends to docs/QUALITY
   claims under the threshold would do: of the answers shortened, the share whose remaining
   sentences people all found supported, and the share of supported sentences lost.
 - Cost: per LFQA answer, the support judge's own seconds after pre_answer read the passages
-  (the prefix they share), against pre_answer's.
+  (the prefix they share), against pre_answer's. `--cost N` measures only that, on N answers
+  from an empty call cache (a temporary store), and appends to docs/BENCHMARKS.md instead.
 
 `--data-dir` is the folder holding faithfulness/*.jsonl. Every model call goes through the
 call cache of a store of its own (RAGSHIELD_DATABASE_URL, or bench_support.db in the cache
@@ -25,9 +26,11 @@ folder): run it again after an interruption and it resumes.
 from __future__ import annotations
 
 import json
+import os
 import random
 import statistics
 import sys
+import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -189,25 +192,27 @@ def sentence_scores(row: dict[str, Any], verdict: Verdict) -> list[tuple[bool, f
 
 
 def redaction(rows, verdicts, threshold: float) -> dict[str, float]:
-    """Redact the claims under `threshold`: among answers shortened (not emptied), the share
-    whose remaining labelled sentences are all supported; supported sentences lost."""
-    shortened = clean = supported = lost = emptied = 0
+    """What on_unsupported=redact does (services/redaction.py), by people's sentence labels:
+    an answer with a sentence under `threshold` is shortened when its first sentence passes,
+    else withheld. Among the shortened: the share all of whose remaining sentences people
+    found supported, against the same answers before the cut; supported sentences lost."""
+    shortened = clean = clean_before = supported = lost = withheld = 0
     for row, verdict in zip(rows, verdicts):
         scored = sentence_scores(row, verdict["support"])
-        kept = [label for label, score in scored if score >= threshold]
         supported += sum(label for label, _ in scored)
-        lost += sum(label for label, score in scored if score < threshold)
-        if len(kept) == len(scored):
+        if all(score >= threshold for _, score in scored):
             continue
-        if not kept:
-            emptied += 1
+        if scored[0][1] < threshold:  # no first sentence left: withheld whole
+            withheld += 1
             continue
         shortened += 1
-        clean += all(kept)
-    return {"shortened": shortened, "emptied": emptied,
-            "clean_share": clean / shortened if shortened else float("nan"),
-            "supported_lost": lost / supported if supported else float("nan"),
-            "all_supported_before": float(np.mean([r["label"] for r in rows]))}
+        lost += sum(label for label, score in scored if score < threshold)
+        clean += all(label for label, score in scored if score >= threshold)
+        clean_before += all(label for label, _ in scored)
+    share = (lambda count: count / shortened if shortened else float("nan"))
+    return {"shortened": shortened, "withheld": withheld, "clean_share": share(clean),
+            "clean_before": share(clean_before),
+            "supported_lost": lost / supported if supported else float("nan")}
 
 
 def lfqa_section(rows, verdicts, threshold: float) -> tuple[str, dict[str, Any]]:
@@ -241,11 +246,13 @@ def lfqa_section(rows, verdicts, threshold: float) -> tuple[str, dict[str, Any]]
     row_line("support per sentence", sentences)
     lines.append(f"| keep-all | 0.500 | 0.500 | {len(rows)} |")
     data["redaction"] = redact = redaction(rows, verdicts, threshold)
-    lines += ["", f"Redacting the claims under {threshold:.2f}: {redact['shortened']} answers "
-              f"shortened, {redact['emptied']} left with nothing (withheld); of the shortened, "
+    lines += ["", f"Redacting the claims under {threshold:.2f} (on_unsupported=redact): "
+              f"{redact['shortened']} of {len(rows)} answers shortened, "
+              f"{redact['withheld']} withheld (their first sentence failed); of the shortened, "
               f"**{redact['clean_share']:.0%}** have only sentences people found supported "
-              f"left (before: {redact['all_supported_before']:.0%} of all answers); "
-              f"{redact['supported_lost']:.0%} of the supported sentences are lost."]
+              f"left, against {redact['clean_before']:.0%} of the same answers before the "
+              f"cut; {redact['supported_lost']:.0%} of all supported sentences are cut (in "
+              f"shortened answers)."]
     return "\n".join(lines), data
 
 
@@ -265,6 +272,26 @@ def cost_line(verdicts) -> tuple[str, dict[str, float]]:
             f"shared prefix, pre_answer {data['pre_answer_s']:.1f} s (reading the passages)."), data
 
 
+def lfqa_rows(folder: Path, count: int, seed: int) -> list[dict[str, Any]]:
+    rows = [r for r in read_rows(folder / "lfqa_verification.jsonl")
+            if r["meta"]["setting"] in SEEN_PASSAGES]
+    return draw(rows, lambda r: r["meta"]["setting"], max(1, count // len(SEEN_PASSAGES)), seed)
+
+
+def cost_only(args, folder: Path, llm, judges, load: float) -> None:
+    rows = lfqa_rows(folder, args.cost, args.seed + 1)  # answers the quality run did not read
+    verdicts = judge_rows(rows, llm, judges)
+    line, data = cost_line(verdicts)
+    words = statistics.median(len(r["answer"].split()) for r in rows)
+    command = "python scripts/bench_support.py " + " ".join(sys.argv[1:])
+    notes = (f"{len(rows)} LFQA-Verification answers (median {words:.0f} words), each judged "
+             f"by pre_answer, then support, then p_true, read by {args.judge_model} from an "
+             f"empty call cache; one job on the machine. Load average (1 min) at start "
+             f"{load:.1f}, at end {psutil.getloadavg()[0]:.1f}.")
+    publish("Support judge cost", command, notes, line, data, args.json_out.with_name(
+        "support_cost.json"), append=not args.no_append, show=True)
+
+
 def main() -> None:
     parser = bench_parser(__doc__, "support_quality.json", runs=1)
     parser.add_argument("--data-dir", type=Path, required=True)
@@ -273,13 +300,19 @@ def main() -> None:
     parser.add_argument("--answers", type=int, default=48)
     parser.add_argument("--judge-model", default="qwen-1.5b")
     parser.add_argument("--threshold", type=float, default=None,
-                        help="the support threshold for LFQA's redaction (default: the one "
-                             "AttributionBench tuned, median over its held-out sources)")
+                        help="the support threshold for LFQA's redaction (default: the "
+                             "judge's own for the reader, judges/judge_readers.py)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--cost", type=int, default=0, metavar="N",
+                        help="only the cost, on N LFQA answers from an empty call cache")
     args = parser.parse_args()
     base = Settings()
-    url = (base.database_url if "RAGSHIELD_DATABASE_URL" in __import__("os").environ
-           else f"sqlite:///{base.cache_dir / 'bench_support.db'}")
+    if args.cost:
+        url = f"sqlite:///{tempfile.mkdtemp()}/cost.db"
+    elif "RAGSHIELD_DATABASE_URL" in os.environ:
+        url = base.database_url
+    else:
+        url = f"sqlite:///{base.cache_dir / 'bench_support.db'}"
     store = open_store(url)
     llm = make_reader(base, args.judge_model, store=store)
     thresholds = JudgeReaders(every=args.judge_model).options()
@@ -287,22 +320,20 @@ def main() -> None:
     folder = args.data_dir / "faithfulness"
     sets = args.sets.split(",")
     started, load = time.time(), psutil.getloadavg()[0]
+    if args.cost:
+        cost_only(args, folder, llm, judges, load)
+        return
     sections, data = [], {}
-    threshold = args.threshold
+    support = next(judge for judge in judges if judge.name == "support")
+    threshold = args.threshold if args.threshold is not None else support.threshold
     if "attributionbench" in sets:
         rows = draw(read_rows(folder / "attributionbench.jsonl"),
                     lambda r: r["meta"]["src_dataset"], args.per_source, args.seed)
         print(f"AttributionBench: {len(rows)} claims", flush=True)
         body, data["attributionbench"] = attribution_section(rows, judge_rows(rows, llm, judges))
         sections.append(f"### AttributionBench, each source held out\n\n{body}")
-        tuned = list(data["attributionbench"]["support"]["thresholds"].values())
-        threshold = threshold if threshold is not None else statistics.median(tuned)
     if "lfqa" in sets:
-        threshold = 0.5 if threshold is None else threshold
-        rows = [r for r in read_rows(folder / "lfqa_verification.jsonl")
-                if r["meta"]["setting"] in SEEN_PASSAGES]
-        rows = draw(rows, lambda r: r["meta"]["setting"], args.answers // len(SEEN_PASSAGES),
-                    args.seed)
+        rows = lfqa_rows(folder, args.answers, args.seed)
         print(f"LFQA-Verification: {len(rows)} answers", flush=True)
         verdicts = judge_rows(rows, llm, judges)
         body, data["lfqa"] = lfqa_section(rows, verdicts, threshold)
