@@ -104,7 +104,10 @@ def with_readers(config: RunConfig, settings: Settings) -> RunConfig:
     policy = Policy.from_dict(config.policy, "run config policy") if config.policy else None
     readers = honour_fitted(readers, policy, config.judges, settings, answer_model,
                             config.backend)
-    return replace(config, judge_model=readers.every, judge_readers=dict(readers.by_judge))
+    from ragshield.judges.registry import judge_names
+
+    return replace(config, judge_model=readers.every,
+                   judge_readers=readers.recorded(judge_names(",".join(config.judges))))
 
 
 def check_config(config: RunConfig) -> RunConfig:

@@ -240,8 +240,9 @@ def test_the_shipped_demo_run_is_full_and_not_stale(shipped, settings):
             AnswerRow.run_id == run_id).group_by(AnswerRow.role, AnswerRow.model)).all())
     assert run.samples_total == 160 and config.switch and config.fallback
     assert set(models) == {"main", "norag", "larger"} and "1.5b" in models["larger"]
-    # The judges read from the models a new run's judges read from by default.
-    assert config.readers() == with_readers(RunConfig(dataset="demo"), settings).readers()
+    # The judges read from the models a new run of the same judges reads them from by default.
+    assert config.readers() == with_readers(RunConfig(dataset="demo", judges=config.judges),
+                                            settings).readers()
     rerun = record_run(store, settings, RunConfig(**{**config.to_dict(), "policy": None})).run_id
     larger = _replaying(store, models["larger"])
     result = execute(store, settings, rerun, models=RunModels(

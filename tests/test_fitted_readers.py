@@ -34,7 +34,8 @@ def test_honouring_pins_each_fitted_judge_to_its_model_and_nothing_else():
     assert DEFAULT.honouring({"p_true": LARGER_MODEL}, DEFAULT_MODEL) is DEFAULT
     own = DEFAULT.honouring({"p_true": DEFAULT_MODEL}, DEFAULT_MODEL)
     assert own.reader("p_true") is None and own.reader("pre_answer") == LARGER_MODEL
-    assert own.options() == {"pre_answer": {"threshold": THRESHOLDS[LARGER_MODEL]["pre_answer"]}}
+    assert own.options() == {judge: {"threshold": THRESHOLDS[LARGER_MODEL][judge]}
+                             for judge in ("pre_answer", "support")}
     assert "p_true: the answering model" in own.describe()
     # A named judge model reads for every judge but the fitted one.
     named = JudgeReaders(every="/models/big.gguf").honouring({"p_true": SELF}, DEFAULT_MODEL)

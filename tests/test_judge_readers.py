@@ -22,6 +22,7 @@ from ragshield.types import Passage
 from tests.fakes import ScriptedLLM
 
 OWN = {"pre_answer": 0.5, "p_true": 0.5}
+LARGER_PAIR = {judge: THRESHOLDS[LARGER_MODEL][judge] for judge in OWN}
 
 
 def _thresholds(judges) -> dict[str, float]:
@@ -66,9 +67,9 @@ def test_each_judge_gets_the_thresholds_measured_for_its_own_reader(settings):
         return _thresholds(make_judges("pre_answer,p_true", settings, readers.options()))
 
     default = judge_readers(None, backend="embedded", answer_model=None)
-    assert thresholds(default) == THRESHOLDS[LARGER_MODEL]
+    assert thresholds(default) == LARGER_PAIR
     assert all(t > 0.5 for t in THRESHOLDS[LARGER_MODEL].values())
-    assert thresholds(JudgeReaders(every=LARGER_MODEL)) == THRESHOLDS[LARGER_MODEL]
+    assert thresholds(JudgeReaders(every=LARGER_MODEL)) == LARGER_PAIR
     for every in (None, DEFAULT_MODEL, "/models/own.gguf"):
         assert thresholds(JudgeReaders(every=every)) == OWN
     # One of the two read by the larger model: only it takes the larger model's threshold.
@@ -81,7 +82,7 @@ def test_an_ask_settles_its_readers_before_any_model_call(store, settings):
                          judges=("pre_answer", "p_true"), keep_record=False)
     default = prepare(store, settings, request)
     assert default.readers.reader("pre_answer") == LARGER_MODEL
-    assert _thresholds(default.judges) == THRESHOLDS[LARGER_MODEL]
+    assert _thresholds(default.judges) == LARGER_PAIR
     plain = prepare(store, settings, replace(request, judge_model=SELF))
     assert plain.readers == JudgeReaders() and _thresholds(plain.judges) == OWN
     larger = prepare(store, settings, replace(request, model=LARGER_MODEL))
@@ -105,8 +106,7 @@ def test_a_new_run_stores_who_reads_for_which_judge(store, settings):
 
     default = recorded(settings)
     assert default["judge_model"] is None
-    assert default["judge_readers"] == {"pre_answer": LARGER_MODEL, "p_true": LARGER_MODEL,
-                                        "support": LARGER_MODEL}
+    assert default["judge_readers"] == {"pre_answer": LARGER_MODEL, "p_true": LARGER_MODEL}
     plain = recorded(settings.model_copy(update={"judge_model": SELF}))
     assert plain["judge_model"] is None and plain["judge_readers"] == {}
     named = recorded(settings, judge_model=DEFAULT_MODEL)
@@ -124,7 +124,7 @@ def test_a_run_recorded_before_judge_readers_existed_keeps_its_meaning(settings)
     assert settled.readers().reader("pre_answer") == LARGER_MODEL
     assert with_readers(settled, settings.model_copy(update={"judge_model": SELF})) == settled
     worker = _SampleWorker(settled, settings, models=None)  # type: ignore[arg-type]
-    assert _thresholds(worker.judges) == THRESHOLDS[LARGER_MODEL]
+    assert _thresholds(worker.judges) == LARGER_PAIR
 
 
 def test_a_run_refuses_a_reader_that_is_neither_packaged_nor_a_file():

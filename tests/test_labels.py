@@ -17,6 +17,8 @@ from ragshield.store.labels import (ConcurrentLabelChangeError, LabelValueError,
                                     current_labels, get_guidelines, label_history, progress,
                                     set_guidelines, skip, undo)
 from ragshield.store.models import Label
+from ragshield.store.storable_text import UnstorableTextError
+from ragshield.store.database import Store
 from ragshield.store.samples import UnknownSampleError, import_samples
 from ragshield.types import Passage, Sample
 from tests.concurrency import at_once
@@ -232,3 +234,12 @@ def test_a_first_label_made_while_an_item_is_read_shows_with_its_name(toy, monke
     assert seen.others == [{"annotator": "dee", "label": "answerable", "answer_correct": None}]
     monkeypatch.setattr(labels_module, "current_labels", newcomer_labels_meanwhile)
     assert (2, "dee", "answerable") in labels_module.current_label_table(toy, "toy")
+
+
+def test_a_nul_in_any_text_field_is_refused_by_the_store_naming_it(toy: Store) -> None:
+    """Issue 45, item 3: PostgreSQL's text holds no NUL; a field the faces did not check
+    (an annotator's note typed in the Annotate tab) was a DataError."""
+    with pytest.raises(UnstorableTextError, match=r"^labels\.note holds a NUL character"):
+        add_label(toy, "toy", "s0", "ann", "answerable", note="fine\x00then")
+    assert label_history(toy, "toy", "s0") == []
+    assert add_label(toy, "toy", "s0", "ann", "answerable", note="fine").stored

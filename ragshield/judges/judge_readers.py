@@ -51,6 +51,11 @@ class JudgeReaders:
         name = self.by_judge.get(judge, self.every)
         return None if name == SELF else name
 
+    def recorded(self, judges: Iterable[str]) -> dict[str, str]:
+        """What a run of `judges` records of `by_judge`: its own judges' readers only."""
+        ran = set(judges)
+        return {judge: model for judge, model in self.by_judge.items() if judge in ran}
+
     def read_by(self, judges: Iterable[str], answer_model: str) -> dict[str, str]:
         """The model each of `judges` reads from, by name (`answer_model` for the answering
         one): what a policy or a trained judge records when it is fitted."""

@@ -70,7 +70,7 @@ def live_config(result: AskResult, settings: Settings) -> RunConfig:
         retrieval=request.mode if retrieved else "given", corpus=request.corpus,
         k=request.k if retrieved else 0, noise=request.noise, backend=settings.backend,
         model=result.model, judge_model=result.prepared.readers.every,
-        judge_readers=dict(result.prepared.readers.by_judge),
+        judge_readers=result.prepared.readers.recorded(j.name for j in result.prepared.judges),
         fallback=request.fallback == NORAG_FALLBACK,
         switch=request.fallback == LARGER_FALLBACK, live=True)
 

@@ -21,6 +21,7 @@ from sqlalchemy.pool import StaticPool
 
 from ragshield import strict_json
 from ragshield.errors import UserError
+from ragshield.store.storable_text import refuse_nul
 
 # The database driver's own errors (a lost connection, a full disk), for the faces that
 # report them to users.
@@ -264,4 +265,6 @@ def open_store(url: str, *, migrate: bool = True) -> Store:
         engine.dispose()
         reason = getattr(exc, "orig", None) or exc
         raise StoreError(f"cannot open database {masked(url)}: {reason}") from exc
-    return Store(engine=engine, sessions=sessionmaker(engine, expire_on_commit=False))
+    sessions = sessionmaker(engine, expire_on_commit=False)
+    event.listen(sessions, "before_flush", refuse_nul)
+    return Store(engine=engine, sessions=sessions)
