@@ -26,8 +26,7 @@ from ragshield.services.labelling import (LABEL_VALUES, STRATEGIES, AnnotationIt
 from ragshield.services.people import require_admin
 from ragshield.ui import people_panel
 from ragshield.ui.context import UiContext
-from ragshield.ui.html_render import (CLAIM_CSS, esc, marked_answer_html, message_html,
-                                     table_html)
+from ragshield.ui.html_render import esc, marked_answer_html, message_html, table_html
 from ragshield.ui.picker_refresh import datasets_unless_shown, shown_choices
 
 VALUE_INFO = ("value: 2 in 5 labels where the newest policy would ask a person, 2 in 5 where "
@@ -118,7 +117,7 @@ CSS = """
   overflow: hidden; }
 #annotate-root .annotate-progress-bar { background: #3b7ddd; height: 100%; }
 #annotate-root .annotate-progress-text { font-size: 0.9em; margin-top: 0.2em; }
-""" + CLAIM_CSS
+"""
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from ragshield.services.database import Store, open_store
 from ragshield.services.people import Access
 from ragshield.ui import annotate_tab, browse_tab, dashboard_tab, data_tab, demo_tab
 from ragshield.ui.context import UiContext
+from ragshield.ui.html_render import CLAIM_CSS
 from ragshield.ui.login_gate import LoginGate
 from ragshield.ui.login_throttle import ThrottleLogins
 from ragshield.ui.quiet_queue import QuietBlocks
@@ -34,7 +35,7 @@ BASE_CSS = """
 .rs-table { border-collapse: collapse; width: 100%; font-size: 0.9em; }
 .rs-table th, .rs-table td { border: 1px solid #ddd; padding: 3px 6px; text-align: left;
   vertical-align: top; }
-"""
+""" + CLAIM_CSS  # unsupported sentences are marked in the Demo, Browse and Annotate alike
 
 
 def build_app(settings: Settings, store: Store | None = None,

@@ -23,7 +23,7 @@ from ragshield.services.run_choices import (ALL_DATASETS, datasets_with_runs, pi
 from ragshield.services.run_tables import TRUTHS
 from ragshield.ui.case_study import case_study_html
 from ragshield.ui.context import UiContext
-from ragshield.ui.html_render import CLAIM_CSS, message_html
+from ragshield.ui.html_render import message_html
 from ragshield.ui.picker_refresh import shown_choices, unless_shown
 
 TITLE = "Browse"
@@ -41,7 +41,7 @@ CSS = """
 .rs-cs-flag { color: #8a1010; }
 .rs-cs-detail { margin: 0.5em 0; }
 .rs-cs-answer { white-space: pre-wrap; overflow-wrap: anywhere; margin: 0.3em 0; }
-""" + CLAIM_CSS
+"""
 HEAD = ""
 
 NO_RUN = "No run to browse yet: start one with `python -m ragshield run`."

@@ -14,8 +14,7 @@ from ragshield.services.claim_marks import ClaimMark, claim_marks
 from ragshield.services.live_runs import LiveRecord
 from ragshield.types import (Answer, CostSummary, Passage, RuleDecision, Verdict, decision_word,
                              passage_label)
-from ragshield.ui.html_render import (CLAIM_CSS, esc, marked_answer_html, message_html,
-                                     table_html)
+from ragshield.ui.html_render import esc, marked_answer_html, message_html, table_html
 
 CSS = """
 .rs-demo-status { color: #555; font-size: 0.9em; margin: 0.2em 0 0.6em; }
@@ -45,7 +44,7 @@ CSS = """
 .rs-demo-partial { font-size: 1.15em; white-space: pre-wrap; overflow-wrap: anywhere; color: #444; }
 .rs-demo-replayed { display: inline-block; background: #e8eefa; color: #1f3f78; border-radius: 4px;
   padding: 0 0.4em; margin-left: 0.5em; font-size: 0.85em; font-weight: 600; }
-""" + CLAIM_CSS
+"""
 LLM_CALLS = ("chat", "score")  # the trace entries that the call cache can answer
 
 
