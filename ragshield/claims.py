@@ -28,7 +28,9 @@ _FENCE = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n.*?(^[ \t]*\1[^\n]*$|\Z)", re.MULT
 _MARK = (r"(?:\[(?:\d+(?:\s*[-,;]\s*\d+)*|(?i:passage|source|doc|document|ref)\s*\d+)\]"
          r"|\u3010\d+\u3011)")
 _CITATION = re.compile(r"\s*" + _MARK)
-_LIST_MARK = re.compile(r"[ \t]*(?:[-*+\u2022]|\d{1,3}[.)])[ \t]+")  # at a line's start
+_BULLET = r"(?:[-*+\u2022]|\d{1,3}[.)])"  # a list item's marker: - * + or a bullet, 1. or 1)
+_LIST_MARK = re.compile(r"[ \t]*" + _BULLET + r"[ \t]+")  # at a line's start
+_BARE_BULLET = re.compile(r"(?m)^[ \t]*" + _BULLET + r"[ \t]*$\n?")  # an item cut empty
 _HEADING = re.compile(r"^[ \t]*#{1,6}[ \t]")
 # A sentence end: punctuation, closing quotes or brackets, citation marks, then white space.
 _END = re.compile(r"[.!?]+[\"'\u201d\u2019)\]]*(?:\s*" + _MARK + r")*"
@@ -134,6 +136,6 @@ def without_spans(answer: str, spans: Iterable[tuple[int, int]]) -> str:
     kept.append(answer[position:])
     text = "".join(kept)
     text = re.sub(r"[ \t]+\n", "\n", text)
-    text = re.sub(r"(?m)^[ \t]*(?:[-*+\u2022]|\d{1,3}[.)])[ \t]*$\n?", "", text)
+    text = _BARE_BULLET.sub("", text)
     text = re.sub(r"\n{3,}", "\n\n", text)
     return re.sub(r"[ \t]{2,}", " ", text).strip()
