@@ -10,7 +10,7 @@ import pytest
 
 from ragshield.answerers.context import shared_messages
 from ragshield.judges.registry import JUDGES, judge_class
-from ragshield.judges.support import SupportJudge, closest_passage
+from ragshield.judges.support import SupportJudge, closest_passage, passage_words
 from ragshield.types import Answer, Passage, Sample
 from tests.fakes import ScriptedLLM, ScriptedReply
 
@@ -84,7 +84,8 @@ def test_the_case_study_lists_the_claims() -> None:
 
 
 def test_the_closest_passage_shares_the_most_content_words() -> None:
-    passages = [Passage("Rouen lies on the Seine."), Passage("The Loire and the Seine.")]
+    passages = passage_words([Passage("Rouen lies on the Seine."),
+                              Passage("The Loire and the Seine.")])
     assert closest_passage("The Seine flows through Rouen", passages) == 0
     assert closest_passage("Nothing in common", passages) is None
     assert closest_passage("anything", []) is None

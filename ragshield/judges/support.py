@@ -9,30 +9,23 @@ answer's score is the least supported claim's (min): an answer is as trustworthy
 weakest sentence. keep = score >= threshold.
 
 Each claim in `details["claims"]` carries its span in the answer, its score, whether it
-passes the threshold, and the passage that shares the most content words with it (the
+passes the threshold, and the passage that shares the most content words (stemmed) with it (the
 passage a reader should look at; the model is not asked which, to keep one call a claim).
 """
 
 from __future__ import annotations
 
-import re
+from functools import cache
 from typing import Any, Sequence
 
 from ragshield.answerers.context import PromptOptions, shared_messages
 from ragshield.claims import Claim, split_claims
 from ragshield.judges.base import Judge
+from ragshield.judges.signals import SignalReader
 from ragshield.judges.yes_no import REPLY_YES_OR_NO, ask_yes_no
 from ragshield.llm.base import CHAT, LOGPROBS
 from ragshield.llm.traced import TracedLLM
 from ragshield.types import Answer, DetailTable, Passage, Sample, Verdict, passage_label
-
-_WORD = re.compile(r"[a-z0-9]+")
-_STOPWORDS = frozenset(
-    "the a an and or but of to in on at by for with from as is are was were be been being it "
-    "its this that these those which who whom what when where why how than then there their "
-    "they them he she his her we our you your i not no so such can could would should may "
-    "might will also into over about after before more most other some any each".split())
-
 
 # The instruction comes before the claim, so that it is read once, with the passages, and
 # each further claim costs only its own tokens. Chosen among four wordings on a dev slice of
@@ -49,15 +42,26 @@ def statement(question: str, claim: str, alone: bool) -> str:
     return claim
 
 
+@cache
+def _words() -> SignalReader:
+    """Content words as the learned judge's signals read them (stemmed, stop words out)."""
+    return SignalReader()
+
+
 def _content_words(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS}
+    return set(_words().stems(text))
 
 
-def closest_passage(claim: str, passages: Sequence[Passage]) -> int | None:
-    """The passage sharing the most of the claim's content words (ties: the first), None
-    when none shares any."""
+def passage_words(passages: Sequence[Passage]) -> list[set[str]]:
+    """Each passage's content words, read once for all the claims of an answer."""
+    return [_content_words(p.text) for p in passages]
+
+
+def closest_passage(claim: str, passages: Sequence[set[str]]) -> int | None:
+    """The passage (given by its content words) sharing the most of the claim's content
+    words (ties: the first), None when none shares any."""
     words = _content_words(claim)
-    shared = [len(words & _content_words(p.text)) for p in passages]
+    shared = [len(words & found) for found in passages]
     if not shared or max(shared) == 0:
         return None
     return shared.index(max(shared))
@@ -79,13 +83,13 @@ class SupportJudge(Judge):
             what = "a refusal" if answer.refusal else "an answer without a sentence to check"
             return Verdict(judge=self.name, keep=False, score=0.0, details=details,
                            rationale=f"{what}: nothing the passages could support")
-        unread = 0
+        unread, passages = 0, passage_words(sample.passages)
         for number, claim in enumerate(claims, start=1):
             asked = INSTRUCTIONS + statement(sample.question, claim.text, len(claims) == 1)
             reading = ask_yes_no(llm, shared_messages(sample, asked, self.options),
                                  purpose=f"{self.name}: claim {number} of {len(claims)}")
             unread += reading.p_yes is None
-            details["claims"].append(self._claim_json(claim, reading.p_yes, sample.passages))
+            details["claims"].append(self._claim_json(claim, reading.p_yes, passages))
         scores = [c["score"] for c in details["claims"] if c["score"] is not None]
         error = f"{unread} of {len(claims)} claims could not be read" if unread else None
         if not scores:
@@ -103,7 +107,7 @@ class SupportJudge(Judge):
         )
 
     def _claim_json(self, claim: Claim, p_yes: float | None,
-                    passages: Sequence[Passage]) -> dict[str, Any]:
+                    passages: Sequence[set[str]]) -> dict[str, Any]:
         return {"start": claim.start, "end": claim.end, "text": claim.text, "score": p_yes,
                 "supported": None if p_yes is None else p_yes >= self.threshold,
                 "passage": closest_passage(claim.text, passages)}
