@@ -15,7 +15,7 @@ from typing import Callable, Iterable, Iterator, Protocol, Sequence, Union
 import numpy as np
 
 from ragshield.answerers.base import Answerer
-from ragshield.config import DEFAULT_DECISION_RULE
+from ragshield.config import DEFAULT_DECISION_RULE, GROUNDED_JUDGES, GROUNDED_RULE
 from ragshield.errors import OptionError
 from ragshield.judge_budget import Budget, ReaderOf, budget_decision, judge_within
 from ragshield.judges.base import COSTS, Judge
@@ -63,10 +63,12 @@ def judging_order(judges: Sequence[Judge]) -> list[Judge]:
 
 
 def rule_judges(rule: Rule, judges: Sequence[str]) -> set[str]:
-    """The judges whose verdicts `rule` reads: its judge, a policy's judges, or every one of
-    `judges` for a pooled rule."""
+    """The judges whose verdicts `rule` reads: its judge, a policy's or the grounded rule's
+    judges, or every one of `judges` for a pooled rule."""
     if not isinstance(rule, str):
         return set(rule.judges)
+    if rule == GROUNDED_RULE:
+        return set(GROUNDED_JUDGES)
     return set(judges) if rule in POOLED_RULES else {rule}
 
 
@@ -80,6 +82,13 @@ def deciding_first(judges: Sequence[Judge], rule: Rule) -> list[Judge]:
         COSTS.index(judge.cost), _prefix_group(judge)))
 
 
+def fitting_rules(judges: Sequence[str]) -> list[str]:
+    """The rules other than policies that these judges can decide by: the pooled ones, the
+    grounded rule where they hold its judges, and each judge."""
+    grounded = [GROUNDED_RULE] if set(GROUNDED_JUDGES) <= set(judges) else []
+    return [*POOLED_RULES, *grounded, *judges]
+
+
 @dataclass(frozen=True)
 class RuleChoice:
     rule: str
@@ -89,15 +98,19 @@ class RuleChoice:
 def choose_rule(rule: str | None, judges: Sequence[str],
                 default: str = DEFAULT_DECISION_RULE) -> RuleChoice:
     """The decision rule for these judges: `rule` when given (ValueError if it names a judge
-    not among them), else `default` when it fits, else majority. A default the user never
-    typed must not stop them from choosing judges without it."""
-    fitting = (*POOLED_RULES, *judges)
+    not among them, or reads one), else `default` when it fits, else majority. A default
+    the user never typed must not stop them from choosing judges without it."""
+    fitting = fitting_rules(judges)
     if rule is not None and parse_rule(rule) is not None:
         return RuleChoice(rule)  # a policy: its judge is checked where the policy is read
+    if rule == GROUNDED_RULE and rule not in fitting:
+        raise OptionError(f"rule {rule!r} reads {' and '.join(GROUNDED_JUDGES)}: add "
+                          f"{', '.join(j for j in GROUNDED_JUDGES if j not in judges)} to the "
+                          "judges")
     if rule is not None:
         if rule not in fitting:
-            raise OptionError(f"rule {rule!r} must be all, majority, one of the chosen "
-                             f"judges ({', '.join(judges)}) or policy:NAME")
+            raise OptionError(f"rule {rule!r} must be all, majority, {GROUNDED_RULE}, one of "
+                              f"the chosen judges ({', '.join(judges)}) or policy:NAME")
         return RuleChoice(rule)
     if default in fitting:
         return RuleChoice(default)
@@ -110,11 +123,16 @@ def decide(verdicts: Sequence[Verdict], rule: Rule = DEFAULT_DECISION_RULE,
     """Apply a decision rule: a judge's name (follow that judge), `all` (keep only if every
     deciding judge keeps), `majority` (keep if most deciding judges keep) or a policy. A
     policy withholds a `refusal`, as it was fitted: its promise counts refusals as withheld,
-    whatever score a judge gave them."""
+    whatever score a judge gave them. So does the grounded rule (a refusal is never right in
+    the sets it was fitted on)."""
+    if rule == GROUNDED_RULE:
+        from ragshield.policies.answer_rule import shipped_rule  # loads the metrics stack
+
+        rule = shipped_rule()
     if not isinstance(rule, str):
         if refusal:
             return RuleDecision(False, rule.rule, "the answer is a refusal: it shows nothing "
-                                                  "(withheld, as the policy was fitted)")
+                                                  "(withheld, as the rule was fitted)")
         return rule.decide(verdicts)
     deciding = [v for v in verdicts if v.keep is not None]
     if rule in POOLED_RULES:

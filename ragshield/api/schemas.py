@@ -113,9 +113,10 @@ class Traced(Strict):
 class Judging(Traced):
     judges: Judges = None
     rule: Name | None = Field(
-        default=None, description="a judge's name, \"majority\", \"all\" or a stored "
-                                  "policy, \"policy:NAME[@VERSION]\" (it answers, withholds "
-                                  "or defers to a person); default: the configured rule where "
+        default=None, description="a judge's name, \"majority\", \"all\", \"grounded\" "
+                                  "(pre_answer and support combined) or a stored policy, "
+                                  "\"policy:NAME[@VERSION]\" (it answers, withholds or "
+                                  "defers to a person); default: the configured rule where "
                                   "it fits the judges, else majority")
     store: StrictBool = Field(default=True, description="keep the call in today's live run")
     trace: StrictBool = Field(default=False,

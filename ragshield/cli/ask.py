@@ -27,9 +27,10 @@ def ask(
         None, "--answerer", help="Answerer name (default: RAGSHIELD_ANSWERER, else evidence)."),
     judges: Optional[str] = typer.Option(
         None, "--judges", help="all, or names separated by commas (default: every free or "
-                               "cheap judge and the rule's judge)."),
+                               "cheap judge and the rule's judges)."),
     rule: Optional[str] = typer.Option(None, "--rule",
-                                       help="Decision rule: a judge name, all or majority."),
+                                       help="Decision rule: a judge name, all, majority, "
+                                            "grounded or policy:NAME."),
     backend: Backend = None, base_url: BaseUrl = None, model: Model = None,
     judge_model: JudgeModel = None, no_llm_cache: NoLLMCache = False,
     on_unsupported: str = typer.Option(

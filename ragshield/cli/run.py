@@ -91,7 +91,8 @@ def run(
                                      "answers, judged as they are)."),
     judges: str = typer.Option("all", "--judges", help="all, or names separated by commas."),
     rule: Optional[str] = typer.Option(None, "--rule",
-                                       help="Decision rule: a judge, all, majority."),
+                                       help="Decision rule: a judge, all, majority, "
+                                            "grounded or policy:NAME."),
     retrieval: str = typer.Option("given", "--retrieval",
                                   help="given (the dataset's passages) or "
                                        "bm25|dense|hybrid|rrf|two-stage."),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ragshield.config import Settings
+from ragshield.config import GROUNDED_JUDGES, GROUNDED_RULE, Settings
 from ragshield.construct import construct
 from ragshield.errors import OptionError
 from ragshield.judges.base import COSTS, Judge
@@ -40,13 +40,14 @@ JUDGES: dict[str, type[Judge]] = {
 
 def quick_judges(rule: str | None = None, settings: Settings | None = None) -> list[str]:
     """The judges worth waiting for in a live demo and in front of a live system: every free
-    or cheap one (cheapest first) that `settings` can build, plus the judge that `rule` names
-    (it decides, whatever it costs)."""
+    or cheap one (cheapest first) that `settings` can build, plus the judges that `rule` reads
+    (the judge it names, or the grounded rule's: they decide, whatever they cost)."""
     order = {cost: rank for rank, cost in enumerate(COSTS)}
     quick = sorted((name for name, cls in JUDGES.items() if cls.cost in ("free", "cheap")
                     and (settings is None or unavailable_reason(name, settings) is None)),
                    key=lambda name: order[JUDGES[name].cost])
-    return quick + [rule] if rule in JUDGES and rule not in quick else quick
+    reads = GROUNDED_JUDGES if rule == GROUNDED_RULE else (rule,) if rule in JUDGES else ()
+    return quick + [judge for judge in reads if judge not in quick]
 
 
 def unavailable_reason(name: str, settings: Settings) -> str | None:

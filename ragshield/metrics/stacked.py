@@ -51,9 +51,12 @@ def _model() -> Pipeline:
                          LogisticRegression(max_iter=1000))
 
 
-def fit_stacked_judge(features: pd.DataFrame | np.ndarray, labels: ArrayLike) -> Pipeline:
-    """The model fitted on all labelled samples; `predict_proba(X)[:, 1]` scores new ones."""
-    return _model().fit(features, _check_labels(labels))
+def fit_stacked_judge(features: pd.DataFrame | np.ndarray, labels: ArrayLike,
+                      weights: ArrayLike | None = None) -> Pipeline:
+    """The model fitted on all labelled samples (each weighted by `weights` where given);
+    `predict_proba(X)[:, 1]` scores new ones."""
+    return _model().fit(features, _check_labels(labels),
+                        logisticregression__sample_weight=weights)
 
 
 def stacked_oof_probabilities(features: pd.DataFrame | np.ndarray, labels: ArrayLike,

@@ -63,12 +63,14 @@ class StackedScore:
         return asdict(self)
 
 
-def train_stacked_score(features: pd.DataFrame, good: np.ndarray) -> StackedScore:
-    """Fit the stacked judge on labelled rows (NotEnoughLabels below 20 per class). A column
-    with no value (a judge unavailable on every row) is left out: the imputer would drop it
-    and the stored score would no longer fit together."""
+def train_stacked_score(features: pd.DataFrame, good: np.ndarray,
+                        weights: np.ndarray | None = None) -> StackedScore:
+    """Fit the stacked judge on labelled rows (NotEnoughLabels below 20 per class), each
+    weighted by `weights` where given. A column with no value (a judge unavailable on every
+    row) is left out: the imputer would drop it and the stored score would no longer fit
+    together."""
     features = features.loc[:, features.notna().any()]
-    pipeline = fit_stacked_judge(features, good)
+    pipeline = fit_stacked_judge(features, good, weights)
     imputer, scaler, regression = (step for _, step in pipeline.steps)
     flagged = (tuple(int(i) for i in imputer.indicator_.features_)
                if imputer.indicator_ is not None else ())

@@ -10,7 +10,7 @@ from ragshield.answerers.registry import ANSWERERS, GIVEN
 from ragshield.config import Settings
 from ragshield.datasets.validation import MAX_MODEL_LENGTH
 from ragshield.judges.registry import JUDGES
-from ragshield.judging import POOLED_RULES
+from ragshield.judging import POOLED_RULES, fitting_rules
 from ragshield.judges.judge_readers import SELF
 from ragshield.llm.packaged_models import DEFAULT_MODEL, LARGER_MODEL, PACKAGED_MODELS
 from ragshield.policies.rules import policy_rule
@@ -69,7 +69,7 @@ def rule_choices(judges: list[str], rule: str | None,
     named, _, version = (rule or "").partition("@")
     if version.isdecimal() and named in fitting:
         fitting.append(str(rule))
-    choices = [*POOLED_RULES, *judges, *fitting]
+    choices = [*fitting_rules(judges), *fitting]
     return choices, rule if rule in choices else POOLED_RULES[0]
 
 

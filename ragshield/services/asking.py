@@ -17,7 +17,7 @@ from ragshield.answerers.base import Answerer
 from ragshield.answerers.norag import NoRagAnswerer
 from ragshield.answerers.registry import ANSWERERS, GIVEN, make_answerer
 from ragshield.config import (DEFAULT_DECISION_RULE, DEFAULT_RULE_REASON,
-                              DEFAULT_RULE_SELF_READ_REASON, Settings)
+                              DEFAULT_RULE_SELF_READ_REASON, SELF_READ_RULE, Settings)
 from ragshield.datasets.demo import DEMO_DATASET
 from ragshield.errors import UserError
 from ragshield.judge_budget import Budget
@@ -26,7 +26,7 @@ from ragshield.fitted_readers import honour_fitted
 from ragshield.judges.judge_readers import SELF, JudgeReaders, answer_model_name, judge_readers
 from ragshield.judges.registry import judge_names, make_judges, quick_judges
 from ragshield.judging import (POOLED_RULES, JudgedSample, Rule, choose_rule, deciding_first,
-                               judge_sample)
+                               judge_sample, rule_judges)
 from ragshield.llm.base import LLM
 from ragshield.llm.no_model import NoModel
 from ragshield.llm.packaged_models import LARGER_MODEL, PACKAGED_MODELS
@@ -105,8 +105,9 @@ class DefaultRule(NamedTuple):
 def default_rule(settings: Settings, store: Store | None = None,
                  readers: JudgeReaders | None = None) -> DefaultRule:
     """The default rule of every face: the policy version pinned on the Dashboard (with
-    `store`), else the configured one (RAGSHIELD_DECISION_RULE); its reason names what was
-    measured for the reader its judge reads from (`readers`, else the configured ones)."""
+    `store`), else the configured one (RAGSHIELD_DECISION_RULE); the shipped default where
+    its judges read from the packaged 1.5B, as it was fitted (`readers`, else the configured
+    ones), else the judge measured best when they read from the answering model."""
     pin = pinned(store) if store is not None else None
     if pin is not None:
         return DefaultRule(pin.rule, pin.words)
@@ -114,8 +115,9 @@ def default_rule(settings: Settings, store: Store | None = None,
     if rule != DEFAULT_DECISION_RULE:
         return DefaultRule(rule, "the rule this server is set up with (RAGSHIELD_DECISION_RULE)")
     readers = readers or ask_readers(AskRequest(), settings)
-    return DefaultRule(rule, DEFAULT_RULE_REASON if readers.reader(rule) == LARGER_MODEL
-                       else DEFAULT_RULE_SELF_READ_REASON)
+    if all(readers.reader(judge) == LARGER_MODEL for judge in rule_judges(rule, ())):
+        return DefaultRule(rule, DEFAULT_RULE_REASON)
+    return DefaultRule(SELF_READ_RULE, DEFAULT_RULE_SELF_READ_REASON)
 
 
 def default_judges(settings: Settings, rule: str | None = None,

@@ -20,13 +20,16 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from ragshield.config import GROUNDED_RULE
 from ragshield.errors import UserError
 from ragshield.evaluation import RunTables
 from ragshield.judging import (ABSTAINED, DEFERRED, KEPT, NOT_RUN, UNDECIDED, decision_codes,
                                keep_counts)
 from ragshield.metrics.labels import ANSWERABLE, UNANSWERABLE
 from ragshield.metrics.risk import FOLDS
+from ragshield.policies.answer_rule import shipped_rule
 from ragshield.policies.policy import DEFER, Policy, config_rule
+from ragshield.policies.stacked_score import run_features
 from ragshield.services.policies import policy_scores
 from ragshield.services.run_tables import RunTablesCache, remember
 from ragshield.types import ABSTAIN, KEEP
@@ -99,7 +102,20 @@ def run_decisions(tables: RunTables, codes: np.ndarray, judges: tuple[str, ...])
     rule = config_rule(tables.config)
     if isinstance(rule, Policy):
         return rule.decision_codes(policy_scores(tables, rule))
+    if rule == GROUNDED_RULE:
+        return _grounded_codes(tables)
     return decision_codes(codes, judges, rule)
+
+
+def _grounded_codes(tables: RunTables) -> np.ndarray:
+    """The grounded rule's decisions from the run's scores (a refusal withheld, a sample none
+    of its judges scored undecided), as judging.decide makes them one by one."""
+    grounded = shipped_rule()
+    probability = grounded.score.score_frame(run_features(tables.verdicts,
+                                                          tables.samples["sample_id"]))
+    codes = np.where(np.isnan(probability), UNDECIDED,
+                     np.where(probability >= grounded.threshold, KEPT, ABSTAINED))
+    return np.where(tables.samples["refusal"].to_numpy(dtype=bool), ABSTAINED, codes)
 
 
 def build_frame(tables: RunTables, auto_tables: RunTables) -> BrowseFrame:

@@ -14,8 +14,9 @@ from typing import Iterable
 from ragshield.config import Settings
 from ragshield.datasets.demo import DEMO_DATASET, DEMO_EXAMPLES
 from ragshield.judges.registry import quick_judges
+from ragshield.judging import rule_judges
 from ragshield.metrics.correctness import is_correct
-from ragshield.services.asking import AskRequest, OpenedModels, ask
+from ragshield.services.asking import AskRequest, OpenedModels, ask, default_rule
 from ragshield.store.database import Store
 from ragshield.store.runs import iter_main_answers
 from ragshield.store.samples import load_sample
@@ -36,7 +37,7 @@ class DemoExample:
 
 def demo_request(sample_id: str, settings: Settings, noise: int = 0) -> AskRequest:
     """A stored demo sample asked as the Demo's form asks it by default."""
-    rule = settings.decision_rule
+    rule = default_rule(settings).rule
     return AskRequest(sample_id=sample_id, dataset=DEMO_DATASET, noise=noise,
                       judges=tuple(quick_judges(rule, settings)), rule=rule, keep_record=False)
 
@@ -45,11 +46,12 @@ def _decision(store: Store, settings: Settings, models: OpenedModels, sample_id:
               noise: int = 0) -> tuple[str, str, float]:
     """(decision word, answer text, the deciding judge's score: 1 when it has none) of the
     sample asked with the Demo's defaults."""
-    result = ask(store, settings, models, demo_request(sample_id, settings, noise))
-    scores = [v.score for v in result.judged.verdicts
-              if v.judge == settings.decision_rule and v.score is not None]
+    request = demo_request(sample_id, settings, noise)
+    result = ask(store, settings, models, request)
+    reads = rule_judges(request.rule or "", request.judges or ())
+    scores = [v.score for v in result.judged.verdicts if v.judge in reads and v.score is not None]
     return (decision_word(result.judged.decision), result.judged.answer.text or "",
-            scores[0] if scores else 1.0)
+            min(scores, default=1.0))
 
 
 def find_examples(store: Store, settings: Settings, run_id: int) -> list[DemoExample]:

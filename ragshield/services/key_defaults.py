@@ -60,9 +60,10 @@ def check_trained(judges: Sequence[str], settings: Settings) -> None:
 
 
 def check_key_rule(rule: str, judges: Sequence[str] | None) -> None:
-    """OptionError unless `rule` is majority, all, `policy:NAME[@VERSION]` or a judge's name
-    (one of `judges` when the key names them). Whether the policy exists is the call's
-    question: it may be fitted after the server starts."""
+    """OptionError unless `rule` is majority, all, grounded, `policy:NAME[@VERSION]` or a
+    judge's name (one of `judges`, or grounded's two among them, when the key names them).
+    Whether the policy exists is the call's question: it may be fitted after the server
+    starts."""
     choose_rule(rule, judges if judges is not None else tuple(JUDGES))
 
 

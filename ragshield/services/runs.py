@@ -12,10 +12,10 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from ragshield.answerers.registry import GIVEN, make_answerer
-from ragshield.config import Settings
+from ragshield.config import GROUNDED_RULE, Settings
 from ragshield.errors import OptionError
 from ragshield.judges.registry import JUDGES, judge_names
-from ragshield.judging import POOLED_RULES, choose_rule
+from ragshield.judging import POOLED_RULES, choose_rule, rule_judges
 from ragshield.pipeline import (RejudgeOutcome, RunModels, RunOutcome, execute_run, rejudge_run,
                                 start_run)
 from ragshield.run_config import RunConfig, RunConfigError, check_config, with_readers
@@ -39,7 +39,7 @@ __all__ = ["ANSWER_SOURCES", "RULES", "GivenAnswers", "ModelOpener", "NewRun", "
 
 log = logging.getLogger(__name__)
 
-RULES = (*POOLED_RULES, *JUDGES)  # every decision rule a run can be started with
+RULES = (*POOLED_RULES, GROUNDED_RULE, *JUDGES)  # every decision rule a run can start with
 ModelOpener = Callable[[RunConfig], RunModels]
 
 
@@ -189,13 +189,14 @@ def form_defaults(settings: Settings, store: Store | None = None) -> RunForm:
         except UnknownPolicyError:  # unpinned meanwhile: the configured rule's form
             return form_defaults(settings)
         return RunForm(["trivial", *(judge for judge in reads if judge != "trivial")], default)
-    judges = ["trivial", default] if default in JUDGES and default != "trivial" else ["trivial"]
+    reads = sorted(rule_judges(default, ()) - {"trivial"}) if default not in POOLED_RULES else []
+    judges = ["trivial", *(judge for judge in reads if judge in JUDGES)]
     return RunForm(judges, choose_rule(None, judges, default).rule)
 
 
 def rule_names(store: Store) -> list[str]:
-    """Every rule a run can be started with: the pooled rules, each judge and each stored
-    policy (`policy:NAME`, its newest version)."""
+    """Every rule a run can be started with: the pooled rules, the grounded rule, each judge
+    and each stored policy (`policy:NAME`, its newest version)."""
     return [*RULES, *(policy_rule(name, None) for name in policy_sources(store))]
 
 

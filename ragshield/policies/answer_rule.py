@@ -1,0 +1,108 @@
+"""The `grounded` rule: one logistic combination of whether the passages can answer the
+question (pre_answer) and whether they say what the answer says (support), fitted on public
+labelled sets and shipped as plain numbers in ragshield/assets/grounded_rule.json
+(scripts/bench_default_rule.py fits it, each set left out in turn, and writes it).
+
+The threshold is the highest that still shows RIGHT_SHOWN_AIM of the right answers of every
+set it was fitted on, each set weighted equally in the fit, short extractive answers and long
+ones alike."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ragshield.config import GROUNDED_RULE as GROUNDED
+from ragshield.metrics.stacked import stack_features
+from ragshield.policies.stacked_score import StackedScore, read_stacked, train_stacked_score
+from ragshield.types import RuleDecision, Verdict
+
+RULE_FILE = Path(__file__).resolve().parents[1] / "assets" / "grounded_rule.json"
+RIGHT_SHOWN_AIM = 0.75
+
+
+@dataclass(frozen=True)
+class AnswerRule:
+    """A fitted score over judges' scores and the threshold it keeps at (judging.ScoreRule)."""
+
+    score: StackedScore
+    threshold: float
+    fitted_on: tuple[str, ...] = ()  # the labelled sets, for the page's "why this rule"
+
+    @property
+    def rule(self) -> str:
+        return GROUNDED
+
+    @property
+    def judges(self) -> list[str]:
+        return self.score.judges
+
+    def keep_frame(self, frame: pd.DataFrame) -> np.ndarray:
+        """Keep bits of rows holding each judge's score as a column (NaN: not scored)."""
+        features = stack_features({j: frame[j] for j in self.judges if j in frame}, {})
+        return np.nan_to_num(self.score.score_frame(features), nan=-1.0) >= self.threshold
+
+    def decide(self, verdicts: Sequence[Verdict]) -> RuleDecision:
+        scored = [v for v in verdicts if v.judge in self.judges and v.score is not None]
+        if not scored:
+            return RuleDecision(None, GROUNDED, f"none of {', '.join(self.judges)} gave a score")
+        features = stack_features({v.judge: [v.score] for v in scored}, {})
+        probability = float(self.score.score_frame(features)[0])
+        keep = probability >= self.threshold
+        parts = ", ".join(f"{v.judge} {v.score:.2f}" for v in scored)
+        missing = [j for j in self.judges if j not in {v.judge for v in scored}]
+        gap = f" ({', '.join(missing)} gave no score: its usual value counted)" if missing else ""
+        side = "at or above" if keep else "under"
+        return RuleDecision(keep, GROUNDED, f"{GROUNDED}: {parts} combine to {probability:.2f}, "
+                                            f"{side} the threshold {self.threshold:.2f}{gap}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"score": self.score.to_dict(), "threshold": self.threshold,
+                "fitted_on": list(self.fitted_on)}
+
+
+def fit_answer_rule(frame: pd.DataFrame, judges: Sequence[str],
+                    aim: float = RIGHT_SHOWN_AIM) -> AnswerRule:
+    """The rule fitted on `frame` (one row per answer: a score column per judge, `good`, `set`),
+    each set weighing as much in the fit as any other; its threshold the highest that shows
+    `aim` of each set's right answers."""
+    sizes = frame["set"].map(frame["set"].value_counts()).to_numpy(float)
+    good = frame["good"].to_numpy(bool)
+    features = stack_features({j: frame[j] for j in judges}, {})
+    score = train_stacked_score(features, good, weights=len(frame) / sizes)
+    probability = score.score_frame(features.reindex(columns=list(score.columns)))
+    threshold = min(_showing(probability[(frame["set"] == s).to_numpy() & good], aim)
+                    for s in frame["set"].unique())
+    return AnswerRule(score, threshold, tuple(frame["set"].unique()))
+
+
+def _showing(scores: np.ndarray, aim: float) -> float:
+    """The highest threshold that keeps at least `aim` of `scores`."""
+    ranked = np.sort(scores[~np.isnan(scores)])[::-1]
+    if not ranked.size:
+        return 0.0
+    return float(ranked[max(0, math.ceil(aim * ranked.size) - 1)])
+
+
+def read_answer_rule(path: Path = RULE_FILE) -> AnswerRule:
+    """The shipped rule; ValueError naming the file and field at fault."""
+    body = json.loads(path.read_text(encoding="utf-8"))
+    threshold = body.get("threshold") if isinstance(body, dict) else None
+    if not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
+        raise ValueError(f"{path}: threshold: expected a number from 0 to 1")
+    fitted_on = body.get("fitted_on", [])
+    return AnswerRule(read_stacked(body.get("score"), f"{path}: score"), float(threshold),
+                      tuple(str(s) for s in fitted_on))
+
+
+@lru_cache(maxsize=1)
+def shipped_rule() -> AnswerRule:
+    """The rule the package ships, read once."""
+    return read_answer_rule(RULE_FILE)

@@ -1,0 +1,91 @@
+"""The `grounded` rule (policies/answer_rule.py): fitted with each set weighing the same, its
+threshold showing the aimed share of every set's right answers, its decisions and reasons,
+and the shipped file read back with errors naming the field."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ragshield.policies.answer_rule import (GROUNDED, RULE_FILE, fit_answer_rule,
+                                            read_answer_rule)
+from ragshield.types import Verdict
+
+
+def _frame(seed: int = 0) -> pd.DataFrame:
+    """Two sets: in both, right answers score higher on both judges; the second is small."""
+    rng = np.random.default_rng(seed)
+    parts = []
+    for name, size, shift in (("big", 400, 0.0), ("small", 60, 0.1)):
+        good = rng.random(size) < 0.5
+        parts.append(pd.DataFrame({
+            "pre_answer": np.clip(0.35 + 0.3 * good + shift + rng.normal(0, 0.15, size), 0, 1),
+            "support": np.clip(0.3 + 0.4 * good + rng.normal(0, 0.15, size), 0, 1),
+            "good": good, "set": name}))
+    return pd.concat(parts, ignore_index=True)
+
+
+def _verdict(judge: str, score: float | None) -> Verdict:
+    return Verdict(judge=judge, keep=None if score is None else score >= 0.5, score=score,
+                   rationale="")
+
+
+def test_fitted_rule_shows_the_aimed_share_of_each_sets_right_answers():
+    frame = _frame()
+    rule = fit_answer_rule(frame, ("pre_answer", "support"), aim=0.75)
+    keep = rule.keep_frame(frame)
+    for name in ("big", "small"):
+        mine = (frame["set"] == name).to_numpy()
+        right = frame["good"].to_numpy(bool) & mine
+        assert keep[right].mean() >= 0.75
+    # at least one set sits at the aim: the threshold is the highest that keeps it
+    shares = [keep[frame["good"].to_numpy(bool) & (frame["set"] == n).to_numpy()].mean()
+              for n in ("big", "small")]
+    assert min(shares) < 0.80
+    # both judges carry weight, and the rule withholds far more wrong answers than right
+    assert all(c > 0 for c in rule.score.coef)
+    wrong = ~frame["good"].to_numpy(bool)
+    assert keep[wrong].mean() < 0.35
+    assert rule.fitted_on == ("big", "small")
+
+
+def test_decide_reads_both_scores_and_says_so():
+    rule = fit_answer_rule(_frame(), ("pre_answer", "support"))
+    good = rule.decide([_verdict("pre_answer", 0.95), _verdict("support", 0.95)])
+    bad = rule.decide([_verdict("pre_answer", 0.95), _verdict("support", 0.05)])
+    assert good.keep is True and bad.keep is False
+    assert good.rule == GROUNDED
+    assert "pre_answer 0.95" in bad.reason and "support 0.05" in bad.reason
+    assert "under the threshold" in bad.reason
+    alone = rule.decide([_verdict("support", 0.95), _verdict("token_prob", 0.1)])
+    assert "pre_answer gave no score" in alone.reason
+    nothing = rule.decide([_verdict("token_prob", 0.9)])
+    assert nothing.keep is None and "gave a score" in nothing.reason
+
+
+def test_rule_round_trips_and_bad_files_name_the_field(tmp_path):
+    rule = fit_answer_rule(_frame(), ("pre_answer", "support"))
+    path = tmp_path / "rule.json"
+    path.write_text(json.dumps(rule.to_dict()))
+    back = read_answer_rule(path)
+    assert back == rule
+    body = rule.to_dict()
+    body["threshold"] = 2
+    path.write_text(json.dumps(body))
+    with pytest.raises(ValueError, match="threshold"):
+        read_answer_rule(path)
+    body = rule.to_dict()
+    body["score"]["coef"] = "x"
+    path.write_text(json.dumps(body))
+    with pytest.raises(ValueError, match=r"score\.coef"):
+        read_answer_rule(path)
+
+
+def test_the_shipped_rule_reads_answerability_and_support():
+    rule = read_answer_rule(RULE_FILE)
+    assert set(rule.judges) == {"pre_answer", "support"}
+    assert 0 < rule.threshold < 1
+    assert len(rule.fitted_on) >= 6

@@ -1,0 +1,72 @@
+"""The grounded rule as the default decision: chosen where its judges are, refused with the
+missing judges named, read from the shipped numbers, in the default judge set, the Dashboard's
+start form and the Demo's choices, and not the default where its judges read from the
+answering model (it was fitted on the 1.5B's scores)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragshield.config import (DEFAULT_DECISION_RULE, GROUNDED_JUDGES, GROUNDED_RULE,
+                              SELF_READ_RULE, Settings)
+from ragshield.errors import OptionError
+from ragshield.judges.registry import quick_judges
+from ragshield.judging import choose_rule, decide, deciding_first, rule_judges
+from ragshield.judges.registry import make_judges
+from ragshield.policies.answer_rule import shipped_rule
+from ragshield.services.ask_choices import rule_choices
+from ragshield.services.asking import default_judges, default_rule
+from ragshield.services.runs import RULES, form_defaults
+from ragshield.types import Verdict
+
+
+def _verdicts(pre_answer: float, support: float) -> list[Verdict]:
+    return [Verdict("pre_answer", pre_answer >= 0.76, pre_answer),
+            Verdict("support", support >= 0.62, support), Verdict("trivial", True, 1.0)]
+
+
+def test_grounded_is_the_default_where_its_judges_read_from_the_larger_model():
+    assert DEFAULT_DECISION_RULE == GROUNDED_RULE
+    assert default_rule(Settings()).rule == GROUNDED_RULE
+    assert "measured" in default_rule(Settings()).reason
+    # fitted on the 1.5B's scores: reading from the answering model, pre_answer decides
+    assert default_rule(Settings(judge_model="self")).rule == SELF_READ_RULE
+    assert default_rule(Settings(decision_rule="p_true")).rule == "p_true"
+
+
+def test_the_default_judges_hold_both_of_its_judges_and_the_form_decides_by_it():
+    for judge in GROUNDED_JUDGES:
+        assert judge in default_judges(Settings())
+        assert judge in quick_judges(GROUNDED_RULE, Settings())
+    form = form_defaults(Settings())
+    assert set(GROUNDED_JUDGES) <= set(form.judges) and form.rule == GROUNDED_RULE
+    assert GROUNDED_RULE in RULES
+
+
+def test_chosen_only_where_both_judges_run_and_refused_naming_the_missing_one():
+    assert choose_rule(None, ["trivial", *GROUNDED_JUDGES]).rule == GROUNDED_RULE
+    fallback = choose_rule(None, ["trivial", "pre_answer"])
+    assert fallback.rule == "all" and "grounded" in fallback.note
+    with pytest.raises(OptionError, match="add support to the judges"):
+        choose_rule(GROUNDED_RULE, ["trivial", "pre_answer"])
+    choices, chosen = rule_choices(["pre_answer", "support"], GROUNDED_RULE)
+    assert GROUNDED_RULE in choices and chosen == GROUNDED_RULE
+    assert GROUNDED_RULE not in rule_choices(["pre_answer"], None)[0]
+    assert rule_judges(GROUNDED_RULE, ["trivial"]) == set(GROUNDED_JUDGES)
+
+
+def test_decides_from_both_scores_by_the_shipped_numbers():
+    rule = shipped_rule()
+    high, low = decide(_verdicts(0.97, 0.97), GROUNDED_RULE), decide(_verdicts(0.97, 0.02),
+                                                                     GROUNDED_RULE)
+    assert high.keep is True and low.keep is False and high.rule == GROUNDED_RULE
+    assert f"{rule.threshold:.2f}" in low.reason
+    assert decide(_verdicts(0.02, 0.97), GROUNDED_RULE).keep is False
+    refusal = decide(_verdicts(0.97, 0.97), GROUNDED_RULE, refusal=True)
+    assert refusal.keep is False and "refusal" in refusal.reason
+
+
+def test_its_judges_are_asked_before_the_others_under_a_budget():
+    judges = make_judges("trivial,p_true,support,pre_answer", Settings())
+    order = [judge.name for judge in deciding_first(judges, GROUNDED_RULE)]
+    assert order.index("p_true") > max(order.index(j) for j in GROUNDED_JUDGES)
