@@ -24,10 +24,10 @@ from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 from opentelemetry.trace import (NonRecordingSpan, SpanContext, SpanKind, TraceFlags,
                                  set_span_in_context)
 
-from ragshield import __version__
 from ragshield.services.decision_log import decision_of
 from ragshield.services.guard import CallContext, Guarded
 from ragshield.store.guard_decisions import LoggedDecision
+from ragshield.version import __version__
 
 log = logging.getLogger("ragshield.trace_export")
 SPAN_NAME = "ragshield.guard"
