@@ -131,7 +131,7 @@ def test_every_user_error_is_importable_and_its_message_round_trips():
 def test_user_errors_keep_their_built_in_bases():
     """Callers that catch ValueError or LookupError keep catching them."""
     from ragshield.llm.base import LLMError
-    from ragshield.store.runs import UnknownRunError
+    from ragshield.store.run_errors import UnknownRunError
     from ragshield.store.samples import UnknownDatasetError
 
     assert issubclass(OptionError, ValueError)
