@@ -16,7 +16,7 @@ import pytest
 from gradio_client import Client
 from gradio_client.exceptions import AppError, AuthenticationError
 
-from ragshield.judges.registry import JUDGES
+from ragshield.judges.builtin import JUDGES
 from ragshield.store.database import open_store
 from ragshield.store.labels import get_guidelines
 from ragshield.store.runs import list_runs

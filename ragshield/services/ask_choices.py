@@ -9,7 +9,7 @@ from typing import Mapping
 from ragshield.answerers.registry import ANSWERERS, GIVEN
 from ragshield.config import Settings
 from ragshield.datasets.validation import MAX_MODEL_LENGTH
-from ragshield.judges.registry import JUDGES
+from ragshield.judges.builtin import JUDGES
 from ragshield.judging import POOLED_RULES
 from ragshield.judges.judge_readers import SELF
 from ragshield.llm.packaged_models import DEFAULT_MODEL, LARGER_MODEL, PACKAGED_MODELS

@@ -25,7 +25,8 @@ from ragshield.config import Settings
 from ragshield.errors import UserError
 # BudgetPassed: the API turns it into its 504 answer.
 from ragshield.judge_budget import Budget, BudgetPassed  # noqa: F401
-from ragshield.judges.registry import JUDGES, unavailable_reason
+from ragshield.judges.builtin import JUDGES
+from ragshield.judges.registry import unavailable_reason
 from ragshield.llm.base import LLM
 from ragshield.llm.no_model import NoModel
 from ragshield.llm.packaged_models import PACKAGED_MODELS

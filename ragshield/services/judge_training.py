@@ -200,7 +200,8 @@ def check_judge_name(name: str) -> None:
 def _check_request(name: str, target: str, kind: str, run_id: int | None,
                    reads: Sequence[str], hard_negatives: bool, epochs: int,
                    llm_grader: bool) -> None:
-    from ragshield.judges.registry import JUDGES, run_rescored
+    from ragshield.judges.builtin import JUDGES
+    from ragshield.judges.registry import run_rescored
 
     check_judge_name(name)
     if target not in TARGETS:

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 from ragshield.config import Settings
 from ragshield.errors import OptionError, UserError
-from ragshield.judges.registry import JUDGES, judge_names
+from ragshield.judges.builtin import JUDGES
+from ragshield.judges.registry import judge_names
 from ragshield.judges.trained import PREFIX as TRAINED
 from ragshield.judges.trained import judges_dir, read_card
 from ragshield.judging import choose_rule

@@ -14,7 +14,8 @@ from typing import Any, Callable
 from ragshield.answerers.registry import GIVEN, make_answerer
 from ragshield.config import Settings
 from ragshield.errors import OptionError
-from ragshield.judges.registry import JUDGES, judge_names
+from ragshield.judges.builtin import JUDGES
+from ragshield.judges.registry import judge_names
 from ragshield.judging import POOLED_RULES, choose_rule
 from ragshield.pipeline import (RejudgeOutcome, RunModels, RunOutcome, execute_run, rejudge_run,
                                 start_run)

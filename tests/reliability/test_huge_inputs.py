@@ -19,7 +19,8 @@ from ragshield.answerers.context import TRUNCATION_MARK
 from ragshield.answerers.registry import make_answerer
 from ragshield.config import Settings
 from ragshield.datasets import load_dataset
-from ragshield.judges.registry import JUDGES, make_judges
+from ragshield.judges.builtin import JUDGES
+from ragshield.judges.registry import make_judges
 from ragshield.judging import judge_sample
 from ragshield.pipeline import RunModels, execute_run, start_run
 from ragshield.run_config import RunConfig
