@@ -71,7 +71,8 @@ from ragshield.datasets.demo import DEMO_SAMPLES  # noqa: E402
 from ragshield.llm.factory import make_llm  # noqa: E402
 from ragshield.llm.packaged_models import QWEN_05B, ensure_model  # noqa: E402
 from ragshield.judges.judge_readers import SELF  # noqa: E402
-from ragshield.services.asking import AskRequest, ask_readers  # noqa: E402
+from ragshield.services.ask_types import AskRequest  # noqa: E402
+from ragshield.services.asking import ask_readers  # noqa: E402
 from ragshield.services.guard import default_judges  # noqa: E402
 from ragshield.services.live_runs import LIVE_DATASET, LIVE_STATUS  # noqa: E402
 from ragshield.store.database import open_store  # noqa: E402

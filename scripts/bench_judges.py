@@ -67,7 +67,8 @@ def _read_only(llm, messages) -> float:
 
 
 def demo_latency(args: argparse.Namespace) -> None:
-    from ragshield.services.asking import AskRequest, OpenedModels, ask, ask_readers
+    from ragshield.services.ask_types import AskRequest
+    from ragshield.services.asking import OpenedModels, ask, ask_readers
     from ragshield.services.datasets import ensure_demo_dataset
     from ragshield.services.demo_examples import demo_request
     from ragshield.store.samples import list_samples

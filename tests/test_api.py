@@ -536,7 +536,7 @@ def test_proxy_refuses_several_choices_and_unknown_stream_modes(settings: Settin
 def test_web_app_and_api_share_one_lock(settings: Settings) -> None:
     """The larger-model fallback runs the packaged model in process even with a server
     backend, so it takes the in-process lock; other calls then run in parallel."""
-    from ragshield.services.asking import LARGER_FALLBACK, AskRequest
+    from ragshield.services.ask_types import LARGER_FALLBACK, AskRequest
 
     lock = threading.Lock()
     settings.backend = "openai"

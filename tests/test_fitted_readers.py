@@ -18,7 +18,8 @@ from ragshield.pipeline import RunModels
 from ragshield.policies.fitting import LabelledScores, fit_policy
 from ragshield.policies.policy import Policy, PolicyFormatError
 from ragshield.run_config import RunConfig
-from ragshield.services.asking import AskRequest, prepare
+from ragshield.services.ask_types import AskRequest
+from ragshield.services.asking import prepare
 from ragshield.services.policies import get_policy, save_policy
 from ragshield.services.runs import execute, record_run
 from ragshield.store.runs import get_run

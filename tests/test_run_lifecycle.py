@@ -9,7 +9,8 @@ from ragshield.config import Settings
 from ragshield.llm.base import LLMError
 from ragshield.pipeline import RunModels, rejudge_run
 from ragshield.services import live_runs
-from ragshield.services.asking import AskRequest, ask
+from ragshield.services.ask_types import AskRequest
+from ragshield.services.asking import ask
 from ragshield.store import runs as run_store
 from ragshield.store.database import Store
 from ragshield.types import Passage

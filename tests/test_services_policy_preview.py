@@ -17,7 +17,8 @@ from ragshield.policies.policy import Policy
 from ragshield.policies.watch import UNUSED
 from ragshield.reports.policy_figures import score_histogram, watch_figure
 from ragshield.run_config import RunConfig
-from ragshield.services.asking import AskRequest, ask, default_judges, default_rule, prepare
+from ragshield.services.ask_types import AskRequest
+from ragshield.services.asking import ask, default_judges, default_rule, prepare
 from ragshield.services.labelling import label_sample
 from ragshield.services.pinned_policy import pin_policy, pinned, unpin
 from ragshield.services.policies import (fit_run_policy, labelled_scores, list_policies,

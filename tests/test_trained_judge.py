@@ -25,7 +25,8 @@ from ragshield.judges.trained import (CARD_FILE, WEIGHTS_FILES, TrainedJudgeErro
 from ragshield.judges.training import group_of, load_base
 from ragshield.retrieval.embeddings import packaged_embedding_path
 from ragshield.services.judge_training import reads_reader, train_judge, trained_judges
-from ragshield.services.asking import AskRequest, prepare
+from ragshield.services.ask_types import AskRequest
+from ragshield.services.asking import prepare
 from ragshield.judges.judge_readers import SELF
 from ragshield.llm.packaged_models import DEFAULT_MODEL, LARGER_MODEL
 from ragshield.services.labelling import add_annotator, label_sample

@@ -32,7 +32,8 @@ from ragshield.api.schemas import (AskBody, ChatBody, ChatMessage, JudgeBody, Pa
                                    ProxyField, Traced)
 from ragshield.api.streaming import LIVE, held_events, live_response, streamed
 from ragshield.config import Settings
-from ragshield.services.asking import MAX_QUESTION_CHARS, AskRequest
+from ragshield.services.ask_types import AskRequest
+from ragshield.services.asking import MAX_QUESTION_CHARS
 from ragshield.services.conversation import Turn, judged_question
 from ragshield.services.key_defaults import key_judges, rule_fits
 from ragshield.services.guard import CallContext, Guard, ProxyRequest, judge_catalogue

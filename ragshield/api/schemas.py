@@ -14,8 +14,9 @@ from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Di
 
 from ragshield.services.ask_choices import (DEFAULT_MODEL, LARGER_MODEL, MAX_MODEL_LENGTH,
                                            PACKAGED_MODELS, SELF)
-from ragshield.services.asking import (FALLBACKS, MAX_ANSWER_CHARS, MAX_NOISE,
-                                       MAX_QUESTION_CHARS, RETRIEVAL_MODES)
+from ragshield.services.ask_types import FALLBACKS
+from ragshield.services.asking import (MAX_ANSWER_CHARS, MAX_NOISE, MAX_QUESTION_CHARS,
+                                       RETRIEVAL_MODES)
 
 MAX_PASSAGES = 50
 MAX_PASSAGE_CHARS = 20_000

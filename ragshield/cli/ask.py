@@ -44,7 +44,8 @@ def ask(
     question, answer and verdicts are kept in today's live run (see `runs list`)."""
     from ragshield.services.datasets import ensure_demo_dataset
     from ragshield.services.decision_json import decision_json
-    from ragshield.services.asking import AskRequest, OpenedModels, ask as ask_question
+    from ragshield.services.ask_types import AskRequest
+    from ragshield.services.asking import OpenedModels, ask as ask_question
 
     if (question is None) == (sample is None):
         typer.echo("error: give exactly one of --question or --sample", err=True)

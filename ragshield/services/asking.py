@@ -18,36 +18,33 @@ from ragshield.answerers.norag import NoRagAnswerer
 from ragshield.answerers.registry import ANSWERERS, GIVEN, make_answerer
 from ragshield.config import (DEFAULT_DECISION_RULE, DEFAULT_RULE_REASON,
                               DEFAULT_RULE_SELF_READ_REASON, Settings)
-from ragshield.datasets.demo import DEMO_DATASET
 from ragshield.errors import UserError
 from ragshield.judge_budget import Budget
 from ragshield.judges.base import Judge
 from ragshield.fitted_readers import honour_fitted
 from ragshield.judges.judge_readers import SELF, JudgeReaders, answer_model_name, judge_readers
 from ragshield.judges.registry import judge_names, make_judges, quick_judges
-from ragshield.judging import (POOLED_RULES, JudgedSample, Rule, choose_rule, deciding_first,
-                               judge_sample)
+from ragshield.judging import POOLED_RULES, Rule, choose_rule, deciding_first, judge_sample
 from ragshield.llm.base import LLM
 from ragshield.llm.no_model import NoModel
 from ragshield.llm.packaged_models import LARGER_MODEL, PACKAGED_MODELS
 from ragshield.llm.streaming import streaming_to
 from ragshield.llm.traced import TracedLLM
 from ragshield.policies.rules import parse_rule, policy_rule
-from ragshield.retrieval.demo_corpus import DEMO_CORPUS_NAME, open_corpus
+from ragshield.retrieval.demo_corpus import open_corpus
 from ragshield.retrieval.noise import inject_noise
 from ragshield.retrieval.passage_finder import PassageFinder
+from ragshield.services.ask_types import (FALLBACKS, LARGER_FALLBACK, NORAG_FALLBACK,
+                                          AskRequest, AskResult, Fallback, Prepared)
 from ragshield.services.claim_marks import SUPPORT
+from ragshield.services.live_runs import keep_asked
 from ragshield.services.pinned_policy import pinned
-from ragshield.services.redaction import (ON_UNSUPPORTED, REDACT, WITHHOLD, Redaction,
-                                          redaction)
+from ragshield.services.redaction import ON_UNSUPPORTED, REDACT, redaction
 from ragshield.store.database import Store
 from ragshield.store.policies import UnknownPolicyError
 from ragshield.store.samples import load_sample
-from ragshield.types import (KEEP, Answer, GivenAnswer, Passage, RetrievalMode, Sample,
-                             decision_word)
+from ragshield.types import KEEP, Answer, RetrievalMode, Sample, decision_word
 
-FALLBACKS = ("abstain message", "No-RAG answer", "larger-model answer")
-ABSTAIN_FALLBACK, NORAG_FALLBACK, LARGER_FALLBACK = FALLBACKS
 ABSTAIN_MESSAGE = "I don't know. (The system is not confident enough in its answer to show it.)"
 RETRIEVAL_MODES: tuple[str, ...] = get_args(RetrievalMode)
 MAX_NOISE = 5
@@ -57,42 +54,6 @@ MAX_ANSWER_CHARS = 20_000  # of an answer given to judge, or an upstream's to pa
 
 class AskInputError(UserError, ValueError):
     """A field of an ask request is missing or does not fit the others."""
-
-
-@dataclass(frozen=True)
-class AskRequest:
-    """One question through the system: typed (`question`, retrieved from `corpus`, or
-    read with the `passages` it comes with) or stored (`sample_id` of `dataset`, with its
-    own passages); `noise` random chunks of `corpus` are added either way. With
-    `given_answer` (a typed question only) no model answers: the given answer is judged as
-    it is. `rule` None: the default rule (`default_rule`: a pinned policy, else the configured
-    one) where it fits the judges, else majority."""
-
-    question: str | None = None
-    sample_id: str | None = None
-    dataset: str = DEMO_DATASET
-    corpus: str = DEMO_CORPUS_NAME
-    mode: str = "hybrid"
-    k: int = 3
-    noise: int = 0
-    answerer: str | None = None  # None: Settings.answerer
-    judges: tuple[str, ...] | None = None  # None: default_judges
-    rule: str | None = None
-    fallback: str = ABSTAIN_FALLBACK
-    model: str | None = None  # a packaged model to answer with; None: the configured
-    # A packaged model every judge reads from, or "self" (the answering model); None:
-    # Settings.judge_model, and without one the measured default (judges/judge_readers.py).
-    judge_model: str | None = None
-    keep_record: bool = True  # keep the question, answer and verdicts in a live run
-    passages: tuple[Passage, ...] | None = None  # None: retrieved (typed) or the sample's own
-    given_answer: GivenAnswer | None = None  # an outside system's answer to judge
-    # A latency budget for the judges (judge_budget.py; the guard's calls), and what to do
-    # when the rule cannot decide within it; None: the settings' (guard_budget_ms, ...).
-    budget_ms: int | None = None
-    on_budget: str | None = None
-    # An answer some of whose sentences the passages do not support: withheld or shown whole
-    # as the rule decides ("withhold"), or shown without them ("redact"; services/redaction.py).
-    on_unsupported: str = WITHHOLD
 
 
 class DefaultRule(NamedTuple):
@@ -274,31 +235,6 @@ class PassageFinders:
         return finder
 
 
-@dataclass(frozen=True)
-class Prepared:
-    """A checked request made concrete: the sample with its passages, where they came from
-    in words, and the answerer, judges (in the order they run: judging.deciding_first) and
-    rule that will run."""
-
-    request: AskRequest
-    sample: Sample
-    source: str
-    answerer: Answerer
-    judges: list[Judge]
-    rule: Rule  # a rule's name, or the stored policy a policy rule names
-    rule_note: str | None = None
-    rule_reason: str = ""  # why this rule decides, in words
-    readers: JudgeReaders = JudgeReaders()  # the model each judge reads from
-
-    @property
-    def needs_model(self) -> bool:
-        """Whether the ask calls a model: to write the answer, for a judge that reads one
-        (it requires a capability of it), or for a fallback answer. Without one it neither
-        opens a model nor waits for its turn at one."""
-        return (self.request.given_answer is None or self.request.fallback != ABSTAIN_FALLBACK
-                or any(judge.reads_model(self.sample) for judge in self.judges))
-
-
 def rule_reason(rule: Rule, asked: str | None, settings: Settings,
                 note: str | None = None, default: DefaultRule | None = None) -> str:
     """Why `rule` decides an ask whose request named `asked`: the default's reason (the
@@ -408,33 +344,6 @@ def _sample(store: Store, settings: Settings, request: AskRequest,
     return sample, source
 
 
-@dataclass(frozen=True)
-class Fallback:
-    """What the user sees instead of an answer that was not kept: the fixed abstain message
-    (no answer) or another answer to the same question."""
-
-    strategy: str
-    answer: Answer | None = None
-    model: str = ""
-
-
-@dataclass
-class AskResult:
-    prepared: Prepared
-    judged: JudgedSample
-    model: str  # the model that answered
-    fallback: Fallback | None = None  # None when the answer was kept
-    redaction: Redaction | None = None  # the answer shown shortened (on_unsupported=redact)
-    record: Any = None  # the live run's record of this ask (services.live_runs.LiveRecord)
-
-    @property
-    def answer_model(self) -> str | None:
-        """The model that wrote the answer: the outside system's for a given answer (None
-        when it did not say), else ours."""
-        given = self.prepared.request.given_answer
-        return given.model if given is not None else self.model
-
-
 # (event, payload): "partial" (the answer so far), "answer", "verdict", "decision",
 # "fallback", "record"
 Post = Callable[[str, Any], None]
@@ -501,8 +410,6 @@ def answer_and_judge(store: Store, settings: Settings, models: Models, prepared:
                                        prepared.answerer, main)
         post("fallback", result.fallback)
     if request.keep_record:
-        from ragshield.services.live_runs import keep_asked
-
         result.record = keep_asked(store, settings, result)
         post("record", result.record)
     return result

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ragshield.judge_budget import unfinished_judges
-from ragshield.services.asking import ABSTAIN_MESSAGE, AskResult
+from ragshield.services.ask_types import AskResult
+from ragshield.services.asking import ABSTAIN_MESSAGE
 from ragshield.services.claim_marks import claim_marks
 from ragshield.types import CostSummary, LLMCall, Verdict, decision_word
 

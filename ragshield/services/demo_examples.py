@@ -15,7 +15,8 @@ from ragshield.config import Settings
 from ragshield.datasets.demo import DEMO_DATASET, DEMO_EXAMPLES
 from ragshield.judges.registry import quick_judges
 from ragshield.metrics.correctness import is_correct
-from ragshield.services.asking import AskRequest, OpenedModels, ask
+from ragshield.services.ask_types import AskRequest
+from ragshield.services.asking import OpenedModels, ask
 from ragshield.store.database import Store
 from ragshield.store.runs import iter_main_answers
 from ragshield.store.samples import load_sample

@@ -33,8 +33,8 @@ from ragshield.llm.packaged_models import PACKAGED_MODELS
 # UpstreamError: the API turns it into its 502 answer.
 from ragshield.llm.upstream import (UpstreamBadReply, UpstreamChat, UpstreamError,  # noqa: F401
                                      UpstreamReply)
-from ragshield.services.asking import (LARGER_FALLBACK, MAX_ANSWER_CHARS, AskRequest, AskResult,
-                                       Models, PassageFinders, Prepared, answer_and_judge,
+from ragshield.services.ask_types import LARGER_FALLBACK, AskRequest, AskResult, Prepared
+from ragshield.services.asking import (MAX_ANSWER_CHARS, Models, PassageFinders, answer_and_judge,
                                        check_choices, default_judges, prepare)
 from ragshield.services.live_runs import keep_asked
 from ragshield.services.redaction import WITHHOLD

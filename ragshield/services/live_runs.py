@@ -26,7 +26,7 @@ from ragshield.config import Settings
 from ragshield.pipeline import code_version
 from ragshield.policies.policy import rule_fields
 from ragshield.run_config import RunConfig
-from ragshield.services.asking import LARGER_FALLBACK, NORAG_FALLBACK, AskResult
+from ragshield.services.ask_types import LARGER_FALLBACK, NORAG_FALLBACK, AskResult
 from ragshield.store import runs as run_store
 from ragshield.store.database import Store
 from ragshield.store.labels import sample_row_id

@@ -22,8 +22,8 @@ from typing import Any, Mapping, Sequence
 from ragshield.config import Settings
 from ragshield.errors import OptionError
 from ragshield.policies.policy import Policy
-from ragshield.services.asking import (AskRequest, AskResult, OpenedModels, PassageFinders,
-                                       answer_and_judge, prepare)
+from ragshield.services.ask_types import AskRequest, AskResult
+from ragshield.services.asking import OpenedModels, PassageFinders, answer_and_judge, prepare
 from ragshield.services.decision_json import decision_json, shown_text
 from ragshield.services.guard import ModelGate, judge_catalogue
 from ragshield.services.policies import get_policy

@@ -9,7 +9,8 @@ from typing import Any, Sequence
 
 from ragshield.services.policies import is_policy_rule
 from ragshield.services.rendering import fmt
-from ragshield.services.asking import ABSTAIN_MESSAGE, Fallback
+from ragshield.services.ask_types import Fallback
+from ragshield.services.asking import ABSTAIN_MESSAGE
 from ragshield.services.claim_marks import ClaimMark, claim_marks
 from ragshield.services.live_runs import LiveRecord
 from ragshield.types import (Answer, CostSummary, Passage, RuleDecision, Verdict, decision_word,

@@ -28,10 +28,10 @@ from ragshield.services.ask_choices import (ANSWERERS, CONFIGURED_MODEL as CONFI
                                            judge_choices, packaged_choice, rule_choices,
                                            sample_choices)
 from ragshield.services.policies import policy_sources
-from ragshield.services.asking import (ABSTAIN_FALLBACK, FALLBACKS, LARGER_FALLBACK, MAX_NOISE,
-                                       NORAG_FALLBACK, RETRIEVAL_MODES, AskInputError,
-                                       AskRequest, PassageFinders, Prepared, answer_and_judge,
-                                       default_judges, default_rule, prepare)
+from ragshield.services.ask_types import (ABSTAIN_FALLBACK, FALLBACKS, LARGER_FALLBACK,
+                                          NORAG_FALLBACK, AskRequest, Prepared)
+from ragshield.services.asking import (MAX_NOISE, RETRIEVAL_MODES, AskInputError, PassageFinders,
+                                       answer_and_judge, default_judges, default_rule, prepare)
 from ragshield.services.datasets import dataset_names
 from ragshield.services.demo_examples import DemoExample, demo_request, read_examples
 from ragshield.types import KEEP, decision_word
