@@ -35,7 +35,7 @@ INTERNAL = {
         "a KeyboardInterrupt raised on SIGTERM to stop a run the way Ctrl-C does",
     "ragshield.pipeline.SampleFailed":
         "caught by execute_run and recorded as the sample's failure; never reaches a face",
-    "ragshield.services.guard.ModelUnavailable":
+    "ragshield.services.guarding.guard.ModelUnavailable":
         "a fault of the server (its model cannot be opened): the API answers 503 and logs "
         "the cause, which names server paths, instead of showing it to the caller",
 }

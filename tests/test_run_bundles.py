@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import pytest
 
-from ragshield.services.run_bundles import export_run, import_run
+from ragshield.services.data.run_bundles import export_run, import_run
 from ragshield.store.database import Store, open_store
 from ragshield.store.run_bundle import BundleError, run_count
 from ragshield.store.runs import get_run

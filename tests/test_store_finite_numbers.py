@@ -13,10 +13,10 @@ import pytest
 from sqlalchemy import select, text
 
 from ragshield import strict_json
-from ragshield.errors import UserError
 from ragshield.answerers.given import GivenAnswerer
-from ragshield.services.live_runs import LIVE_DATASET
-from ragshield.services.run_bundles import export_run
+from ragshield.errors import UserError
+from ragshield.services.data.run_bundles import export_run
+from ragshield.services.questions.live_runs import LIVE_DATASET
 from ragshield.store import runs as run_store
 from ragshield.store.database import Store
 from ragshield.store.models import AnswerRow, VerdictRow

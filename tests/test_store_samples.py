@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import func, select
 
 from ragshield.datasets import DatasetFormatError, load_dataset
-from ragshield.services.datasets import import_file
+from ragshield.services.data.datasets import import_file
 from ragshield.store.dataset_deletion import DatasetInUseError, dataset_usage, delete_dataset
 from ragshield.store.labels import add_annotator, add_label, label_history, skip
 from ragshield.store.models import AnswerRow, Dataset, Label, Passage, Run, Skip, VerdictRow

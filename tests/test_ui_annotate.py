@@ -13,8 +13,8 @@ from gradio_client import Client
 
 from ragshield.pipeline import RunModels, execute_run, start_run
 from ragshield.run_config import RunConfig
-from ragshield.services.labelling import annotator_name
-from ragshield.services.people import Access
+from ragshield.services.annotation.labelling import annotator_name
+from ragshield.services.annotation.people import Access
 from ragshield.store.labels import add_annotator, add_label, get_guidelines, label_history
 from ragshield.store.models import LABEL_VALUES
 from ragshield.store.samples import import_samples

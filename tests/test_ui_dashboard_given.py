@@ -15,8 +15,8 @@ import pytest
 from ragshield.errors import OptionError
 from ragshield.pipeline import RunModels
 from ragshield.run_config import RunConfig
-from ragshield.services.runs import (GivenAnswers, NoGivenAnswersError, RunLauncher,
-                                     form_config, given_answers, record_run)
+from ragshield.services.runs.runs import (GivenAnswers, NoGivenAnswersError, RunLauncher,
+                                          form_config, given_answers, record_run)
 from ragshield.store.runs import get_run, list_runs
 from ragshield.store.sample_records import sample_case
 from ragshield.store.samples import import_samples

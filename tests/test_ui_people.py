@@ -10,8 +10,8 @@ from dataclasses import dataclass
 import gradio as gr
 import pytest
 
-from ragshield.services.passwords import password_matches
-from ragshield.services.people import ADMIN, ANNOTATOR, Access, Logins
+from ragshield.services.annotation.passwords import password_matches
+from ragshield.services.annotation.people import ADMIN, ANNOTATOR, Access, Logins
 from ragshield.store.accounts import account
 from ragshield.store.labels import add_annotator, add_label
 from ragshield.store.samples import import_samples

@@ -10,7 +10,7 @@ from typing import Iterator
 
 from ragshield.datasets.demo import DEMO_DATASET
 
-from ragshield.services.datasets import ensure_demo_dataset
+from ragshield.services.data.datasets import ensure_demo_dataset
 from ragshield.store.database import Store, open_store
 from ragshield.store.labels import label_history
 from ragshield.store.runs import list_runs

@@ -1,6 +1,6 @@
 """The Annotate tab: people say whether a sample's passages answer its question.
 
-ragshield.services.labelling picks the sample, says what to show and writes labels, skips
+ragshield.services.annotation.labelling picks the sample, says what to show and writes labels, skips
 and undos: the same use cases as `ragshield labels ...`. With `app.py --auth` the login
 name is the annotator; without it, a typed name remembered in the browser. Every label
 submit carries a request id made when the item was shown, so a double click or a retried
@@ -18,12 +18,13 @@ from typing import Any
 import gradio as gr
 
 from ragshield.errors import UserError
-from ragshield.services import labelling
-from ragshield.services.claim_marks import claim_marks
-from ragshield.services.datasets import dataset_names
-from ragshield.services.labelling import (LABEL_VALUES, STRATEGIES, AnnotationItem,
-                                          AnnotatorMissingError, LabelRecord, Next, Queue)
-from ragshield.services.people import require_admin
+from ragshield.services.annotation import labelling
+from ragshield.services.annotation.labelling import (LABEL_VALUES, STRATEGIES, AnnotationItem,
+                                                     AnnotatorMissingError, LabelRecord, Next,
+                                                     Queue)
+from ragshield.services.annotation.people import require_admin
+from ragshield.services.data.datasets import dataset_names
+from ragshield.services.questions.claim_marks import claim_marks
 from ragshield.ui import people_panel
 from ragshield.ui.context import UiContext
 from ragshield.ui.html_render import esc, marked_answer_html, message_html, table_html

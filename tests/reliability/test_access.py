@@ -23,7 +23,7 @@ from gradio_client import Client
 from gradio_client.exceptions import AuthenticationError
 from sqlalchemy import func, select
 
-from ragshield.services.datasets import ensure_demo_dataset
+from ragshield.services.data.datasets import ensure_demo_dataset
 from ragshield.store.database import open_store
 from ragshield.store.models import Annotator, Label, Skip
 from ragshield.store.samples import import_samples

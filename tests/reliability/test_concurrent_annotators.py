@@ -29,7 +29,7 @@ from gradio_client import Client
 from sqlalchemy import func, select
 
 from ragshield.datasets.demo import DEMO_DATASET
-from ragshield.services.datasets import ensure_demo_dataset
+from ragshield.services.data.datasets import ensure_demo_dataset
 from ragshield.store.database import open_store
 from ragshield.store.labels import add_annotator, skip
 from ragshield.store.models import LABEL_VALUES, Annotator, Label, Sample, Skip

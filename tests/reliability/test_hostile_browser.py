@@ -16,8 +16,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from ragshield.services.datasets import ensure_demo_dataset
 from ragshield.run_config import RunConfig
+from ragshield.services.data.datasets import ensure_demo_dataset
 from ragshield.store.database import Store, open_store
 from ragshield.store.labels import add_annotator, add_label, sample_row_id, set_guidelines
 from ragshield.store.runs import RoleAnswer, create_run, save_sample, set_run_status
