@@ -13,6 +13,8 @@ import json
 import uuid
 from dataclasses import dataclass, field
 from functools import partial
+from importlib.resources import files
+from string import Template
 from typing import Any
 
 import gradio as gr
@@ -60,48 +62,15 @@ HOTKEYS = (
 
 
 def _hotkey_script() -> str:
-    """A document keydown listener, attached once. Gradio re-renders components, so the
-    element is looked up when the key is pressed. Keys typed into a field, and keys pressed
-    while the Annotate tab is hidden, are left alone."""
-    targets = json.dumps({hotkey.key: hotkey.elem_id for hotkey in HOTKEYS})
-    return f"""<script>
-(() => {{
-  if (window.ragshieldAnnotateHotkeys) return;
-  window.ragshieldAnnotateHotkeys = true;
-  const targets = {targets};
-  const noteId = {json.dumps(NOTE_ID)};
-  const rootId = {json.dumps(ROOT_ID)};
-  const notTyped = ["checkbox", "radio", "button", "submit", "range", "color", "file"];
-  const isTyping = (el) => !!el && (el.isContentEditable ||
-    ["TEXTAREA", "SELECT"].includes(el.tagName) ||
-    (el.tagName === "INPUT" && !notTyped.includes(el.type)));
-  const isShown = (el) => !!el && el.getClientRects().length > 0;
-  document.addEventListener("keydown", (event) => {{
-    if (event.key === "Escape" && event.target.closest && event.target.closest("#" + noteId)) {{
-      event.target.blur();
-      return;
-    }}
-    if (event.defaultPrevented || event.repeat) return;
-    if (event.ctrlKey || event.metaKey || event.altKey) return;
-    if (isTyping(event.target) || isTyping(document.activeElement)) return;
-    const id = targets[event.key.toLowerCase()];
-    if (!id || !isShown(document.getElementById(rootId))) return;
-    const el = document.getElementById(id);
-    if (!el) return;
-    if (id === noteId) {{
-      const box = el.querySelector("textarea") || el;
-      event.preventDefault();
-      box.focus();
-      return;
-    }}
-    const button = el.tagName === "BUTTON" ? el : el.querySelector("button");
-    if (!button || button.disabled) return;
-    event.preventDefault();
-    button.click();
-  }});
-}})();
-</script>
-"""
+    """A document keydown listener, attached once (annotate.js, beside this module). Gradio
+    re-renders components, so the element is looked up when the key is pressed. Keys typed
+    into a field, and keys pressed while the Annotate tab is hidden, are left alone. The
+    script's $targets, $note_id and $root_id are filled in as JSON."""
+    script = Template((files("ragshield.ui") / "annotate.js").read_text(encoding="utf-8"))
+    targets = {hotkey.key: hotkey.elem_id for hotkey in HOTKEYS}
+    return "<script>\n" + script.substitute(targets=json.dumps(targets),
+                                            note_id=json.dumps(NOTE_ID),
+                                            root_id=json.dumps(ROOT_ID)) + "</script>\n"
 
 
 HEAD = _hotkey_script()
