@@ -36,7 +36,7 @@ from ragshield.services.runs.runs import execute, record_run, run_answerer
 from ragshield.store.database import open_store
 from ragshield.store.runs import get_run, iter_main_answers
 from ragshield.store.sample_records import sample_case
-from ragshield.store.samples import import_samples
+from ragshield.store.sample_import import import_samples
 from ragshield.types import (GIVEN_CALL, CostSummary, GivenAnswer, Message, Passage, Sample,
                              TokenLogprob)
 from tests.fakes import ScriptedLLM, ScriptedReply

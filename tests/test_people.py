@@ -27,7 +27,8 @@ from ragshield.store.accounts import account
 from ragshield.store.database import alembic_config, create_store_engine, open_store
 from ragshield.store.labels import add_annotator, add_label, skip
 from ragshield.store.models import Account, Annotator
-from ragshield.store.samples import UnknownDatasetError, import_samples
+from ragshield.store.sample_import import import_samples
+from ragshield.store.samples import UnknownDatasetError
 from ragshield.types import Passage, Sample
 from ragshield.ui.auth import AuthFileError, FileLogin, gradio_auth, read_auth_file
 

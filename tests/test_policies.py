@@ -38,7 +38,7 @@ from ragshield.services.runs.run_views import DashboardCache
 from ragshield.services.runs.runs import execute, record_run
 from ragshield.store.annotation_queue import ValueMix
 from ragshield.store.policies import UnknownPolicyError
-from ragshield.store.samples import import_samples
+from ragshield.store.sample_import import import_samples
 from ragshield.types import Passage, Sample
 from ragshield.ui.context import UiContext
 from ragshield.ui.dashboard_tab import refresh_dashboard

@@ -19,7 +19,8 @@ from ragshield.services.runs import run_views
 from ragshield.store.labels import CurrentLabel, add_annotator, add_label
 from ragshield.store.models import AnswerRow
 from ragshield.store.runs import add_verdicts, get_run
-from ragshield.store.samples import import_samples, load_sample
+from ragshield.store.sample_import import import_samples
+from ragshield.store.samples import load_sample
 from ragshield.store.versions import dataset_version
 from ragshield.testing.synthetic_run import fill_synthetic_run
 from ragshield.types import Passage, Verdict

@@ -11,7 +11,7 @@ from ragshield.services.data.datasets import (all_datasets, dataset_samples, del
                                               deletion_preview)
 from ragshield.store.dataset_deletion import DatasetInUseError
 from ragshield.store.labels import add_annotator, add_label
-from ragshield.store.samples import import_samples
+from ragshield.store.sample_import import import_samples
 from ragshield.types import Passage, Sample
 
 

@@ -10,7 +10,7 @@ from ragshield.datasets.demo import DEMO_DATASET
 from ragshield.services.annotation import labelling
 from ragshield.services.annotation.labelling import AnnotatorMissingError, Queue
 from ragshield.services.data.datasets import dataset_names
-from ragshield.store.samples import import_samples
+from ragshield.store.sample_import import import_samples
 from ragshield.types import Passage, Sample
 
 TOY = Queue(dataset="toy")

@@ -23,7 +23,7 @@ from ragshield.store.models import AnswerRow, VerdictRow
 from ragshield.store.models import Passage as PassageRow
 from ragshield.store.models import Sample as SampleRow
 from ragshield.store.runs import MAIN, RoleAnswer
-from ragshield.store.samples import ensure_sample
+from ragshield.store.sample_import import ensure_sample
 from ragshield.types import GivenAnswer, Passage, Sample, TokenLogprob, Verdict
 
 NAN, INF = math.nan, math.inf

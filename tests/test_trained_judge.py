@@ -34,7 +34,8 @@ from ragshield.services.questions.ask_types import AskRequest
 from ragshield.services.questions.asking import prepare
 from ragshield.services.runs.runs import execute, record_run
 from ragshield.store.database import open_store
-from ragshield.store.samples import import_samples, load_sample
+from ragshield.store.sample_import import import_samples
+from ragshield.store.samples import load_sample
 from ragshield.types import Answer, GivenAnswer, Passage
 from tests.conftest import TEST_DATA, lane
 from tests.fakes import ScriptedLLM, ScriptedReply

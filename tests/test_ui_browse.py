@@ -24,7 +24,7 @@ from ragshield.services.runs.run_choices import ALL_DATASETS
 from ragshield.store.database import Store, open_store
 from ragshield.store.labels import add_annotator, add_label
 from ragshield.store.runs import iter_main_answers
-from ragshield.store.samples import import_samples
+from ragshield.store.sample_import import import_samples
 from ragshield.testing.synthetic_run import fill_synthetic_run
 from ragshield.types import Passage, Sample, Verdict
 from ragshield.ui.browse_tab import (TITLE, browse_detail, browse_filter, browse_row,

@@ -29,7 +29,7 @@ from ragshield.store.labels import add_annotator, add_label
 from ragshield.store.models import AnswerRow
 from ragshield.store.models import Sample as SampleRow
 from ragshield.store.runs import add_verdicts, list_runs
-from ragshield.store.samples import import_samples
+from ragshield.store.sample_import import import_samples
 from ragshield.types import Passage, Sample, Verdict
 from ragshield.ui import dashboard_tab
 from ragshield.ui.context import UiContext

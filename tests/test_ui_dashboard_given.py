@@ -19,7 +19,7 @@ from ragshield.services.runs.runs import (GivenAnswers, NoGivenAnswersError, Run
                                           form_config, given_answers, record_run)
 from ragshield.store.runs import get_run, list_runs
 from ragshield.store.sample_records import sample_case
-from ragshield.store.samples import import_samples
+from ragshield.store.sample_import import import_samples
 from ragshield.types import GivenAnswer, Message, Passage, Sample
 from ragshield.ui.context import UiContext
 from ragshield.ui.dashboard_tab import (answer_source_form, answers_note, answers_update,

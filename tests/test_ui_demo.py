@@ -28,7 +28,8 @@ from ragshield.services.questions.demo_examples import DemoExample
 from ragshield.services.runs.thresholds import score_range, scored_judges, threshold_choice
 from ragshield.store.database import Store, open_store
 from ragshield.store.runs import RoleAnswer, create_run, save_sample
-from ragshield.store.samples import UnknownDatasetError, import_samples, iter_sample_rows
+from ragshield.store.sample_import import import_samples
+from ragshield.store.samples import UnknownDatasetError, iter_sample_rows
 from ragshield.types import Answer, Passage, Sample, Verdict
 from ragshield.ui.context import UiContext
 from ragshield.ui.demo_tab import (ABSTAIN, LARGER, NORAG, STORED, DemoForm, PassageFinders,

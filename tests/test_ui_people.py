@@ -14,7 +14,7 @@ from ragshield.services.annotation.passwords import password_matches
 from ragshield.services.annotation.people import ADMIN, ANNOTATOR, Access, Logins
 from ragshield.store.accounts import account
 from ragshield.store.labels import add_annotator, add_label
-from ragshield.store.samples import import_samples
+from ragshield.store.sample_import import import_samples
 from ragshield.types import Passage, Sample
 from ragshield.ui import people_panel
 from ragshield.ui.context import UiContext

@@ -27,7 +27,7 @@ from ragshield.services.database import open_store
 from ragshield.services.defaults import TRANSFER_MAX_BYTES
 from ragshield.services.learning.policies import fit_run_policy, get_policy, list_policies
 from ragshield.services.runs.run_choices import newest_runs
-from ragshield.store.samples import import_samples
+from ragshield.store.sample_import import import_samples
 from ragshield.types import Passage, Sample
 from ragshield.ui import transfer_panel
 from ragshield.ui.context import UiContext

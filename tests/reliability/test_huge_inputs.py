@@ -25,7 +25,7 @@ from ragshield.judging import judge_sample
 from ragshield.pipeline import RunModels, execute_run, start_run
 from ragshield.run_config import RunConfig
 from ragshield.store.runs import answer_records
-from ragshield.store.samples import import_samples
+from ragshield.store.sample_import import import_samples
 from ragshield.types import Passage, Sample
 from tests.fakes import ScriptedLLM, ScriptedReply
 from tests.reliability.scale import sized

@@ -21,10 +21,10 @@ from ragshield.store import dataset_rename
 from ragshield.store.database import Store
 from ragshield.store.dataset_deletion import (DatasetInUseError, DatasetUsage, dataset_usage,
                                               delete_dataset as delete_stored_dataset)
-from ragshield.store.samples import (ConcurrentImportError, DatasetSummary, ImportResult,
-                                     SampleSummary, dataset_names, dataset_origins, has_dataset,
-                                     import_samples, list_datasets, list_samples,
-                                     preview_import)
+from ragshield.store.sample_import import (ConcurrentImportError, ImportResult, import_samples,
+                                           preview_import)
+from ragshield.store.samples import (DatasetSummary, SampleSummary, dataset_names, dataset_origins,
+                                     has_dataset, list_datasets, list_samples)
 from ragshield.types import Sample
 
 __all__ = ["FORMATS", "DatasetListing", "Progress", "all_datasets", "dataset_listing",

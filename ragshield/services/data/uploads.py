@@ -27,7 +27,7 @@ from ragshield.names import check_name
 from ragshield.services.data.column_mappings import form_mapping, save_mapping, saved_mapping
 from ragshield.services.data.datasets import Progress, import_file, preview_file
 from ragshield.store.database import Store
-from ragshield.store.samples import ImportResult
+from ragshield.store.sample_import import ImportResult
 from ragshield.types import Sample
 
 DETECT = "detect"

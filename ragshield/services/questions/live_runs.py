@@ -32,7 +32,7 @@ from ragshield.store.database import Store
 from ragshield.store.labels import sample_row_id
 from ragshield.store.models import Run
 from ragshield.store.runs import MAIN, RoleAnswer
-from ragshield.store.samples import ensure_sample
+from ragshield.store.sample_import import ensure_sample
 from ragshield.types import Sample
 
 LIVE_DATASET = "live"
