@@ -59,7 +59,8 @@ from ragshield.llm.factory import make_llm, make_reader  # noqa: E402
 from ragshield.metrics.decision_view import shown_answers  # noqa: E402
 from ragshield.refusal import is_refusal  # noqa: E402
 from ragshield.retrieval.embeddings import packaged_embedding_path  # noqa: E402
-from ragshield.services.learning.judge_training import answer_examples, held_out_metrics  # noqa: E402
+from ragshield.services.learning.judge_examples import answer_examples  # noqa: E402
+from ragshield.services.learning.judge_training import held_out_metrics  # noqa: E402
 from ragshield.services.runs.llm_grading import configured_grader  # noqa: E402
 from ragshield.store.database import open_store  # noqa: E402
 from ragshield.types import Answer  # noqa: E402

@@ -15,7 +15,8 @@ import gradio as gr
 from ragshield.errors import UserError
 from ragshield.services.annotation.people import require_admin
 from ragshield.services.data.datasets import dataset_names
-from ragshield.services.learning.judge_training import JudgeTrainer, held_out_sentence, readiness
+from ragshield.services.learning.judge_examples import readiness
+from ragshield.services.learning.judge_training import JudgeTrainer, held_out_sentence
 from ragshield.services.questions.ask_choices import (ANSWERERS, CONFIGURED_MODEL, GIVEN,
                                                       MODEL_CHOICES, MODEL_NOTE, RETRIEVAL_CHOICES,
                                                       judge_choices)

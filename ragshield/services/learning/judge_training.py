@@ -1,6 +1,6 @@
-"""Training a judge on the labels a dataset holds (`ragshield judges train`): people's
-majority labels first, then the dataset's flags; whole groups (articles) held out to
-measure it; the model and its card written to the cache directory at once, never half.
+"""Training a judge on the labels a dataset holds (`ragshield judges train`; the labelled
+samples: judge_examples.py): whole groups (articles) held out to measure it; the model and
+its card written to the cache directory at once, never half; the trained judges there.
 
 Targets: `answerable` (do the passages answer the question: the QPP truth, no answer
 needed) and `answer_ok` (is the answer of a run right and supported: the AwF truth, read
@@ -11,7 +11,6 @@ from that run under truth "human", with the samples a policy counts). Kinds: `si
 from __future__ import annotations
 
 import json
-import logging
 import shutil
 import tempfile
 import time
@@ -24,34 +23,25 @@ import numpy as np
 
 from ragshield.config import TRAINING_EPOCHS, Settings
 from ragshield.errors import OptionError, UserError
-from ragshield.evaluation import RunTables, run_tables
-from ragshield.grading import LLMGrader
 from ragshield.judges.hard_negatives import hard_negatives
 from ragshield.judges.learned import Extra, fit_final, grouped_cv
 from ragshield.judges.signals import SignalReader
 from ragshield.judges.trained import (CARD_FILE, KINDS, PREFIX, TARGETS, WEIGHTS_FILES,
                                       ModelCard, TrainedJudgeError, feature_names, feature_rows,
                                       judges_dir, read_card, valid_name, weights_digest)
-from ragshield.judges.training import (Example, group_of, held_out_split, load_base,
-                                       pair_texts, predict, train_cross_encoder)
-from ragshield.metrics.labels import ANSWERABLE, UNANSWERABLE, majority_label
+from ragshield.judges.training import held_out_split, load_base, predict, train_cross_encoder
 from ragshield.metrics.precision_recall import pr_auc, pr_curve
-from ragshield.policies.fitting import PERSON
 from ragshield.retrieval.embeddings import packaged_embedding_path
 from ragshield.run_config import RunConfig
 from ragshield.services.jobs import Job, Jobs
-from ragshield.services.learning.policies import truth_sources
+from ragshield.services.learning.judge_examples import (Labelled, answer_examples,
+                                                        answerable_examples, check_counts,
+                                                        readiness)
 from ragshield.services.runs.llm_grading import configured_grader
 from ragshield.store.database import Store
-from ragshield.store.labels import current_labels
 from ragshield.store.runs import get_run
-from ragshield.store.samples import dataset_id_of, iter_sample_rows
-from ragshield.types import Sample
 from ragshield.version import code_version
 
-log = logging.getLogger(__name__)
-
-MIN_PER_CLASS = 20  # in the training part: fewer cannot teach a classifier both sides
 SIGNAL_BATCH = 32  # samples read between two progress reports
 BOOTSTRAP = 500
 
@@ -61,92 +51,6 @@ class TrainedJudgeInfo:
     judge: str  # trained:NAME, as runs and rules name it
     directory: Path
     card: ModelCard
-
-
-@dataclass(frozen=True)
-class Labelled:
-    """One labelled sample to learn from: its answer (target answer_ok), its truth, its group
-    and the scores of the LLM judges read (in the order asked)."""
-
-    sample: Sample
-    answer: str | None
-    label: bool
-    group: str
-    reads: tuple[float | None, ...] = ()
-
-    def example(self) -> Example:
-        return Example(self.sample.id, *pair_texts(self.sample, self.answer), self.label,
-                       self.group)
-
-
-def _run_reads(tables: RunTables, reads: Sequence[str]) -> dict[str, tuple]:
-    """Sample id -> the run's scores of the judges in `reads`; an error names a judge the
-    run did not use."""
-    if not reads:
-        return {}
-    run_id, verdicts = tables.run_id, tables.verdicts
-    missing = sorted(set(reads) - set(verdicts["judge"]))
-    if missing:
-        used = ", ".join(sorted(set(verdicts["judge"])))
-        raise OptionError(f"run {run_id} has no verdicts of {', '.join(missing)}: the reads "
-                          f"must be judges of that run (it has {used})")
-    scores = {(str(r.sample_id), r.judge): (None if r.score != r.score else float(r.score))
-              for r in verdicts.itertuples()}
-    sample_ids = {str(i) for i in verdicts["sample_id"]}
-    return {i: tuple(scores.get((i, read)) for read in reads) for i in sample_ids}
-
-
-def _answerable_examples(store: Store, dataset: str, run_id: int | None = None,
-                         reads: Sequence[str] = ()) -> tuple[list[Labelled], int]:
-    """(examples, how many labels came from people); with reads, only the run's samples."""
-    with store.session() as session:
-        dataset_id = dataset_id_of(session, dataset)
-    labels = current_labels(store, dataset_id)
-    scores = (_run_reads(run_tables(store, run_id, "human"), reads)
-              if run_id is not None and reads else {})
-    examples, from_people = [], 0
-    for row_id, sample in iter_sample_rows(store, dataset):
-        human = majority_label(c.label for c in labels.get(row_id, []))
-        label = {ANSWERABLE: True, UNANSWERABLE: False}.get(human or "", sample.answerable)
-        if label is None or (reads and sample.id not in scores):
-            continue
-        from_people += human is not None
-        examples.append(Labelled(sample, None, bool(label), group_of(sample),
-                                 scores.get(sample.id, (None,) * len(reads))))
-    return examples, from_people
-
-
-def answer_examples(store: Store, dataset: str, run_id: int, reads: Sequence[str] = (),
-                    grader: LLMGrader | None = None) -> tuple[list[Labelled], int]:
-    """The run's answers whose truth is known, (examples, how many from people); with a
-    grader, an answer the rules miss may be graded right (long reference answers)."""
-    run = get_run(store, run_id)
-    if run.dataset != dataset:
-        raise OptionError(f"run {run_id} judged dataset {run.dataset!r}, not {dataset!r}")
-    tables = run_tables(store, run_id, "human", grader)
-    scores = _run_reads(tables, reads)
-    samples = {s.id: s for _, s in iter_sample_rows(store, dataset)}
-    # As for a policy: people, a reference answer, or the unanswerable flag say it.
-    known = truth_sources(tables.samples)
-    examples, from_people = [], 0
-    for row, source in zip(tables.samples.itertuples(), known):
-        sample = samples.get(str(row.sample_id))
-        if sample is None or source == "":
-            continue  # nothing says whether the answer is right
-        from_people += source == PERSON
-        good = bool(row.answer_correct and row.passages_support)
-        examples.append(Labelled(sample, row.answer or "", good, group_of(sample),
-                                 scores.get(sample.id, (None,) * len(reads))))
-    return examples, from_people
-
-
-def _check_counts(examples: list[Example], where: str) -> None:
-    positive = sum(e.label for e in examples)
-    negative = len(examples) - positive
-    if min(positive, negative) < MIN_PER_CLASS:
-        raise UserError(f"{where}: {positive} good and {negative} bad labelled samples; "
-                        f"training needs at least {MIN_PER_CLASS} of each (label more, or "
-                        "import a dataset with answerable flags)")
 
 
 def held_out_metrics(scores: np.ndarray, labels: np.ndarray, seed: int = 0) -> dict:
@@ -260,8 +164,8 @@ def train_judge(store: Store, settings: Settings, name: str, dataset: str, *,
         grader = configured_grader(settings, store) if llm_grader else None
         examples, from_people = answer_examples(store, dataset, run_id, reads, grader)
     else:
-        examples, from_people = _answerable_examples(store, dataset, run_id, reads)
-    _check_counts(examples, f"dataset {dataset!r}")
+        examples, from_people = answerable_examples(store, dataset, run_id, reads)
+    check_counts(examples, f"dataset {dataset!r}")
     if len({e.group for e in examples}) < 2:
         raise UserError(f"dataset {dataset!r}: its labelled samples form one group (one "
                         "article); a held-out measure needs at least two")
@@ -345,7 +249,7 @@ def _train_encoder(examples: list[Labelled], dataset: str, work: Path, epochs: i
     """The packaged MiniLM fine-tuned on about three quarters of the groups, measured on the
     rest; the card's fields."""
     training, held_out = held_out_split([e.example() for e in examples])
-    _check_counts(training, f"dataset {dataset!r} (training part)")
+    check_counts(training, f"dataset {dataset!r} (training part)")
     seconds = train_cross_encoder(packaged_embedding_path(), training, work, epochs=epochs,
                                   progress=progress)
     tokenizer, model = load_base(work)
@@ -357,35 +261,6 @@ def _train_encoder(examples: list[Labelled], dataset: str, work: Path, epochs: i
                       "held_out_groups": sorted({e.group for e in held_out})[:20]},
             "metrics": held_out_metrics(scores, labels), "epochs": epochs,
             "train_seconds": round(seconds, 1)}
-
-
-@dataclass(frozen=True)
-class Readiness:
-    """Whether a dataset holds the labels to train a judge on (target answerable)."""
-
-    dataset: str
-    good: int
-    bad: int
-    from_people: int
-
-    @property
-    def enough(self) -> bool:
-        # the training part keeps about three quarters of them
-        return min(self.good, self.bad) >= MIN_PER_CLASS * 4 // 3
-
-    def message(self) -> str:
-        counts = (f"dataset {self.dataset}: {self.good} answerable and {self.bad} "
-                  f"unanswerable labelled samples ({self.from_people} labelled by people)")
-        if self.enough:
-            return f"{counts}: enough to train a judge on them."
-        return (f"{counts}: a judge needs about {MIN_PER_CLASS * 4 // 3} of each (label more, "
-                "or import a dataset with answerable flags).")
-
-
-def readiness(store: Store, dataset: str) -> Readiness:
-    examples, from_people = _answerable_examples(store, dataset)
-    good = sum(e.label for e in examples)
-    return Readiness(dataset, good, len(examples) - good, from_people)
 
 
 class JudgeTrainer:
