@@ -9,12 +9,13 @@ first use, so `import ragshield` stays light."""
 
 from typing import TYPE_CHECKING, Any
 
+from ragshield.version import __version__
+
 if TYPE_CHECKING:  # what type checkers and editors see; at run time they load on first use
     from ragshield.config import Settings
     from ragshield.errors import UserError
     from ragshield.services.shield import Decision, Shield
 
-__version__ = "0.1.0"
 __all__ = ["Decision", "Settings", "Shield", "UserError", "__version__"]
 
 _PUBLIC = {"Shield": "ragshield.services.shield", "Decision": "ragshield.services.shield",

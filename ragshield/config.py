@@ -102,7 +102,7 @@ class Settings(BaseSettings):
     # The guarded system's OpenAI-compatible endpoint, for POST /v1/chat/completions.
     upstream_base_url: str | None = None
     upstream_api_key: SecretStr | None = None
-    # The decision log (services/decision_log.py) keeps each guard call's question as its
+    # The decision log (services/guarding/decision_log.py) keeps each guard call's question as its
     # SHA-256 ("hash") or also as text ("text"); a call with "store": false only ever as hash.
     decision_log_questions: Literal["hash", "text"] = "hash"
     # An OTLP/HTTP traces endpoint (Phoenix: http://127.0.0.1:6006/v1/traces): a guard call

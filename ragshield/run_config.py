@@ -48,7 +48,7 @@ class RunConfig:
     switch: bool = False  # also store the packaged larger model's answer (switch curve)
     seed: int = 0
     concurrency: int = 1
-    live: bool = False  # collects asked questions (services/live_runs.py); never executed
+    live: bool = False  # collects asked questions (services/questions/live_runs.py); never executed
     policy: dict[str, Any] | None = None  # the policy `rule` names, as it was when the run began
 
     def to_dict(self) -> dict[str, Any]:

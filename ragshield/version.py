@@ -1,12 +1,12 @@
-"""The code version a run records: the package version and, in a git checkout, the commit."""
+"""The package version (`ragshield.__version__`, also pyproject.toml's), and the code version
+a run records: the package version and, in a git checkout, the commit."""
 
 from __future__ import annotations
 
 import subprocess
 from pathlib import Path
 
-from ragshield import __version__
-
+__version__ = "0.1.0"
 ROOT = Path(__file__).resolve().parent.parent
 
 

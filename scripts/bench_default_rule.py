@@ -52,7 +52,7 @@ from ragshield.llm.factory import make_reader  # noqa: E402
 from ragshield.metrics.decision_view import shown_answers  # noqa: E402
 from ragshield.policies.answer_rule import (RIGHT_SHOWN_AIM, RULE_FILE,  # noqa: E402
                                             fit_answer_rule)
-from ragshield.services.llm_grading import configured_grader  # noqa: E402
+from ragshield.services.runs.llm_grading import configured_grader  # noqa: E402
 from ragshield.store.database import open_store  # noqa: E402
 
 READER = "qwen-1.5b"

@@ -68,12 +68,13 @@ from ragshield.answerers.vanilla import INSTRUCTIONS  # noqa: E402
 from ragshield.config import Settings  # noqa: E402
 from ragshield.datasets import load_dataset  # noqa: E402
 from ragshield.datasets.demo import DEMO_SAMPLES  # noqa: E402
+from ragshield.judges.judge_readers import SELF  # noqa: E402
 from ragshield.llm.factory import make_llm  # noqa: E402
 from ragshield.llm.packaged_models import QWEN_05B, ensure_model  # noqa: E402
-from ragshield.judges.judge_readers import SELF  # noqa: E402
-from ragshield.services.asking import AskRequest, ask_readers  # noqa: E402
-from ragshield.services.guard import default_judges  # noqa: E402
-from ragshield.services.live_runs import LIVE_DATASET, LIVE_STATUS  # noqa: E402
+from ragshield.services.guarding.guard import default_judges  # noqa: E402
+from ragshield.services.questions.ask_types import AskRequest  # noqa: E402
+from ragshield.services.questions.asking import ask_readers  # noqa: E402
+from ragshield.services.questions.live_runs import LIVE_DATASET, LIVE_STATUS  # noqa: E402
 from ragshield.store.database import open_store  # noqa: E402
 from ragshield.store.runs import list_runs  # noqa: E402
 from ragshield.store.samples import count_samples  # noqa: E402

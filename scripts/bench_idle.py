@@ -37,7 +37,7 @@ from bench_report import publish  # noqa: E402
 from gradio_client import Client  # noqa: E402
 
 from ragshield.datasets.demo import DEMO_DATASET  # noqa: E402
-from ragshield.services.datasets import ensure_demo_dataset  # noqa: E402
+from ragshield.services.data.datasets import ensure_demo_dataset  # noqa: E402
 from ragshield.store.database import Store, open_store  # noqa: E402
 from ragshield.store.samples import list_samples, load_sample  # noqa: E402
 from ragshield.testing.servers import launched_app  # noqa: E402

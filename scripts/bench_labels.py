@@ -34,7 +34,7 @@ from ragshield.store.annotation_queue import next_sample  # noqa: E402
 from ragshield.store.database import open_store  # noqa: E402
 from ragshield.store.labels import add_annotator, add_label  # noqa: E402
 from ragshield.store.models import AnswerRow, Label, Run, Sample as SampleRow  # noqa: E402
-from ragshield.store.samples import import_samples  # noqa: E402
+from ragshield.store.sample_import import import_samples  # noqa: E402
 from ragshield.types import Sample  # noqa: E402
 
 WRITE_P95_TARGET_MS = 20.0

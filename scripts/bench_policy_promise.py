@@ -23,8 +23,8 @@ sys.path.insert(0, str(ROOT))
 from bench_report import QUALITY_MD, bench_parser, publish  # noqa: E402
 from ragshield.evaluation import run_tables  # noqa: E402
 from ragshield.policies.promise_check import check_promise  # noqa: E402
-from ragshield.services.demo_run import load_demo_run  # noqa: E402
-from ragshield.services.policies import TRUTH, judge_scores, labelled_scores  # noqa: E402
+from ragshield.services.data.demo_run import load_demo_run  # noqa: E402
+from ragshield.services.learning.policies import TRUTH, judge_scores, labelled_scores  # noqa: E402
 from ragshield.store.database import open_store  # noqa: E402
 from ragshield.store.runs import get_run  # noqa: E402
 

@@ -42,11 +42,12 @@ from ragshield.metrics.stacked import fit_stacked_judge  # noqa: E402
 from ragshield.policies.stacked_score import STACKED  # noqa: E402
 from ragshield.reports.stacking import stack_inputs, with_stacked_judge  # noqa: E402
 from ragshield.run_config import RunConfig  # noqa: E402
-from ragshield.services.llm_grading import configured_grader  # noqa: E402
-from ragshield.services.runs import execute, record_run  # noqa: E402
+from ragshield.services.runs.llm_grading import configured_grader  # noqa: E402
+from ragshield.services.runs.runs import execute, record_run  # noqa: E402
 from ragshield.store.database import open_store  # noqa: E402
 from ragshield.store.models import AnswerRow, Run, VerdictRow  # noqa: E402
-from ragshield.store.samples import has_dataset, import_samples  # noqa: E402
+from ragshield.store.sample_import import import_samples  # noqa: E402
+from ragshield.store.samples import has_dataset  # noqa: E402
 from ragshield.types import Sample  # noqa: E402
 
 DATASETS = {"squad2-part-a": "squad2_dev_part_a.jsonl", "clapnq": "clapnq_dev.jsonl"}

@@ -192,10 +192,10 @@ def sentence_scores(row: dict[str, Any], verdict: Verdict) -> list[tuple[bool, f
 
 
 def redaction(rows, verdicts, threshold: float) -> dict[str, float]:
-    """What on_unsupported=redact does (services/redaction.py), by people's sentence labels:
-    an answer with a sentence under `threshold` is shortened when its first sentence passes,
-    else withheld. Among the shortened: the share all of whose remaining sentences people
-    found supported, against the same answers before the cut; supported sentences lost."""
+    """What on_unsupported=redact does (services/questions/redaction.py), by people's sentence
+    labels: an answer with a sentence under `threshold` is shortened when its first sentence passes,
+    else withheld. Among the shortened: the share all of whose remaining sentences people found
+    supported, against the same answers before the cut; supported sentences lost."""
     shortened = clean = clean_before = supported = lost = withheld = 0
     for row, verdict in zip(rows, verdicts):
         scored = sentence_scores(row, verdict["support"])

@@ -50,17 +50,18 @@ from ragshield.datasets.registry import load_dataset  # noqa: E402
 from ragshield.judges.hard_negatives import hard_negatives  # noqa: E402
 from ragshield.judges.learned import (Extra, area, fit_final, folds_of, grouped_cv,  # noqa: E402
                                       log_odds)
+from ragshield.judges.registry import make_judge  # noqa: E402
 from ragshield.judges.signals import QUESTION_SIGNALS, SignalReader  # noqa: E402
 from ragshield.judges.trained import feature_names, feature_rows  # noqa: E402
-from ragshield.judges.registry import make_judge  # noqa: E402
 from ragshield.judges.training import (Example, load_base, pair_texts, predict,  # noqa: E402
                                        train_cross_encoder)
 from ragshield.llm.factory import make_llm, make_reader  # noqa: E402
 from ragshield.metrics.decision_view import shown_answers  # noqa: E402
 from ragshield.refusal import is_refusal  # noqa: E402
 from ragshield.retrieval.embeddings import packaged_embedding_path  # noqa: E402
-from ragshield.services.judge_training import answer_examples, held_out_metrics  # noqa: E402
-from ragshield.services.llm_grading import configured_grader  # noqa: E402
+from ragshield.services.learning.judge_examples import answer_examples  # noqa: E402
+from ragshield.services.learning.judge_training import held_out_metrics  # noqa: E402
+from ragshield.services.runs.llm_grading import configured_grader  # noqa: E402
 from ragshield.store.database import open_store  # noqa: E402
 from ragshield.types import Answer  # noqa: E402
 

@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from bench_report import publish  # noqa: E402
 from gradio_client import Client  # noqa: E402
 
-from ragshield.services.datasets import ensure_demo_dataset  # noqa: E402
+from ragshield.services.data.datasets import ensure_demo_dataset  # noqa: E402
 from ragshield.store.database import masked, open_store  # noqa: E402
 from ragshield.store.labels import add_annotator, add_label  # noqa: E402
 from ragshield.store.runs import get_run, list_runs  # noqa: E402

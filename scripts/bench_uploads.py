@@ -60,8 +60,8 @@ from sqlalchemy import select, update  # noqa: E402
 
 from ragshield.config import Settings  # noqa: E402
 from ragshield.evaluation import run_tables  # noqa: E402
-from ragshield.services.column_mappings import MAPPED_FIELDS  # noqa: E402
-from ragshield.services.datasets import dataset_names  # noqa: E402
+from ragshield.services.data.column_mappings import MAPPED_FIELDS  # noqa: E402
+from ragshield.services.data.datasets import dataset_names  # noqa: E402
 from ragshield.store.database import Store, open_store  # noqa: E402
 from ragshield.store.models import AnswerRow, Sample as SampleRow, VerdictRow  # noqa: E402
 from ragshield.testing.synthetic_run import fill_synthetic_run  # noqa: E402

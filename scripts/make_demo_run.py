@@ -42,9 +42,9 @@ from ragshield.config import Settings  # noqa: E402
 from ragshield.datasets.demo import DEMO_DATASET, DEMO_EXAMPLES, DEMO_RUN  # noqa: E402
 from ragshield.judges.registry import judge_names  # noqa: E402
 from ragshield.run_config import RunConfig, with_readers  # noqa: E402
-from ragshield.services.demo_examples import find_examples, write_examples  # noqa: E402
-from ragshield.services.demo_run import load_demo_run  # noqa: E402
-from ragshield.services.runs import add_judges, execute, record_run  # noqa: E402
+from ragshield.services.data.demo_run import load_demo_run  # noqa: E402
+from ragshield.services.questions.demo_examples import find_examples, write_examples  # noqa: E402
+from ragshield.services.runs.runs import add_judges, execute, record_run  # noqa: E402
 from ragshield.store.database import open_store  # noqa: E402
 from ragshield.store.models import Run  # noqa: E402
 from ragshield.store.run_bundle import write_bundle  # noqa: E402

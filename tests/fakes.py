@@ -86,7 +86,7 @@ class ScriptedLLM(BackendBase):
 
 
 class FakeModels:
-    """Every ask gets the same model (services.asking.Models), whatever packaged model it
+    """Every ask gets the same model (services.questions.asking.Models), whatever packaged model it
     names: the in-process model of a real server."""
 
     def __init__(self, llm: LLM) -> None:

@@ -18,14 +18,14 @@ from pathlib import Path
 
 from sqlalchemy import func, select
 
+from ragshield.judges.judge_readers import SELF
 from ragshield.judges.yes_no import REPLY_YES_OR_NO
 from ragshield.metrics.correctness import is_correct
 from ragshield.pipeline import RunModels
-from ragshield.judges.judge_readers import SELF
 from ragshield.run_config import RunConfig
-from ragshield.services.datasets import ensure_demo_dataset
-from ragshield.services.labelling import add_annotator, label_sample
-from ragshield.services.runs import execute, record_run
+from ragshield.services.annotation.labelling import add_annotator, label_sample
+from ragshield.services.data.datasets import ensure_demo_dataset
+from ragshield.services.runs.runs import execute, record_run
 from ragshield.store.database import Store
 from ragshield.store.models import Dataset
 from ragshield.store.samples import iter_samples

@@ -22,15 +22,15 @@ from ragshield.api.app import build_api
 from ragshield.api.keys import ApiKeyError, KeyCheck, check_exposure, read_keys
 from ragshield.config import Settings
 from ragshield.llm.base import LLM
-from ragshield.services.asking import ABSTAIN_MESSAGE
-from ragshield.services.guard import Guard, ModelGate
-from ragshield.services.live_runs import LIVE_DATASET
+from ragshield.policies.policy import Policy
+from ragshield.services.guarding.guard import Guard, ModelGate
+from ragshield.services.learning.policies import save_policy
+from ragshield.services.questions.asking import ABSTAIN_MESSAGE
+from ragshield.services.questions.live_runs import LIVE_DATASET
 from ragshield.store.database import Store
 from ragshield.store.runs import list_runs
 from ragshield.store.samples import load_sample
 from ragshield.types import Message
-from ragshield.policies.policy import Policy
-from ragshield.services.policies import save_policy
 from tests.fakes import FakeModels, ScriptedLLM, ScriptedReply
 from tests.reliability.fake_openai import ANSWER, Fault, FakeOpenAIServer
 
@@ -536,7 +536,7 @@ def test_proxy_refuses_several_choices_and_unknown_stream_modes(settings: Settin
 def test_web_app_and_api_share_one_lock(settings: Settings) -> None:
     """The larger-model fallback runs the packaged model in process even with a server
     backend, so it takes the in-process lock; other calls then run in parallel."""
-    from ragshield.services.asking import LARGER_FALLBACK, AskRequest
+    from ragshield.services.questions.ask_types import LARGER_FALLBACK, AskRequest
 
     lock = threading.Lock()
     settings.backend = "openai"
@@ -813,7 +813,7 @@ def test_judges_that_read_no_model_need_no_model_and_no_turn_at_it(
 def test_a_missing_model_file_is_a_server_fault_that_names_no_path(
         settings: Settings, sqlite_store: Store, tmp_path: Path,
         caplog: pytest.LogCaptureFixture) -> None:
-    from ragshield.services.asking import OpenedModels
+    from ragshield.services.questions.asking import OpenedModels
 
     missing = tmp_path / "models" / "gone.gguf"
     settings.backend, settings.model = "embedded", str(missing)

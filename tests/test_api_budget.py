@@ -17,8 +17,8 @@ from starlette.testclient import TestClient
 from ragshield.api.app import build_api
 from ragshield.api.keys import KeyCheck
 from ragshield.config import Settings
-from ragshield.services.asking import ABSTAIN_MESSAGE, OpenedModels
-from ragshield.services.guard import Guard, ModelGate
+from ragshield.services.guarding.guard import Guard, ModelGate
+from ragshield.services.questions.asking import ABSTAIN_MESSAGE, OpenedModels
 from ragshield.store.database import Store
 from tests.reliability.fake_openai import Fault, FakeOpenAIServer
 from tests.test_api import SURE, SlowLLM, client_for, error_of, judge_body, live_answers

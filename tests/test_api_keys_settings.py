@@ -20,7 +20,7 @@ from ragshield.api.schemas import ProxyField
 from ragshield.cli.app import app as cli_app
 from ragshield.config import Settings
 from ragshield.policies.policy import Policy
-from ragshield.services.policies import save_policy
+from ragshield.services.learning.policies import save_policy
 from ragshield.store.database import Store
 from ragshield.store.guard_decisions import read_decisions
 from tests.fakes import ScriptedLLM, ScriptedReply

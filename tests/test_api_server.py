@@ -16,7 +16,7 @@ from typing import Iterator
 import httpx
 import pytest
 
-from ragshield.services.asking import ABSTAIN_MESSAGE
+from ragshield.services.questions.asking import ABSTAIN_MESSAGE
 from tests.conftest import free_port
 from tests.run_helpers import llama_server_command
 

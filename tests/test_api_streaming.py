@@ -20,8 +20,8 @@ from ragshield.api.keys import KeyCheck
 from ragshield.api.streaming import DONE
 from ragshield.config import Settings
 from ragshield.llm.upstream import MAX_REPLY_BYTES, UpstreamBadReply, UpstreamChat
-from ragshield.services.asking import ABSTAIN_MESSAGE
-from ragshield.services.guard import Guard, ModelGate
+from ragshield.services.guarding.guard import Guard, ModelGate
+from ragshield.services.questions.asking import ABSTAIN_MESSAGE
 from ragshield.store.database import Store
 from ragshield.testing.servers import served_in_thread
 from tests.fakes import FakeModels, ScriptedLLM

@@ -16,12 +16,12 @@ import pytest
 from gradio_client import Client
 from gradio_client.exceptions import AppError, AuthenticationError
 
-from ragshield.judges.registry import JUDGES
+from ragshield.config import Settings
+from ragshield.judges.builtin import JUDGES
+from ragshield.services.questions.asking import default_judges
 from ragshield.store.database import open_store
 from ragshield.store.labels import get_guidelines
 from ragshield.store.runs import list_runs
-from ragshield.config import Settings
-from ragshield.services.asking import default_judges
 from ragshield.testing.synthetic_run import fill_synthetic_run
 from tests.ui_launch import (CHEAP_JUDGES, HOSTILE_DATASET, HOSTILE_SCRIPT, SYNTHETIC_JUDGES,
                              SYNTHETIC_SAMPLES, PreparedStore, current_label)

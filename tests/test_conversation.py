@@ -1,16 +1,16 @@
-"""Conversations (services/conversation.py): a follow-up is judged with the earlier turns it
-leans on, bounded; a question that stands alone is judged alone. Through /v1/judge's
-`history` and the proxy's earlier messages."""
+"""Conversations (services/questions/conversation.py): a follow-up is judged with the earlier turns
+it leans on, bounded; a question that stands alone is judged alone. Through /v1/judge's `history`
+and the proxy's earlier messages."""
 
 from __future__ import annotations
 
 from ragshield.config import Settings
-from ragshield.services.asking import MAX_QUESTION_CHARS
-from ragshield.services.conversation import (MAX_CONTEXT_CHARS, MAX_TURN_CHARS, Turn,
-                                             is_follow_up, judged_question)
+from ragshield.services.questions.asking import MAX_QUESTION_CHARS
+from ragshield.services.questions.conversation import (MAX_CONTEXT_CHARS, MAX_TURN_CHARS, Turn,
+                                                       is_follow_up, judged_question)
+from ragshield.services.questions.live_runs import LIVE_DATASET
 from ragshield.store.database import Store
 from ragshield.store.samples import load_sample
-from ragshield.services.live_runs import LIVE_DATASET
 from tests.fakes import ScriptedLLM
 from tests.reliability.fake_openai import FakeOpenAIServer
 from tests.test_api import chat_body, client_for, judge_body, p_true_reply, proxy_settings

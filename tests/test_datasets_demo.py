@@ -18,7 +18,7 @@ import pytest
 
 from ragshield.datasets import load_dataset
 from ragshield.datasets.demo import DEMO_CORPUS, DEMO_DIR, DEMO_RUN, DEMO_SAMPLES
-from ragshield.services.datasets import ensure_demo_dataset
+from ragshield.services.data.datasets import ensure_demo_dataset
 from ragshield.store.samples import DatasetSummary, list_datasets
 from scripts.make_demo_set import main as make_demo_set
 from scripts.make_demo_set import passage_id

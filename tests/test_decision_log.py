@@ -1,4 +1,4 @@
-"""The guard API's decision log (services/decision_log.py): one row for each answered call
+"""The guard API's decision log (services/guarding/decision_log.py): one row for each answered call
 (none for a 401, a 422 or a call past its deadline), with the caller's key name, the rule and
 policy version, every verdict and the latency; and `ragshield runs export --decisions`, which
 writes it as strict JSONL, filtered by day and caller."""
@@ -21,9 +21,9 @@ from ragshield.api.keys import ApiKey, KeyCheck, KeyEntry
 from ragshield.config import Settings
 from ragshield.llm.base import LLM
 from ragshield.policies.policy import Policy
-from ragshield.services.decision_log import DecisionLog
-from ragshield.services.guard import Guard, Listener, ModelGate
-from ragshield.services.policies import save_policy
+from ragshield.services.guarding.decision_log import DecisionLog
+from ragshield.services.guarding.guard import Guard, Listener, ModelGate
+from ragshield.services.learning.policies import save_policy
 from ragshield.store.database import Store
 from ragshield.store.guard_decisions import LoggedDecision, add_decision, read_decisions
 from tests.fakes import FakeModels, ScriptedLLM
@@ -130,7 +130,7 @@ def test_a_log_that_cannot_write_fails_no_call(settings: Settings, sqlite_store:
     def broken(*_: object) -> None:
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr("ragshield.services.decision_log.add_decision", broken)
+    monkeypatch.setattr("ragshield.services.guarding.decision_log.add_decision", broken)
     client = guarded_client(settings, sqlite_store)
     response = client.post("/v1/judge", json=judge_body(judges=["trivial"]))
     assert response.status_code == 200 and response.json()["record"]["stored"]

@@ -18,15 +18,15 @@ from ragshield.datasets.demo import DEMO_EXAMPLES, DEMO_RUN
 from ragshield.judges.judge_readers import SELF
 from ragshield.llm.base import CHAT, LOGPROBS, SCORE, BackendBase
 from ragshield.llm.call_cache import CachedLLM
-from ragshield.pipeline import RunModels
 from ragshield.llm.packaged_models import LARGER_MODEL
+from ragshield.pipeline import RunModels
 from ragshield.run_config import RunConfig, with_readers
-from ragshield.services.asking import OpenedModels, ask
-from ragshield.services.datasets import ensure_demo_dataset
-from ragshield.services.demo_examples import demo_request, read_examples
-from ragshield.services import demo_run
-from ragshield.services.demo_run import load_demo_run
-from ragshield.services.runs import execute, record_run
+from ragshield.services.data import demo_run
+from ragshield.services.data.datasets import ensure_demo_dataset
+from ragshield.services.data.demo_run import load_demo_run
+from ragshield.services.questions.asking import OpenedModels, ask
+from ragshield.services.questions.demo_examples import demo_request, read_examples
+from ragshield.services.runs.runs import execute, record_run
 from ragshield.store.database import open_store
 from ragshield.store.models import AnswerRow, LLMCallRow, Run, VerdictRow
 from ragshield.store.run_bundle import (BundleError, load_bundle, read_bundle, run_count,

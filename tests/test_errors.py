@@ -35,7 +35,7 @@ INTERNAL = {
         "a KeyboardInterrupt raised on SIGTERM to stop a run the way Ctrl-C does",
     "ragshield.pipeline.SampleFailed":
         "caught by execute_run and recorded as the sample's failure; never reaches a face",
-    "ragshield.services.guard.ModelUnavailable":
+    "ragshield.services.guarding.guard.ModelUnavailable":
         "a fault of the server (its model cannot be opened): the API answers 503 and logs "
         "the cause, which names server paths, instead of showing it to the caller",
 }
@@ -131,7 +131,7 @@ def test_every_user_error_is_importable_and_its_message_round_trips():
 def test_user_errors_keep_their_built_in_bases():
     """Callers that catch ValueError or LookupError keep catching them."""
     from ragshield.llm.base import LLMError
-    from ragshield.store.runs import UnknownRunError
+    from ragshield.store.run_errors import UnknownRunError
     from ragshield.store.samples import UnknownDatasetError
 
     assert issubclass(OptionError, ValueError)

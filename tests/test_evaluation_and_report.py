@@ -17,7 +17,7 @@ from ragshield.reports.build import write_report
 from ragshield.reports.render import table_markdown
 from ragshield.run_config import RunConfig
 from ragshield.store.models import Annotator, Label, Sample as SampleRow
-from ragshield.store.samples import import_samples
+from ragshield.store.sample_import import import_samples
 from ragshield.types import Passage, Sample, Table
 from tests.fakes import ScriptedLLM, ScriptedReply
 

@@ -18,9 +18,10 @@ from ragshield.pipeline import RunModels
 from ragshield.policies.fitting import LabelledScores, fit_policy
 from ragshield.policies.policy import Policy, PolicyFormatError
 from ragshield.run_config import RunConfig
-from ragshield.services.asking import AskRequest, prepare
-from ragshield.services.policies import get_policy, save_policy
-from ragshield.services.runs import execute, record_run
+from ragshield.services.learning.policies import get_policy, save_policy
+from ragshield.services.questions.ask_types import AskRequest
+from ragshield.services.questions.asking import prepare
+from ragshield.services.runs.runs import execute, record_run
 from ragshield.store.runs import get_run
 from ragshield.types import Passage
 from tests.fakes import ScriptedLLM, ScriptedReply
@@ -77,7 +78,7 @@ def test_a_policy_keeps_its_readers_in_its_json_and_older_ones_read_from_the_ans
 def test_a_policy_fitted_on_a_run_records_the_model_its_judge_read_from(store, settings):
     _world, run_id = judged_demo_run(store, settings, [JUDGE])
     assert get_run(store, run_id).config["judge_model"] is None  # "self": read by the answerer
-    from ragshield.services.policies import fit_run_policy
+    from ragshield.services.learning.policies import fit_run_policy
 
     policy = fit_run_policy(store, run_id, JUDGE, "fitted", alpha=0.2, delta=0.1)
     assert get_policy(store, "fitted").read_by == {JUDGE: DEFAULT_MODEL} == policy.read_by
@@ -142,7 +143,7 @@ def test_the_guard_takes_the_in_process_lock_for_a_policy_read_by_a_packaged_mod
     packaged model in process: here the policy's."""
     import threading
 
-    from ragshield.services.guard import ModelGate
+    from ragshield.services.guarding.guard import ModelGate
 
     save_policy(store, _policy({"p_true": LARGER_MODEL}))
     served = settings.model_copy(update={"backend": "openai", "judge_model": SELF})

@@ -16,9 +16,10 @@ from sqlalchemy import text
 
 from ragshield.datasets import DatasetError, DatasetFormatError, load_dataset, parse_mapping
 from ragshield.datasets.formats.unified import to_record
-from ragshield.services.datasets import import_file
+from ragshield.services.data.datasets import import_file
 from ragshield.store.database import alembic_config, create_store_engine, open_store
-from ragshield.store.samples import has_dataset, import_samples, iter_samples, load_sample
+from ragshield.store.sample_import import import_samples
+from ragshield.store.samples import has_dataset, iter_samples, load_sample
 from ragshield.types import GivenAnswer, Passage, Sample, TokenLogprob
 
 QUESTION = {"id": "a", "question": "What is the capital of France?",

@@ -31,12 +31,12 @@ from ragshield.judges.token_prob import TokenProbJudge, reply_logprobs
 from ragshield.llm.base import LLMError
 from ragshield.pipeline import RunModels
 from ragshield.run_config import RunConfig, RunConfigError, check_config
-from ragshield.services.metric_views import run_metrics
-from ragshield.services.runs import execute, record_run, run_answerer
+from ragshield.services.runs.metric_views import run_metrics
+from ragshield.services.runs.runs import execute, record_run, run_answerer
 from ragshield.store.database import open_store
 from ragshield.store.runs import get_run, iter_main_answers
 from ragshield.store.sample_records import sample_case
-from ragshield.store.samples import import_samples
+from ragshield.store.sample_import import import_samples
 from ragshield.types import (GIVEN_CALL, CostSummary, GivenAnswer, Message, Passage, Sample,
                              TokenLogprob)
 from tests.fakes import ScriptedLLM, ScriptedReply

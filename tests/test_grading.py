@@ -20,7 +20,7 @@ from ragshield.pipeline import RunModels, execute_run, start_run
 from ragshield.reports.build import write_report
 from ragshield.run_config import RunConfig
 from ragshield.store.models import LLMCallRow
-from ragshield.store.samples import import_samples
+from ragshield.store.sample_import import import_samples
 from ragshield.types import Passage, Sample
 from tests.fakes import ScriptedLLM
 

@@ -14,9 +14,9 @@ from ragshield.judges.registry import quick_judges
 from ragshield.judging import choose_rule, decide, deciding_first, rule_judges
 from ragshield.judges.registry import make_judges
 from ragshield.policies.answer_rule import shipped_rule
-from ragshield.services.ask_choices import rule_choices
-from ragshield.services.asking import default_judges, default_rule
-from ragshield.services.runs import RULES, form_defaults
+from ragshield.services.questions.ask_choices import rule_choices
+from ragshield.services.questions.asking import default_judges, default_rule
+from ragshield.services.runs.runs import RULES, form_defaults
 from ragshield.types import Verdict
 
 
@@ -70,3 +70,28 @@ def test_its_judges_are_asked_before_the_others_under_a_budget():
     judges = make_judges("trivial,p_true,support,pre_answer", Settings())
     order = [judge.name for judge in deciding_first(judges, GROUNDED_RULE)]
     assert order.index("p_true") > max(order.index(j) for j in GROUNDED_JUDGES)
+
+
+def test_browse_decides_a_grounded_run_as_decide_does_one_by_one():
+    import numpy as np
+    import pandas as pd
+
+    from ragshield.evaluation import RunTables
+    from ragshield.judging import ABSTAINED, KEPT, UNDECIDED
+    from ragshield.services.runs.browse import run_decisions
+
+    scores = {"a": (0.97, 0.97), "b": (0.97, 0.02), "c": (0.02, 0.97), "d": (0.9, 0.9),
+              "e": (None, None)}
+    rows = [{"sample_id": sid, "judge": judge, "keep": None if s is None else s >= 0.5,
+             "score": s} for sid, pair in scores.items()
+            for judge, s in zip(GROUNDED_JUDGES, pair)]
+    samples = pd.DataFrame({"sample_id": list(scores), "refusal": [False, False, False, True,
+                                                                   False]})
+    tables = RunTables(run_id=1, truth="auto", config={"rule": GROUNDED_RULE},
+                       samples=samples, verdicts=pd.DataFrame(rows))
+    codes = run_decisions(tables, np.zeros((5, 2), int), GROUNDED_JUDGES)
+    for sid, code in zip(scores, codes):
+        verdicts = [Verdict(j, None, s) for j, s in zip(GROUNDED_JUDGES, scores[sid])]
+        one = decide(verdicts, GROUNDED_RULE, refusal=sid == "d")
+        assert code == {True: KEPT, False: ABSTAINED, None: UNDECIDED}[one.keep], sid
+    assert list(codes[:4]) == [KEPT, ABSTAINED, ABSTAINED, ABSTAINED]

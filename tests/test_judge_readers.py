@@ -14,9 +14,10 @@ from ragshield.judges.registry import make_judges
 from ragshield.llm.packaged_models import DEFAULT_MODEL, LARGER_MODEL, SMALLEST_MODEL
 from ragshield.pipeline import _SampleWorker, open_models
 from ragshield.run_config import RunConfig, RunConfigError, check_config, with_readers
-from ragshield.services.asking import (AskInputError, AskRequest, OpenedModels, ask,
-                                       check_request, prepare)
-from ragshield.services.runs import record_run
+from ragshield.services.questions.ask_types import AskRequest
+from ragshield.services.questions.asking import (AskInputError, OpenedModels, ask, check_request,
+                                                 prepare)
+from ragshield.services.runs.runs import record_run
 from ragshield.store.runs import get_run
 from ragshield.types import Passage
 from tests.fakes import ScriptedLLM

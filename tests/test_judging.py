@@ -14,8 +14,8 @@ from ragshield.answerers.registry import make_answerer
 from ragshield.config import DEFAULT_DECISION_RULE, Settings
 from ragshield.datasets import load_dataset
 from ragshield.datasets.demo import DEMO_SAMPLES
-from ragshield.judges.registry import (JUDGES, judge_names, make_judges, quick_judges,
-                                       unavailable_reason)
+from ragshield.judges.builtin import JUDGES
+from ragshield.judges.registry import judge_names, make_judges, quick_judges, unavailable_reason
 from ragshield.judging import (ABSTAINED, KEPT, NOT_RUN, UNDECIDED, decide, decision_codes,
                                deciding_first, judge_sample, judge_samples, judging_order)
 from ragshield.types import Passage, Sample, Verdict

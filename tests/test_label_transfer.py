@@ -13,7 +13,7 @@ from ragshield.store.label_transfer import (LabelImportError, export_labels, exp
                                             import_labels)
 from ragshield.store.labels import add_annotator, add_label, skip, undo
 from ragshield.store.models import Label
-from ragshield.store.samples import import_samples
+from ragshield.store.sample_import import import_samples
 from ragshield.types import Sample
 
 SAMPLES = [Sample(id=f"s{i}", question=f"q{i}") for i in range(4)]

@@ -19,7 +19,8 @@ from ragshield.store.labels import (ConcurrentLabelChangeError, LabelValueError,
 from ragshield.store.models import Label
 from ragshield.store.storable_text import UnstorableTextError
 from ragshield.store.database import Store
-from ragshield.store.samples import UnknownSampleError, import_samples
+from ragshield.store.sample_import import import_samples
+from ragshield.store.samples import UnknownSampleError
 from ragshield.types import Passage, Sample
 from tests.concurrency import at_once
 from tests.fakes import ScriptedLLM, ScriptedReply

@@ -46,18 +46,26 @@ def _part(module: str) -> str:
 
 
 def _imports(path: Path, prefix: str = "ragshield") -> list[tuple[int, str]]:
-    """(line, module) of every import in the file of a module starting with `prefix`."""
+    """(line, module) of every import in the file of a module starting with `prefix`; a name
+    imported from a package that is a module of its own is that module
+    (`from ragshield.store import runs` -> ragshield.store.runs)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names = [node.module] if node.module != "ragshield" else [
-                f"ragshield.{alias.name}" for alias in node.names]
+            names = dict.fromkeys(_module_of(node.module, alias.name) for alias in node.names)
             found += [(node.lineno, name) for name in names if name.startswith(prefix)]
         elif isinstance(node, ast.Import):
             found += [(node.lineno, alias.name) for alias in node.names
                       if alias.name.startswith(prefix)]
     return found
+
+
+def _module_of(module: str, name: str) -> str:
+    """`module.name` where that is a module file or a package of ragshield, else `module`."""
+    path = PACKAGE.parent.joinpath(*module.split("."), name)
+    is_module = path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+    return f"{module}.{name}" if is_module else module
 
 
 def _modules() -> list[tuple[Path, str]]:

@@ -193,9 +193,9 @@ def test_log_odds_of_reads_keep_a_missing_read_missing():
 def test_the_forms_offer_the_trained_judges_that_can_be_used(tmp_path):
     """A usable trained judge joins the registered ones; a folder without a card does not."""
     from ragshield.config import Settings
-    from ragshield.judges.registry import JUDGES
+    from ragshield.judges.builtin import JUDGES
     from ragshield.judges.trained import CARD_FILE, ModelCard, judges_dir, weights_digest
-    from ragshield.services.ask_choices import judge_choices
+    from ragshield.services.questions.ask_choices import judge_choices
 
     settings = Settings(cache_dir=tmp_path)
     assert judge_choices(settings) == list(JUDGES)

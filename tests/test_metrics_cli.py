@@ -10,7 +10,7 @@ import pytest
 
 from ragshield.pipeline import RunModels, execute_run, start_run
 from ragshield.run_config import RunConfig
-from ragshield.store.samples import import_samples
+from ragshield.store.sample_import import import_samples
 from ragshield.types import Passage, Sample
 from ragshield.verdict_files import VerdictFileError, read_verdicts_file
 from tests.fakes import ScriptedLLM

@@ -399,7 +399,7 @@ def test_what_people_see_leaves_refusals_out_of_the_answers_shown():
     """"I don't know" shows no answer: it counted as a wrong answer shown, which inflated
     keep-all's wrong share and credited a judge for hiding it."""
     from ragshield.evaluation import RunTables
-    from ragshield.services.decision_view import KEEP_ALL_ROW, decision_table
+    from ragshield.services.runs.decision_view import KEEP_ALL_ROW, decision_table
 
     samples = pd.DataFrame({"sample_id": ["a", "b", "c", "d"],
                             "answer_correct": [True, False, False, False],

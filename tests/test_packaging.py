@@ -107,6 +107,10 @@ def test_the_wheel_carries_the_demo_assets_and_the_migrations(wheel):
     assert "Requires-Dist: gradio" in text and 'extra == "postgres"' in text
 
 
+
+def test_the_wheel_carries_the_annotate_tab_script(wheel):
+    assert "ragshield/ui/annotate.js" in zipfile.ZipFile(wheel).namelist()
+
 @pytest.fixture(scope="session")
 @lane("slow", "model")
 def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:

@@ -1,6 +1,6 @@
-"""Who labels (services/people.py, store/accounts.py, services/passwords.py): password
-hashes, roles and who may manage, logins added in the app and how they meet the auth file's,
-the table of everyone with their progress and agreement, and the auth file's role field
+"""Who labels (services/annotation/people.py, store/accounts.py, services/annotation/passwords.py):
+password hashes, roles and who may manage, logins added in the app and how they meet the auth
+file's, the table of everyone with their progress and agreement, and the auth file's role field
 (ui/auth.py), on real stores and real files."""
 
 from __future__ import annotations
@@ -14,20 +14,21 @@ from alembic import command
 from sqlalchemy import inspect, select, text
 
 from ragshield.names import InvalidNameError
-from ragshield.services.agreement import PairAgreement, pair_agreement
-from ragshield.services import passwords
-from ragshield.services.passwords import PasswordError, hash_password, password_matches
-from ragshield.services.people import (ADMIN, ANNOTATOR, FROM_APP, FROM_FILE, Access,
-                                       AccountExistsError, Logins, NotAnAdminError,
-                                       PersonError, UnknownAccountError, add_person,
-                                       admin_warning, caller_may_manage, list_people,
-                                       may_manage, require_admin, role_of, set_disabled,
-                                       set_role)
+from ragshield.services.annotation import passwords
+from ragshield.services.annotation.agreement import PairAgreement, pair_agreement
+from ragshield.services.annotation.passwords import PasswordError, hash_password, password_matches
+from ragshield.services.annotation.people import (ADMIN, ANNOTATOR, FROM_APP, FROM_FILE, Access,
+                                                  AccountExistsError, Logins, NotAnAdminError,
+                                                  PersonError, UnknownAccountError, add_person,
+                                                  admin_warning, caller_may_manage, list_people,
+                                                  may_manage, require_admin, role_of, set_disabled,
+                                                  set_role)
 from ragshield.store.accounts import account
 from ragshield.store.database import alembic_config, create_store_engine, open_store
 from ragshield.store.labels import add_annotator, add_label, skip
 from ragshield.store.models import Account, Annotator
-from ragshield.store.samples import UnknownDatasetError, import_samples
+from ragshield.store.sample_import import import_samples
+from ragshield.store.samples import UnknownDatasetError
 from ragshield.types import Passage, Sample
 from ragshield.ui.auth import AuthFileError, FileLogin, gradio_auth, read_auth_file
 

@@ -13,7 +13,7 @@ from ragshield.run_config import RunConfig
 from ragshield.store.models import AnswerRow, Run, RunFailure, VerdictRow
 from ragshield.store.run_owner import RunHeldError, held_run
 from ragshield.store.runs import delete_verdicts, failures, list_runs
-from ragshield.store.samples import import_samples
+from ragshield.store.sample_import import import_samples
 from ragshield.types import Passage, Sample
 from tests.fakes import ScriptedLLM, ScriptedReply
 

@@ -14,32 +14,32 @@ import pytest
 from typer.testing import CliRunner
 
 from ragshield.cli import app
+from ragshield.errors import OptionError, UserError
 from ragshield.evaluation import run_tables
+from ragshield.holdout import in_holdout
 from ragshield.judges.judge_readers import SELF
 from ragshield.judges.yes_no import REPLY_YES_OR_NO
 from ragshield.pipeline import RunModels
-from ragshield.holdout import in_holdout
 from ragshield.policies.fitting import REFERENCE, LabelledScores, fit_policy
 from ragshield.policies.policy import Policy, PolicyFormatError
-from ragshield.run_config import RunConfig
-from ragshield.services.browse import BrowseFrames, DECISION, run_frame
-from ragshield.services.labelling import (Queue, add_annotator, label_sample, next_to_label,
-                                         parse_mix)
 from ragshield.policies.promise_check import check_promise
-from ragshield.services.demo_run import load_demo_run
-from ragshield.services.policies import (export_policy, fit_run_policy, get_policy,
-                                         import_policy, judge_scores, labelled_scores,
-                                         policy_watch_table, save_policy, value_mix,
-                                         watch_stored_policy)
-from ragshield.services.run_tables import RunTablesCache
-from ragshield.services.runs import execute, record_run
+from ragshield.policies.risk_control import PolicyFitError
+from ragshield.run_config import RunConfig
+from ragshield.services.annotation.labelling import (Queue, add_annotator, label_sample,
+                                                     next_to_label, parse_mix)
+from ragshield.services.data.demo_run import load_demo_run
+from ragshield.services.learning.policies import (export_policy, fit_run_policy, get_policy,
+                                                  import_policy, judge_scores, labelled_scores,
+                                                  policy_watch_table, save_policy, value_mix,
+                                                  watch_stored_policy)
+from ragshield.services.runs.browse import BrowseFrames, DECISION, run_frame
+from ragshield.services.runs.run_tables import RunTablesCache
+from ragshield.services.runs.run_views import DashboardCache
+from ragshield.services.runs.runs import execute, record_run
 from ragshield.store.annotation_queue import ValueMix
 from ragshield.store.policies import UnknownPolicyError
-from ragshield.errors import OptionError, UserError
-from ragshield.store.samples import import_samples
+from ragshield.store.sample_import import import_samples
 from ragshield.types import Passage, Sample
-from ragshield.policies.risk_control import PolicyFitError
-from ragshield.services.run_views import DashboardCache
 from ragshield.ui.context import UiContext
 from ragshield.ui.dashboard_tab import refresh_dashboard
 from tests.fakes import ScriptedLLM, ScriptedReply
@@ -422,7 +422,7 @@ def test_the_demo_badge_speaks_as_the_policy():
 
 
 def test_the_rule_choices_offer_the_policies_that_fit():
-    from ragshield.services.ask_choices import rule_choices
+    from ragshield.services.questions.ask_choices import rule_choices
 
     choices, chosen = rule_choices(["p_true"], "policy:a",
                                    {"a": "p_true", "b": "token_prob", "s": "stacked"})

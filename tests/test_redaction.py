@@ -1,9 +1,8 @@
-"""Partial answers (services/redaction.py): with on_unsupported="redact", an answer is shown
-without the sentences the passages do not support, when its first sentence is left and the
-rule keeps what remains; in the service, `/v1/judge`, an API key's setting, `Shield` and the
-proxy (plain and hold-mode streaming). Scripted judge model: the support judge's statements
-that mention "Lusignan" or "Evidence" are answered no, everything else yes."""
-
+"""Partial answers (services/questions/redaction.py): with on_unsupported="redact", an answer is
+shown without the sentences the passages do not support, when its first sentence is left and the
+rule keeps what remains; in the service, `/v1/judge`, an API key's setting, `Shield` and the proxy
+(plain and hold-mode streaming). Scripted judge model: the support judge's statements that mention
+"Lusignan" or "Evidence" are answered no, everything else yes."""
 from __future__ import annotations
 
 import json
@@ -17,7 +16,7 @@ import ragshield
 from ragshield.api.keys import ApiKeyError, read_keys
 from ragshield.config import Settings
 from ragshield.judging import JudgedSample
-from ragshield.services.redaction import REDACT, WITHHOLD, redaction
+from ragshield.services.questions.redaction import REDACT, WITHHOLD, redaction
 from ragshield.store.database import Store
 from ragshield.types import Answer, Message, Sample, Verdict
 from tests.fakes import FakeModels, ScriptedLLM, ScriptedReply

@@ -11,11 +11,12 @@ from typing import Any, Callable
 
 import pytest
 
-from ragshield.services.run_bundles import export_run, import_run
+from ragshield.services.data.run_bundles import export_run, import_run
 from ragshield.store.database import Store, open_store
 from ragshield.store.run_bundle import BundleError, run_count
 from ragshield.store.runs import get_run
-from ragshield.store.samples import import_samples, list_samples, load_sample
+from ragshield.store.sample_import import import_samples
+from ragshield.store.samples import list_samples, load_sample
 from ragshield.testing.synthetic_run import fill_synthetic_run
 from ragshield.types import Sample
 

@@ -12,20 +12,21 @@ import pandas as pd
 import pytest
 
 from ragshield.evaluation import RunTables, label_tables, run_records, run_tables
+from ragshield.services.runs.browse import DECISION, BrowseFrames
+from ragshield.services.runs.run_tables import RunTablesCache
+from ragshield.services.runs.run_views import DashboardCache
+from ragshield.services.runs import run_views
 from ragshield.store.labels import CurrentLabel, add_annotator, add_label
 from ragshield.store.models import AnswerRow
 from ragshield.store.runs import add_verdicts, get_run
-from ragshield.store.samples import import_samples, load_sample
-from ragshield.types import Passage, Verdict
-from ragshield.services import run_views
-from ragshield.ui.browse_tab import browse_filter
-from ragshield.ui.context import UiContext
-from ragshield.services.run_views import DashboardCache
-from ragshield.ui.dashboard_tab import refresh_dashboard
-from ragshield.services.browse import DECISION, BrowseFrames
-from ragshield.services.run_tables import RunTablesCache
+from ragshield.store.sample_import import import_samples
+from ragshield.store.samples import load_sample
 from ragshield.store.versions import dataset_version
 from ragshield.testing.synthetic_run import fill_synthetic_run
+from ragshield.types import Passage, Verdict
+from ragshield.ui.browse_tab import browse_filter
+from ragshield.ui.context import UiContext
+from ragshield.ui.dashboard_tab import refresh_dashboard
 
 SAMPLES = 30  # every 10th is labelled by the fixture's annotator
 JUDGES = ["j1", "j2"]

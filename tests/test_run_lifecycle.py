@@ -8,8 +8,9 @@ from __future__ import annotations
 from ragshield.config import Settings
 from ragshield.llm.base import LLMError
 from ragshield.pipeline import RunModels, rejudge_run
-from ragshield.services import live_runs
-from ragshield.services.asking import AskRequest, ask
+from ragshield.services.questions import live_runs
+from ragshield.services.questions.ask_types import AskRequest
+from ragshield.services.questions.asking import ask
 from ragshield.store import runs as run_store
 from ragshield.store.database import Store
 from ragshield.types import Passage
@@ -21,7 +22,7 @@ def test_the_live_run_s_day_is_the_utc_day_whatever_the_time_zone(monkeypatch) -
     from datetime import datetime, timezone
 
     from ragshield.run_config import RunConfig
-    from ragshield.services.live_runs import _run_name
+    from ragshield.services.questions.live_runs import _run_name
 
     config = RunConfig(dataset="live")
     names = set()
@@ -69,7 +70,7 @@ def test_a_rejudge_adds_its_judges_to_the_config_as_it_is_now(sqlite_store: Stor
                                                               settings: Settings) -> None:
     """It wrote back the config read at its start: a dataset renamed meanwhile (its runs'
     configs rewritten) was undone in this run's config, which then named no dataset."""
-    from ragshield.services.datasets import rename_dataset
+    from ragshield.services.data.datasets import rename_dataset
     from ragshield.testing.synthetic_run import fill_synthetic_run
 
     run_id = fill_synthetic_run(sqlite_store, 4, ["trivial"], seed=1)
@@ -94,7 +95,7 @@ def test_a_run_on_a_corpus_that_is_not_there_is_refused_before_it_is_recorded(
     import pytest
 
     from ragshield.run_config import RunConfig, RunConfigError
-    from ragshield.services.runs import record_run
+    from ragshield.services.runs.runs import record_run
     from ragshield.store.runs import list_runs
 
     config = RunConfig(dataset="demo", judges=["trivial"], retrieval="dense",

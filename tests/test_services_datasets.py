@@ -1,4 +1,4 @@
-"""The dataset use cases behind `ragshield datasets ...` (ragshield.services.datasets) on a
+"""The dataset use cases behind `ragshield datasets ...` (ragshield.services.data.datasets) on a
 real store: listing puts the demo set in, and a deletion is previewed (and refused while
 labels use the dataset, unless forced) before anything is deleted."""
 
@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 
 from ragshield.datasets.demo import DEMO_DATASET
-from ragshield.services.datasets import (all_datasets, dataset_samples, delete_dataset,
-                                         deletion_preview)
+from ragshield.services.data.datasets import (all_datasets, dataset_samples, delete_dataset,
+                                              deletion_preview)
 from ragshield.store.dataset_deletion import DatasetInUseError
 from ragshield.store.labels import add_annotator, add_label
-from ragshield.store.samples import import_samples
+from ragshield.store.sample_import import import_samples
 from ragshield.types import Passage, Sample
 
 

@@ -1,16 +1,16 @@
-"""The label use cases (ragshield.services.labelling) on a real store: the rules the faces
-used to hold (who annotates, the dataset a queue opens on, the demo set on a fresh
-database, what follows a label or a skip, one annotator's progress)."""
+"""The label use cases (ragshield.services.annotation.labelling) on a real store: the rules the
+faces used to hold (who annotates, the dataset a queue opens on, the demo set on a fresh database,
+what follows a label or a skip, one annotator's progress)."""
 
 from __future__ import annotations
 
 import pytest
 
 from ragshield.datasets.demo import DEMO_DATASET
-from ragshield.services import labelling
-from ragshield.services.datasets import dataset_names
-from ragshield.services.labelling import AnnotatorMissingError, Queue
-from ragshield.store.samples import import_samples
+from ragshield.services.annotation import labelling
+from ragshield.services.annotation.labelling import AnnotatorMissingError, Queue
+from ragshield.services.data.datasets import dataset_names
+from ragshield.store.sample_import import import_samples
 from ragshield.types import Passage, Sample
 
 TOY = Queue(dataset="toy")

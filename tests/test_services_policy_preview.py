@@ -17,15 +17,16 @@ from ragshield.policies.policy import Policy
 from ragshield.policies.watch import UNUSED
 from ragshield.reports.policy_figures import score_histogram, watch_figure
 from ragshield.run_config import RunConfig
-from ragshield.services.asking import AskRequest, ask, default_judges, default_rule, prepare
-from ragshield.services.labelling import label_sample
-from ragshield.services.pinned_policy import pin_policy, pinned, unpin
-from ragshield.services.policies import (fit_run_policy, labelled_scores, list_policies,
-                                         policy_scores, watch_stored_policy)
-from ragshield.services.policy_preview import (preview_policy, promise_words, versions_table,
-                                               watch_curves)
-from ragshield.services.run_tables import RunTablesCache
-from ragshield.services.runs import record_run
+from ragshield.services.annotation.labelling import label_sample
+from ragshield.services.learning.pinned_policy import pin_policy, pinned, unpin
+from ragshield.services.learning.policies import (fit_run_policy, labelled_scores, list_policies,
+                                                  policy_scores, watch_stored_policy)
+from ragshield.services.learning.policy_preview import (preview_policy, promise_words,
+                                                        versions_table, watch_curves)
+from ragshield.services.questions.ask_types import AskRequest
+from ragshield.services.questions.asking import ask, default_judges, default_rule, prepare
+from ragshield.services.runs.run_tables import RunTablesCache
+from ragshield.services.runs.runs import record_run
 from ragshield.store.policies import UnknownPolicyError
 from ragshield.store.runs import get_run
 from tests.fakes import FakeModels, ScriptedLLM
@@ -142,7 +143,7 @@ def test_the_pin_is_the_default_rule_of_asks_and_runs_until_unpinned(store, sett
 
 @SQLITE_ONLY
 def test_the_api_decides_by_the_pinned_policy_when_no_rule_is_named(store, settings):
-    from ragshield.services.policies import save_policy
+    from ragshield.services.learning.policies import save_policy
 
     save_policy(store, Policy.from_dict(API_GUARD_POLICY))
     client = client_for(settings, store)

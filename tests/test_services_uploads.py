@@ -23,14 +23,15 @@ from ragshield.names import InvalidNameError
 from ragshield.policies.fitting import REFERENCE, LabelledScores, fit_policy
 from ragshield.policies.policy import config_rule, rule_fields
 from ragshield.policies.watch import unused_mask
-from ragshield.services import policies as policy_service
-from ragshield.services.column_mappings import saved_mapping, setting_key
-from ragshield.services.datasets import (DatasetChangedError, ReservedDatasetError, delete_dataset,
-                                         delete_as_previewed, deletion_preview, rename_dataset)
-from ragshield.services.run_tables import RunTablesCache
-from ragshield.services.uploads import (UploadLimits, UploadTimeoutError, UploadTooLargeError,
-                                        open_upload, plan_import, preview, run_import,
-                                        suggested_mapping, upload_request)
+from ragshield.services.data.column_mappings import saved_mapping, setting_key
+from ragshield.services.data.datasets import (DatasetChangedError, ReservedDatasetError,
+                                              delete_dataset, delete_as_previewed,
+                                              deletion_preview, rename_dataset)
+from ragshield.services.data.uploads import (UploadLimits, UploadTimeoutError, UploadTooLargeError,
+                                             open_upload, plan_import, preview, run_import,
+                                             suggested_mapping, upload_request)
+from ragshield.services.learning import policies as policy_service
+from ragshield.services.runs.run_tables import RunTablesCache
 from ragshield.store.database import open_store
 from ragshield.store.dataset_deletion import dataset_usage
 from ragshield.store.dataset_rename import DatasetExistsError
@@ -128,7 +129,7 @@ def test_bounds_on_bytes_rows_and_time(store, tmp_path, monkeypatch):
         run_import(store, request, UploadLimits(size, 2, 60))
     assert not has_dataset(store, "toy")
     clock = count(0, 10.0)  # every look at the clock is 10 s later
-    monkeypatch.setattr("ragshield.services.uploads.time.monotonic", lambda: next(clock))
+    monkeypatch.setattr("ragshield.services.data.uploads.time.monotonic", lambda: next(clock))
     with pytest.raises(UploadTimeoutError, match=r"reading three\.jsonl took more than 25 s"):
         run_import(store, request, UploadLimits(size, 1000, 25))
     assert not has_dataset(store, "toy")

@@ -12,9 +12,9 @@ import pytest
 import ragshield
 from ragshield.config import Settings
 from ragshield.errors import UserError
-from ragshield.services.asking import default_judges
-from ragshield.services.guard import judge_catalogue
-from ragshield.services.live_runs import LIVE_DATASET
+from ragshield.services.guarding.guard import judge_catalogue
+from ragshield.services.questions.asking import default_judges
+from ragshield.services.questions.live_runs import LIVE_DATASET
 from ragshield.store.database import open_store
 from ragshield.store.runs import list_runs
 from ragshield.types import Passage

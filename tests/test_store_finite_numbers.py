@@ -13,17 +13,17 @@ import pytest
 from sqlalchemy import select, text
 
 from ragshield import strict_json
-from ragshield.errors import UserError
 from ragshield.answerers.given import GivenAnswerer
-from ragshield.services.live_runs import LIVE_DATASET
-from ragshield.services.run_bundles import export_run
+from ragshield.errors import UserError
+from ragshield.services.data.run_bundles import export_run
+from ragshield.services.questions.live_runs import LIVE_DATASET
 from ragshield.store import runs as run_store
 from ragshield.store.database import Store
 from ragshield.store.models import AnswerRow, VerdictRow
 from ragshield.store.models import Passage as PassageRow
 from ragshield.store.models import Sample as SampleRow
 from ragshield.store.runs import MAIN, RoleAnswer
-from ragshield.store.samples import ensure_sample
+from ragshield.store.sample_import import ensure_sample
 from ragshield.types import GivenAnswer, Passage, Sample, TokenLogprob, Verdict
 
 NAN, INF = math.nan, math.inf

@@ -11,28 +11,17 @@ import pytest
 from sqlalchemy import func, select
 
 from ragshield.datasets import DatasetFormatError, load_dataset
-from ragshield.services.datasets import import_file
+from ragshield.services.data.datasets import import_file
 from ragshield.store.dataset_deletion import DatasetInUseError, dataset_usage, delete_dataset
 from ragshield.store.labels import add_annotator, add_label, label_history, skip
 from ragshield.store.models import AnswerRow, Dataset, Label, Passage, Run, Skip, VerdictRow
 from ragshield.store.models import Sample as SampleRow
 from ragshield.store.runs import RoleAnswer, create_run, save_sample
-from ragshield.store.samples import (
-    ConcurrentImportError,
-    DatasetSummary,
-    ensure_sample,
-    ImportResult,
-    RepeatedSampleIdError,
-    UnknownDatasetError,
-    UnknownSampleError,
-    dataset_names,
-    has_dataset,
-    import_samples,
-    iter_samples,
-    list_datasets,
-    list_samples,
-    load_sample,
-)
+from ragshield.store.sample_import import (ConcurrentImportError, ensure_sample, ImportResult,
+                                           RepeatedSampleIdError, import_samples)
+from ragshield.store.samples import (DatasetSummary, UnknownDatasetError, UnknownSampleError,
+                                     dataset_names, has_dataset, iter_samples, list_datasets,
+                                     list_samples, load_sample)
 from ragshield.types import Answer, GivenAnswer, Sample, Verdict
 from ragshield.types import Passage as PassageData
 from tests.concurrency import at_once

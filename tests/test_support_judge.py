@@ -9,7 +9,8 @@ import math
 import pytest
 
 from ragshield.answerers.context import shared_messages
-from ragshield.judges.registry import JUDGES, judge_class
+from ragshield.judges.builtin import JUDGES
+from ragshield.judges.registry import judge_class
 from ragshield.judges.support import SupportJudge, closest_passage, passage_words
 from ragshield.types import Answer, Passage, Sample
 from tests.fakes import ScriptedLLM, ScriptedReply

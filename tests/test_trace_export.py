@@ -1,7 +1,7 @@
-"""Verdicts written back onto the caller's trace (services/trace_export.py): a guard call that
-carries `trace_id` and `span_id` gets a `ragshield.guard` span under the caller's span, sent
-to an OTLP/HTTP receiver on 127.0.0.1 (a tiny one here, decoding what Phoenix would), with
-the decision, rule, policy version, verdicts and caller as attributes. The ids are checked
+"""Verdicts written back onto the caller's trace (services/guarding/trace_export.py): a guard call
+that carries `trace_id` and `span_id` gets a `ragshield.guard` span under the caller's span, sent to
+an OTLP/HTTP receiver on 127.0.0.1 (a tiny one here, decoding what Phoenix would), with the
+decision, rule, policy version, verdicts and caller as attributes. The ids are checked
 (422 naming the field), and an endpoint that is down costs a call nothing."""
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from ragshield.api.keys import ApiKey, KeyEntry
 from ragshield.config import Settings
 from ragshield.policies.policy import Policy
-from ragshield.services.decision_log import DecisionLog
-from ragshield.services.guard_listeners import guard_listeners
-from ragshield.services.policies import save_policy
-from ragshield.services.trace_export import EXPORT_TIMEOUT_S, TraceExport
+from ragshield.services.guarding.decision_log import DecisionLog
+from ragshield.services.guarding.guard_listeners import guard_listeners
+from ragshield.services.guarding.trace_export import EXPORT_TIMEOUT_S, TraceExport
+from ragshield.services.learning.policies import save_policy
 from ragshield.store.database import Store
 from tests.conftest import lane
 from tests.test_api import API_GUARD_POLICY, SURE, error_of, judge_body

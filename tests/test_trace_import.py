@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from ragshield.cli.app import app
 from ragshield.datasets import DatasetError, DatasetFormatError, detect_format, load_dataset
 from ragshield.datasets.formats import openinference
-from ragshield.services.datasets import import_file
+from ragshield.services.data.datasets import import_file
 from ragshield.store.database import open_store
 from ragshield.store.samples import has_dataset, iter_samples, load_sample
 from ragshield.types import GivenAnswer, Passage, Sample

@@ -19,21 +19,23 @@ from ragshield.cli import app
 from ragshield.config import Settings
 from ragshield.datasets.registry import load_dataset
 from ragshield.errors import OptionError, UserError
+from ragshield.judges.judge_readers import SELF
 from ragshield.judges.registry import judge_names, make_judge
 from ragshield.judges.trained import (CARD_FILE, WEIGHTS_FILES, TrainedJudgeError, judges_dir,
                                       weights_digest)
 from ragshield.judges.training import group_of, load_base
-from ragshield.retrieval.embeddings import packaged_embedding_path
-from ragshield.services.judge_training import reads_reader, train_judge, trained_judges
-from ragshield.services.asking import AskRequest, prepare
-from ragshield.judges.judge_readers import SELF
 from ragshield.llm.packaged_models import DEFAULT_MODEL, LARGER_MODEL
-from ragshield.services.labelling import add_annotator, label_sample
-from ragshield.store.database import open_store
-from ragshield.store.samples import import_samples, load_sample
-from ragshield.run_config import RunConfig
-from ragshield.services.runs import execute, record_run
 from ragshield.pipeline import RunModels
+from ragshield.retrieval.embeddings import packaged_embedding_path
+from ragshield.run_config import RunConfig
+from ragshield.services.annotation.labelling import add_annotator, label_sample
+from ragshield.services.learning.judge_training import reads_reader, train_judge, trained_judges
+from ragshield.services.questions.ask_types import AskRequest
+from ragshield.services.questions.asking import prepare
+from ragshield.services.runs.runs import execute, record_run
+from ragshield.store.database import open_store
+from ragshield.store.sample_import import import_samples
+from ragshield.store.samples import load_sample
 from ragshield.types import Answer, GivenAnswer, Passage
 from tests.conftest import TEST_DATA, lane
 from tests.fakes import ScriptedLLM, ScriptedReply
@@ -218,7 +220,7 @@ def test_bad_training_requests_are_refused_with_the_reason(store, cache_settings
 
 
 def test_the_dashboard_trains_a_judge_on_its_labels(squad_store, cache_settings):
-    from ragshield.services.judge_training import JudgeTrainer
+    from ragshield.services.learning.judge_training import JudgeTrainer
     from ragshield.ui.context import UiContext
     from ragshield.ui.dashboard_tab import start_training, training_html
 

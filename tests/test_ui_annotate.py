@@ -13,11 +13,11 @@ from gradio_client import Client
 
 from ragshield.pipeline import RunModels, execute_run, start_run
 from ragshield.run_config import RunConfig
-from ragshield.services.labelling import annotator_name
-from ragshield.services.people import Access
+from ragshield.services.annotation.labelling import annotator_name
+from ragshield.services.annotation.people import Access
 from ragshield.store.labels import add_annotator, add_label, get_guidelines, label_history
 from ragshield.store.models import LABEL_VALUES
-from ragshield.store.samples import import_samples
+from ragshield.store.sample_import import import_samples
 from ragshield.types import Passage, Sample
 from ragshield.ui import annotate_tab
 from ragshield.ui.annotate_tab import (HEAD, HOTKEYS, QueueView, label_sample, load_guidelines,

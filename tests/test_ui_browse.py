@@ -17,16 +17,16 @@ from ragshield.config import Settings
 from ragshield.judging import decide
 from ragshield.pipeline import RunModels, execute_run, start_run
 from ragshield.run_config import RunConfig
-from ragshield.store.labels import add_annotator, add_label
+from ragshield.services.runs.browse import (DECISION, BrowseFilters, BrowseFrames, build_frame,
+                                            filter_rows, fold_column, keep_column, shown_table)
+from ragshield.services.runs.case_studies import case_study
+from ragshield.services.runs.run_choices import ALL_DATASETS
 from ragshield.store.database import Store, open_store
+from ragshield.store.labels import add_annotator, add_label
 from ragshield.store.runs import iter_main_answers
-from ragshield.store.samples import import_samples
-from ragshield.types import Passage, Sample, Verdict
-from ragshield.services.browse import (DECISION, BrowseFilters, BrowseFrames, build_frame,
-                                       filter_rows, fold_column, keep_column, shown_table)
-from ragshield.services.case_studies import case_study
-from ragshield.services.run_choices import ALL_DATASETS
+from ragshield.store.sample_import import import_samples
 from ragshield.testing.synthetic_run import fill_synthetic_run
+from ragshield.types import Passage, Sample, Verdict
 from ragshield.ui.browse_tab import (TITLE, browse_detail, browse_filter, browse_row,
                                      browse_runs, build)
 from ragshield.ui.case_study import call_html, passages_html

@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from ragshield.judges.registry import JUDGES
+from ragshield.judges.builtin import JUDGES
 from tests.ui_launch import (CHEAP_JUDGES, HOSTILE_DATASET, HOSTILE_IMG, HOSTILE_SCRIPT,
                              SYNTHETIC_JUDGES, SYNTHETIC_SAMPLES, PreparedStore, current_label)
 

@@ -21,9 +21,9 @@ from typing import Any, Iterator
 
 import pytest
 
+from ragshield.services.data.datasets import dataset_names
 from ragshield.services.database import open_store
-from ragshield.services.datasets import dataset_names
-from ragshield.services.pinned_policy import pinned
+from ragshield.services.learning.pinned_policy import pinned
 from ragshield.store.samples import list_samples
 from tests.test_cli import invoke
 from tests.ui_launch import current_label

@@ -1,10 +1,10 @@
 """Unsupported sentences marked where they are: the spans the faces read from a support
-verdict (services/claim_marks.py, which checks them) and the HTML of the Demo, the case
+verdict (services/questions/claim_marks.py, which checks them) and the HTML of the Demo, the case
 study and the Annotate screen (escaped, marked by more than colour, the score beside)."""
 
 from __future__ import annotations
 
-from ragshield.services.claim_marks import ClaimMark, claim_marks, redacted
+from ragshield.services.questions.claim_marks import ClaimMark, claim_marks, redacted
 from ragshield.store.annotation_item import AnnotationItem
 from ragshield.types import Answer, Passage, Verdict
 from ragshield.ui.annotate_tab import item_html

@@ -21,15 +21,15 @@ from ragshield.metrics.summary import judge_metrics
 from ragshield.pipeline import RunModels, execute_run, start_run
 from ragshield.reports.tables import fmt
 from ragshield.run_config import RunConfig
+from ragshield.services.annotation.agreement import Agreement, agreement
+from ragshield.services.runs.run_choices import run_choices
+from ragshield.services.runs.run_views import DashboardCache, agreement_tables
+from ragshield.services.runs.runs import RunForm, RunLauncher, form_defaults
 from ragshield.store.labels import add_annotator, add_label
 from ragshield.store.models import AnswerRow
 from ragshield.store.models import Sample as SampleRow
 from ragshield.store.runs import add_verdicts, list_runs
-from ragshield.store.samples import import_samples
-from ragshield.services.agreement import Agreement, agreement
-from ragshield.services.run_choices import run_choices
-from ragshield.services.run_views import DashboardCache, agreement_tables
-from ragshield.services.runs import RunForm, RunLauncher, form_defaults
+from ragshield.store.sample_import import import_samples
 from ragshield.types import Passage, Sample, Verdict
 from ragshield.ui import dashboard_tab
 from ragshield.ui.context import UiContext

@@ -15,11 +15,11 @@ import pytest
 from ragshield.errors import OptionError
 from ragshield.pipeline import RunModels
 from ragshield.run_config import RunConfig
-from ragshield.services.runs import (GivenAnswers, NoGivenAnswersError, RunLauncher,
-                                     form_config, given_answers, record_run)
+from ragshield.services.runs.runs import (GivenAnswers, NoGivenAnswersError, RunLauncher,
+                                          form_config, given_answers, record_run)
 from ragshield.store.runs import get_run, list_runs
 from ragshield.store.sample_records import sample_case
-from ragshield.store.samples import import_samples
+from ragshield.store.sample_import import import_samples
 from ragshield.types import GivenAnswer, Message, Passage, Sample
 from ragshield.ui.context import UiContext
 from ragshield.ui.dashboard_tab import (answer_source_form, answers_note, answers_update,

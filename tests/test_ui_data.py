@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from ragshield.services.column_mappings import MAPPED_FIELDS
+from ragshield.services.annotation.people import Access
+from ragshield.services.data.column_mappings import MAPPED_FIELDS
 from ragshield.store.dataset_deletion import dataset_usage
 from ragshield.store.labels import add_annotator, add_label
 from ragshield.store.runs import get_run
@@ -22,7 +23,6 @@ from ragshield.store.samples import has_dataset, iter_samples
 from ragshield.testing.synthetic_run import fill_synthetic_run
 from ragshield.ui import app as ui_app
 from ragshield.ui import data_tab
-from ragshield.services.people import Access
 from ragshield.ui.context import UiContext
 from ragshield.ui.data_tab import (check_upload, delete_confirmed, delete_preview, file_view,
                                    import_upload, listing_html, may_manage, rename)

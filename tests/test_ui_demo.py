@@ -13,26 +13,27 @@ import numpy as np
 import pytest
 
 from ragshield.config import DEFAULT_DECISION_RULE, Settings
-from ragshield.llm.packaged_models import LARGER_MODEL
 from ragshield.datasets.demo import DEMO_DATASET
 from ragshield.judges.calibration import QUESTION as CALIBRATION_QUESTION
-from ragshield.services.datasets import ensure_demo_dataset
 from ragshield.llm.base import CHAT, LLM, LOGPROBS, LLMError
+from ragshield.llm.call_cache import CachedLLM
+from ragshield.llm.packaged_models import LARGER_MODEL
+from ragshield.llm.streaming import text_sink
 from ragshield.retrieval.encoding import Embedder
 from ragshield.retrieval.ingest import IngestOptions, ingest_corpus
+from ragshield.services.data.datasets import ensure_demo_dataset
+from ragshield.services.questions.ask_choices import rule_choices, sample_choices
+from ragshield.services.questions.asking import ABSTAIN_MESSAGE, rule_reason
+from ragshield.services.questions.demo_examples import DemoExample
+from ragshield.services.runs.thresholds import score_range, scored_judges, threshold_choice
 from ragshield.store.database import Store, open_store
 from ragshield.store.runs import RoleAnswer, create_run, save_sample
-from ragshield.store.samples import UnknownDatasetError, import_samples, iter_sample_rows
+from ragshield.store.sample_import import import_samples
+from ragshield.store.samples import UnknownDatasetError, iter_sample_rows
 from ragshield.types import Answer, Passage, Sample, Verdict
 from ragshield.ui.context import UiContext
-from ragshield.services.asking import ABSTAIN_MESSAGE, rule_reason
-from ragshield.services.ask_choices import rule_choices, sample_choices
 from ragshield.ui.demo_tab import (ABSTAIN, LARGER, NORAG, STORED, DemoForm, PassageFinders,
                                    ask, example_form)
-from ragshield.services.demo_examples import DemoExample
-from ragshield.llm.call_cache import CachedLLM
-from ragshield.llm.streaming import text_sink
-from ragshield.services.thresholds import score_range, scored_judges, threshold_choice
 from ragshield.ui.threshold_panel import choice_html, threshold_html
 from tests.fakes import ScriptedLLM, ScriptedReply
 from tests.retrieval_fixtures import DOCUMENTS, write_jsonl
@@ -392,12 +393,12 @@ def test_named_endpoints_stream_and_answer_through_gradio(context):
 def test_every_ask_is_kept_in_a_live_run_and_shows_up_in_browse_and_the_queue(context,
                                                                               corpora_dir):
     from ragshield.pipeline import LiveRunError, execute_run
-    from ragshield.services.live_runs import LIVE_DATASET
+    from ragshield.services.questions.live_runs import LIVE_DATASET
+    from ragshield.services.runs.browse import BrowseFrames
     from ragshield.store.annotation_queue import next_sample
     from ragshield.store.labels import add_annotator
     from ragshield.store.runs import get_run, list_runs
     from ragshield.ui.browse_tab import browse_detail, browse_filter
-    from ragshield.services.browse import BrowseFrames
 
     context.settings = context.settings.model_copy(update={"corpora_dir": corpora_dir})
     with_model(context, ScriptedLLM(respond=replies("0.1")))

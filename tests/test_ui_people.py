@@ -10,11 +10,11 @@ from dataclasses import dataclass
 import gradio as gr
 import pytest
 
-from ragshield.services.passwords import password_matches
-from ragshield.services.people import ADMIN, ANNOTATOR, Access, Logins
+from ragshield.services.annotation.passwords import password_matches
+from ragshield.services.annotation.people import ADMIN, ANNOTATOR, Access, Logins
 from ragshield.store.accounts import account
 from ragshield.store.labels import add_annotator, add_label
-from ragshield.store.samples import import_samples
+from ragshield.store.sample_import import import_samples
 from ragshield.types import Passage, Sample
 from ragshield.ui import people_panel
 from ragshield.ui.context import UiContext

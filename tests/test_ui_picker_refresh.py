@@ -10,7 +10,7 @@ from typing import Any
 import gradio as gr
 import pytest
 
-from ragshield.services.datasets import dataset_names, ensure_demo_dataset
+from ragshield.services.data.datasets import dataset_names, ensure_demo_dataset
 from ragshield.ui.app import build_app
 from ragshield.ui.picker_refresh import datasets_unless_shown, shown_choices, unless_shown
 

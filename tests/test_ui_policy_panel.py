@@ -13,10 +13,10 @@ import gradio as gr
 import pytest
 
 from ragshield.errors import UserError
-from ragshield.services.people import ADMIN, ANNOTATOR, Access
-from ragshield.services.pinned_policy import pinned
-from ragshield.services.policies import list_policies
-from ragshield.services.runs import form_defaults
+from ragshield.services.annotation.people import ADMIN, ANNOTATOR, Access
+from ragshield.services.learning.pinned_policy import pinned
+from ragshield.services.learning.policies import list_policies
+from ragshield.services.runs.runs import form_defaults
 from ragshield.ui import dashboard_tab
 from ragshield.ui.context import UiContext
 from ragshield.ui.demo_tab import DemoForm, STORED, ask, followed_defaults, rule_defaults

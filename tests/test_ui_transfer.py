@@ -19,15 +19,15 @@ import gradio as gr
 import pytest
 
 from ragshield.evaluation import run_tables
+from ragshield.services.annotation.labelling import label_sample
+from ragshield.services.annotation.people import Access
+from ragshield.services.data import downloads
+from ragshield.services.data.downloads import ALL_DATASETS, KEEP_SECONDS, fresh_folder
 from ragshield.services.database import open_store
 from ragshield.services.defaults import TRANSFER_MAX_BYTES
-from ragshield.services import downloads
-from ragshield.services.downloads import ALL_DATASETS, KEEP_SECONDS, fresh_folder
-from ragshield.services.labelling import label_sample
-from ragshield.services.people import Access
-from ragshield.services.policies import fit_run_policy, get_policy, list_policies
-from ragshield.services.run_choices import newest_runs
-from ragshield.store.samples import import_samples
+from ragshield.services.learning.policies import fit_run_policy, get_policy, list_policies
+from ragshield.services.runs.run_choices import newest_runs
+from ragshield.store.sample_import import import_samples
 from ragshield.types import Passage, Sample
 from ragshield.ui import transfer_panel
 from ragshield.ui.context import UiContext

@@ -10,11 +10,12 @@ from typing import Iterator
 
 from ragshield.datasets.demo import DEMO_DATASET
 
-from ragshield.services.datasets import ensure_demo_dataset
+from ragshield.services.data.datasets import ensure_demo_dataset
 from ragshield.store.database import Store, open_store
 from ragshield.store.labels import label_history
 from ragshield.store.runs import list_runs
-from ragshield.store.samples import import_samples, list_samples, load_sample
+from ragshield.store.sample_import import import_samples
+from ragshield.store.samples import list_samples, load_sample
 from ragshield.testing.servers import launched_app as launched_server
 from ragshield.testing.synthetic_run import fill_synthetic_run
 from ragshield.types import Passage, Sample

@@ -14,8 +14,8 @@ from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse
 
 from ragshield.errors import UserError
-from ragshield.services.guard import (BudgetPassed, GuardBusy, GuardTimeout, ModelUnavailable,
-                                      NoUpstream, UpstreamError)
+from ragshield.services.guarding.guard import (BudgetPassed, GuardBusy, GuardTimeout,
+                                               ModelUnavailable, NoUpstream, UpstreamError)
 
 log = logging.getLogger("ragshield.api")
 

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ragshield.config import Settings
-from ragshield.services.key_defaults import (HASHED, HASHED_KEY, ApiKey, ApiKeyError,
-                                             key_settings, sha256_digest)
+from ragshield.services.guarding.key_defaults import (HASHED, HASHED_KEY, ApiKey, ApiKeyError,
+                                                      key_settings, sha256_digest)
 from ragshield.web.secret_files import read_secret_text
 
 MIN_KEY_CHARS = 16

@@ -13,8 +13,8 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ragshield.api.errors import ClientGone, error_response
+from ragshield.services.guarding.guard import GuardTimeout, Outcome
 from ragshield.web.request_bodies import read_body, replay
-from ragshield.services.guard import GuardTimeout, Outcome
 
 
 class BodyLimit:

@@ -1,6 +1,6 @@
 """The guard API's metrics in Prometheus text (`GET /v1/metrics`), for the platform that
 scrapes each replica: requests by route and HTTP status and their latency (an ASGI
-middleware), and, from the guard's listener hook (services/guard.py, `Listener`), decisions
+middleware), and, from the guard's listener hook (services/guarding/guard.py, `Listener`), decisions
 by endpoint and kind, where each answered call's time went (queued, upstream, judging,
 storing), the time the model was busy judging, and the calls in the guard now.
 
@@ -17,7 +17,7 @@ from prometheus_client import (CONTENT_TYPE_LATEST, CollectorRegistry, Counter, 
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ragshield.services.guard import CallContext, Guard, Guarded
+from ragshield.services.guarding.guard import CallContext, Guard, Guarded
 from ragshield.types import decision_word
 
 PREFIX = "/v1/"

@@ -1,12 +1,12 @@
-"""The guard API's answers as JSON: a judged call (services/decision_json.py) and, for the
+"""The guard API's answers as JSON: a judged call (services/questions/decision_json.py) and, for the
 proxy, the upstream's completion with what the user may see."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ragshield.services.decision_json import decision_json, shown_text
-from ragshield.services.guard import Guarded
+from ragshield.services.guarding.guard import Guarded
+from ragshield.services.questions.decision_json import decision_json, shown_text
 
 
 # What a withheld answer's completion keeps of the upstream's top level: any other field (an

@@ -12,10 +12,11 @@ from typing import Annotated, Any, Literal
 from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Discriminator,
                       Field, StrictBool, StrictInt, Tag, ValidationInfo, field_validator)
 
-from ragshield.services.ask_choices import (DEFAULT_MODEL, LARGER_MODEL, MAX_MODEL_LENGTH,
-                                           PACKAGED_MODELS, SELF)
-from ragshield.services.asking import (FALLBACKS, MAX_ANSWER_CHARS, MAX_NOISE,
-                                       MAX_QUESTION_CHARS, RETRIEVAL_MODES)
+from ragshield.services.questions.ask_choices import (DEFAULT_MODEL, LARGER_MODEL,
+                                                      MAX_MODEL_LENGTH, PACKAGED_MODELS, SELF)
+from ragshield.services.questions.ask_types import FALLBACKS
+from ragshield.services.questions.asking import (MAX_ANSWER_CHARS, MAX_NOISE, MAX_QUESTION_CHARS,
+                                                 RETRIEVAL_MODES)
 
 MAX_PASSAGES = 50
 MAX_PASSAGE_CHARS = 20_000
@@ -97,7 +98,7 @@ SpanId = Annotated[str | None, Field(
 
 class Traced(Strict):
     """The caller's trace and span, for the span of this call that ragshield sends to the
-    OTLP endpoint of the settings (services/trace_export.py); both or neither."""
+    OTLP endpoint of the settings (services/guarding/trace_export.py); both or neither."""
 
     trace_id: TraceId = None
     span_id: SpanId = None

@@ -28,7 +28,7 @@ from starlette.responses import StreamingResponse
 from ragshield.api.errors import response_for
 from ragshield.api.limits import forget
 from ragshield.api.render import completion_json, judged_json
-from ragshield.services.guard import Guarded
+from ragshield.services.guarding.guard import Guarded
 
 LIVE = "live"  # the other mode, hold, is the default
 DONE = b"data: [DONE]\n\n"

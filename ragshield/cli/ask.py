@@ -43,9 +43,10 @@ def ask(
 ) -> None:
     """Answer a question (or a stored sample), run the judges, print the decision. The
     question, answer and verdicts are kept in today's live run (see `runs list`)."""
-    from ragshield.services.datasets import ensure_demo_dataset
-    from ragshield.services.decision_json import decision_json
-    from ragshield.services.asking import AskRequest, OpenedModels, ask as ask_question
+    from ragshield.services.data.datasets import ensure_demo_dataset
+    from ragshield.services.questions.ask_types import AskRequest
+    from ragshield.services.questions.asking import OpenedModels, ask as ask_question
+    from ragshield.services.questions.decision_json import decision_json
 
     if (question is None) == (sample is None):
         typer.echo("error: give exactly one of --question or --sample", err=True)

@@ -33,7 +33,7 @@ def ingest(
     as_json: bool = typer.Option(False, "--json", help="Print the manifest as JSON."),
 ) -> None:
     """Chunk, embed and index documents as a named corpus."""
-    from ragshield.services.corpora import ingest as ingest_documents
+    from ragshield.services.data.corpora import ingest as ingest_documents
 
     settings = Settings()
     with user_errors():
@@ -56,7 +56,7 @@ def ingest(
 @app.command("list")
 def list_corpora(as_json: bool = typer.Option(False, "--json", help="Print a JSON list.")) -> None:
     """The ingested corpora."""
-    from ragshield.services.corpora import corpora
+    from ragshield.services.data.corpora import corpora
 
     settings = Settings()
     with user_errors():

@@ -14,9 +14,9 @@ from tqdm import tqdm
 from ragshield.cli.errors import user_errors
 from ragshield.cli.output import emit_json, print_table
 from ragshield.cli.store import opened_store
-from ragshield.services.datasets import (FORMATS, all_datasets, dataset_samples,
-                                         delete_dataset, deletion_preview, import_file,
-                                         parse_mapping)
+from ragshield.services.data.datasets import (FORMATS, all_datasets, dataset_samples,
+                                              delete_dataset, deletion_preview, import_file,
+                                              parse_mapping)
 
 app = typer.Typer(no_args_is_help=True,
                   help="Datasets: import files, list datasets and samples, delete a dataset.")

@@ -47,7 +47,7 @@ def train(name: str = typer.Argument(..., help="Its name: the judge becomes trai
     options choose the LLM grader's model (--llm-grader)."""
     from tqdm import tqdm
 
-    from ragshield.services.judge_training import held_out_sentence, train_judge
+    from ragshield.services.learning.judge_training import held_out_sentence, train_judge
 
     bar = tqdm(desc=f"training {name}", disable=as_json)
 
@@ -76,8 +76,8 @@ def train(name: str = typer.Argument(..., help="Its name: the judge becomes trai
 def list_(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """The registered judges and the trained ones (with their held-out PR-AUC)."""
     from ragshield.config import Settings
-    from ragshield.services.guard import judge_catalogue
-    from ragshield.services.judge_training import trained_judges
+    from ragshield.services.guarding.guard import judge_catalogue
+    from ragshield.services.learning.judge_training import trained_judges
 
     rows = [{"judge": judge["name"], "cost": judge["cost"], "trained on": "-",
              "held-out PR-AUC": "-"} for judge in judge_catalogue(Settings())]

@@ -23,7 +23,7 @@ def new(name: Optional[str] = typer.Option(None, "--name", help="Who holds it (s
     """Make a random key. The key goes to its holder; the keys file (serve --api-keys) gets
     the line below it, which holds the key's SHA-256 digest, not the key: keep the key now,
     it is not written anywhere."""
-    from ragshield.services.key_defaults import new_key
+    from ragshield.services.guarding.key_defaults import new_key
 
     fields = [f"{field}={value}" for field, value in
               (("name", name), ("judges", judges), ("rule", rule),

@@ -32,7 +32,7 @@ def annotator(name: str = typer.Argument(..., help="The annotator's name."),
               role: Optional[str] = typer.Option(None, "--role",
                                                  help="e.g. expert, student.")) -> None:
     """Add an annotator (or change their role)."""
-    from ragshield.services.labelling import add_annotator
+    from ragshield.services.annotation.labelling import add_annotator
 
     with user_errors(), opened_store() as store:
         add_annotator(store, name, role)
@@ -52,7 +52,7 @@ def add(
     dataset: str = DATASET, as_json: bool = JSON,
 ) -> None:
     """Label a sample (a new version when the annotator labelled it before)."""
-    from ragshield.services.labelling import label_sample
+    from ragshield.services.annotation.labelling import label_sample
 
     with user_errors(), opened_store() as store:
         record = label_sample(store, dataset, sample, annotator, label,
@@ -67,7 +67,7 @@ def add(
 def history(sample: str = typer.Option(..., "--sample"), dataset: str = DATASET,
             as_json: bool = JSON) -> None:
     """Every label version of a sample, oldest first."""
-    from ragshield.services.labelling import label_history
+    from ragshield.services.annotation.labelling import label_history
 
     with user_errors(), opened_store() as store:
         rows = [_record_dict(r) for r in label_history(store, dataset, sample)]
@@ -94,7 +94,7 @@ def next_(annotator: str = ANNOTATOR, dataset: str = DATASET,
                                             "default)."),
           ) -> None:
     """Print the id of the sample to label next (nothing when done)."""
-    from ragshield.services.labelling import Queue, next_to_label, parse_mix
+    from ragshield.services.annotation.labelling import Queue, next_to_label, parse_mix
 
     with user_errors(), opened_store() as store:
         queue = Queue(dataset, strategy, overlap, seed=seed, run_id=run, policy=policy,
@@ -112,7 +112,7 @@ def show(sample: str = typer.Option(..., "--sample"), annotator: str = ANNOTATOR
          as_json: bool = JSON) -> None:
     """What the annotator sees for a sample: the question, the passages, the answer, the
     judges' verdicts and the labels so far."""
-    from ragshield.services.labelling import annotation_item
+    from ragshield.services.annotation.labelling import annotation_item
 
     with user_errors(), opened_store() as store:
         item = annotation_item(store, dataset, sample, annotator, blind=blind, run_id=run)
@@ -135,7 +135,7 @@ def show(sample: str = typer.Option(..., "--sample"), annotator: str = ANNOTATOR
 def skip_(sample: str = typer.Option(..., "--sample"), annotator: str = ANNOTATOR,
           dataset: str = DATASET) -> None:
     """Pass over a sample in the queue."""
-    from ragshield.services.labelling import skip
+    from ragshield.services.annotation.labelling import skip
 
     with user_errors(), opened_store() as store:
         skip(store, dataset, sample, annotator)
@@ -144,7 +144,7 @@ def skip_(sample: str = typer.Option(..., "--sample"), annotator: str = ANNOTATO
 @app.command("undo")
 def undo_(annotator: str = ANNOTATOR, dataset: str = DATASET) -> None:
     """Take back the annotator's newest label change or skip."""
-    from ragshield.services.labelling import undo
+    from ragshield.services.annotation.labelling import undo
 
     with user_errors(), opened_store() as store:
         sample = undo(store, dataset, annotator)
@@ -154,7 +154,7 @@ def undo_(annotator: str = ANNOTATOR, dataset: str = DATASET) -> None:
 @app.command("progress")
 def progress_(dataset: str = DATASET, as_json: bool = JSON) -> None:
     """Samples labelled and skipped per annotator."""
-    from ragshield.services.labelling import progress
+    from ragshield.services.annotation.labelling import progress
 
     with user_errors(), opened_store() as store:
         rows = [asdict(p) for p in progress(store, dataset)]
@@ -169,7 +169,7 @@ def guidelines(dataset: str = DATASET,
                set_from: Optional[Path] = typer.Option(None, "--set",
                                                        help="A Markdown file.")) -> None:
     """Show the dataset's labelling guidelines, or replace them with a Markdown file."""
-    from ragshield.services.labelling import get_guidelines, set_guidelines
+    from ragshield.services.annotation.labelling import get_guidelines, set_guidelines
 
     with user_errors(), opened_store() as store:
         if set_from is not None:
@@ -188,7 +188,7 @@ def agreement(dataset: Optional[str] = typer.Option(None, "--dataset",
     """Percent agreement, Cohen's kappa per pair, Fleiss' kappa, Krippendorff's alpha,
     Gwet's AC1, and each judge's and the automatic label's agreement with the human majority
     (with the sample ids of its false keeps and false withholds)."""
-    from ragshield.services.agreement import newest_run_agreement
+    from ragshield.services.annotation.agreement import newest_run_agreement
 
     with user_errors(), opened_store() as store:
         agreed = newest_run_agreement(store, dataset)
@@ -213,7 +213,7 @@ def export(format: str = typer.Option(..., "--format", help="csv | jsonl | parqu
            out: Path = typer.Option(..., "--out"),
            dataset: Optional[str] = typer.Option(None, "--dataset", help="Default: all.")) -> None:
     """Write every label version (the whole history) to a file."""
-    from ragshield.services.labelling import export_labels
+    from ragshield.services.annotation.labelling import export_labels
 
     with user_errors(), opened_store() as store:
         count = export_labels(store, out, format, dataset)
@@ -226,7 +226,7 @@ def import_(path: Path = typer.Argument(...),
                                                  help="Default: from the extension.")
             ) -> None:
     """Import a label file made by `labels export` (all rows or none)."""
-    from ragshield.services.labelling import import_label_file
+    from ragshield.services.annotation.labelling import import_label_file
 
     with user_errors(), opened_store() as store:
         added, present = import_label_file(store, path, format)

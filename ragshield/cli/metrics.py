@@ -47,7 +47,7 @@ def metrics(
     if llm_grader and verdicts is not None:
         fail("--llm-grader grades a stored run's answers: give a run id, not --verdicts "
              "(a verdict file carries its own answer_correct labels)")
-    from ragshield.services.metric_views import file_metrics, run_metrics
+    from ragshield.services.runs.metric_views import file_metrics, run_metrics
 
     with user_errors():
         if verdicts is not None:
@@ -83,7 +83,7 @@ def report(
 ) -> None:
     """Write a run's report: risk, AwF and CRAG tables, PR / risk-coverage / fallback /
     switch figures (and rules vs LLM grader with --llm-grader)."""
-    from ragshield.services.metric_views import write_run_report
+    from ragshield.services.runs.metric_views import write_run_report
 
     with user_errors():
         settings = settings_with(backend, base_url, model, no_llm_cache)

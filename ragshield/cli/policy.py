@@ -25,7 +25,7 @@ def _rate(value: float | None) -> str:
 
 
 def _describe(policy) -> list[str]:
-    from ragshield.services.policies import interval_text
+    from ragshield.services.learning.policies import interval_text
 
     c, on = policy.calibration, policy.fitted_on
     withhold = ("never" if policy.withhold_below is None
@@ -74,7 +74,7 @@ def fit(name: str = typer.Argument(..., help="The policy's name (a new version i
                                       "watches the promise and the value queue labels."),
         as_json: bool = JSON) -> None:
     """Fit a policy: two thresholds on one judge's score, certified on the run's labels."""
-    from ragshield.services.policies import fit_run_policy
+    from ragshield.services.learning.policies import fit_run_policy
 
     with user_errors(), opened_store() as store:
         policy = fit_run_policy(store, run, judge, name, alpha=alpha, delta=delta, beta=beta,
@@ -89,7 +89,7 @@ def fit(name: str = typer.Argument(..., help="The policy's name (a new version i
 def show(name: str = typer.Argument(...), version: Optional[int] = VERSION,
          as_json: bool = JSON) -> None:
     """A stored policy, its promise and what it did on its calibration labels."""
-    from ragshield.services.policies import get_policy
+    from ragshield.services.learning.policies import get_policy
 
     with user_errors(), opened_store() as store:
         policy = get_policy(store, name, version)
@@ -102,7 +102,7 @@ def show(name: str = typer.Argument(...), version: Optional[int] = VERSION,
 @app.command("list")
 def list_(as_json: bool = JSON) -> None:
     """Every stored policy version."""
-    from ragshield.services.policies import list_policies
+    from ragshield.services.learning.policies import list_policies
 
     with user_errors(), opened_store() as store:
         rows = [_summary(policy) for policy in list_policies(store)]
@@ -119,7 +119,7 @@ def export(name: str = typer.Argument(...),
            out: Path = typer.Option(..., "--out", help="The JSON file to write."),
            version: Optional[int] = VERSION) -> None:
     """Write a policy to a JSON file."""
-    from ragshield.services.policies import export_policy
+    from ragshield.services.learning.policies import export_policy
 
     with user_errors(), opened_store() as store:
         policy = export_policy(store, name, version, out)
@@ -129,7 +129,7 @@ def export(name: str = typer.Argument(...),
 @app.command("import")
 def import_(path: Path = typer.Argument(..., help="A file written by `policy export`.")) -> None:
     """Store a policy file as the next version of its name."""
-    from ragshield.services.policies import import_policy
+    from ragshield.services.learning.policies import import_policy
 
     with user_errors(), opened_store() as store:
         policy = import_policy(store, path)
@@ -141,7 +141,7 @@ def watch(name: str = typer.Argument(...),
           run: int = typer.Option(..., "--run", help="A run with labels to check it on."),
           version: Optional[int] = VERSION, as_json: bool = JSON) -> None:
     """The policy's observed risk on labels it was not fitted on, against its promise."""
-    from ragshield.services.policies import interval_text, watch_stored_policy
+    from ragshield.services.learning.policies import interval_text, watch_stored_policy
 
     with user_errors(), opened_store() as store:
         rows = watch_stored_policy(store, name, version, run)

@@ -120,8 +120,8 @@ def run(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Answer and judge a dataset's samples and store everything (resumable)."""
-    from ragshield.services.runs import (RunConfig, add_judges, check_endpoint, execute,
-                                         record_run, run_answerer)
+    from ragshield.services.runs.runs import (RunConfig, add_judges, check_endpoint, execute,
+                                              record_run, run_answerer)
 
     if sum(x is not None for x in (dataset, resume, rejudge)) != 1:
         fail("give exactly one of --dataset (a new run), --resume RUN or --rejudge RUN")
@@ -176,7 +176,7 @@ def run(
 @runs_app.command("list")
 def list_runs(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Runs with their status, samples done of total, and failures."""
-    from ragshield.services.runs import list_runs as stored_runs
+    from ragshield.services.runs.runs import list_runs as stored_runs
 
     with user_errors(), opened_store() as store:
         rows = [
@@ -222,12 +222,12 @@ def export_run(
         fail("--with-calls goes with a RUN, not with --decisions")
     with user_errors(), opened_store() as store:
         if decisions:
-            from ragshield.services.decision_log import export_decisions
+            from ragshield.services.guarding.decision_log import export_decisions
 
             count = export_decisions(store, out, since.date() if since else None, caller)
             typer.echo(f"wrote {count} decision(s) to {out}")
             return
-        from ragshield.services.run_bundles import export_run as write_run
+        from ragshield.services.data.run_bundles import export_run as write_run
 
         path = write_run(store, run, out, calls=calls)
     typer.echo(f"wrote run {run} to {path} ({path.stat().st_size:,} bytes)")
@@ -236,7 +236,7 @@ def export_run(
 @runs_app.command("import")
 def import_run(path: Path = typer.Argument(..., help="A file written by `runs export`.")) -> None:
     """Add a run from a file written by `runs export`; its dataset must be imported first."""
-    from ragshield.services.run_bundles import import_run as read_run
+    from ragshield.services.data.run_bundles import import_run as read_run
 
     with user_errors(), opened_store() as store:
         run_id = read_run(store, path)

@@ -23,7 +23,7 @@ def search(
                                  help="Print a JSON list of {id, text, score, doc_id}."),
 ) -> None:
     """Retrieve the best passages of a corpus for QUERY."""
-    from ragshield.services.corpora import search as search_corpus
+    from ragshield.services.data.corpora import search as search_corpus
 
     with user_errors():
         passages = search_corpus(Settings(), corpus, query, k, retrieval, alpha=alpha,

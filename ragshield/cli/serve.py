@@ -54,8 +54,8 @@ def serve(host: Host = "127.0.0.1", port: Port = 7860, auth: Auth = None,
     from ragshield.cli.llm_options import load_settings
     from ragshield.errors import UserError
     from ragshield.services.database import open_store
-    from ragshield.services.guard import Guard
-    from ragshield.services.guard_listeners import guard_listeners
+    from ragshield.services.guarding.guard import Guard
+    from ragshield.services.guarding.guard_listeners import guard_listeners
     from ragshield.services.shield import Shield
 
     overrides = {key: value for key, value in (("api_keys_file", api_keys),
@@ -95,12 +95,12 @@ def _listen(host: str, port: int) -> socket.socket:
 
 
 def _with_web_app(server: FastAPI, shield: Shield, auth_file: Path | None) -> FastAPI:
-    """The Gradio app mounted at / of the API's server. With an auth file, the users of
-    the file and the enabled accounts an admin added in the app log in (the file wins on a
-    name clash: services/people.py); a warning says so when nobody of them is an admin."""
+    """The Gradio app mounted at / of the API's server. With an auth file, the users of the file and
+    the enabled accounts an admin added in the app log in (the file wins on a name clash:
+    services/annotation/people.py); a warning says so when nobody of them is an admin."""
     import gradio as gr
 
-    from ragshield.services.people import Access, Logins, admin_warning
+    from ragshield.services.annotation.people import Access, Logins, admin_warning
     from ragshield.ui.app import build_app, launch_options
     from ragshield.ui.auth import gradio_auth, read_auth_file
 

@@ -1,6 +1,7 @@
-"""Judges by name, for run configurations, the CLI and the UI. Adding a judge: one module
-and one line in JUDGES; what the faces need to know about it (its cost, a run-level
-rescoring, its case-study view) the judge class says itself (judges/base.py)."""
+"""Judges by name, for run configurations, the CLI and the UI: the shipped ones
+(judges/builtin.py's JUDGES) and the trained ones (trained:NAME). What the faces need to know
+about a judge (its cost, a run-level rescoring, its case-study view) the judge class says
+itself (judges/base.py)."""
 
 from __future__ import annotations
 
@@ -10,32 +11,11 @@ from ragshield.config import GROUNDED_JUDGES, GROUNDED_RULE, Settings
 from ragshield.construct import construct
 from ragshield.errors import OptionError
 from ragshield.judges.base import COSTS, Judge
-from ragshield.judges.calibration import CalibrationJudge
-from ragshield.judges.cot_hybrid import CoTHybridJudge
-from ragshield.judges.counterfactual import CounterfactualJudge
-from ragshield.judges.dual_generation import DualGenerationJudge
-from ragshield.judges.intrinsic import IntrinsicJudge
-from ragshield.judges.ioe import IfOrElseJudge
-from ragshield.judges.nli import ClassifierNLIJudge, LLMNLIJudge
-from ragshield.judges.p_true import PTrueJudge
-from ragshield.judges.pre_answer import PreAnswerJudge
-from ragshield.judges.priori import PrioriJudge
-from ragshield.judges.self_consistency import SelfConsistencyJudge
-from ragshield.judges.support import SupportJudge
-from ragshield.judges.token_prob import TokenProbJudge
+from ragshield.judges.builtin import JUDGES
+from ragshield.judges.nli import ClassifierNLIJudge
 from ragshield.judges.trained import PREFIX as TRAINED
 from ragshield.judges.trained import TrainedJudge, judges_dir, valid_name
-from ragshield.judges.trivial import TrivialJudge
 from ragshield.judges.unavailable import UnavailableJudge
-
-JUDGES: dict[str, type[Judge]] = {
-    cls.name: cls
-    for cls in (
-        TrivialJudge, IntrinsicJudge, CoTHybridJudge, PreAnswerJudge, ClassifierNLIJudge,
-        LLMNLIJudge, CounterfactualJudge, IfOrElseJudge, CalibrationJudge, PrioriJudge,
-        DualGenerationJudge, TokenProbJudge, SelfConsistencyJudge, PTrueJudge, SupportJudge,
-    )
-}
 
 
 def quick_judges(rule: str | None = None, settings: Settings | None = None) -> list[str]:

@@ -26,6 +26,7 @@ import numpy as np
 from ragshield.answerers.context import PromptOptions
 from ragshield.errors import UserError
 from ragshield.judges.base import Judge
+from ragshield.judges.builtin import JUDGES
 from ragshield.judges.judge_readers import SELF
 from ragshield.judges.learned import FeatureModel, log_odds
 from ragshield.judges.signals import ANSWER_SIGNALS, QUESTION_SIGNALS, SignalReader
@@ -178,8 +179,6 @@ class TrainedJudge(Judge):
         if self.card.kind == "cross-encoder":
             self.tokenizer, self.model = load_base(directory)
             return
-        from ragshield.judges.registry import judge_class
-
         path = directory / WEIGHTS_FILES["signals"]
         try:
             self.model = FeatureModel.from_dict(json.loads(path.read_text(encoding="utf-8")))
@@ -188,11 +187,11 @@ class TrainedJudge(Judge):
         if self.model.features != feature_names(self.card.target, self.card.reads):
             raise TrainedJudgeError(f"{path}: its inputs ({', '.join(self.model.features)}) "
                                     "are not the signals this version reads: train it again")
-        unknown = [read for read in self.card.reads if judge_class(read) is None]
+        unknown = [read for read in self.card.reads if read not in JUDGES]
         if unknown:
             raise TrainedJudgeError(f"{directory / CARD_FILE}: it reads judges this version "
                                     f"does not have: {', '.join(unknown)}")
-        self.reads = [judge_class(read)(options=options)  # type: ignore[misc]
+        self.reads = [JUDGES[read](options=options)  # type: ignore[misc]
                       for read in self.card.reads]
         self.requires = frozenset().union(*(r.requires for r in self.reads))  # type: ignore[misc]
         self.cost = self.card.cost  # type: ignore[misc]

@@ -3,7 +3,7 @@
 log-odds that the sample is good (answerable, or its answer right and supported).
 
 Pure of the store: `train_cross_encoder` takes the texts and labels and writes a model
-directory; ragshield.services.judge_training gathers them and keeps the model card."""
+directory; ragshield.services.learning.judge_training gathers them and keeps the model card."""
 
 from __future__ import annotations
 

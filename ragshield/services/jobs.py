@@ -2,9 +2,10 @@
 keeps its progress, its result and the exception that ended it, and a kind of job can be
 limited to one at a time (a run or a training competes for the cores with everything else).
 
-Runs (services/runs.RunLauncher), judge trainings (services/judge_training.JudgeTrainer) and
-the Demo's questions are jobs. The guard API's calls are not: each answers its request
-within a deadline (api/limits.Deadlines), and nothing of it lives on after the answer.
+Runs (services/runs/runs.RunLauncher), judge trainings
+(services/learning/judge_training.JudgeTrainer) and the Demo's questions are jobs. The guard API's
+calls are not: each answers its request within a deadline (api/limits.Deadlines), and nothing of it
+lives on after the answer.
 """
 
 from __future__ import annotations

@@ -22,13 +22,14 @@ from typing import Any, Mapping, Sequence
 from ragshield.config import Settings
 from ragshield.errors import OptionError
 from ragshield.policies.policy import Policy
-from ragshield.services.asking import (AskRequest, AskResult, OpenedModels, PassageFinders,
-                                       answer_and_judge, prepare)
-from ragshield.services.decision_json import decision_json, shown_text
-from ragshield.services.guard import ModelGate, judge_catalogue
-from ragshield.services.policies import get_policy
-from ragshield.services.redaction import WITHHOLD
 from ragshield.services.database import Store, open_store
+from ragshield.services.guarding.guard import ModelGate, judge_catalogue
+from ragshield.services.learning.policies import get_policy
+from ragshield.services.questions.ask_types import AskRequest, AskResult
+from ragshield.services.questions.asking import (OpenedModels, PassageFinders, answer_and_judge,
+                                                 prepare)
+from ragshield.services.questions.decision_json import decision_json, shown_text
+from ragshield.services.questions.redaction import WITHHOLD
 from ragshield.types import GivenAnswer, Passage, TokenLogprob, Verdict, decision_word
 
 IN_MEMORY = "sqlite://"
@@ -137,7 +138,7 @@ class Shield:
         mappings with text and optional title, id and score). `judges` None: every free or
         cheap judge and the rule's; `rule` None: the configured rule; `on_unsupported`
         "redact": show the answer without the sentences the passages do not support
-        (services/redaction.py)."""
+        (services/questions/redaction.py)."""
         tokens = ([TokenLogprob(token, logprob) for token, logprob in answer_logprobs]
                   if answer_logprobs else None)
         return self._decide(AskRequest(

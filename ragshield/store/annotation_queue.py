@@ -24,7 +24,8 @@ from ragshield.holdout import HOLDOUT_SHARE, in_holdout
 from ragshield.store.database import Store, remembered
 from ragshield.store.labels import annotator_id_of
 from ragshield.store.models import AnswerRow, Label, Run, Sample, Skip, VerdictRow
-from ragshield.store.runs import MAIN, UnknownRunError
+from ragshield.store.run_errors import UnknownRunError
+from ragshield.store.runs import MAIN
 from ragshield.store.samples import dataset_id_of
 
 Strategy = Literal["unlabelled", "disagreement", "random", "value"]

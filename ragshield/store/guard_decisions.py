@@ -1,5 +1,5 @@
-"""The guard API's decision log (services/decision_log.py): one row per answered call, added
-as it is answered and read back in the order they were, a page at a time."""
+"""The guard API's decision log (services/guarding/decision_log.py): one row per answered call,
+added as it is answered and read back in the order they were, a page at a time."""
 
 from __future__ import annotations
 

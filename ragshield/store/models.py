@@ -23,7 +23,8 @@ from sqlalchemy import (
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 LABEL_VALUES = ("answerable", "unanswerable", "unsure")
-ACCOUNT_ROLES = ("admin", "annotator")  # what a login may do in the app (services/people.py)
+# What a login may do in the app (services/annotation/people.py).
+ACCOUNT_ROLES = ("admin", "annotator")
 
 
 def utcnow() -> datetime:
@@ -310,7 +311,7 @@ class AppSetting(Base):
 
 
 class GuardDecision(Base):
-    """One answered call of the guard API (services/decision_log.py): when, who asked (the
+    """One answered call of the guard API (services/guarding/decision_log.py): when, who asked (the
     key's name), what was decided by which rule or policy version, every verdict, and the
     time it took. The run and sample it was kept as are plain values, not foreign keys: the
     log outlives the runs and datasets it names."""

@@ -29,6 +29,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from ragshield.errors import UserError
 from ragshield.store.database import Store
 from ragshield.store.models import Run, as_utc, utcnow
+from ragshield.store.run_errors import UnknownRunError
 
 log = logging.getLogger(__name__)
 
@@ -130,8 +131,6 @@ def claim_run(store: Store, run_id: int, me: Owner) -> None:
     with store.session() as session:
         run = session.get(Run, run_id)
         if run is None:
-            from ragshield.store.runs import UnknownRunError  # runs imports this module
-
             raise UnknownRunError(f"no run with id {run_id}")
         holder = holder_of(run)
     now = utcnow()

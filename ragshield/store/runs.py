@@ -11,20 +11,16 @@ from sqlalchemy import Select, case, delete, func, null, select, update
 from sqlalchemy.orm import Session
 
 from ragshield import strict_json
-from ragshield.errors import UserError
 from ragshield.metrics.judge_disagreement import disagreement
 from ragshield.store.database import Store
 from ragshield.store.models import AnswerRow, Dataset, Run, RunFailure, VerdictRow, utcnow
 from ragshield.store.models import Sample as SampleRow
+from ragshield.store.run_errors import UnknownRunError
 from ragshield.store.run_owner import shown_status
 from ragshield.store.samples import dataset_id_of
 from ragshield.types import Answer, LLMCall, Passage, Sample, TokenLogprob, Verdict
 
 MAIN = "main"  # the answer the judges judge; other roles: "norag", "larger"
-
-
-class UnknownRunError(UserError, LookupError):
-    """No run has the id asked for."""
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,9 @@
-"""No NUL character reaches the database: PostgreSQL's text cannot hold one, and a row that
-carries one fails with a DataError after the other writes of its transaction. The faces and
-importers refuse NUL where they read text (strict_json, datasets/validation.py,
-services/asking.check_request); this check, run on every flush of a store's sessions, is the
-last line for any text field they missed (an annotator's note, a policy's name), as one
-error naming the table and the column."""
+"""No NUL character reaches the database: PostgreSQL's text cannot hold one, and a row that carries
+one fails with a DataError after the other writes of its transaction. The faces and importers refuse
+NUL where they read text (strict_json, datasets/validation.py,
+services/questions/asking.check_request); this check, run on every flush of a store's sessions, is
+the last line for any text field they missed (an annotator's note, a policy's name), as one error
+naming the table and the column."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Cheap version queries: numbers that change whenever a run's answers or verdicts, its
 dataset's labels, or a dataset's samples and passages change, so that caches of what was
-built from them (ragshield.services.run_tables) know when to build again."""
+built from them (ragshield.services.runs.run_tables) know when to build again."""
 
 from __future__ import annotations
 

@@ -14,7 +14,8 @@ from ragshield.store.database import Store
 from ragshield.store.labels import add_annotator
 from ragshield.store.models import AnswerRow, Label, Run, VerdictRow, utcnow
 from ragshield.store.models import Sample as SampleRow
-from ragshield.store.samples import dataset_id_of, has_dataset, import_samples
+from ragshield.store.sample_import import import_samples
+from ragshield.store.samples import dataset_id_of, has_dataset
 from ragshield.types import Passage, Sample
 
 LABELLED_EVERY = 10

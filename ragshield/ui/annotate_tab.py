@@ -1,6 +1,6 @@
 """The Annotate tab: people say whether a sample's passages answer its question.
 
-ragshield.services.labelling picks the sample, says what to show and writes labels, skips
+ragshield.services.annotation.labelling picks the sample, says what to show and writes labels, skips
 and undos: the same use cases as `ragshield labels ...`. With `app.py --auth` the login
 name is the annotator; without it, a typed name remembered in the browser. Every label
 submit carries a request id made when the item was shown, so a double click or a retried
@@ -13,17 +13,20 @@ import json
 import uuid
 from dataclasses import dataclass, field
 from functools import partial
+from importlib.resources import files
+from string import Template
 from typing import Any
 
 import gradio as gr
 
 from ragshield.errors import UserError
-from ragshield.services import labelling
-from ragshield.services.claim_marks import claim_marks
-from ragshield.services.datasets import dataset_names
-from ragshield.services.labelling import (LABEL_VALUES, STRATEGIES, AnnotationItem,
-                                          AnnotatorMissingError, LabelRecord, Next, Queue)
-from ragshield.services.people import require_admin
+from ragshield.services.annotation import labelling
+from ragshield.services.annotation.labelling import (LABEL_VALUES, STRATEGIES, AnnotationItem,
+                                                     AnnotatorMissingError, LabelRecord, Next,
+                                                     Queue)
+from ragshield.services.annotation.people import require_admin
+from ragshield.services.data.datasets import dataset_names
+from ragshield.services.questions.claim_marks import claim_marks
 from ragshield.ui import people_panel
 from ragshield.ui.context import UiContext
 from ragshield.ui.html_render import esc, marked_answer_html, message_html, table_html
@@ -59,48 +62,15 @@ HOTKEYS = (
 
 
 def _hotkey_script() -> str:
-    """A document keydown listener, attached once. Gradio re-renders components, so the
-    element is looked up when the key is pressed. Keys typed into a field, and keys pressed
-    while the Annotate tab is hidden, are left alone."""
-    targets = json.dumps({hotkey.key: hotkey.elem_id for hotkey in HOTKEYS})
-    return f"""<script>
-(() => {{
-  if (window.ragshieldAnnotateHotkeys) return;
-  window.ragshieldAnnotateHotkeys = true;
-  const targets = {targets};
-  const noteId = {json.dumps(NOTE_ID)};
-  const rootId = {json.dumps(ROOT_ID)};
-  const notTyped = ["checkbox", "radio", "button", "submit", "range", "color", "file"];
-  const isTyping = (el) => !!el && (el.isContentEditable ||
-    ["TEXTAREA", "SELECT"].includes(el.tagName) ||
-    (el.tagName === "INPUT" && !notTyped.includes(el.type)));
-  const isShown = (el) => !!el && el.getClientRects().length > 0;
-  document.addEventListener("keydown", (event) => {{
-    if (event.key === "Escape" && event.target.closest && event.target.closest("#" + noteId)) {{
-      event.target.blur();
-      return;
-    }}
-    if (event.defaultPrevented || event.repeat) return;
-    if (event.ctrlKey || event.metaKey || event.altKey) return;
-    if (isTyping(event.target) || isTyping(document.activeElement)) return;
-    const id = targets[event.key.toLowerCase()];
-    if (!id || !isShown(document.getElementById(rootId))) return;
-    const el = document.getElementById(id);
-    if (!el) return;
-    if (id === noteId) {{
-      const box = el.querySelector("textarea") || el;
-      event.preventDefault();
-      box.focus();
-      return;
-    }}
-    const button = el.tagName === "BUTTON" ? el : el.querySelector("button");
-    if (!button || button.disabled) return;
-    event.preventDefault();
-    button.click();
-  }});
-}})();
-</script>
-"""
+    """A document keydown listener, attached once (annotate.js, beside this module). Gradio
+    re-renders components, so the element is looked up when the key is pressed. Keys typed
+    into a field, and keys pressed while the Annotate tab is hidden, are left alone. The
+    script's $targets, $note_id and $root_id are filled in as JSON."""
+    script = Template((files("ragshield.ui") / "annotate.js").read_text(encoding="utf-8"))
+    targets = {hotkey.key: hotkey.elem_id for hotkey in HOTKEYS}
+    return "<script>\n" + script.substitute(targets=json.dumps(targets),
+                                            note_id=json.dumps(NOTE_ID),
+                                            root_id=json.dumps(ROOT_ID)) + "</script>\n"
 
 
 HEAD = _hotkey_script()

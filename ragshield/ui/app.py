@@ -15,9 +15,9 @@ import gradio as gr
 from starlette.middleware import Middleware
 
 from ragshield.config import Settings
-from ragshield.services.asking import OpenedModels
+from ragshield.services.annotation.people import Access
 from ragshield.services.database import Store, open_store
-from ragshield.services.people import Access
+from ragshield.services.questions.asking import OpenedModels
 from ragshield.ui import annotate_tab, browse_tab, dashboard_tab, data_tab, demo_tab
 from ragshield.ui.context import UiContext
 from ragshield.ui.html_render import CLAIM_CSS
@@ -48,7 +48,7 @@ def build_app(settings: Settings, store: Store | None = None,
     guard API passes the models and the lock on them that the API uses, so that the two
     take turns at the one in-process model; one with logins passes their `access` (who
     may manage people and data)."""
-    from ragshield.services.demo_run import load_demo_run
+    from ragshield.services.data.demo_run import load_demo_run
 
     store = store or open_store(settings.database_url)
     load_demo_run(store)

@@ -1,6 +1,6 @@
 """Logins for `ragshield app --auth FILE`: one `name:password` or `name:password:role` per
 line (blank lines and lines starting with # are ignored). The name is then attached to
-every label the person writes; the role says what they may do (services/people.py).
+every label the person writes; the role says what they may do (services/annotation/people.py).
 
 A line is split at its first colon. The name is what comes before it, stripped of
 surrounding white space (Gradio strips the name typed at login too), so it cannot hold a
@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 import anyio.to_thread
 
-from ragshield.services.people import ACCOUNT_ROLES, ANNOTATOR
+from ragshield.services.annotation.people import ACCOUNT_ROLES, ANNOTATOR
 from ragshield.web.secret_files import SecretFileError, read_secret_text
 
 AuthFileError = SecretFileError

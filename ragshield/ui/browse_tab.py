@@ -14,13 +14,13 @@ import gradio as gr
 import pandas as pd
 
 from ragshield.errors import UserError
-from ragshield.services.browse import (DECISION, FOLDS, LABEL_STATES, BrowseFilters,
-                                       BrowseFrames, browse_samples)
-from ragshield.services.case_studies import case_study
 from ragshield.services.form_values import LARGEST, whole_number
-from ragshield.services.run_choices import (ALL_DATASETS, datasets_with_runs, pick_run,
-                                            run_choices)
-from ragshield.services.run_tables import TRUTHS
+from ragshield.services.runs.browse import (DECISION, FOLDS, LABEL_STATES, BrowseFilters,
+                                            BrowseFrames, browse_samples)
+from ragshield.services.runs.case_studies import case_study
+from ragshield.services.runs.run_choices import (ALL_DATASETS, datasets_with_runs, pick_run,
+                                                 run_choices)
+from ragshield.services.runs.run_tables import TRUTHS
 from ragshield.ui.case_study import case_study_html
 from ragshield.ui.context import UiContext
 from ragshield.ui.html_render import message_html

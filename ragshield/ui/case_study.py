@@ -1,5 +1,5 @@
 """One sample of a run as a case study: everything the answerer and the judges saw and said,
-rendered as HTML from ragshield.services.case_studies.CaseStudy. Every piece of dataset and
+rendered as HTML from ragshield.services.runs.case_studies.CaseStudy. Every piece of dataset and
 model text goes through `esc`.
 """
 
@@ -10,10 +10,10 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from ragshield.services.case_studies import MAIN, CaseStudy, judge_detail_view
-from ragshield.services.claim_marks import ClaimMark, claim_marks
-from ragshield.services.labelling import LabelRecord
+from ragshield.services.annotation.labelling import LabelRecord
+from ragshield.services.questions.claim_marks import ClaimMark, claim_marks
 from ragshield.services.rendering import fmt
+from ragshield.services.runs.case_studies import MAIN, CaseStudy, judge_detail_view
 from ragshield.types import DetailTable, evidence_labels, keep_word, passage_label
 from ragshield.ui.html_render import esc, marked_answer_html, table_html
 

@@ -7,11 +7,11 @@ import threading
 from dataclasses import dataclass, field
 
 from ragshield.config import Settings
-from ragshield.services.asking import LLM, OpenedModels
+from ragshield.services.annotation.people import Access
 from ragshield.services.database import Store
 from ragshield.services.jobs import Jobs
-from ragshield.services.people import Access
-from ragshield.services.run_tables import RunTablesCache
+from ragshield.services.questions.asking import LLM, OpenedModels
+from ragshield.services.runs.run_tables import RunTablesCache
 
 
 @dataclass
@@ -23,7 +23,7 @@ class UiContext:
     model_lock: threading.Lock = field(default_factory=threading.Lock)
     jobs: Jobs = field(default_factory=Jobs)  # the app's background work (services/jobs.py)
     # Whether the app has logins (--auth) and the auth file's roles: who may manage people
-    # and data (services/people.py). The default: no logins, one local user.
+    # and data (services/annotation/people.py). The default: no logins, one local user.
     access: Access = field(default_factory=Access)
     tables: RunTablesCache = field(init=False)  # run tables shared by Browse and Dashboard
     models: OpenedModels = field(init=False)

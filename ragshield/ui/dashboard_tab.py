@@ -2,7 +2,7 @@
 risk-coverage, No-RAG fallback, switch to a larger model), the annotation progress and the
 agreement of annotators and judges, refreshed live while runs and labels arrive; and runs
 started from the page, with a progress bar per run. What it shows is computed by
-ragshield.services.run_views and ragshield.services.runs; this module renders it."""
+ragshield.services.runs.run_views and ragshield.services.runs.runs; this module renders it."""
 
 from __future__ import annotations
 
@@ -13,19 +13,21 @@ from typing import Any, NamedTuple
 import gradio as gr
 
 from ragshield.errors import UserError
-from ragshield.services.ask_choices import (ANSWERERS, CONFIGURED_MODEL, GIVEN, MODEL_CHOICES,
-                                           MODEL_NOTE, RETRIEVAL_CHOICES, judge_choices)
-from ragshield.services.datasets import dataset_names
-from ragshield.services.people import require_admin
+from ragshield.services.annotation.people import require_admin
+from ragshield.services.data.datasets import dataset_names
+from ragshield.services.learning.judge_examples import readiness
+from ragshield.services.learning.judge_training import JudgeTrainer, held_out_sentence
+from ragshield.services.questions.ask_choices import (ANSWERERS, CONFIGURED_MODEL, GIVEN,
+                                                      MODEL_CHOICES, MODEL_NOTE, RETRIEVAL_CHOICES,
+                                                      judge_choices)
 from ragshield.services.rendering import table_html
+from ragshield.services.runs.run_choices import pick_run, run_choices
+from ragshield.services.runs.run_tables import TRUTHS
+from ragshield.services.runs.run_views import (MAX_RESAMPLES, Dashboard, DashboardCache, RunView,
+                                               dashboard)
+from ragshield.services.runs.runs import (RunForm, RunLauncher, form_config, form_defaults,
+                                          given_answers, rule_names)
 from ragshield.types import Table
-from ragshield.services.judge_training import JudgeTrainer, held_out_sentence, readiness
-from ragshield.services.run_choices import pick_run, run_choices
-from ragshield.services.run_tables import TRUTHS
-from ragshield.services.run_views import (MAX_RESAMPLES, Dashboard, DashboardCache, RunView,
-                                          dashboard)
-from ragshield.services.runs import (RunForm, RunLauncher, form_config, form_defaults,
-                                     given_answers, rule_names)
 from ragshield.ui.context import UiContext
 from ragshield.ui.html_render import esc, message_html
 from ragshield.ui.picker_refresh import shown_choices, unless_shown
@@ -52,7 +54,7 @@ MISSING_CURVES = {
     "switch": "Switch to a larger model: this run stored no larger model's answers "
               "(\"python -m ragshield run --switch\").",
 }
-# Where a run's answers come from (services.runs.ANSWER_SOURCES, as `run --answers`).
+# Where a run's answers come from (services.runs.runs.ANSWER_SOURCES, as `run --answers`).
 ANSWER_CHOICES = [("generate them with the answerer", "generated"),
                   ("judge the answers given in the dataset", "given")]
 ANSWERER_INFO = "writes each answer from the question and passages"

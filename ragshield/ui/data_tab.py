@@ -5,7 +5,7 @@ datasets listed, renamed and deleted after a confirmation that names what goes w
 and, below, the panel that moves labels, runs, reports and policies in and out.
 
 Handlers are plain functions of the UiContext and the form's values (tested without a
-browser); the use cases are ragshield.services.uploads and ragshield.services.datasets.
+browser); the use cases are ragshield.services.data.uploads and ragshield.services.data.datasets.
 The file's name comes from whoever uploads it: it is escaped wherever it is shown."""
 
 from __future__ import annotations
@@ -16,14 +16,15 @@ from typing import Any, Iterable, Iterator, NamedTuple
 import gradio as gr
 
 from ragshield.errors import UserError
-from ragshield.services.column_mappings import MAPPED_FIELDS
-from ragshield.services.datasets import (DatasetUsage, dataset_listing, dataset_names,
-                                         delete_as_previewed, deletion_preview, rename_dataset)
-from ragshield.services.people import caller_may_manage, require_admin
-from ragshield.services.uploads import (DETECT, FORMAT_CHOICES, ImportPlan, Progress, Upload,
-                                        UploadLimits, UploadRequest, open_upload, plan_import,
-                                        preview, run_import, suggested_dataset,
-                                        suggested_mapping, upload_request)
+from ragshield.services.annotation.people import caller_may_manage, require_admin
+from ragshield.services.data.column_mappings import MAPPED_FIELDS
+from ragshield.services.data.datasets import (DatasetUsage, dataset_listing, dataset_names,
+                                              delete_as_previewed, deletion_preview,
+                                              rename_dataset)
+from ragshield.services.data.uploads import (DETECT, FORMAT_CHOICES, ImportPlan, Progress, Upload,
+                                             UploadLimits, UploadRequest, open_upload, plan_import,
+                                             preview, run_import, suggested_dataset,
+                                             suggested_mapping, upload_request)
 from ragshield.types import Sample
 from ragshield.ui import transfer_panel
 from ragshield.ui.context import UiContext
@@ -45,7 +46,7 @@ ADMINS_ONLY = "Only an administrator may delete datasets."
 
 def may_manage(context: UiContext, request: Any) -> bool:
     """Whether the person behind `request` may delete datasets: anyone when the app runs
-    without logins, else only an admin (services/people.py)."""
+    without logins, else only an admin (services/annotation/people.py)."""
     return caller_may_manage(context.store, context.access, getattr(request, "username", None))
 
 

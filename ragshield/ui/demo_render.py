@@ -7,11 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from ragshield.services.policies import is_policy_rule
+from ragshield.services.learning.policies import is_policy_rule
+from ragshield.services.questions.ask_types import Fallback
+from ragshield.services.questions.asking import ABSTAIN_MESSAGE
+from ragshield.services.questions.claim_marks import ClaimMark, claim_marks
+from ragshield.services.questions.live_runs import LiveRecord
 from ragshield.services.rendering import fmt
-from ragshield.services.asking import ABSTAIN_MESSAGE, Fallback
-from ragshield.services.claim_marks import ClaimMark, claim_marks
-from ragshield.services.live_runs import LiveRecord
 from ragshield.types import (Answer, CostSummary, Passage, RuleDecision, Verdict, decision_word,
                              passage_label)
 from ragshield.ui.html_render import esc, marked_answer_html, message_html, table_html

@@ -19,21 +19,21 @@ from typing import Any, Callable, Iterator
 
 import gradio as gr
 
-from ragshield.errors import UserError
 from ragshield.config import Settings
-from ragshield.services.ask_choices import (ANSWERERS, CONFIGURED_MODEL as CONFIGURED,
-                                           JUDGE_MODEL_CHOICES, JUDGE_MODEL_NOTE,
-                                           LARGER_MODEL, MODEL_CHOICES,
-                                           MODEL_NOTE, corpus_names,
-                                           judge_choices, packaged_choice, rule_choices,
-                                           sample_choices)
-from ragshield.services.policies import policy_sources
-from ragshield.services.asking import (ABSTAIN_FALLBACK, FALLBACKS, LARGER_FALLBACK, MAX_NOISE,
-                                       NORAG_FALLBACK, RETRIEVAL_MODES, AskInputError,
-                                       AskRequest, PassageFinders, Prepared, answer_and_judge,
-                                       default_judges, default_rule, prepare)
-from ragshield.services.datasets import dataset_names
-from ragshield.services.demo_examples import DemoExample, demo_request, read_examples
+from ragshield.errors import UserError
+from ragshield.services.data.datasets import dataset_names
+from ragshield.services.learning.policies import policy_sources
+from ragshield.services.questions.ask_choices import (ANSWERERS, CONFIGURED_MODEL as CONFIGURED,
+                                                      JUDGE_MODEL_CHOICES, JUDGE_MODEL_NOTE,
+                                                      LARGER_MODEL, MODEL_CHOICES, MODEL_NOTE,
+                                                      corpus_names, judge_choices, packaged_choice,
+                                                      rule_choices, sample_choices)
+from ragshield.services.questions.ask_types import (ABSTAIN_FALLBACK, FALLBACKS, LARGER_FALLBACK,
+                                                    NORAG_FALLBACK, AskRequest, Prepared)
+from ragshield.services.questions.asking import (MAX_NOISE, RETRIEVAL_MODES, AskInputError,
+                                                 PassageFinders, answer_and_judge, default_judges,
+                                                 default_rule, prepare)
+from ragshield.services.questions.demo_examples import DemoExample, demo_request, read_examples
 from ragshield.types import KEEP, decision_word
 from ragshield.ui import demo_render
 from ragshield.ui.context import UiContext

@@ -1,9 +1,9 @@
-"""The People panel at the bottom of the Annotate tab: everyone who labels or may log in,
-with their role, where their login comes from, their labels, their progress on a dataset
-and their agreement with each of the others there (Cohen's kappa on the samples both
-labelled). An admin, or anyone in an app without logins, also gets a form to add a person
-and to change, disable or enable a login added in the app; the others see the table only
-(and services/people.py refuses them anyway). The rules live in services/people.py."""
+"""The People panel at the bottom of the Annotate tab: everyone who labels or may log in, with their
+role, where their login comes from, their labels, their progress on a dataset and their agreement
+with each of the others there (Cohen's kappa on the samples both labelled). An admin, or anyone in
+an app without logins, also gets a form to add a person and to change, disable or enable a login
+added in the app; the others see the table only (and services/annotation/people.py refuses them
+anyway). The rules live in services/annotation/people.py."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from typing import Any
 import gradio as gr
 
 from ragshield.errors import UserError
-from ragshield.services import people as people_service
-from ragshield.services.datasets import dataset_names
-from ragshield.services.labelling import default_dataset
-from ragshield.services.people import ACCOUNT_ROLES, ANNOTATOR, FROM_APP, Person
+from ragshield.services.annotation import people as people_service
+from ragshield.services.annotation.labelling import default_dataset
+from ragshield.services.annotation.people import ACCOUNT_ROLES, ANNOTATOR, FROM_APP, Person
+from ragshield.services.data.datasets import dataset_names
 from ragshield.services.rendering import fmt
 from ragshield.ui.context import UiContext
 from ragshield.ui.html_render import message_html, table_html

@@ -13,7 +13,7 @@ from typing import Any
 
 import gradio as gr
 
-from ragshield.services.datasets import dataset_names
+from ragshield.services.data.datasets import dataset_names
 from ragshield.services.database import Store
 
 

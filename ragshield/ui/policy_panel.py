@@ -1,8 +1,8 @@
-"""The Dashboard's policy panel: a policy in three clicks (a judge and a promise, a preview
-of what it buys on the run's labels, save), the saved versions with the risk each shows on
-the run, one of them pinned as the default rule of the Demo and the API, and the watch as a
-picture. What it shows comes from ragshield.services.policy_preview; this module renders it.
-The handlers are plain functions of the UiContext; `build_policy_panel` only wires them."""
+"""The Dashboard's policy panel: a policy in three clicks (a judge and a promise, a preview of what
+it buys on the run's labels, save), the saved versions with the risk each shows on the run, one of
+them pinned as the default rule of the Demo and the API, and the watch as a picture. What it shows
+comes from ragshield.services.learning.policy_preview; this module renders it. The handlers are
+plain functions of the UiContext; `build_policy_panel` only wires them."""
 
 from __future__ import annotations
 
@@ -12,13 +12,14 @@ from typing import Any
 import gradio as gr
 
 from ragshield.errors import OptionError, UserError
-from ragshield.services.asking import default_rule
+from ragshield.services.annotation.people import require_admin
 from ragshield.services.form_values import whole_number
-from ragshield.services.people import require_admin
-from ragshield.services.pinned_policy import pin_policy, pinned, unpin
-from ragshield.services.policies import fit_run_policy, list_policies
-from ragshield.services.policy_preview import (KINDS, Policy, Preview, percent, preview_policy,
-                                              scored_judges, versions_table, watch_curves)
+from ragshield.services.learning.pinned_policy import pin_policy, pinned, unpin
+from ragshield.services.learning.policies import fit_run_policy, list_policies
+from ragshield.services.learning.policy_preview import (KINDS, Policy, Preview, percent,
+                                                        preview_policy, scored_judges,
+                                                        versions_table, watch_curves)
+from ragshield.services.questions.asking import default_rule
 from ragshield.services.rendering import fmt, table_html
 from ragshield.types import Table
 from ragshield.ui.context import UiContext

@@ -1,6 +1,6 @@
 """The Demo tab's threshold panel: what keep = score >= t would have done on a stored run
 (coverage and risk, beside the judge's own decisions), live as the slider moves. The
-numbers come from ragshield.services.thresholds."""
+numbers come from ragshield.services.runs.thresholds."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 import gradio as gr
 
 from ragshield.errors import UserError
-from ragshield.services.thresholds import (ScoreRange, ThresholdChoice, operating_points,
-                                           threshold_choice)
+from ragshield.services.runs.thresholds import (ScoreRange, ThresholdChoice, operating_points,
+                                                threshold_choice)
 from ragshield.ui.context import UiContext
 from ragshield.ui.demo_render import operating_points_html
 from ragshield.ui.html_render import message_html

@@ -1,6 +1,6 @@
 """The Data tab's "Results out" panel: download the label history, a run as a bundle, a
 run's report or a policy, and upload a policy file or a run bundle made elsewhere. The files
-are made and read by ragshield.services.downloads (through the services the CLI's export
+are made and read by ragshield.services.data.downloads (through the services the CLI's export
 and import commands call); this module wires them to Gradio components and says what
 happened. The Data tab calls `build` inside its accordion."""
 
@@ -12,13 +12,13 @@ from typing import Any, Callable, NamedTuple
 import gradio as gr
 
 from ragshield.errors import UserError
-from ragshield.services.datasets import dataset_names
-from ragshield.services.downloads import (ALL_DATASETS, PolicyChoice, labels_download,
-                                          policy_choices, policy_download, report_download,
-                                          run_bundle_download, upload_policy, upload_run)
-from ragshield.services.people import require_admin
-from ragshield.services.run_choices import RunChoice, pick_run, run_choices
-from ragshield.services.run_tables import TRUTHS
+from ragshield.services.annotation.people import require_admin
+from ragshield.services.data.datasets import dataset_names
+from ragshield.services.data.downloads import (ALL_DATASETS, PolicyChoice, labels_download,
+                                               policy_choices, policy_download, report_download,
+                                               run_bundle_download, upload_policy, upload_run)
+from ragshield.services.runs.run_choices import RunChoice, pick_run, run_choices
+from ragshield.services.runs.run_tables import TRUTHS
 from ragshield.ui.context import UiContext
 from ragshield.ui.html_render import message_html
 from ragshield.ui.picker_refresh import shown_choices, unless_shown

@@ -8,7 +8,7 @@ import sys
 from typing import Any, NoReturn
 
 from ragshield.cli import main
-from ragshield.services.guard import Guard
+from ragshield.services.guarding.guard import Guard
 
 
 def planted_bug(*_args: Any, **_kwargs: Any) -> NoReturn:

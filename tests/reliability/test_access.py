@@ -23,10 +23,10 @@ from gradio_client import Client
 from gradio_client.exceptions import AuthenticationError
 from sqlalchemy import func, select
 
-from ragshield.services.datasets import ensure_demo_dataset
+from ragshield.services.data.datasets import ensure_demo_dataset
 from ragshield.store.database import open_store
 from ragshield.store.models import Annotator, Label, Skip
-from ragshield.store.samples import import_samples
+from ragshield.store.sample_import import import_samples
 from ragshield.testing.synthetic_run import fill_synthetic_run
 from ragshield.types import Passage, Sample
 from tests.reliability.fake_openai import FakeOpenAIServer, Fault, Request

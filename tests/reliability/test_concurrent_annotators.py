@@ -29,12 +29,13 @@ from gradio_client import Client
 from sqlalchemy import func, select
 
 from ragshield.datasets.demo import DEMO_DATASET
-from ragshield.services.datasets import ensure_demo_dataset
+from ragshield.services.data.datasets import ensure_demo_dataset
 from ragshield.store.database import open_store
 from ragshield.store.labels import add_annotator, skip
 from ragshield.store.models import LABEL_VALUES, Annotator, Label, Sample, Skip
 from ragshield.store.runs import RunSummary, list_runs
-from ragshield.store.samples import dataset_id_of, import_samples
+from ragshield.store.sample_import import import_samples
+from ragshield.store.samples import dataset_id_of
 from ragshield.testing.app_client import browser_like_client, call_like_browser
 from ragshield.types import Passage
 from ragshield.types import Sample as DatasetSample

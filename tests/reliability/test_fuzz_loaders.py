@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ragshield.datasets import FORMATS, DatasetError, detect_format, load_dataset, parse_mapping
-from ragshield.services.datasets import import_file
+from ragshield.services.data.datasets import import_file
 from tests.reliability.scale import sized
 
 EXAMPLES = sized(40, 400)

@@ -16,12 +16,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from ragshield.services.datasets import ensure_demo_dataset
 from ragshield.run_config import RunConfig
+from ragshield.services.data.datasets import ensure_demo_dataset
 from ragshield.store.database import Store, open_store
 from ragshield.store.labels import add_annotator, add_label, sample_row_id, set_guidelines
 from ragshield.store.runs import RoleAnswer, create_run, save_sample, set_run_status
-from ragshield.store.samples import import_samples
+from ragshield.store.sample_import import import_samples
 from ragshield.types import Answer, LLMCall, Passage, Sample, Verdict
 from tests.reliability.scenario import Scenario
 

@@ -18,7 +18,7 @@ from pydantic import SecretStr
 from starlette.testclient import TestClient
 
 from ragshield.config import Settings
-from ragshield.services.live_runs import LIVE_DATASET
+from ragshield.services.questions.live_runs import LIVE_DATASET
 from ragshield.store.database import Store, open_store
 from ragshield.store.samples import count_samples, has_dataset
 from tests.reliability.fake_openai import Fault, FakeOpenAIServer

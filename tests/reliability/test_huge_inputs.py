@@ -19,12 +19,13 @@ from ragshield.answerers.context import TRUNCATION_MARK
 from ragshield.answerers.registry import make_answerer
 from ragshield.config import Settings
 from ragshield.datasets import load_dataset
-from ragshield.judges.registry import JUDGES, make_judges
+from ragshield.judges.builtin import JUDGES
+from ragshield.judges.registry import make_judges
 from ragshield.judging import judge_sample
 from ragshield.pipeline import RunModels, execute_run, start_run
 from ragshield.run_config import RunConfig
 from ragshield.store.runs import answer_records
-from ragshield.store.samples import import_samples
+from ragshield.store.sample_import import import_samples
 from ragshield.types import Passage, Sample
 from tests.fakes import ScriptedLLM, ScriptedReply
 from tests.reliability.scale import sized

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from ragshield.services.datasets import import_file
+from ragshield.html_to_markdown import html_to_markdown
 from ragshield.names import InvalidNameError
 from ragshield.retrieval import documents
 from ragshield.retrieval.documents import read_documents
 from ragshield.retrieval.errors import UnreadableFile
-from ragshield.html_to_markdown import html_to_markdown
+from ragshield.services.data.datasets import import_file
 from ragshield.store.database import open_store
 from ragshield.store.samples import dataset_names, load_sample
 from tests.test_cli import ROOT

@@ -23,7 +23,7 @@ from ragshield.store.label_transfer import (LabelExportError, LabelImportError, 
 from ragshield.store.labels import (LabelValueError, RequestIdReusedError, add_annotator,
                                     add_label, label_history, undo)
 from ragshield.store.models import Label
-from ragshield.store.samples import import_samples
+from ragshield.store.sample_import import import_samples
 from ragshield.types import Passage, Sample
 from tests.test_cli import ROOT, run_cli
 

@@ -22,17 +22,17 @@ from typing import Callable, Iterator, Sequence
 import pytest
 from sqlalchemy import func, select, update
 
-from ragshield.services.datasets import ensure_demo_dataset
 from ragshield.doctor import DOCTOR_QUESTION, SPEED_TOKENS, generation_speed
 from ragshield.llm.base import BackendBase
 from ragshield.pipeline import RunModels, execute_run, start_run
 from ragshield.run_config import RunConfig
+from ragshield.services.data.datasets import ensure_demo_dataset
+from ragshield.services.runs.runs import RunLauncher
 from ragshield.store.database import Store
 from ragshield.store.models import AnswerRow, Run, utcnow
 from ragshield.store.run_owner import STALE_AFTER, Owner, RunHeldError, claim_run
 from ragshield.store.runs import get_run, list_runs
 from ragshield.types import Completion
-from ragshield.services.runs import RunLauncher
 from tests.fakes import ScriptedLLM, ScriptedReply
 from tests.reliability.consistency import check_complete_exactly_once
 from tests.reliability.fake_openai import Fault, FakeOpenAIServer

@@ -19,7 +19,7 @@ from typing import Iterator
 
 import pytest
 
-from ragshield.services.datasets import ensure_demo_dataset
+from ragshield.services.data.datasets import ensure_demo_dataset
 from ragshield.store.database import open_store
 from ragshield.store.samples import count_samples
 from tests.reliability.consistency import check_complete_exactly_once, check_sqlite_file

@@ -18,7 +18,7 @@ from ragshield.judging import judge_sample
 from ragshield.pipeline import RunModels, execute_run, start_run
 from ragshield.run_config import RunConfig
 from ragshield.store.models import AnswerRow, VerdictRow
-from ragshield.store.samples import import_samples
+from ragshield.store.sample_import import import_samples
 from ragshield.types import Message, Passage, Sample
 from tests.fakes import ScriptedLLM, ScriptedReply
 

@@ -20,8 +20,8 @@ import httpx
 import pytest
 
 from ragshield.policies.policy import Policy
-from ragshield.services.live_runs import LIVE_DATASET, LIVE_STATUS
-from ragshield.services.policies import save_policy
+from ragshield.services.learning.policies import save_policy
+from ragshield.services.questions.live_runs import LIVE_DATASET, LIVE_STATUS
 from ragshield.store.database import Store, open_store
 from ragshield.store.runs import iter_main_answers, list_runs
 from ragshield.store.samples import count_samples

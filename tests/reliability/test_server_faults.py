@@ -18,7 +18,7 @@ from ragshield.pipeline import RunOutcome, execute_run, start_run
 from ragshield.run_config import RunConfig
 from ragshield.store.database import Store, open_store
 from ragshield.store.runs import failures, verdict_records
-from ragshield.store.samples import import_samples
+from ragshield.store.sample_import import import_samples
 from ragshield.types import Passage, Sample
 from tests.reliability.consistency import check_complete_exactly_once
 from tests.reliability.fake_openai import Fault, FakeOpenAIServer, Request

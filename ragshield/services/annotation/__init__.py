@@ -1,0 +1,2 @@
+"""Labelling and people: the annotation queue and labels, agreement among annotators,
+and who may sign in and manage."""

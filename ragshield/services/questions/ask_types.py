@@ -1,0 +1,107 @@
+"""The shapes of one ask, from the request to the result: what asking (services/questions/asking.py)
+makes and what keeping it in a live run (services/questions/live_runs.py) reads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ragshield.answerers.base import Answerer
+from ragshield.datasets.demo import DEMO_DATASET
+from ragshield.judges.base import Judge
+from ragshield.judges.judge_readers import JudgeReaders
+from ragshield.judging import JudgedSample, Rule
+from ragshield.retrieval.demo_corpus import DEMO_CORPUS_NAME
+from ragshield.services.questions.redaction import WITHHOLD, Redaction
+from ragshield.types import Answer, GivenAnswer, Passage, Sample
+
+FALLBACKS = ("abstain message", "No-RAG answer", "larger-model answer")
+ABSTAIN_FALLBACK, NORAG_FALLBACK, LARGER_FALLBACK = FALLBACKS
+
+
+@dataclass(frozen=True)
+class AskRequest:
+    """One question through the system: typed (`question`, retrieved from `corpus`, or
+    read with the `passages` it comes with) or stored (`sample_id` of `dataset`, with its
+    own passages); `noise` random chunks of `corpus` are added either way. With
+    `given_answer` (a typed question only) no model answers: the given answer is judged as
+    it is. `rule` None: the default rule (`default_rule`: a pinned policy, else the configured
+    one) where it fits the judges, else majority."""
+
+    question: str | None = None
+    sample_id: str | None = None
+    dataset: str = DEMO_DATASET
+    corpus: str = DEMO_CORPUS_NAME
+    mode: str = "hybrid"
+    k: int = 3
+    noise: int = 0
+    answerer: str | None = None  # None: Settings.answerer
+    judges: tuple[str, ...] | None = None  # None: default_judges
+    rule: str | None = None
+    fallback: str = ABSTAIN_FALLBACK
+    model: str | None = None  # a packaged model to answer with; None: the configured
+    # A packaged model every judge reads from, or "self" (the answering model); None:
+    # Settings.judge_model, and without one the measured default (judges/judge_readers.py).
+    judge_model: str | None = None
+    keep_record: bool = True  # keep the question, answer and verdicts in a live run
+    passages: tuple[Passage, ...] | None = None  # None: retrieved (typed) or the sample's own
+    given_answer: GivenAnswer | None = None  # an outside system's answer to judge
+    # A latency budget for the judges (judge_budget.py; the guard's calls), and what to do
+    # when the rule cannot decide within it; None: the settings' (guard_budget_ms, ...).
+    budget_ms: int | None = None
+    on_budget: str | None = None
+    # An answer some of whose sentences the passages do not support: withheld or shown whole as the
+    # rule decides ("withhold"), or shown without them ("redact"; services/questions/redaction.py).
+    on_unsupported: str = WITHHOLD
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A checked request made concrete: the sample with its passages, where they came from
+    in words, and the answerer, judges (in the order they run: judging.deciding_first) and
+    rule that will run."""
+
+    request: AskRequest
+    sample: Sample
+    source: str
+    answerer: Answerer
+    judges: list[Judge]
+    rule: Rule  # a rule's name, or the stored policy a policy rule names
+    rule_note: str | None = None
+    rule_reason: str = ""  # why this rule decides, in words
+    readers: JudgeReaders = JudgeReaders()  # the model each judge reads from
+
+    @property
+    def needs_model(self) -> bool:
+        """Whether the ask calls a model: to write the answer, for a judge that reads one
+        (it requires a capability of it), or for a fallback answer. Without one it neither
+        opens a model nor waits for its turn at one."""
+        return (self.request.given_answer is None or self.request.fallback != ABSTAIN_FALLBACK
+                or any(judge.reads_model(self.sample) for judge in self.judges))
+
+
+@dataclass(frozen=True)
+class Fallback:
+    """What the user sees instead of an answer that was not kept: the fixed abstain message
+    (no answer) or another answer to the same question."""
+
+    strategy: str
+    answer: Answer | None = None
+    model: str = ""
+
+
+@dataclass
+class AskResult:
+    prepared: Prepared
+    judged: JudgedSample
+    model: str  # the model that answered
+    fallback: Fallback | None = None  # None when the answer was kept
+    redaction: Redaction | None = None  # the answer shown shortened (on_unsupported=redact)
+    record: Any = None  # the live run's record of this ask (questions.live_runs.LiveRecord)
+
+    @property
+    def answer_model(self) -> str | None:
+        """The model that wrote the answer: the outside system's for a given answer (None
+        when it did not say), else ours."""
+        given = self.prepared.request.given_answer
+        return given.model if given is not None else self.model

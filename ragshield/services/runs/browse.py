@@ -1,0 +1,271 @@
+"""Browsing a run: its wide frame (one row per sample, every judge side by side), the
+filters over it, and the rows shown.
+
+The frame is built once per version of a run's tables (a pivot of the verdicts, seconds
+for nothing: tens of milliseconds for 10k samples x 10 judges) and kept while the tables
+stay the same objects, so a filter is a few boolean masks over it.
+
+Folds follow docs/METHODS.md 1 with answerable = the answer is correct under the chosen truth
+(the RC-RAG label): those of ragshield.metrics.risk, or "-" when the judge gave no decision
+(unavailable, failed, or not run on the sample).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, replace
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from ragshield.config import GROUNDED_RULE
+from ragshield.errors import UserError
+from ragshield.evaluation import RunTables
+from ragshield.judging import (ABSTAINED, DEFERRED, KEPT, NOT_RUN, UNDECIDED, decision_codes,
+                               keep_counts)
+from ragshield.metrics.labels import ANSWERABLE, UNANSWERABLE
+from ragshield.metrics.risk import FOLDS
+from ragshield.policies.answer_rule import shipped_rule
+from ragshield.policies.policy import DEFER, Policy, config_rule
+from ragshield.policies.stacked_score import run_features
+from ragshield.services.learning.policies import policy_scores
+from ragshield.services.runs.run_tables import RunTablesCache, remember
+from ragshield.types import ABSTAIN, KEEP
+
+DECISION = "decision"  # the run's decision rule, shown beside the judges in the fold filter
+LABEL_STATES = ("any", "labelled", "unlabelled")
+NONE = "-"
+KEEP_WORDS = {KEPT: KEEP, ABSTAINED: ABSTAIN, UNDECIDED: NONE, NOT_RUN: NONE,
+              DEFERRED: DEFER}
+SHOWN_ROWS = 500
+CELL_CHARS = 300  # question and answer cells are cut here; the case study shows all
+
+
+def keep_column(judge: str) -> str:
+    return f"keep:{judge}"
+
+
+def fold_column(judge: str) -> str:
+    return f"fold:{judge}"
+
+
+@dataclass(frozen=True)
+class BrowseFrame:
+    """A run's wide frame and what it was built from."""
+
+    run_id: int
+    rule: str
+    judges: tuple[str, ...]  # in the run's order
+    rows: pd.DataFrame
+
+
+def run_judges(tables: RunTables) -> tuple[str, ...]:
+    """The run's judges: those of its config first, then any other with a verdict."""
+    configured = [str(j) for j in tables.config.get("judges", [])]
+    seen = list(dict.fromkeys(configured + list(tables.verdicts["judge"].unique())))
+    return tuple(seen)
+
+
+def keep_codes(verdicts: pd.DataFrame, sample_ids: pd.Series,
+               judges: tuple[str, ...]) -> np.ndarray:
+    """Sample x judge matrix of KEPT / ABSTAINED / UNDECIDED / NOT_RUN, in sample order."""
+    keep = verdicts["keep"]
+    codes = np.where(keep.isna(), UNDECIDED, np.where(keep.eq(True), KEPT, ABSTAINED))
+    long = pd.Series(codes, index=pd.MultiIndex.from_arrays(
+        [verdicts["sample_id"], verdicts["judge"]]))
+    wide = long.unstack(fill_value=NOT_RUN) if len(long) else pd.DataFrame(index=[])
+    return wide.reindex(index=sample_ids, columns=list(judges),
+                        fill_value=NOT_RUN).to_numpy(dtype=int)
+
+
+def _folds(codes: np.ndarray, answerable: np.ndarray) -> np.ndarray:
+    """Each sample's fold under a judge's keep codes. FOLDS is (AK, AD, UK, UD): answerable
+    before unanswerable, kept before discarded."""
+    index = np.where(answerable, 0, 2) + np.where(codes == KEPT, 0, 1)
+    return np.where(np.isin(codes, (KEPT, ABSTAINED)), np.asarray(FOLDS)[index], NONE)
+
+
+def _human_differs(samples: pd.DataFrame, auto_samples: pd.DataFrame) -> np.ndarray:
+    """A human majority label (answerable / unanswerable) against the automatic
+    "passages support an answer" of the same sample."""
+    human = samples["human_label"]
+    auto = samples["sample_id"].map(auto_samples.set_index("sample_id")["passages_support"])
+    decided = human.isin([ANSWERABLE, UNANSWERABLE]) & auto.notna()
+    return (decided & (human.eq(ANSWERABLE) != auto.eq(True))).to_numpy()
+
+
+def run_decisions(tables: RunTables, codes: np.ndarray, judges: tuple[str, ...]) -> np.ndarray:
+    """The run's decision on each sample: by its policy (from its judge's scores) or by
+    its rule (from the judges' keep codes)."""
+    rule = config_rule(tables.config)
+    if isinstance(rule, Policy):
+        return rule.decision_codes(policy_scores(tables, rule))
+    if rule == GROUNDED_RULE:
+        return _grounded_codes(tables)
+    return decision_codes(codes, judges, rule)
+
+
+def _grounded_codes(tables: RunTables) -> np.ndarray:
+    """The grounded rule's decisions from the run's scores (a refusal withheld, a sample none
+    of its judges scored undecided), as judging.decide makes them one by one."""
+    grounded = shipped_rule()
+    probability = grounded.score.score_frame(run_features(tables.verdicts,
+                                                          tables.samples["sample_id"]))
+    codes = np.where(np.isnan(probability), UNDECIDED,
+                     np.where(probability >= grounded.threshold, KEPT, ABSTAINED))
+    return np.where(tables.samples["refusal"].to_numpy(dtype=bool), ABSTAINED, codes)
+
+
+def build_frame(tables: RunTables, auto_tables: RunTables) -> BrowseFrame:
+    """One row per sample of `tables` (the chosen truth); `auto_tables` are the same run's
+    tables under truth auto (the same object when the truth is auto)."""
+    judges = run_judges(tables)
+    rule = str(tables.config.get("rule", ""))
+    samples = tables.samples
+    if samples.empty:
+        columns = ["sample_id", "question", "answer", DECISION, fold_column(DECISION),
+                   *map(keep_column, judges), *map(fold_column, judges),
+                   "disagree", "labelled", "human_differs", "text"]
+        return BrowseFrame(tables.run_id, rule, judges, pd.DataFrame(columns=columns))
+    codes = keep_codes(tables.verdicts, samples["sample_id"], judges)
+    answerable = samples["answer_correct"].fillna(False).astype(bool).to_numpy()
+    decision = run_decisions(tables, codes, judges)
+    question, answer = samples["question"].fillna(""), samples["answer"].fillna("")
+    sample_id = samples["sample_id"].astype(str)
+    columns: dict[str, object] = {
+        "sample_id": sample_id.to_numpy(), "question": question.to_numpy(),
+        "answer": answer.to_numpy(),
+        DECISION: pd.Series(decision).map(KEEP_WORDS).to_numpy(),
+        fold_column(DECISION): _folds(decision, answerable),
+    }
+    for index, judge in enumerate(judges):
+        column = codes[:, index]
+        columns[keep_column(judge)] = pd.Series(column).map(KEEP_WORDS).to_numpy()
+        columns[fold_column(judge)] = _folds(column, answerable)
+    keeps, deciding = keep_counts(codes)
+    columns["disagree"] = (keeps > 0) & (keeps < deciding)
+    columns["labelled"] = samples["human_label"].notna().to_numpy()
+    columns["human_differs"] = _human_differs(samples, auto_tables.samples)
+    columns["text"] = (sample_id + "\n" + question + "\n" + answer).str.lower().to_numpy()
+    return BrowseFrame(tables.run_id, rule, judges, pd.DataFrame(columns))
+
+
+class BrowseFrames:
+    """Wide frames of the few most recently browsed (run, truth) pairs. An entry is reused
+    while the run tables cache hands out the very same table object, i.e. until the run or
+    its labels change; the automatic tables are then not asked for again (they change
+    together with the chosen truth's tables)."""
+
+    def __init__(self, size: int = 4) -> None:
+        self.size = size
+        self._entries: OrderedDict[tuple[int, str], tuple[RunTables, BrowseFrame]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, tables: RunTables, auto_tables: Callable[[], RunTables]) -> BrowseFrame:
+        """The frame of `tables`; `auto_tables` gives the run's tables under truth auto,
+        called only when the frame is built."""
+        key = (tables.run_id, tables.truth)
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None and entry[0] is tables:
+                self._entries.move_to_end(key)
+                return entry[1]
+        frame = build_frame(tables, tables if tables.truth == "auto" else auto_tables())
+        with self._lock:
+            remember(self._entries, key, (tables, frame), self.size)
+        return frame
+
+
+def run_frame(cache: RunTablesCache, frames: BrowseFrames, run_id: int,
+              truth: str) -> tuple[RunTables, BrowseFrame]:
+    """The run's tables under `truth` and its wide frame (built once per tables version)."""
+    tables = cache.get(run_id, truth)
+    return tables, frames.get(tables, lambda: cache.get(run_id, "auto"))
+
+
+class FilterError(UserError, ValueError):
+    """A filter value that is not one of the choices."""
+
+
+@dataclass(frozen=True)
+class BrowseFilters:
+    fold_judge: str = DECISION
+    folds: tuple[str, ...] = ()  # empty: any fold
+    disagree: bool = False
+    label_state: str = "any"
+    human_differs: bool = False
+    search: str = ""
+
+
+def filter_rows(frame: BrowseFrame, filters: BrowseFilters) -> pd.DataFrame:
+    """The rows of `frame` that pass every filter, in sample order."""
+    rows = frame.rows
+    if filters.fold_judge not in (DECISION, *frame.judges):
+        raise FilterError(f"run {frame.run_id} has no judge {filters.fold_judge!r}; "
+                          f"choose {DECISION} or one of {', '.join(frame.judges) or 'none'}")
+    unknown = sorted(set(filters.folds) - set(FOLDS))
+    if unknown:
+        raise FilterError(f"unknown fold(s) {', '.join(unknown)}; folds are {', '.join(FOLDS)}")
+    if filters.label_state not in LABEL_STATES:
+        raise FilterError(f"label state must be one of {', '.join(LABEL_STATES)}, "
+                          f"got {filters.label_state!r}")
+    mask = np.ones(len(rows), dtype=bool)
+    if filters.folds:
+        mask &= rows[fold_column(filters.fold_judge)].isin(filters.folds).to_numpy()
+    if filters.disagree:
+        mask &= rows["disagree"].to_numpy(dtype=bool)
+    if filters.label_state != "any":
+        labelled = rows["labelled"].to_numpy(dtype=bool)
+        mask &= labelled if filters.label_state == "labelled" else ~labelled
+    if filters.human_differs:
+        mask &= rows["human_differs"].to_numpy(dtype=bool)
+    needle = filters.search.strip().lower()
+    if needle:
+        mask &= rows["text"].str.contains(needle, regex=False).to_numpy(dtype=bool)
+    return rows[mask]
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= CELL_CHARS else text[:CELL_CHARS - 1] + "…"
+
+
+def shown_table(frame: BrowseFrame, rows: pd.DataFrame, fold_judge: str,
+                limit: int = SHOWN_ROWS) -> pd.DataFrame:
+    """The first `limit` rows as plain text: sample, question, answer, decision, the fold
+    of `fold_judge`, each judge's keep, and the flags."""
+    head = rows.head(limit)
+    flag = {True: "yes", False: ""}
+    shown = {
+        "sample": head["sample_id"], "question": head["question"].map(_cut),
+        "answer": head["answer"].map(_cut), DECISION: head[DECISION],
+        f"fold ({fold_judge})": head[fold_column(fold_judge)],
+        **{judge: head[keep_column(judge)] for judge in frame.judges},
+        "disagree": head["disagree"].map(flag), "labelled": head["labelled"].map(flag),
+        "human ≠ auto": head["human_differs"].map(flag),
+    }
+    return pd.DataFrame(shown).reset_index(drop=True)
+
+
+@dataclass(frozen=True)
+class BrowsedSamples:
+    frame: BrowseFrame
+    fold_judge: str  # the judge whose folds were filtered on
+    dropped_judge: str | None  # the fold judge asked for when the run lacks it (then DECISION)
+    matching: int  # how many samples pass the filters
+    table: pd.DataFrame  # the first of them, as shown_table gives them
+
+
+def browse_samples(cache: RunTablesCache, frames: BrowseFrames, run_id: int, truth: str,
+                   filters: BrowseFilters, limit: int = SHOWN_ROWS) -> BrowsedSamples:
+    """The run's samples under `truth` that pass `filters`. A fold judge the run lacks (the
+    picker still shows the previous run's) falls back to the decision rather than failing.
+    Raises UnknownRunError, OptionError (truth) or FilterError."""
+    _, frame = run_frame(cache, frames, run_id, truth)
+    dropped = None
+    if filters.fold_judge not in (DECISION, *frame.judges):
+        dropped, filters = filters.fold_judge, replace(filters, fold_judge=DECISION)
+    rows = filter_rows(frame, filters)
+    return BrowsedSamples(frame, filters.fold_judge, dropped, len(rows),
+                          shown_table(frame, rows, filters.fold_judge, limit))
