@@ -73,7 +73,7 @@ from ragshield.llm.factory import make_llm  # noqa: E402
 from ragshield.llm.packaged_models import QWEN_05B, ensure_model  # noqa: E402
 from ragshield.services.guarding.guard import default_judges  # noqa: E402
 from ragshield.services.questions.ask_types import AskRequest  # noqa: E402
-from ragshield.services.questions.asking import ask_readers  # noqa: E402
+from ragshield.services.questions.settlement import ask_readers  # noqa: E402
 from ragshield.services.questions.live_runs import LIVE_DATASET, LIVE_STATUS  # noqa: E402
 from ragshield.store.database import open_store  # noqa: E402
 from ragshield.store.runs import list_runs  # noqa: E402

@@ -69,7 +69,8 @@ def _read_only(llm, messages) -> float:
 def demo_latency(args: argparse.Namespace) -> None:
     from ragshield.services.data.datasets import ensure_demo_dataset
     from ragshield.services.questions.ask_types import AskRequest
-    from ragshield.services.questions.asking import OpenedModels, ask, ask_readers
+    from ragshield.services.questions.asking import OpenedModels, ask
+    from ragshield.services.questions.settlement import ask_readers
     from ragshield.services.questions.demo_examples import demo_request
     from ragshield.store.samples import list_samples
 

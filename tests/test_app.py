@@ -18,7 +18,7 @@ from gradio_client.exceptions import AppError, AuthenticationError
 
 from ragshield.config import Settings
 from ragshield.judges.builtin import JUDGES
-from ragshield.services.questions.asking import default_judges
+from ragshield.services.questions.settlement import default_judges
 from ragshield.store.database import open_store
 from ragshield.store.labels import get_guidelines
 from ragshield.store.runs import list_runs

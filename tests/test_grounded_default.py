@@ -15,7 +15,7 @@ from ragshield.judging import choose_rule, decide, deciding_first, rule_judges
 from ragshield.judges.registry import make_judges
 from ragshield.policies.answer_rule import shipped_rule
 from ragshield.services.questions.ask_choices import rule_choices
-from ragshield.services.questions.asking import default_judges, default_rule
+from ragshield.services.questions.settlement import default_judges, default_rule
 from ragshield.services.runs.runs import RULES, form_defaults
 from ragshield.types import Verdict
 

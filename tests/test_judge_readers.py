@@ -15,8 +15,8 @@ from ragshield.llm.packaged_models import DEFAULT_MODEL, LARGER_MODEL, SMALLEST_
 from ragshield.pipeline import _SampleWorker, open_models
 from ragshield.run_config import RunConfig, RunConfigError, check_config, with_readers
 from ragshield.services.questions.ask_types import AskRequest
-from ragshield.services.questions.asking import (AskInputError, OpenedModels, ask, check_request,
-                                                 prepare)
+from ragshield.services.questions.asking import OpenedModels, ask, prepare
+from ragshield.services.questions.settlement import AskInputError, check_request
 from ragshield.services.runs.runs import record_run
 from ragshield.store.runs import get_run
 from ragshield.types import Passage

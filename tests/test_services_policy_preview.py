@@ -24,7 +24,8 @@ from ragshield.services.learning.policies import (fit_run_policy, labelled_score
 from ragshield.services.learning.policy_preview import (preview_policy, promise_words,
                                                         versions_table, watch_curves)
 from ragshield.services.questions.ask_types import AskRequest
-from ragshield.services.questions.asking import ask, default_judges, default_rule, prepare
+from ragshield.services.questions.asking import ask, prepare
+from ragshield.services.questions.settlement import default_judges, default_rule
 from ragshield.services.runs.run_tables import RunTablesCache
 from ragshield.services.runs.runs import record_run
 from ragshield.store.policies import UnknownPolicyError

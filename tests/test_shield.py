@@ -13,7 +13,7 @@ import ragshield
 from ragshield.config import Settings
 from ragshield.errors import UserError
 from ragshield.services.guarding.guard import judge_catalogue
-from ragshield.services.questions.asking import default_judges
+from ragshield.services.questions.settlement import default_judges
 from ragshield.services.questions.live_runs import LIVE_DATASET
 from ragshield.store.database import open_store
 from ragshield.store.runs import list_runs

@@ -23,7 +23,8 @@ from ragshield.retrieval.encoding import Embedder
 from ragshield.retrieval.ingest import IngestOptions, ingest_corpus
 from ragshield.services.data.datasets import ensure_demo_dataset
 from ragshield.services.questions.ask_choices import rule_choices, sample_choices
-from ragshield.services.questions.asking import ABSTAIN_MESSAGE, rule_reason
+from ragshield.services.questions.asking import ABSTAIN_MESSAGE
+from ragshield.services.questions.settlement import rule_reason
 from ragshield.services.questions.demo_examples import DemoExample
 from ragshield.services.runs.thresholds import score_range, scored_judges, threshold_choice
 from ragshield.store.database import Store, open_store

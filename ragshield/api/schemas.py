@@ -15,8 +15,8 @@ from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Di
 from ragshield.services.questions.ask_choices import (DEFAULT_MODEL, LARGER_MODEL,
                                                       MAX_MODEL_LENGTH, PACKAGED_MODELS, SELF)
 from ragshield.services.questions.ask_types import FALLBACKS
-from ragshield.services.questions.asking import (MAX_ANSWER_CHARS, MAX_NOISE, MAX_QUESTION_CHARS,
-                                                 RETRIEVAL_MODES)
+from ragshield.services.questions.settlement import (MAX_ANSWER_CHARS, MAX_NOISE,
+                                                     MAX_QUESTION_CHARS, RETRIEVAL_MODES)
 
 MAX_PASSAGES = 50
 MAX_PASSAGE_CHARS = 20_000

@@ -47,6 +47,7 @@ def ask(
     from ragshield.services.questions.ask_types import AskRequest
     from ragshield.services.questions.asking import OpenedModels, ask as ask_question
     from ragshield.services.questions.decision_json import decision_json
+    from ragshield.services.questions.settlement import settle
 
     if (question is None) == (sample is None):
         typer.echo("error: give exactly one of --question or --sample", err=True)
@@ -60,7 +61,8 @@ def ask(
     with user_errors(), opened_store(settings) as store:
         if sample is not None:
             ensure_demo_dataset(store)
-        result = ask_question(store, settings, OpenedModels(settings, store), request)
+        settled = settle(store, settings, request)
+        result = ask_question(store, settings, OpenedModels(settings, store), settled)
     if result.prepared.rule_note:
         typer.echo(f"note: {result.prepared.rule_note}", err=True)
     payload = decision_json(result, trace=True, passages=True)

@@ -30,6 +30,7 @@ from ragshield.services.questions.asking import (OpenedModels, PassageFinders, a
                                                  prepare)
 from ragshield.services.questions.decision_json import decision_json, shown_text
 from ragshield.services.questions.redaction import WITHHOLD
+from ragshield.services.questions.settlement import settle
 from ragshield.types import GivenAnswer, Passage, TokenLogprob, Verdict, decision_word
 
 IN_MEMORY = "sqlite://"
@@ -169,7 +170,8 @@ class Shield:
         return judge_catalogue(self.settings)
 
     def _decide(self, request: AskRequest) -> Decision:
-        prepared = prepare(self.store, self.settings, request, self.finders)
+        settled = settle(self.store, self.settings, request)
+        prepared = prepare(self.store, self.settings, settled, self.finders)
         gate = self.gate.turn(prepared)
         started = time.monotonic()
         with gate:

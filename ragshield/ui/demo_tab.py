@@ -30,10 +30,10 @@ from ragshield.services.questions.ask_choices import (ANSWERERS, CONFIGURED_MODE
                                                       rule_choices, sample_choices)
 from ragshield.services.questions.ask_types import (ABSTAIN_FALLBACK, FALLBACKS, LARGER_FALLBACK,
                                                     NORAG_FALLBACK, AskRequest, Prepared)
-from ragshield.services.questions.asking import (MAX_NOISE, RETRIEVAL_MODES, AskInputError,
-                                                 PassageFinders, answer_and_judge, default_judges,
-                                                 default_rule, prepare)
+from ragshield.services.questions.asking import PassageFinders, answer_and_judge, prepare
 from ragshield.services.questions.demo_examples import DemoExample, demo_request, read_examples
+from ragshield.services.questions.settlement import (MAX_NOISE, RETRIEVAL_MODES, AskInputError,
+                                                     defaults, settle)
 from ragshield.types import KEEP, decision_word
 from ragshield.ui import demo_render
 from ragshield.ui.context import UiContext
@@ -155,7 +155,8 @@ def ask(context: UiContext, form: DemoForm,
     started = time.monotonic()
     try:
         yield message_html("Finding the passages…")
-        prepared = prepare(context.store, context.settings, form.request(),
+        settled = settle(context.store, context.settings, form.request())
+        prepared = prepare(context.store, context.settings, settled,
                            finders or PassageFinders(context.settings))
     except UserError as exc:
         yield message_html(str(exc), "error")
@@ -279,7 +280,7 @@ def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
     judges.change(on_judges, inputs=[judges, rule], outputs=rule, api_name="demo_rules")
     all_judges.click(lambda: judge_choices(settings), outputs=judges,
                      api_name="demo_all_judges")
-    fast_judges.click(lambda: list(default_judges(settings, store=context.store)),
+    fast_judges.click(lambda: list(defaults(settings, context.store).judges),
                       outputs=judges, api_name="demo_fast_judges")
     applied = gr.State(built)  # the defaults this page shows
     gr.on([page.load, tab.select], lambda shown: followed_defaults(context, shown), applied,
@@ -295,9 +296,9 @@ def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
 def rule_defaults(context: UiContext) -> tuple[list[str], list[str], str]:
     """The judges the form starts with, and the rules offered with the one chosen: those of
     the default rule (the policy pinned on the Dashboard, else the configured rule)."""
-    default = default_rule(context.settings, context.store)
-    judges = list(default_judges(context.settings, default.rule, context.store))
-    rules, rule = rule_choices(judges, default.rule, policy_sources(context.store))
+    found = defaults(context.settings, context.store)
+    judges = list(found.judges)
+    rules, rule = rule_choices(judges, found.rule.rule, policy_sources(context.store))
     return judges, rules, rule
 
 

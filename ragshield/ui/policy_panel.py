@@ -19,7 +19,7 @@ from ragshield.services.learning.policies import fit_run_policy, list_policies
 from ragshield.services.learning.policy_preview import (KINDS, Policy, Preview, percent,
                                                         preview_policy, scored_judges,
                                                         versions_table, watch_curves)
-from ragshield.services.questions.asking import default_rule
+from ragshield.services.questions.settlement import default_rule
 from ragshield.services.rendering import fmt, table_html
 from ragshield.types import Table
 from ragshield.ui.context import UiContext

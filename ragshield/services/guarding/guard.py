@@ -34,12 +34,13 @@ from ragshield.llm.packaged_models import PACKAGED_MODELS
 from ragshield.llm.upstream import (UpstreamBadReply, UpstreamChat, UpstreamError,  # noqa: F401
                                      UpstreamReply)
 from ragshield.services.guarding.upstream_logprobs import UpstreamLogprobs
-from ragshield.services.questions.ask_types import LARGER_FALLBACK, AskRequest, AskResult, Prepared
-from ragshield.services.questions.asking import (MAX_ANSWER_CHARS, Models, PassageFinders,
-                                                 answer_and_judge, check_choices, default_judges,
-                                                 prepare)
+from ragshield.services.questions.ask_types import (LARGER_FALLBACK, AskRequest, AskResult,
+                                                    Prepared, Settlement)
+from ragshield.services.questions.asking import Models, PassageFinders, answer_and_judge, prepare
 from ragshield.services.questions.live_runs import keep_asked
 from ragshield.services.questions.redaction import WITHHOLD
+from ragshield.services.questions.settlement import (MAX_ANSWER_CHARS, answered, default_judges,
+                                                     settle)
 from ragshield.store.database import Store
 from ragshield.types import GivenAnswer, Passage
 
@@ -266,7 +267,8 @@ class Guard:
         in the live run. GuardBusy when too many calls wait; GuardTimeout past `deadline`."""
         started = time.monotonic()
         with self._turn():
-            guarded = self._judged(request, outcome, deadline, {}, started)
+            guarded = self._judged(self._settle(request), request.keep_record, outcome,
+                                   deadline, {}, started)
         guarded.seconds["total"] = time.monotonic() - started
         self._tell(context or CallContext("ask"), guarded)
         return guarded
@@ -284,7 +286,7 @@ class Guard:
             raise NoUpstream("no upstream endpoint is configured: start the server with "
                              "--upstream URL (or set RAGSHIELD_UPSTREAM_BASE_URL)")
         model = proxied.body.get("model")
-        judges = check_choices(self.store, self.settings, proxied.asking(
+        settled = self._settle(proxied.asking(
             GivenAnswer("the upstream's answer", model if isinstance(model, str) else None)))
 
         def relay(chunk: dict[str, Any]) -> None:
@@ -297,14 +299,15 @@ class Guard:
 
         with self._turn():
             started = time.monotonic()
-            reply = self.logprobs.complete(self.upstream, proxied.body, judges,
+            reply = self.logprobs.complete(self.upstream, proxied.body, settled.judges,
                                            lambda: _left(deadline), relay,
                                            outcome.when_given_up)
             _check_judgeable(reply, self.upstream.shown_url)
-            request = proxied.asking(GivenAnswer(reply.text, reply.model, reply.tokens))
-            answered = time.monotonic()
-            seconds = {"upstream": answered - started}
-            guarded = self._judged(request, outcome, deadline, seconds, answered)
+            settled = answered(settled, GivenAnswer(reply.text, reply.model, reply.tokens))
+            came = time.monotonic()
+            seconds = {"upstream": came - started}
+            guarded = self._judged(settled, proxied.keep_record, outcome, deadline, seconds,
+                                   came)
         guarded.upstream = reply
         guarded.seconds["total"] = time.monotonic() - started
         self._tell(context or CallContext("chat"), guarded)
@@ -330,20 +333,25 @@ class Guard:
         with self._count_lock:
             self.waiting += change
 
-    def _judged(self, request: AskRequest, outcome: Outcome, deadline: float,
+    def _settle(self, request: AskRequest) -> Settlement:
+        """The call settled once (settlement.settle), what the proxy can check before its
+        upstream answers included; its record is kept by the guard, not by the ask
+        (`_judged`: only while the caller still waits)."""
+        return settle(self.store, self.settings, replace(request, keep_record=False))
+
+    def _judged(self, settled: Settlement, keep: bool, outcome: Outcome, deadline: float,
                 seconds: dict[str, float], begun: float) -> Guarded:
-        """The call judged and kept; a budget counts from `begun` (the call's start, or for
-        the proxy when the upstream has answered)."""
+        """The call judged and, with `keep`, kept; a budget counts from `begun` (the call's
+        start, or for the proxy when the upstream has answered)."""
         running: list[Future[Any]] = []  # judges still at work when the budget passed
-        budget = self._budget(request, running, begun)
-        prepared = prepare(self.store, self.settings, replace(request, keep_record=False),
-                           self.finders)
+        budget = self._budget(settled, running, begun)
+        prepared = prepare(self.store, self.settings, settled, self.finders)
         gate, models = self.gate.turn(prepared), self.models
         waited = time.monotonic()
         if not gate.acquire(timeout=_left(min(deadline, budget.deadline if budget else deadline))):
             if budget is None or time.monotonic() > deadline:
                 raise GuardTimeout("the model stayed busy with other calls until the deadline")
-            if request.given_answer is None:
+            if settled.request.given_answer is None:
                 raise BudgetPassed(f"the model stayed busy past the {budget.milliseconds:,} ms "
                                    "budget: there is no answer to judge")
             gate, models = _NoTurn(), _NO_MODELS  # decide from what needs no model
@@ -359,22 +367,20 @@ class Guard:
             self._release(gate, running)
         if not outcome.keep():
             raise GuardTimeout("the caller gave up before the verdicts were in")
-        if request.keep_record:
+        if keep:
             started = time.monotonic()
             result.record = keep_asked(self.store, self.settings, result)
             seconds["storing"] = time.monotonic() - started
         return Guarded(result, seconds)
 
-    def _budget(self, request: AskRequest, running: list[Future[Any]],
+    def _budget(self, settled: Settlement, running: list[Future[Any]],
                 begun: float) -> Budget | None:
-        """The call's latency budget from `begun`, if it or the settings give one; with a
-        server backend the call's judges run `concurrency` at once."""
-        milliseconds = request.budget_ms or self.settings.guard_budget_ms
-        if milliseconds is None:
+        """The call's latency budget from `begun`, if it has one (settled: its own, else
+        the settings'); with a server backend the call's judges run `concurrency` at once."""
+        if settled.budget_ms is None:
             return None
-        remote = self.gate.for_request(request) is self.gate.remote
-        return Budget.starting_at(begun, milliseconds,
-                                  request.on_budget or self.settings.guard_on_budget,
+        remote = self.gate.for_request(settled.request) is self.gate.remote
+        return Budget.starting_at(begun, settled.budget_ms, settled.on_budget,
                                   self.settings.concurrency if remote else 1, running.extend)
 
     def _release(self, gate: Any, running: list[Future[Any]]) -> None:

@@ -1,10 +1,11 @@
-"""The shapes of one ask, from the request to the result: what asking (services/questions/asking.py)
-makes and what keeping it in a live run (services/questions/live_runs.py) reads."""
+"""The shapes of one ask, from the request to the result: the request, what settling it
+decides (services/questions/settlement.py), what asking (services/questions/asking.py) makes
+and what keeping it in a live run (services/questions/live_runs.py) reads."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ragshield.answerers.base import Answerer
 from ragshield.datasets.demo import DEMO_DATASET
@@ -25,8 +26,8 @@ class AskRequest:
     read with the `passages` it comes with) or stored (`sample_id` of `dataset`, with its
     own passages); `noise` random chunks of `corpus` are added either way. With
     `given_answer` (a typed question only) no model answers: the given answer is judged as
-    it is. `rule` None: the default rule (`default_rule`: a pinned policy, else the configured
-    one) where it fits the judges, else majority."""
+    it is. `rule` None: the default rule (settlement.default_rule: a pinned policy, else the
+    configured one) where it fits the judges, else majority."""
 
     question: str | None = None
     sample_id: str | None = None
@@ -36,7 +37,7 @@ class AskRequest:
     k: int = 3
     noise: int = 0
     answerer: str | None = None  # None: Settings.answerer
-    judges: tuple[str, ...] | None = None  # None: default_judges
+    judges: tuple[str, ...] | None = None  # None: settlement.default_judges
     rule: str | None = None
     fallback: str = ABSTAIN_FALLBACK
     model: str | None = None  # a packaged model to answer with; None: the configured
@@ -55,21 +56,63 @@ class AskRequest:
     on_unsupported: str = WITHHOLD
 
 
+class DefaultRule(NamedTuple):
+    """The rule that decides where none is named, and why it is the default, in words."""
+
+    rule: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Settlement:
+    """Everything one ask will do, settled once from the request, the server's settings and
+    the store (settlement.settle); nothing after it resolves a default again. The request's
+    own fields (the passages, model, fallback, on_unsupported) are as it asked."""
+
+    request: AskRequest  # checked; the API key's defaults merged in
+    judges: tuple[Judge, ...]  # built with their readers' thresholds, in deciding order
+    readers: JudgeReaders  # the model each judge reads from, fitted judges pinned to theirs
+    rule: Rule  # a rule's name, or the stored policy a policy rule names (read once)
+    rule_note: str | None  # set when the default rule did not fit the judges
+    rule_reason: str  # why this rule decides, in words: the page and the API show it
+    answerer: str  # the answerer's name (the given-answer one for a given answer)
+    budget_ms: int | None  # the judges' latency budget of a guard call (None: none)
+    on_budget: str  # what a guard call does when the rule cannot decide within it
+
+
 @dataclass(frozen=True)
 class Prepared:
-    """A checked request made concrete: the sample with its passages, where they came from
-    in words, and the answerer, judges (in the order they run: judging.deciding_first) and
-    rule that will run."""
+    """A settled request made concrete: the sample with its passages, where they came from
+    in words, and the answerer that will write the answer."""
 
-    request: AskRequest
+    settled: Settlement
     sample: Sample
     source: str
     answerer: Answerer
-    judges: list[Judge]
-    rule: Rule  # a rule's name, or the stored policy a policy rule names
-    rule_note: str | None = None
-    rule_reason: str = ""  # why this rule decides, in words
-    readers: JudgeReaders = JudgeReaders()  # the model each judge reads from
+
+    @property
+    def request(self) -> AskRequest:
+        return self.settled.request
+
+    @property
+    def judges(self) -> tuple[Judge, ...]:
+        return self.settled.judges
+
+    @property
+    def rule(self) -> Rule:
+        return self.settled.rule
+
+    @property
+    def rule_note(self) -> str | None:
+        return self.settled.rule_note
+
+    @property
+    def rule_reason(self) -> str:
+        return self.settled.rule_reason
+
+    @property
+    def readers(self) -> JudgeReaders:
+        return self.settled.readers
 
     @property
     def needs_model(self) -> bool:

@@ -13,11 +13,11 @@ from typing import Iterable
 
 from ragshield.config import Settings
 from ragshield.datasets.demo import DEMO_DATASET, DEMO_EXAMPLES
-from ragshield.judges.registry import quick_judges
 from ragshield.judging import rule_judges
 from ragshield.metrics.correctness import is_correct
 from ragshield.services.questions.ask_types import AskRequest
-from ragshield.services.questions.asking import OpenedModels, ask, default_rule
+from ragshield.services.questions.asking import OpenedModels, ask
+from ragshield.services.questions.settlement import defaults
 from ragshield.store.database import Store
 from ragshield.store.runs import iter_main_answers
 from ragshield.store.samples import load_sample
@@ -38,9 +38,9 @@ class DemoExample:
 
 def demo_request(sample_id: str, settings: Settings, noise: int = 0) -> AskRequest:
     """A stored demo sample asked as the Demo's form asks it by default."""
-    rule = default_rule(settings).rule
+    found = defaults(settings)
     return AskRequest(sample_id=sample_id, dataset=DEMO_DATASET, noise=noise,
-                      judges=tuple(quick_judges(rule, settings)), rule=rule, keep_record=False)
+                      judges=found.judges, rule=found.rule.rule, keep_record=False)
 
 
 def _decision(store: Store, settings: Settings, models: OpenedModels, sample_id: str,

@@ -24,12 +24,11 @@ from ragshield.run_config import RunConfig, RunConfigError, check_config, with_r
 from ragshield.services.data.datasets import ensure_demo_dataset
 from ragshield.services.form_values import whole_number
 from ragshield.services.jobs import Job, Jobs
-from ragshield.services.learning.policies import get_policy, policy_sources, with_policy
+from ragshield.services.learning.policies import policy_sources, with_policy
 from ragshield.services.questions.ask_choices import corpus_names, packaged_choice
-from ragshield.services.questions.asking import default_rule, settle_rule
+from ragshield.services.questions.settlement import default_rule, defaults, settle_rule
 from ragshield.services.runs.run_choices import newest_runs
 from ragshield.store.database import Store
-from ragshield.store.policies import UnknownPolicyError
 from ragshield.store.runs import RunSummary, failures, get_run, list_runs, set_run_status
 from ragshield.store.samples import count_given_answers
 
@@ -112,7 +111,7 @@ def record_run(store: Store, settings: Settings, config: RunConfig, *,
     (run_config.with_readers) and stored with the run. Without a rule, the run decides
     by the default one (a pinned policy, else the configured rule) where it fits the judges,
     and a policy's judges read from the models it was fitted on,
-    else by majority (asking.settle_rule). The demo
+    else by majority (settlement.settle_rule). The demo
     set is imported first into a store without it, so that a run on `demo` works on a new
     database. A run of given answers on samples that carry none is refused
     (check_given_answers), after the configuration's own checks. A run that names no model
@@ -180,16 +179,15 @@ class RunForm:
 
 def form_defaults(settings: Settings, store: Store | None = None) -> RunForm:
     """The trivial judge, plus the judges of the default rule (with `store`, a policy pinned
-    on the Dashboard, else the configured rule), and the rule a run of those judges decides
-    by (choose_rule, as for every run)."""
-    default = default_rule(settings, store).rule
-    parsed = parse_rule(default)
-    if store is not None and parsed is not None:
-        try:
-            reads = get_policy(store, *parsed).judges
-        except UnknownPolicyError:  # unpinned meanwhile: the configured rule's form
+    on the Dashboard, else the configured rule: settlement.defaults, as the Demo's form), and
+    the rule a run of those judges decides by (choose_rule, as for every run)."""
+    found = defaults(settings, store)
+    default = found.rule.rule
+    if store is not None and parse_rule(default) is not None:
+        if found.policy_judges is None:  # unpinned meanwhile: the configured rule's form
             return form_defaults(settings)
-        return RunForm(["trivial", *(judge for judge in reads if judge != "trivial")], default)
+        return RunForm(["trivial", *(judge for judge in found.policy_judges
+                                     if judge != "trivial")], default)
     reads = sorted(rule_judges(default, ()) - {"trivial"}) if default not in POOLED_RULES else []
     judges = ["trivial", *(judge for judge in reads if judge in JUDGES)]
     return RunForm(judges, choose_rule(None, judges, default).rule)
