@@ -1,6 +1,6 @@
 """The `grounded` rule (policies/answer_rule.py): fitted with each set weighing the same, its
-threshold showing the aimed share of every set's right answers, its decisions and reasons,
-and the shipped file read back with errors naming the field."""
+threshold showing the aimed share of the right answers on average over the sets, its decisions
+and reasons, and the shipped file read back with errors naming the field."""
 
 from __future__ import annotations
 
@@ -33,18 +33,14 @@ def _verdict(judge: str, score: float | None) -> Verdict:
                    rationale="")
 
 
-def test_fitted_rule_shows_the_aimed_share_of_each_sets_right_answers():
+def test_fitted_rule_shows_the_aimed_share_of_the_right_answers_on_average_over_sets():
     frame = _frame()
     rule = fit_answer_rule(frame, ("pre_answer", "support"), aim=0.75)
     keep = rule.keep_frame(frame)
-    for name in ("big", "small"):
-        mine = (frame["set"] == name).to_numpy()
-        right = frame["good"].to_numpy(bool) & mine
-        assert keep[right].mean() >= 0.75
-    # at least one set sits at the aim: the threshold is the highest that keeps it
     shares = [keep[frame["good"].to_numpy(bool) & (frame["set"] == n).to_numpy()].mean()
               for n in ("big", "small")]
-    assert min(shares) < 0.80
+    # each set counts once, whatever its size; the threshold is the highest that keeps the aim
+    assert 0.75 <= np.mean(shares) < 0.78
     # both judges carry weight, and the rule withholds far more wrong answers than right
     assert all(c > 0 for c in rule.score.coef)
     wrong = ~frame["good"].to_numpy(bool)

@@ -1,14 +1,12 @@
-"""The grounded rule as the default decision: chosen where its judges are, refused with the
-missing judges named, read from the shipped numbers, in the default judge set, the Dashboard's
-start form and the Demo's choices, and not the default where its judges read from the
-answering model (it was fitted on the 1.5B's scores)."""
+"""The grounded rule: chosen where its judges are, refused with the missing judges named, read
+from the shipped numbers, and, on a server set up with it, in the default judge set, the
+Dashboard's start form and the Demo's choices."""
 
 from __future__ import annotations
 
 import pytest
 
-from ragshield.config import (DEFAULT_DECISION_RULE, GROUNDED_JUDGES, GROUNDED_RULE,
-                              SELF_READ_RULE, Settings)
+from ragshield.config import DEFAULT_DECISION_RULE, GROUNDED_JUDGES, GROUNDED_RULE, Settings
 from ragshield.errors import OptionError
 from ragshield.judges.registry import quick_judges
 from ragshield.judging import choose_rule, decide, deciding_first, rule_judges
@@ -25,28 +23,23 @@ def _verdicts(pre_answer: float, support: float) -> list[Verdict]:
             Verdict("support", support >= 0.62, support), Verdict("trivial", True, 1.0)]
 
 
-def test_grounded_is_the_default_where_its_judges_read_from_the_larger_model():
-    assert DEFAULT_DECISION_RULE == GROUNDED_RULE
-    assert default_rule(Settings()).rule == GROUNDED_RULE
-    assert "measured" in default_rule(Settings()).reason
-    # fitted on the 1.5B's scores: reading from the answering model, pre_answer decides
-    assert default_rule(Settings(judge_model="self")).rule == SELF_READ_RULE
-    assert default_rule(Settings(decision_rule="p_true")).rule == "p_true"
-
-
-def test_the_default_judges_hold_both_of_its_judges_and_the_form_decides_by_it():
+def test_a_server_set_up_with_it_asks_both_of_its_judges_and_decides_by_it():
+    settings = Settings(decision_rule=GROUNDED_RULE)
+    assert default_rule(settings).rule == GROUNDED_RULE
     for judge in GROUNDED_JUDGES:
-        assert judge in default_judges(Settings())
-        assert judge in quick_judges(GROUNDED_RULE, Settings())
-    form = form_defaults(Settings())
+        assert judge in default_judges(settings)
+        assert judge in quick_judges(GROUNDED_RULE, settings)
+    form = form_defaults(settings)
     assert set(GROUNDED_JUDGES) <= set(form.judges) and form.rule == GROUNDED_RULE
     assert GROUNDED_RULE in RULES
+    # not the default: it met the target on no labelled set (docs/QUALITY.md)
+    assert default_rule(Settings()).rule == DEFAULT_DECISION_RULE != GROUNDED_RULE
 
 
 def test_chosen_only_where_both_judges_run_and_refused_naming_the_missing_one():
-    assert choose_rule(None, ["trivial", *GROUNDED_JUDGES]).rule == GROUNDED_RULE
-    fallback = choose_rule(None, ["trivial", "pre_answer"])
-    assert fallback.rule == "all" and "grounded" in fallback.note
+    assert choose_rule(None, ["trivial", *GROUNDED_JUDGES], GROUNDED_RULE).rule == GROUNDED_RULE
+    fallback = choose_rule(None, ["trivial", "pre_answer"], GROUNDED_RULE)
+    assert fallback.rule == "majority" and "grounded" in fallback.note
     with pytest.raises(OptionError, match="add support to the judges"):
         choose_rule(GROUNDED_RULE, ["trivial", "pre_answer"])
     choices, chosen = rule_choices(["pre_answer", "support"], GROUNDED_RULE)
@@ -61,7 +54,6 @@ def test_decides_from_both_scores_by_the_shipped_numbers():
                                                                      GROUNDED_RULE)
     assert high.keep is True and low.keep is False and high.rule == GROUNDED_RULE
     assert f"{rule.threshold:.2f}" in low.reason
-    assert decide(_verdicts(0.02, 0.97), GROUNDED_RULE).keep is False
     refusal = decide(_verdicts(0.97, 0.97), GROUNDED_RULE, refusal=True)
     assert refusal.keep is False and "refusal" in refusal.reason
 
@@ -94,4 +86,4 @@ def test_browse_decides_a_grounded_run_as_decide_does_one_by_one():
         verdicts = [Verdict(j, None, s) for j, s in zip(GROUNDED_JUDGES, scores[sid])]
         one = decide(verdicts, GROUNDED_RULE, refusal=sid == "d")
         assert code == {True: KEPT, False: ABSTAINED, None: UNDECIDED}[one.keep], sid
-    assert list(codes[:4]) == [KEPT, ABSTAINED, ABSTAINED, ABSTAINED]
+    assert codes[0] == KEPT and codes[1] == codes[3] == ABSTAINED and codes[4] == UNDECIDED

@@ -241,7 +241,7 @@ def test_a_typed_question_is_answered_from_retrieved_passages_plus_noise(context
     ({"source": "type a question", "question": "  "}, "Type a question first"),
     ({"sample_id": None}, "Pick a sample"),
     ({"rule": "counterfactual"},
-     "rule &#x27;counterfactual&#x27; must be all, majority, one of the chosen judges"),
+     "rule &#x27;counterfactual&#x27; must be all, majority, grounded, one of the chosen judges"),
     ({"judges": ()}, "Choose at least one judge"),
     ({"judges": ("oracle",), "rule": "all"}, "unknown judge"),
     ({"answerer": "oracle"}, "unknown answerer"),
