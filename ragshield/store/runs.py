@@ -97,6 +97,13 @@ def add_run_judges(store: Store, run_id: int, judges: Sequence[str]) -> None:
         run.config = {**run.config, "judges": list(dict.fromkeys([*listed, *judges]))}
 
 
+def set_run_config(store: Store, run_id: int, config: dict[str, Any]) -> None:
+    """Replace the run's stored config (scripts/make_demo_run.py refreshes the shipped demo
+    run's readers and rule with it)."""
+    with store.session() as session:
+        session.scalars(select(Run).where(Run.id == run_id).with_for_update()).one().config = config
+
+
 def done_sample_ids(store: Store, run_id: int) -> set[int]:
     """Row ids of the samples whose main answer (and so its verdicts) is saved."""
     with store.session() as session:
