@@ -159,8 +159,8 @@ def default_rule(settings: Settings, store: Store | None = None,
                  readers: JudgeReaders | None = None) -> DefaultRule:
     """The default rule of every face: the policy version pinned on the Dashboard (with
     `store`), else the configured one (RAGSHIELD_DECISION_RULE); the shipped default where
-    its judges read from the packaged 1.5B, as it was fitted (`readers`, else the configured
-    ones), else the judge measured best when they read from the answering model."""
+    its judges read from the packaged 1.5B, as when it was measured (`readers`, else the
+    configured ones), else the judge measured best when they read from the answering model."""
     pin = pinned(store) if store is not None else None
     if pin is not None:
         return DefaultRule(pin.rule, pin.words)
