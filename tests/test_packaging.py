@@ -166,3 +166,7 @@ def test_the_readme_example_runs_on_the_installed_wheel(installed):
     example = run_there(installed, "python", "-c", python_example())
     assert example.returncode == 0, example.stderr
     assert "p_true" in example.stdout
+
+
+def test_the_wheel_carries_the_grounded_rules_numbers(wheel):
+    assert "ragshield/assets/grounded_rule.json" in zipfile.ZipFile(wheel).namelist()
