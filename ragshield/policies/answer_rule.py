@@ -52,8 +52,7 @@ class AnswerRule:
         scored = [v for v in verdicts if v.judge in self.judges and v.score is not None]
         if not scored:
             return RuleDecision(None, GROUNDED, f"none of {', '.join(self.judges)} gave a score")
-        features = stack_features({v.judge: [v.score] for v in scored}, {})
-        probability = float(self.score.score_frame(features)[0])
+        probability = self.score.score_verdicts(scored)
         keep = probability >= self.threshold
         parts = ", ".join(f"{v.judge} {v.score:.2f}" for v in scored)
         missing = [j for j in self.judges if j not in {v.judge for v in scored}]
