@@ -53,13 +53,14 @@ class Settings(BaseSettings):
     database_url: str = Field(default_factory=home.default_database_url)
 
     backend: BackendName = "embedded"
-    # For `embedded`: a GGUF path (default: the assembled Qwen model). For `openai`: the
-    # served model name. For `transformers`: a hub name or a local directory.
+    # For `embedded`: a packaged model's name or a GGUF path (default: the packaged 1.5B
+    # where installed, else the 0.5B; llm/packaged_models.default_answer_model). For
+    # `openai`: the served model name. For `transformers`: a hub name or a local directory.
     model: str | None = None
     # The model every judge reads its probabilities from: a packaged model's name (e.g.
     # qwen-1.5b), a GGUF path (embedded), a served model's name (openai), or "self" (the
     # answering model). None: the measured default (judges/judge_readers.py): where the
-    # packaged 0.5B answers, pre_answer and p_true read from the packaged 1.5B.
+    # packaged 0.5B answers, pre_answer, p_true and support read from the packaged 1.5B.
     judge_model: str | None = None
     openai_base_url: str = "http://127.0.0.1:8000/v1"
     openai_api_key: SecretStr | None = Field(

@@ -120,8 +120,9 @@ class _SampleWorker:
         self.config, self.models = config, models
         self.rule = config_rule(config.to_dict())
         self.answerer: Answerer = make_answerer(config.answerer)
-        self.judges: list[Judge] = make_judges(",".join(config.judges), settings,
-                                               config.readers().options())
+        self.judges: list[Judge] = make_judges(
+            ",".join(config.judges), settings,
+            config.readers().options(config.answer_model(settings)))
         self.finder = None
         if config.retrieval != "given":
             from ragshield.retrieval.passage_finder import PassageFinder
@@ -262,7 +263,8 @@ def rejudge_run(store: Store, run_id: int, judges: str, settings: Settings | Non
     config = RunConfig.from_dict(run.config)
     names = judge_names(judges)
     settings = settings or Settings()
-    chosen = judging_order(make_judges(",".join(names), settings, config.readers().options()))
+    chosen = judging_order(make_judges(",".join(names), settings,
+                                       config.readers().options(config.answer_model(settings))))
     with held_run(store, run_id):  # a resume at the same time would add the same verdicts
         models = models or open_models(replace(config, switch=False, judges=names), settings,
                                        store)

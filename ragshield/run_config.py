@@ -11,10 +11,14 @@ from ragshield.fitted_readers import honour_fitted
 from ragshield.judges.judge_readers import SELF, JudgeReaders, answer_model_name, judge_readers
 from ragshield.judging import choose_rule
 from ragshield.policies.policy import Policy
-from ragshield.llm.packaged_models import LARGER_MODEL, SMALLEST_MODEL, unknown_embedded_model
+from ragshield.llm.packaged_models import (LARGER_MODEL, SMALLER_MODEL, SMALLEST_MODEL,
+                                           default_answer_model, unknown_embedded_model)
 from ragshield.types import RetrievalMode
 
 RETRIEVAL_CHOICES = ("given", *get_args(RetrievalMode))
+# What answered an embedded run recorded before runs named their answering model: the
+# default answering model of then.
+LEGACY_MODEL = SMALLER_MODEL
 
 
 class RunConfigError(OptionError):
@@ -35,7 +39,10 @@ class RunConfig:
     k: int = 3
     noise: int = 0
     backend: str = "embedded"
-    model: str | None = None  # embedded: a packaged model's name or a GGUF path
+    # embedded: a packaged model's name or a GGUF path, settled when the run is recorded;
+    # None in runs recorded before that, which the 0.5B answered unless RAGSHIELD_MODEL said
+    # otherwise (the default answering model then; LEGACY_MODEL)
+    model: str | None = None
     # The model the judges read their probabilities from (Settings.judge_model's forms);
     # None: the answering model. judge_readers: the judges that read from another model
     # (judges/judge_readers.py), settled when the run is recorded; None in runs recorded
@@ -70,11 +77,13 @@ class RunConfig:
 
     def answer_model(self, settings: Settings | None = None) -> str:
         """The answering model's name, as readers are recorded (`settings`: the configured
-        model where the run names none; default: the packaged default)."""
+        model where the run names none; else, on the embedded backend, LEGACY_MODEL)."""
         if self.small_model:
             return SMALLEST_MODEL
-        return answer_model_name(self.backend, self.model or (settings.model if settings
-                                                              else None))
+        named = self.model or (settings.model if settings else None)
+        if named is None and self.backend == "embedded":
+            named = LEGACY_MODEL
+        return answer_model_name(self.backend, named)
 
     def read_by(self, judges: Iterable[str]) -> dict[str, str]:
         """The model each of `judges` read from in this run, by name."""
@@ -86,18 +95,25 @@ class RunConfig:
         overrides: dict[str, Any] = {"backend": self.backend}
         if self.model is not None:
             overrides["model"] = self.model
+        elif self.backend == "embedded" and base.model is None:
+            overrides["model"] = LEGACY_MODEL
         if self.base_url is not None:
             overrides["openai_base_url"] = self.base_url
         return base.model_copy(update=overrides)
 
 
 def with_readers(config: RunConfig, settings: Settings) -> RunConfig:
-    """`config` with its judges' readers settled (judges/judge_readers.py): the run's judge
-    model, else the configured one, else the measured default for what answers; the judges
-    of its policy (`config.policy`) and its trained judges read by the models they were
-    fitted on (fitted_readers.py)."""
+    """`config` with its answering model and its judges' readers settled: on the embedded
+    backend the run's model, else the configured one, else the default answering model
+    (llm/packaged_models.py), so that a later default does not change what answers it; the
+    judges read from the run's judge model, else the configured one, else the measured
+    default for what answers (judges/judge_readers.py); the judges of its policy
+    (`config.policy`) and its trained judges read by the models they were fitted on
+    (fitted_readers.py)."""
     if config.judge_readers is not None:
         return replace(config, judge_model=config.readers().every)
+    if config.backend == "embedded" and config.model is None and not config.small_model:
+        config = replace(config, model=settings.model or default_answer_model())
     answer_model = config.answer_model(settings)
     readers = judge_readers(config.judge_model or settings.judge_model, backend=config.backend,
                             answer_model=answer_model)
@@ -144,7 +160,7 @@ def check_config(config: RunConfig) -> RunConfig:
     if config.switch and config.backend != "embedded":
         problems.append("switch compares the embedded model with the packaged larger one: it "
                         "needs backend 'embedded'")
-    if config.switch and config.model == LARGER_MODEL and not config.small_model:
+    if config.switch and config.answer_model() == LARGER_MODEL:
         problems.append(f"switch hands withheld answers to the larger model {LARGER_MODEL}, "
                         "which already answers this run: answer with a smaller model")
     readers = {config.judge_model, *(config.judge_readers or {}).values()} - {SELF}

@@ -44,6 +44,7 @@ sys.path.insert(0, str(ROOT))
 from bench_quality import dataset_samples, quality_run, sample_groups  # noqa: E402
 from bench_report import QUALITY_MD, bench_parser, publish  # noqa: E402
 from bench_support import draw, lfqa_rows, read_rows, sample_of  # noqa: E402
+from ragshield.claims import split_claims  # noqa: E402
 from ragshield.config import Settings  # noqa: E402
 from ragshield.evaluation import run_tables  # noqa: E402
 from ragshield.judges.judge_readers import JudgeReaders  # noqa: E402
@@ -60,6 +61,7 @@ JUDGES = ("pre_answer", "support", "p_true")  # pre_answer first: it reads the s
 SHORT = ("squad2-part-a", "clapnq", "nq-open", "halueval")
 LONG = ("lfqa", "attributionbench", "factcheck-gpt", "wice")
 HASHED_GROUPS = 6
+SHORT_WORDS = (4, 8)  # where a length-aware rule splits: a phrase, or a short sentence
 RESAMPLES = 1000
 
 
@@ -67,18 +69,27 @@ def _hashed(text: str) -> str:
     return f"group {zlib.crc32(text.encode()) % HASHED_GROUPS}"
 
 
+def claim_words(text: str | None, refusal: bool = False) -> int:
+    """Words of the answer's claims (claims.py): what a length-aware rule reads."""
+    return 0 if refusal or not text else sum(len(c.text.split()) for c in split_claims(text))
+
+
 def short_set(store, settings: Settings, name: str, count: int, data_dir: Path,
-              grader) -> pd.DataFrame:
-    """One row per sample of bench_quality's run of `name`: the judges' scores, right, group."""
-    run_id = quality_run(store, settings, name, count, ["trivial", *JUDGES],
+              grader, model: str | None) -> pd.DataFrame:
+    """One row per sample of bench_quality's run of `name` answered by `model` (None: the
+    configured one): the judges' scores, right, the answer's words, group."""
+    run_id = quality_run(store, settings, name, count, ["trivial", *JUDGES], model=model,
                          judge_model=READER, data_dir=data_dir)
-    verdicts = run_tables(store, run_id, grader=grader).verdicts
+    tables = run_tables(store, run_id, grader=grader)
+    verdicts, samples = tables.verdicts, tables.samples.set_index("sample_id")
     scores = verdicts.pivot_table(index="sample_id", columns="judge", values="score",
                                   aggfunc="first", dropna=False)
     truth = verdicts.drop_duplicates("sample_id").set_index("sample_id")
     groups = sample_groups(dataset_samples(data_dir, name))
     frame = pd.DataFrame({judge: scores[judge] for judge in JUDGES}).reindex(truth.index)
     frame["good"] = (truth["answer_correct"] & truth["passages_support"]).astype(bool)
+    frame["words"] = [claim_words(samples.at[s, "answer"], bool(samples.at[s, "refusal"]))
+                      for s in frame.index]
     frame["group"] = [groups[str(s)] for s in frame.index]
     frame["set"] = name
     return frame.reset_index(drop=True)
@@ -105,7 +116,8 @@ def long_set(folder: Path, name: str, args, llm, judges) -> pd.DataFrame:
     records = []
     for number, row in enumerate(rows, start=1):
         sample, answer = sample_of(row)
-        record = {"good": bool(row["label"]), "group": group(row), "set": name}
+        record = {"good": bool(row["label"]), "group": group(row), "set": name,
+                  "words": claim_words(answer.text, answer.refusal)}
         for judge in judges:
             if judge.name != "support" and not sample.question.strip():
                 continue
@@ -113,7 +125,7 @@ def long_set(folder: Path, name: str, args, llm, judges) -> pd.DataFrame:
         records.append(record)
         if number % 10 == 0:
             print(f"  {name}: {number}/{len(rows)} judged", flush=True)
-    return pd.DataFrame(records).reindex(columns=[*JUDGES, "good", "group", "set"])
+    return pd.DataFrame(records).reindex(columns=[*JUDGES, "good", "words", "group", "set"])
 
 
 @dataclass(frozen=True)
@@ -140,6 +152,23 @@ def _fitted(judges: tuple[str, ...]) -> Callable:
     return fit
 
 
+def _by_length(judges: tuple[str, ...], short_words: int) -> Callable:
+    """One rule fitted on the answers of at most `short_words` claim words, one on the
+    longer ones; each answer decided by the rule of its length."""
+    def fit(train: pd.DataFrame) -> Callable[[pd.DataFrame], np.ndarray]:
+        short = train["words"] <= short_words
+        rules = (fit_answer_rule(train[short], judges), fit_answer_rule(train[~short], judges))
+
+        def keep(test: pd.DataFrame) -> np.ndarray:
+            out, brief = np.zeros(len(test), bool), (test["words"] <= short_words).to_numpy()
+            for rule, rows in zip(rules, (brief, ~brief)):
+                if rows.any():
+                    out[rows] = rule.keep_frame(test[rows])
+            return out
+        return keep
+    return fit
+
+
 def candidates() -> list[Candidate]:
     options = JudgeReaders(every=READER).options()
     own = {j: make_judge(j, Settings(), **options.get(j, {})).threshold for j in JUDGES}
@@ -156,6 +185,10 @@ def candidates() -> list[Candidate]:
         Candidate("fitted: pre_answer + support + p_true",
                   _fitted(("pre_answer", "support", "p_true"))),
         Candidate("fitted: support alone", _fitted(("support",))),
+        *[Candidate(f"fitted by length (<= {w} words or more): pre_answer + support",
+                    _by_length(("pre_answer", "support"), w)) for w in SHORT_WORDS],
+        *[Candidate(f"fitted by length (<= {w} words or more): pre_answer + support + p_true",
+                    _by_length(("pre_answer", "support", "p_true"), w)) for w in SHORT_WORDS],
     ]
 
 
@@ -238,6 +271,8 @@ def main() -> None:
     parser.add_argument("--wice", type=int, default=32, help="WiCE claims")
     parser.add_argument("--sets", default=",".join((*SHORT, *LONG)))
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--model", default=None, help="the packaged model answering the short "
+                                                      "sets (default: the configured one)")
     parser.add_argument("--write", metavar="JUDGES", default="",
                         help=f"store the rule fitting these judges' scores (e.g. "
                              f"pre_answer+support), fitted on every set, in {RULE_FILE.name}")
@@ -252,7 +287,8 @@ def main() -> None:
     frames = []
     grader = configured_grader(settings, store)
     for name in (s for s in SHORT if s in sets):
-        frames.append(short_set(store, settings, name, args.short, args.data_dir, grader))
+        frames.append(short_set(store, settings, name, args.short, args.data_dir, grader,
+                                args.model))
         print(f"{name}: {len(frames[-1])} samples", flush=True)
     llm = make_reader(settings, READER, store=store)
     options = JudgeReaders(every=READER).options()
@@ -267,7 +303,8 @@ def main() -> None:
              f"the other sets alone (each set weighted equally, thresholds set to show "
              f"{RIGHT_SHOWN_AIM:.0%} of the right answers on average over them); target: "
              f"wrong among shown <= 0.6x keep-all with >= 70% of the right answers "
-             f"shown. Judges read by {READER}; short sets answered by the configured model. "
+             f"shown. Judges read by {READER}; short sets answered by "
+             f"{args.model or 'the configured model'}. "
              f"Load average (1 min) at start {load:.1f}, at end {psutil.getloadavg()[0]:.1f}; "
              f"{(time.time() - started) / 60:.0f} min.")
     body = "\n".join(["Summary over the held-out sets:", "", *summary_lines, "",

@@ -4,13 +4,14 @@ fully cached rerun. Prints a table, writes JSON, appends to docs/BENCHMARKS.md.
 
     python scripts/bench_judges.py [--samples 20] [--judges all] [--seed 0]
     python scripts/bench_judges.py --demo [--samples 10] [--judge-model qwen-1.5b]
+                                   [--model qwen-1.5b]
 
 --demo times what a Demo user waits for, asking stored demo samples as the Demo does by
 default (its judges and rule): the first streamed answer token against the time the model
 takes to read the prompt, the default judges against the base answer, and the same question
 asked again (replayed from the call cache). The judges read from the default readers
 (pre_answer and p_true from the packaged 1.5B); with --judge-model every judge reads from that
-model (self: the answering 0.5B).
+model (self: the answering model); with --model that packaged model answers.
 """
 
 from __future__ import annotations
@@ -50,6 +51,9 @@ def main() -> None:
     parser.add_argument("--judge-model", default=None,
                         help="with --demo: the model every judge reads from (e.g. qwen-1.5b, "
                              "or self); default: the default readers")
+    parser.add_argument("--model", default=None,
+                        help="with --demo: the packaged model that answers (e.g. qwen-1.5b); "
+                             "default: the configured one")
     parser.add_argument("--json-out", type=Path, default=None)
     parser.add_argument("--no-append", action="store_true")
     args = parser.parse_args()
@@ -78,7 +82,7 @@ def demo_latency(args: argparse.Namespace) -> None:
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as folder:
         settings = Settings(database_url=f"sqlite:///{folder}/bench.db",
-                            judge_model=args.judge_model)
+                            judge_model=args.judge_model, model=args.model)
         store = open_store(settings.database_url)
         ensure_demo_dataset(store)
         ids = [s.id for s in list_samples(store, "demo")]
@@ -124,23 +128,27 @@ def demo_latency(args: argparse.Namespace) -> None:
         f"| the same question again (replayed) | {median('replay_s'):.3f} s | < 1 s |",
     ])
     print(table)
-    judges = ", ".join(demo_request("x", Settings()).judges)
-    readers = ask_readers(AskRequest(), Settings(judge_model=args.judge_model)).describe()
-    reader = f"; the judges' readers: {readers}"
+    chosen = Settings(judge_model=args.judge_model, model=args.model)
+    judges = ", ".join(demo_request("x", chosen).judges)
+    readers = ask_readers(AskRequest(), chosen).describe()
+    answering = args.model or "the default model"
     publish(
-        "Demo latency" + (f" (judges read by {args.judge_model})" if args.judge_model
-                          else " (the default readers)"),
+        "Demo latency" + (f" ({args.model} answering)" if args.model else "")
+        + (f" (judges read by {args.judge_model})" if args.judge_model
+           else " (the default readers)"),
         f"python scripts/bench_judges.py --demo --samples {args.samples} --seed {args.seed}"
+        + (f" --model {args.model}" if args.model else "")
         + (f" --judge-model {args.judge_model}" if args.judge_model else ""),
-        f"Embedded Qwen2.5-0.5B answering{reader}; {len(rows)} stored demo samples asked as "
-        "the Demo asks by "
-        f"default (judges {judges}; rule {Settings().decision_rule}), from an empty call "
+        f"Embedded {answering} answering; the judges' readers: {readers}; {len(rows)} stored "
+        "demo samples asked as the Demo asks by "
+        f"default (judges {judges}; rule {chosen.decision_rule}), from an empty call "
         f"cache; times from the click's start. Load average (1 min) at start {load_before:.1f}, "
         f"at end {os.getloadavg()[0]:.1f}.",
         table, {"samples": rows, "first_token_ratio": first_ratio,
                 "judges_ratio": judges_ratio},
-        args.json_out or ROOT / "docs" / "bench" / ("demo_latency_reader.json" if args.judge_model
-                                                     else "demo_latency.json"),
+        args.json_out or ROOT / "docs" / "bench" / (
+            "demo_latency_reader.json" if args.judge_model or args.model
+            else "demo_latency.json"),
         append=not args.no_append,
     )
 

@@ -13,7 +13,7 @@ import pytest
 from ragshield.errors import OptionError
 from ragshield.judges.judge_readers import (SELF, THRESHOLDS, JudgeReaders, answer_model_name,
                                             judge_readers)
-from ragshield.llm.packaged_models import DEFAULT_MODEL, LARGER_MODEL, SMALLEST_MODEL
+from ragshield.llm.packaged_models import SMALLER_MODEL, LARGER_MODEL, SMALLEST_MODEL
 from ragshield.pipeline import RunModels
 from ragshield.policies.fitting import LabelledScores, fit_policy
 from ragshield.policies.policy import Policy, PolicyFormatError
@@ -27,27 +27,29 @@ from ragshield.types import Passage
 from tests.fakes import ScriptedLLM, ScriptedReply
 from tests.judged_demo import JUDGE, judged_demo_run
 
-DEFAULT = judge_readers(None, backend="embedded", answer_model=None)  # p_true by the 1.5B
+# Where the 0.5B answers, p_true reads from the 1.5B.
+DEFAULT = judge_readers(None, backend="embedded", answer_model=SMALLER_MODEL)
 
 
 def test_honouring_pins_each_fitted_judge_to_its_model_and_nothing_else():
     assert DEFAULT.reader("p_true") == LARGER_MODEL
-    assert DEFAULT.honouring({"p_true": LARGER_MODEL}, DEFAULT_MODEL) is DEFAULT
-    own = DEFAULT.honouring({"p_true": DEFAULT_MODEL}, DEFAULT_MODEL)
+    assert DEFAULT.honouring({"p_true": LARGER_MODEL}, SMALLER_MODEL) is DEFAULT
+    own = DEFAULT.honouring({"p_true": SMALLER_MODEL}, SMALLER_MODEL)
     assert own.reader("p_true") is None and own.reader("pre_answer") == LARGER_MODEL
     assert own.options() == {judge: {"threshold": THRESHOLDS[LARGER_MODEL][judge]}
                              for judge in ("pre_answer", "support")}
     assert "p_true: the answering model" in own.describe()
     # A named judge model reads for every judge but the fitted one.
-    named = JudgeReaders(every="/models/big.gguf").honouring({"p_true": SELF}, DEFAULT_MODEL)
+    named = JudgeReaders(every="/models/big.gguf").honouring({"p_true": SELF}, SMALLER_MODEL)
     assert named.reader("p_true") is None and named.reader("calibration") == "/models/big.gguf"
-    larger = JudgeReaders().honouring({"p_true": LARGER_MODEL}, DEFAULT_MODEL)
+    larger = JudgeReaders().honouring({"p_true": LARGER_MODEL}, SMALLER_MODEL)
     assert larger.models(["p_true", "token_prob"]) == {LARGER_MODEL}
     # Where the fitted model answers, its judge reads from it: no second copy is opened.
     assert JudgeReaders().honouring({"p_true": LARGER_MODEL}, LARGER_MODEL) == JudgeReaders()
-    assert DEFAULT.read_by(["p_true", "token_prob"], DEFAULT_MODEL) == {
-        "p_true": LARGER_MODEL, "token_prob": DEFAULT_MODEL}
-    assert answer_model_name("embedded", None) == DEFAULT_MODEL
+    assert DEFAULT.read_by(["p_true", "token_prob"], SMALLER_MODEL) == {
+        "p_true": LARGER_MODEL, "token_prob": SMALLER_MODEL}
+    assert answer_model_name("embedded", None) == LARGER_MODEL  # installed: it answers
+    assert answer_model_name("embedded", SMALLER_MODEL) == SMALLER_MODEL
     assert answer_model_name("openai", "served-7b") == "served-7b"
 
 
@@ -81,11 +83,11 @@ def test_a_policy_fitted_on_a_run_records_the_model_its_judge_read_from(store, s
     from ragshield.services.learning.policies import fit_run_policy
 
     policy = fit_run_policy(store, run_id, JUDGE, "fitted", alpha=0.2, delta=0.1)
-    assert get_policy(store, "fitted").read_by == {JUDGE: DEFAULT_MODEL} == policy.read_by
+    assert get_policy(store, "fitted").read_by == {JUDGE: SMALLER_MODEL} == policy.read_by
 
 
 @pytest.mark.parametrize("fitted_by, configured, expected", [
-    ({"p_true": DEFAULT_MODEL}, None, None),  # default readers would hand p_true to the 1.5B
+    ({"p_true": SMALLER_MODEL}, None, None),  # default readers would hand p_true to the 1.5B
     ({"p_true": LARGER_MODEL}, SELF, LARGER_MODEL),  # "self" would have the 0.5B read it
     (None, None, None),  # fitted before readers were recorded: the answering model
 ])

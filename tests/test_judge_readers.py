@@ -11,7 +11,7 @@ from ragshield.config import Settings
 from ragshield.judges.judge_readers import (READ_BY_LARGER, SELF, THRESHOLDS, JudgeReaders,
                                             judge_readers)
 from ragshield.judges.registry import make_judges
-from ragshield.llm.packaged_models import DEFAULT_MODEL, LARGER_MODEL, SMALLEST_MODEL
+from ragshield.llm.packaged_models import SMALLER_MODEL, LARGER_MODEL, SMALLEST_MODEL
 from ragshield.pipeline import _SampleWorker, open_models
 from ragshield.run_config import RunConfig, RunConfigError, check_config, with_readers
 from ragshield.services.questions.ask_types import AskRequest
@@ -31,15 +31,16 @@ def _thresholds(judges) -> dict[str, float]:
 
 
 def test_where_the_small_model_answers_pre_answer_p_true_and_support_read_from_the_larger():
-    default = judge_readers(None, backend="embedded", answer_model=None)
-    assert default == judge_readers(None, backend="embedded", answer_model=DEFAULT_MODEL)
+    default = judge_readers(None, backend="embedded", answer_model=SMALLER_MODEL)
     assert {judge: default.reader(judge) for judge in READ_BY_LARGER} == {
         "pre_answer": LARGER_MODEL, "p_true": LARGER_MODEL, "support": LARGER_MODEL}
     assert default.reader("calibration") is None and default.reader("intrinsic") is None
     assert "pre_answer: qwen-1.5b" in default.describe()
     assert default.describe().endswith("the other judges: the answering model")
-    # Nothing measured says another answering model should hand its judges over.
-    for backend, model in (("embedded", LARGER_MODEL), ("embedded", SMALLEST_MODEL),
+    # Nothing measured says another answering model should hand its judges over; the 1.5B,
+    # which answers where nobody names a model, reads for itself.
+    for backend, model in (("embedded", None), ("embedded", LARGER_MODEL),
+                           ("embedded", SMALLEST_MODEL),
                            ("embedded", "/models/own.gguf"), ("openai", None)):
         assert judge_readers(None, backend=backend, answer_model=model) == JudgeReaders()
 
@@ -50,7 +51,7 @@ def test_without_the_larger_models_packages_every_judge_reads_from_the_answering
 
     assert readers.larger_installed()  # requirements.txt installs it
     monkeypatch.setattr(readers, "larger_installed", lambda: False)  # a wheel without the extra
-    assert judge_readers(None, backend="embedded", answer_model=None) == JudgeReaders()
+    assert judge_readers(None, backend="embedded", answer_model=SMALLER_MODEL) == JudgeReaders()
     assert judge_readers(LARGER_MODEL, backend="embedded", answer_model=None).every == LARGER_MODEL
 
 
@@ -67,15 +68,20 @@ def test_each_judge_gets_the_thresholds_measured_for_its_own_reader(settings):
     def thresholds(readers: JudgeReaders) -> dict[str, float]:
         return _thresholds(make_judges("pre_answer,p_true", settings, readers.options()))
 
-    default = judge_readers(None, backend="embedded", answer_model=None)
+    default = judge_readers(None, backend="embedded", answer_model=SMALLER_MODEL)
     assert thresholds(default) == LARGER_PAIR
     assert all(t > 0.5 for t in THRESHOLDS[LARGER_MODEL].values())
     assert thresholds(JudgeReaders(every=LARGER_MODEL)) == LARGER_PAIR
-    for every in (None, DEFAULT_MODEL, "/models/own.gguf"):
+    for every in (None, SMALLER_MODEL, "/models/own.gguf"):
         assert thresholds(JudgeReaders(every=every)) == OWN
     # One of the two read by the larger model: only it takes the larger model's threshold.
     mixed = JudgeReaders(by_judge={"p_true": LARGER_MODEL})
     assert thresholds(mixed) == {"pre_answer": 0.5, "p_true": THRESHOLDS[LARGER_MODEL]["p_true"]}
+    # The larger model answering reads for itself: its own thresholds, not the 0.5B's.
+    own = make_judges("pre_answer,p_true", settings, JudgeReaders().options(LARGER_MODEL))
+    assert _thresholds(own) == LARGER_PAIR
+    own = make_judges("pre_answer,p_true", settings, JudgeReaders().options(SMALLER_MODEL))
+    assert _thresholds(own) == OWN
 
 
 def test_an_ask_settles_its_readers_before_any_model_call(store, settings):
@@ -87,7 +93,7 @@ def test_an_ask_settles_its_readers_before_any_model_call(store, settings):
     plain = prepare(store, settings, replace(request, judge_model=SELF))
     assert plain.readers == JudgeReaders() and _thresholds(plain.judges) == OWN
     larger = prepare(store, settings, replace(request, model=LARGER_MODEL))
-    assert larger.readers == JudgeReaders() and _thresholds(larger.judges) == OWN
+    assert larger.readers == JudgeReaders() and _thresholds(larger.judges) == LARGER_PAIR
     configured = prepare(store, settings.model_copy(update={"judge_model": SELF}), request)
     assert configured.readers == JudgeReaders()
     served = prepare(store, settings.model_copy(update={"backend": "openai"}), request)
@@ -110,8 +116,8 @@ def test_a_new_run_stores_who_reads_for_which_judge(store, settings):
     assert default["judge_readers"] == {"pre_answer": LARGER_MODEL, "p_true": LARGER_MODEL}
     plain = recorded(settings.model_copy(update={"judge_model": SELF}))
     assert plain["judge_model"] is None and plain["judge_readers"] == {}
-    named = recorded(settings, judge_model=DEFAULT_MODEL)
-    assert named["judge_model"] == DEFAULT_MODEL and named["judge_readers"] == {}
+    named = recorded(settings, judge_model=SMALLER_MODEL)
+    assert named["judge_model"] == SMALLER_MODEL and named["judge_readers"] == {}
     assert recorded(settings, small_model=True)["judge_readers"] == {}
 
 
@@ -155,11 +161,12 @@ def test_a_run_opens_each_reader_once_and_shares_the_switchs_larger_model(monkey
     assert models.reader("p_true") is not models.main
 
 
-def test_by_default_the_small_model_answers_and_the_larger_one_reads_pre_answer(
+def test_where_the_small_model_answers_the_larger_one_reads_pre_answer(
         store, settings, qwen_path, larger_model_path):
-    """A real ask on the embedded models with nothing named: the 0.5B writes the answer and
-    serves intrinsic, the 1.5B serves pre_answer and p_true, each call's trace says which,
-    and the ask's record stores the readers."""
+    """A real ask on the embedded models with the 0.5B answering (the settings fixture's) and
+    no judge model named: the 0.5B writes the answer and serves intrinsic, the 1.5B serves
+    pre_answer and p_true, each call's trace says which, and the ask's record stores the
+    readers."""
     request = AskRequest(question="Which river flows through Paris?",
                          passages=(Passage("Paris lies on the Seine, in the north of France."),),
                          judges=("intrinsic", "pre_answer", "p_true"), rule="pre_answer")

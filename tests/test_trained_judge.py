@@ -24,7 +24,7 @@ from ragshield.judges.registry import judge_names, make_judge
 from ragshield.judges.trained import (CARD_FILE, WEIGHTS_FILES, TrainedJudgeError, judges_dir,
                                       weights_digest)
 from ragshield.judges.training import group_of, load_base
-from ragshield.llm.packaged_models import DEFAULT_MODEL, LARGER_MODEL
+from ragshield.llm.packaged_models import SMALLER_MODEL, LARGER_MODEL
 from ragshield.pipeline import RunModels
 from ragshield.retrieval.embeddings import packaged_embedding_path
 from ragshield.run_config import RunConfig
@@ -274,7 +274,7 @@ def test_a_judge_learns_to_weigh_the_llm_reads_of_a_run(squad_store, cache_setti
                        reads=["pre_answer"])
     card = info.card
     assert card.reads == ["pre_answer"] and card.split["run"] == run.run_id
-    assert card.reader == DEFAULT_MODEL  # the answering model read them
+    assert card.reader == SMALLER_MODEL  # the answering model read them
     # Wherever it decides, it reads from that model, whoever reads for the other judges.
     asked = prepare(store, cache_settings, AskRequest(
         question="Who?", passages=(Passage("Text."),), judges=("trained:reads", "pre_answer"),

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Discriminator,
                       Field, StrictBool, StrictInt, Tag, ValidationInfo, field_validator)
 
-from ragshield.services.questions.ask_choices import (DEFAULT_MODEL, LARGER_MODEL,
+from ragshield.services.questions.ask_choices import (SMALLER_MODEL, LARGER_MODEL,
                                                       MAX_MODEL_LENGTH, PACKAGED_MODELS, SELF)
 from ragshield.services.questions.ask_types import FALLBACKS
 from ragshield.services.questions.settlement import (MAX_ANSWER_CHARS, MAX_NOISE,
@@ -127,8 +127,8 @@ class Judging(Traced):
                                   + " | ".join((*PACKAGED_MODELS, SELF))
                                   + f" ({SELF}: the answer model); default: "
                                   "RAGSHIELD_JUDGE_MODEL, else the measured default (where "
-                                  f"the {DEFAULT_MODEL} answers, pre_answer and p_true read "
-                                  f"from the {LARGER_MODEL})")
+                                  f"the {SMALLER_MODEL} answers, pre_answer, p_true and "
+                                  f"support read from the {LARGER_MODEL})")
     budget_ms: BudgetMs = None
     on_budget: OnBudget = None
     on_unsupported: OnUnsupported = None

@@ -1,9 +1,11 @@
 """Which model each judge reads its probabilities from, and the thresholds measured for it.
 
-Nobody named a judge model, the packaged 0.5B answers and the 1.5B is installed (requirements.txt
-has it; the wheel, as its extra `larger-model`): pre_answer and p_true read from the packaged
-1.5B, the two judges the quality benchmark shows reading far better from it (QPP
-PR-AUC of pre_answer 0.78 against 0.66 on SQuAD 2.0; docs/QUALITY.md), and so does support
+Nobody named a judge model, every judge reads from the answering model, with one exception. The
+packaged 1.5B answers by default where it is installed (requirements.txt has it; the wheel, as
+its extra `larger-model`), and so reads for every judge, the passages read once for the answer
+and the judges. Where the 0.5B answers (named) and the 1.5B is installed, pre_answer and p_true
+read from the packaged 1.5B, the two judges the quality benchmark shows reading far better from
+it (QPP PR-AUC of pre_answer 0.78 against 0.66 on SQuAD 2.0; docs/QUALITY.md), and so does support
 (claim by claim), whose prompt was chosen and measured on the 1.5B alone (docs/QUALITY.md,
 "Support judge"); it shares the 1.5B's cached passages with pre_answer. The other judges read
 from the answering model: the 1.5B was not shown better for them, and it costs about three
@@ -28,10 +30,10 @@ are read by those models wherever they decide (`JudgeReaders.honouring`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cache
 from typing import Any, Iterable, Mapping
 
-from ragshield.llm.packaged_models import DEFAULT_MODEL, LARGER_MODEL, PACKAGED_MODELS, installed
+from ragshield.llm.packaged_models import (LARGER_MODEL, SMALLER_MODEL, default_answer_model,
+                                           larger_installed)
 
 SELF = "self"  # as a judge model: the answering model reads for every judge
 READ_BY_LARGER = ("pre_answer", "p_true", "support")
@@ -73,12 +75,14 @@ class JudgeReaders:
         """The models other than the answering one that `judges` read from, to open once."""
         return {name for judge in judges if (name := self.reader(judge))}
 
-    def options(self) -> dict[str, dict[str, Any]]:
-        """`make_judges` options: the thresholds measured for each judge's reader, none for
-        a reader nobody measured."""
+    def options(self, answer_model: str | None = None) -> dict[str, dict[str, Any]]:
+        """`make_judges` options: the thresholds measured for each judge's reader (the
+        answering model's, named `answer_model`, where a judge reads from it), none for a
+        reader nobody measured."""
         return {judge: {"threshold": threshold}
                 for reader, thresholds in THRESHOLDS.items()
-                for judge, threshold in thresholds.items() if self.reader(judge) == reader}
+                for judge, threshold in thresholds.items()
+                if (self.reader(judge) or answer_model) == reader}
 
     def describe(self) -> str:
         """In words, for pages and run summaries."""
@@ -100,14 +104,8 @@ def answer_model_name(backend: str, model: str | None) -> str:
     """The answering model's name, as readers are recorded: a packaged name or GGUF path
     (embedded; None: the default packaged model), else the configured name or the backend."""
     if backend == "embedded":
-        return model or DEFAULT_MODEL
+        return model or default_answer_model()
     return model or f"the {backend} model"
-
-
-@cache
-def larger_installed() -> bool:
-    """Whether the 1.5B's packages are installed (an extra of the wheel, `larger-model`)."""
-    return installed(PACKAGED_MODELS[LARGER_MODEL])
 
 
 def judge_readers(named: str | None, *, backend: str, answer_model: str | None) -> JudgeReaders:
@@ -117,6 +115,7 @@ def judge_readers(named: str | None, *, backend: str, answer_model: str | None) 
         return JudgeReaders()
     if named:
         return JudgeReaders(every=named)
-    if backend == "embedded" and answer_model in (None, DEFAULT_MODEL) and larger_installed():
+    answering = answer_model or (default_answer_model() if backend == "embedded" else None)
+    if backend == "embedded" and answering == SMALLER_MODEL and larger_installed():
         return JudgeReaders(by_judge={judge: LARGER_MODEL for judge in READ_BY_LARGER})
     return JudgeReaders()

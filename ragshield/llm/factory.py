@@ -8,7 +8,7 @@ from ragshield.config import Settings
 from ragshield.errors import OptionError
 from ragshield.llm.base import LLM
 from ragshield.llm.call_cache import CachedLLM
-from ragshield.llm.packaged_models import (DEFAULT_MODEL, PACKAGED_MODELS, ensure_model,
+from ragshield.llm.packaged_models import (PACKAGED_MODELS, default_answer_model, ensure_model,
                                             packaged_model, unknown_embedded_model)
 from ragshield.store.database import Store
 
@@ -16,8 +16,8 @@ from ragshield.store.database import Store
 def embedded_model_path(settings: Settings, *, packaged: str | None = None) -> Path:
     """The GGUF file of the embedded model, assembled if needed: the packaged model named
     `packaged`, else `settings.model` (a packaged model's name or a GGUF path), else the
-    default packaged model."""
-    name = packaged or settings.model or DEFAULT_MODEL
+    default packaged model (default_answer_model)."""
+    name = packaged or settings.model or default_answer_model()
     if packaged is None and name not in PACKAGED_MODELS:
         return Path(name).expanduser()
     return ensure_model(packaged_model(name), settings.cache_dir)

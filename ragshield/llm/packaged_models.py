@@ -1,11 +1,14 @@
 """Model files shipped inside PyPI packages, assembled into the cache directory.
 
-Three models, by name (PACKAGED_MODELS): the default Qwen2.5-Coder-0.5B-Instruct GGUF, split
-into byte chunks over six packages; the larger Qwen2.5-Coder-1.5B-Instruct, over 22; and the
-smallest, SmolLM2-135M-Instruct, whole in one. Either way the file is written under a temporary
-name, checked against its sha256 and only then renamed into place, so a reader never sees a
-half-written model. A file that fails its checksum is rebuilt once; a second failure is an
-error that names the packages to reinstall.
+Three models, by name (PACKAGED_MODELS): the smaller Qwen2.5-Coder-0.5B-Instruct GGUF, split
+into byte chunks over six packages, always installed; the larger Qwen2.5-Coder-1.5B-Instruct,
+over 22, installed by requirements.txt (the wheel's extra `larger-model`); and the smallest,
+SmolLM2-135M-Instruct, whole in one. Where nobody names a model, the larger one answers if it
+is installed, else the smaller (`default_answer_model`).
+
+Either way the file is written under a temporary name, checked against its sha256 and only
+then renamed into place, so a reader never sees a half-written model. A file that fails its
+checksum is rebuilt once; a second failure is an error that names the packages to reinstall.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import importlib.util
 import os
 import tempfile
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 from filelock import FileLock
@@ -100,9 +104,9 @@ SMOLLM2_135M = PackagedModel(
 
 
 # The packaged models by the name people choose them with (runs, the Demo, the CLI).
-DEFAULT_MODEL, LARGER_MODEL, SMALLEST_MODEL = "qwen-0.5b", "qwen-1.5b", "smollm2-135m"
+SMALLER_MODEL, LARGER_MODEL, SMALLEST_MODEL = "qwen-0.5b", "qwen-1.5b", "smollm2-135m"
 PACKAGED_MODELS: dict[str, PackagedModel] = {
-    DEFAULT_MODEL: QWEN_05B, LARGER_MODEL: QWEN_15B, SMALLEST_MODEL: SMOLLM2_135M,
+    SMALLER_MODEL: QWEN_05B, LARGER_MODEL: QWEN_15B, SMALLEST_MODEL: SMOLLM2_135M,
 }
 
 
@@ -131,6 +135,20 @@ def installed(model: PackagedModel) -> bool:
     except ModelPackageMissing:
         return False
     return True
+
+
+@cache
+def larger_installed() -> bool:
+    """Whether the 1.5B's packages are installed (an extra of the wheel, `larger-model`)."""
+    return installed(PACKAGED_MODELS[LARGER_MODEL])
+
+
+def default_answer_model() -> str:
+    """The packaged model that answers where nobody named one: the 1.5B where it is installed.
+    Answering as well as reading for the judges, it answered more SQuAD 2.0 and ClapNQ questions
+    correctly than the 0.5B and reached the Demo's decision as fast, the passages read once
+    (docs/QUALITY.md, "Which model answers"; docs/BENCHMARKS.md, "Demo latency")."""
+    return LARGER_MODEL if larger_installed() else SMALLER_MODEL
 
 
 def locate_part(part: ModelPart) -> Path:

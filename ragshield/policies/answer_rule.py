@@ -25,6 +25,7 @@ from ragshield.types import RuleDecision, Verdict
 
 RULE_FILE = Path(__file__).resolve().parents[1] / "assets" / "grounded_rule.json"
 RIGHT_SHOWN_AIM = 0.75
+MIN_SET = 20  # answers: a smaller set weighs in the fit as its answers, not as a whole set
 
 
 @dataclass(frozen=True)
@@ -69,25 +70,31 @@ class AnswerRule:
 def fit_answer_rule(frame: pd.DataFrame, judges: Sequence[str],
                     aim: float = RIGHT_SHOWN_AIM) -> AnswerRule:
     """The rule fitted on `frame` (one row per answer: a score column per judge, `good`, `set`),
-    each set weighing as much in the fit as any other; its threshold the highest that shows
-    `aim` of the right answers, on average over the sets."""
-    sizes = frame["set"].map(frame["set"].value_counts()).to_numpy(float)
+    each set weighing as much in the fit as any other (a set of fewer than MIN_SET answers by
+    its answers, as if it had MIN_SET); its threshold the highest that shows `aim` of the right
+    answers, on average over the sets (weighted the same way)."""
+    counts = frame["set"].value_counts()
+    sizes = frame["set"].map(counts.clip(lower=MIN_SET)).to_numpy(float)
     good = frame["good"].to_numpy(bool)
     features = stack_features({j: frame[j] for j in judges}, {})
     score = train_stacked_score(features, good, weights=len(frame) / sizes)
     probability = score.score_frame(features.reindex(columns=list(score.columns)))
-    right = [probability[(frame["set"] == s).to_numpy() & good] for s in frame["set"].unique()]
-    return AnswerRule(score, _showing(right, aim), tuple(frame["set"].unique()))
+    names = list(frame["set"].unique())
+    right = [probability[(frame["set"] == s).to_numpy() & good] for s in names]
+    weight = [min(counts[s], MIN_SET) for s in names]
+    return AnswerRule(score, _showing(right, weight, aim), tuple(names))
 
 
-def _showing(right: list[np.ndarray], aim: float) -> float:
+def _showing(right: list[np.ndarray], weight: Sequence[float], aim: float) -> float:
     """The highest threshold that keeps `aim` of the right answers on average over the sets
-    (each set's share counted once). Requiring it of every set let the weakest set set the
-    threshold, which then kept nearly everything elsewhere (docs/QUALITY.md)."""
+    (each set's share counted by its `weight`). Requiring it of every set let the weakest set
+    set the threshold, which then kept nearly everything elsewhere (docs/QUALITY.md)."""
     candidates = np.unique(np.concatenate(right))
     candidates = candidates[~np.isnan(candidates)][::-1]
+    kept = [(w, scores) for w, scores in zip(weight, right) if scores.size]
     for threshold in candidates:
-        if np.mean([(scores >= threshold).mean() for scores in right if scores.size]) >= aim:
+        if np.average([(scores >= threshold).mean() for _, scores in kept],
+                      weights=[w for w, _ in kept]) >= aim:
             return float(threshold)
     return 0.0
 

@@ -12,7 +12,7 @@ from ragshield.datasets.validation import MAX_MODEL_LENGTH
 from ragshield.judges.builtin import JUDGES
 from ragshield.judging import POOLED_RULES, fitting_rules
 from ragshield.judges.judge_readers import SELF
-from ragshield.llm.packaged_models import DEFAULT_MODEL, LARGER_MODEL, PACKAGED_MODELS
+from ragshield.llm.packaged_models import SMALLER_MODEL, LARGER_MODEL, PACKAGED_MODELS
 from ragshield.policies.rules import policy_rule
 from ragshield.policies.stacked_score import STACKED
 from ragshield.retrieval.corpus_store import list_corpora
@@ -23,7 +23,7 @@ from ragshield.store.samples import list_samples
 
 # What the forms offer by name (the answerers, the given-answer answerer, the packaged models
 # and the retrieval choices of a run), so that the faces need not read the registries.
-__all__ = ["ANSWERERS", "DEFAULT_MODEL", "GIVEN", "JUDGE_MODEL_CHOICES", "LARGER_MODEL",
+__all__ = ["ANSWERERS", "SMALLER_MODEL", "GIVEN", "JUDGE_MODEL_CHOICES", "LARGER_MODEL",
            "MAX_MODEL_LENGTH", "MODEL_CHOICES", "SELF",
            "PACKAGED_MODELS", "RETRIEVAL_CHOICES", "corpus_names", "judge_choices",
            "packaged_choice", "rule_choices", "sample_choices"]
@@ -32,15 +32,15 @@ SAMPLE_LABEL_CHARS = 120
 CONFIGURED_MODEL = "configured"  # the model choice that means the configured model
 MODEL_CHOICES = (CONFIGURED_MODEL, *PACKAGED_MODELS)
 MODEL_NOTE = (f"{CONFIGURED_MODEL}: the model ragshield is set up with (the embedded "
-              f"{DEFAULT_MODEL} unless RAGSHIELD_MODEL or the backend say otherwise); or a "
-              "packaged model by name.")
+              f"{LARGER_MODEL} where installed, else the {SMALLER_MODEL}, unless "
+              "RAGSHIELD_MODEL or the backend say otherwise); or a packaged model by name.")
 
 
 JUDGE_MODEL_CHOICES = (CONFIGURED_MODEL, SELF, *PACKAGED_MODELS)
 JUDGE_MODEL_NOTE = (f"the model every judge reads its probabilities from; {CONFIGURED_MODEL}: "
-                    f"RAGSHIELD_JUDGE_MODEL, else, where the {DEFAULT_MODEL} answers, "
-                    f"pre_answer and p_true read from the {LARGER_MODEL} and the rest from "
-                    f"the answer model; {SELF}: the answer model. A larger reader judges "
+                    f"RAGSHIELD_JUDGE_MODEL, else the answer model, except where the "
+                    f"{SMALLER_MODEL} answers: pre_answer, p_true and support then read from "
+                    f"the {LARGER_MODEL}; {SELF}: the answer model. A larger reader judges "
                     "better and costs more (README, Models).")
 
 

@@ -55,13 +55,17 @@ def settle(store: Store, settings: Settings, request: AskRequest) -> Settlement:
     here, before any model is opened or any passage retrieved."""
     check_request(request)
     backend, answer_model = _answering(request, settings)
+    if answer_model == LARGER_MODEL and request.fallback == LARGER_FALLBACK:
+        raise AskInputError(f"the larger-model fallback asks {LARGER_MODEL}, which already "
+                            "answers: answer with a smaller model")
     readers = ask_readers(request, settings)
-    default = default_rule(settings, store, readers)
+    default = default_rule(settings, store, readers, answer_model)
     read = _policy_reader(store)
     names = _judge_names(settings, request, default, read)
     rule, note = _settled_rule(request.rule, names, default, read)
     readers = honour_fitted(readers, rule, names, settings, answer_model, backend)
-    judges = deciding_first(make_judges(",".join(names), settings, readers.options()), rule)
+    judges = deciding_first(
+        make_judges(",".join(names), settings, readers.options(answer_model)), rule)
     return Settlement(
         request=request, judges=tuple(judges), readers=readers, rule=rule, rule_note=note,
         rule_reason=rule_reason(rule, request.rule, settings, note, default),
@@ -117,9 +121,6 @@ def check_request(request: AskRequest) -> None:
     if request.model is not None and request.model not in PACKAGED_MODELS:
         raise AskInputError(f"unknown model {request.model!r}; one of "
                             f"{', '.join(PACKAGED_MODELS)}")
-    if request.model == LARGER_MODEL and request.fallback == LARGER_FALLBACK:
-        raise AskInputError(f"the larger-model fallback asks {LARGER_MODEL}, which already "
-                            "answers: answer with a smaller model")
     if (request.given_answer is None and request.answerer is not None
             and request.answerer not in ANSWERERS):
         raise AskInputError(f"unknown answerer {request.answerer!r}; one of "
@@ -156,11 +157,13 @@ def ask_readers(request: AskRequest, settings: Settings) -> JudgeReaders:
 
 
 def default_rule(settings: Settings, store: Store | None = None,
-                 readers: JudgeReaders | None = None) -> DefaultRule:
+                 readers: JudgeReaders | None = None,
+                 answer_model: str | None = None) -> DefaultRule:
     """The default rule of every face: the policy version pinned on the Dashboard (with
     `store`), else the configured one (RAGSHIELD_DECISION_RULE); the shipped default where
-    its judges read from the packaged 1.5B, as when it was measured (`readers`, else the
-    configured ones), else the judge measured best when they read from the answering model."""
+    its judges read from the packaged 1.5B, as when it was measured (`readers` and the
+    answering model's name, else the configured ones), else the judge measured best when they
+    read from the answering model."""
     pin = pinned(store) if store is not None else None
     if pin is not None:
         return DefaultRule(pin.rule, pin.words)
@@ -168,7 +171,9 @@ def default_rule(settings: Settings, store: Store | None = None,
     if rule != DEFAULT_DECISION_RULE:
         return DefaultRule(rule, "the rule this server is set up with (RAGSHIELD_DECISION_RULE)")
     readers = readers or ask_readers(AskRequest(), settings)
-    if all(readers.reader(judge) == LARGER_MODEL for judge in rule_judges(rule, ())):
+    answer_model = answer_model or _answering(AskRequest(), settings)[1]
+    if all((readers.reader(judge) or answer_model) == LARGER_MODEL
+           for judge in rule_judges(rule, ())):
         return DefaultRule(rule, DEFAULT_RULE_REASON)
     return DefaultRule(SELF_READ_RULE, DEFAULT_RULE_SELF_READ_REASON)
 
