@@ -18,9 +18,10 @@ Run it again when a prompt changes: tests/test_demo_run.py fails while the shipp
 calls no longer match what the code asks. When only the way some judges score changed (their
 calls did not), `--rejudge JUDGES` starts the work database from the shipped file instead and
 judges the run again with those judges: every call they make is a cache hit. When only the
-default decision rule changed (Settings.decision_rule), `--new-rule` starts from the shipped
-file too, gives the run the new rule and finds the examples again under it (only the noise
-tries call the model). When the default readers of the judges changed
+default decision rule changed (Settings.decision_rule), or the model that answers the Demo
+(llm/packaged_models.default_answer_model), `--new-rule` starts from the shipped file too,
+gives the run the new rule and finds the examples again as the Demo asks them (only the
+Demo's own asks call the model). When the default readers of the judges changed
 (judges/judge_readers.py), `--new-readers` starts from the shipped file, gives the run the
 readers a new run gets, and judges it again with the judges whose reader changed (their
 calls are new: 25 minutes for pre_answer and p_true on the 1.5B), then finds the examples
@@ -41,6 +42,7 @@ sys.path.insert(0, str(ROOT))
 from ragshield.config import Settings  # noqa: E402
 from ragshield.datasets.demo import DEMO_DATASET, DEMO_EXAMPLES, DEMO_RUN  # noqa: E402
 from ragshield.judges.registry import judge_names  # noqa: E402
+from ragshield.llm.packaged_models import SMALLER_MODEL  # noqa: E402
 from ragshield.run_config import RunConfig, with_readers  # noqa: E402
 from ragshield.services.data.demo_run import load_demo_run  # noqa: E402
 from ragshield.services.questions.demo_examples import find_examples, write_examples  # noqa: E402
@@ -55,15 +57,18 @@ RUN_NAME = "demo run (shipped with the app)"
 
 
 def demo_config(limit: int | None) -> RunConfig:
+    """The shipped run: the 0.5B answers, so that its switch curve shows what handing the
+    withheld answers to the 1.5B gains (which answers the Demo where nobody names a model)."""
     return RunConfig(dataset=DEMO_DATASET, limit=limit, judges=["all"], fallback=True,
-                     switch=True)
+                     switch=True, model=SMALLER_MODEL)
 
 
 def new_readers(store, settings: Settings, run_id: int) -> list[str]:
     """Give the run the readers a new run gets (run_config.with_readers); the judges whose
     reader changed, to judge again."""
     config = RunConfig.from_dict(get_run(store, run_id).config)
-    settled = with_readers(replace(config, judge_model=None, judge_readers=None), settings)
+    settled = with_readers(replace(config, judge_model=None, judge_readers=None,
+                                   model=config.model or SMALLER_MODEL), settings)
     set_run_config(store, run_id, settled.to_dict())
     return [judge for judge in config.judges
             if settled.readers().reader(judge) != config.readers().reader(judge)]

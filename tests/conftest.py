@@ -30,7 +30,6 @@ from sqlalchemy import Engine, create_engine
 
 from ragshield import home
 from ragshield.config import Settings
-from ragshield.llm.packaged_models import SMALLER_MODEL
 from ragshield.testing.replicas import fresh_postgres
 from ragshield.testing.servers import free_port, running_server  # noqa: F401 (re-exported)
 from ragshield.store.database import Store, open_store
@@ -106,12 +105,9 @@ def model_cache_dir() -> Path:
 
 @pytest.fixture
 def settings(tmp_path: Path, model_cache_dir: Path, migrated_sqlite: Path) -> Settings:
-    """Settings on an empty SQLite store at the newest revision (a copy of a migrated one),
-    answering with the packaged 0.5B, the fast model (where the 1.5B is installed it answers
-    by default: tests/test_default_answerer.py covers that)."""
+    """Settings on an empty SQLite store at the newest revision (a copy of a migrated one)."""
     copy_sqlite(migrated_sqlite, tmp_path / "test.db")
-    return Settings(cache_dir=model_cache_dir, database_url=f"sqlite:///{tmp_path / 'test.db'}",
-                    model=SMALLER_MODEL)
+    return Settings(cache_dir=model_cache_dir, database_url=f"sqlite:///{tmp_path / 'test.db'}")
 
 
 @pytest.fixture(scope="session")

@@ -18,7 +18,7 @@ from ragshield.datasets.demo import DEMO_EXAMPLES, DEMO_RUN
 from ragshield.judges.judge_readers import SELF
 from ragshield.llm.base import CHAT, LOGPROBS, SCORE, BackendBase
 from ragshield.llm.call_cache import CachedLLM
-from ragshield.llm.packaged_models import LARGER_MODEL
+from ragshield.llm.packaged_models import SMALLER_MODEL, default_answer_model
 from ragshield.pipeline import RunModels
 from ragshield.run_config import RunConfig, with_readers
 from ragshield.services.data import demo_run
@@ -240,9 +240,12 @@ def test_the_shipped_demo_run_is_full_and_not_stale(shipped, settings):
             AnswerRow.run_id == run_id).group_by(AnswerRow.role, AnswerRow.model)).all())
     assert run.samples_total == 160 and config.switch and config.fallback
     assert set(models) == {"main", "norag", "larger"} and "1.5b" in models["larger"]
-    # The judges read from the models a new run of the same judges reads them from by default.
-    assert config.readers() == with_readers(RunConfig(dataset="demo", judges=config.judges),
-                                            settings).readers()
+    # The 0.5B answers the shipped run (its switch curve hands withheld answers to the
+    # 1.5B), and its judges read from the models a new run of the same judges and model reads
+    # them from by default.
+    assert config.answer_model(settings) == SMALLER_MODEL
+    assert config.readers() == with_readers(RunConfig(
+        dataset="demo", judges=config.judges, model=SMALLER_MODEL), settings).readers()
     rerun = record_run(store, settings, RunConfig(**{**config.to_dict(), "policy": None})).run_id
     larger = _replaying(store, models["larger"])
     result = execute(store, settings, rerun, models=RunModels(
@@ -263,8 +266,12 @@ def test_the_shipped_examples_replay_and_show_what_they_say(shipped, settings):
             AnswerRow.run_id == run_id).group_by(AnswerRow.role, AnswerRow.model)).all())
 
     class Replaying(OpenedModels):
+        """The Demo's models, each over the call cache (the 1.5B answers the Demo by default;
+        it answered the shipped run's switch curve under the same name)."""
+
         def llm(self, packaged=None):
-            return _replaying(store, models["larger" if packaged == LARGER_MODEL else "main"])
+            chosen = packaged or default_answer_model()
+            return _replaying(store, models["main" if chosen == SMALLER_MODEL else "larger"])
 
     words = {}
     for title, example in examples.items():

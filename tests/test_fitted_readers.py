@@ -31,6 +31,13 @@ from tests.judged_demo import JUDGE, judged_demo_run
 DEFAULT = judge_readers(None, backend="embedded", answer_model=SMALLER_MODEL)
 
 
+@pytest.fixture
+def settings(settings):
+    """The 0.5B answering, the pairing these tests are about (where nobody names a model, the
+    1.5B answers and reads for every judge: tests/test_default_answerer.py)."""
+    return settings.model_copy(update={"model": SMALLER_MODEL})
+
+
 def test_honouring_pins_each_fitted_judge_to_its_model_and_nothing_else():
     assert DEFAULT.reader("p_true") == LARGER_MODEL
     assert DEFAULT.honouring({"p_true": LARGER_MODEL}, SMALLER_MODEL) is DEFAULT

@@ -26,6 +26,13 @@ OWN = {"pre_answer": 0.5, "p_true": 0.5}
 LARGER_PAIR = {judge: THRESHOLDS[LARGER_MODEL][judge] for judge in OWN}
 
 
+@pytest.fixture
+def settings(settings):
+    """The 0.5B answering, the pairing these tests are about (where nobody names a model, the
+    1.5B answers and reads for every judge: tests/test_default_answerer.py)."""
+    return settings.model_copy(update={"model": SMALLER_MODEL})
+
+
 def _thresholds(judges) -> dict[str, float]:
     return {judge.name: judge.threshold for judge in judges if hasattr(judge, "threshold")}
 

@@ -295,10 +295,11 @@ def test_a_judge_learns_to_weigh_the_llm_reads_of_a_run(squad_store, cache_setti
 
 
 def test_a_judge_reads_its_scores_from_one_model(store, settings):
-    """A run whose reads came from two models (the default readers: pre_answer by the 1.5B,
-    token_prob by the answering model) cannot teach a judge that reads from one."""
+    """A run whose reads came from two models (where the 0.5B answers: pre_answer by the
+    1.5B, token_prob by the answering model) cannot teach a judge that reads from one."""
     run = record_run(store, settings, RunConfig(dataset="demo", judges=["pre_answer",
-                                                                        "token_prob"]))
+                                                                        "token_prob"],
+                                                model=SMALLER_MODEL))
     with pytest.raises(OptionError, match=r"read pre_answer by qwen-1.5b, token_prob by "
                                           r"qwen-0.5b: a trained judge reads its scores"):
         reads_reader(store, run.run_id, ["pre_answer", "token_prob"])
