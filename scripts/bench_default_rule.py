@@ -44,6 +44,7 @@ sys.path.insert(0, str(ROOT))
 from bench_quality import dataset_samples, quality_run, sample_groups  # noqa: E402
 from bench_report import QUALITY_MD, bench_parser, publish  # noqa: E402
 from bench_support import draw, lfqa_rows, read_rows, sample_of  # noqa: E402
+from ragshield.claims import split_claims  # noqa: E402
 from ragshield.config import Settings  # noqa: E402
 from ragshield.evaluation import run_tables  # noqa: E402
 from ragshield.judges.judge_readers import JudgeReaders  # noqa: E402
@@ -51,7 +52,7 @@ from ragshield.judges.registry import make_judge  # noqa: E402
 from ragshield.llm.factory import make_reader  # noqa: E402
 from ragshield.metrics.decision_view import shown_answers  # noqa: E402
 from ragshield.policies.answer_rule import (RIGHT_SHOWN_AIM, RULE_FILE,  # noqa: E402
-                                            claim_words, fit_answer_rule)
+                                            fit_answer_rule)
 from ragshield.services.runs.llm_grading import configured_grader  # noqa: E402
 from ragshield.store.database import open_store  # noqa: E402
 
@@ -147,12 +148,25 @@ def _fitted(judges: tuple[str, ...]) -> Callable:
 
 
 def _by_length(judges: tuple[str, ...], short_words: int) -> Callable:
-    """One cut fitted on the answers of at most `short_words` claim words, one on the longer
-    ones; each answer decided by the cut of its length."""
+    """One rule fitted on the answers of at most `short_words` claim words, one on the
+    longer ones; each answer decided by the rule of its length."""
     def fit(train: pd.DataFrame) -> Callable[[pd.DataFrame], np.ndarray]:
-        rule = fit_answer_rule(train, judges, short_words=short_words)
-        return lambda test: rule.keep_frame(test)
+        short = train["words"] <= short_words
+        rules = (fit_answer_rule(train[short], judges), fit_answer_rule(train[~short], judges))
+
+        def keep(test: pd.DataFrame) -> np.ndarray:
+            out, brief = np.zeros(len(test), bool), (test["words"] <= short_words).to_numpy()
+            for rule, rows in zip(rules, (brief, ~brief)):
+                if rows.any():
+                    out[rows] = rule.keep_frame(test[rows])
+            return out
+        return keep
     return fit
+
+
+def claim_words(text: str | None, refusal: bool = False) -> int:
+    """Words of the answer's claims (claims.py): what a rule by length reads."""
+    return 0 if refusal or not text else sum(len(c.text.split()) for c in split_claims(text))
 
 
 def candidates() -> list[Candidate]:

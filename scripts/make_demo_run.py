@@ -6,6 +6,7 @@ Demo's example questions (ragshield/assets/demo/examples.json).
     python scripts/make_demo_run.py --rejudge self_consistency  # minutes: see below
     python scripts/make_demo_run.py --new-rule  # minutes: the default rule changed
     python scripts/make_demo_run.py --new-readers  # the default judges' readers changed
+    python scripts/make_demo_run.py --new-examples  # what the Demo asks changed
 
 Steps, each picking up where an interrupted one stopped (the work database is kept):
 1. a run of the demo set with every judge on the embedded model, with the No-RAG answers
@@ -18,10 +19,11 @@ Run it again when a prompt changes: tests/test_demo_run.py fails while the shipp
 calls no longer match what the code asks. When only the way some judges score changed (their
 calls did not), `--rejudge JUDGES` starts the work database from the shipped file instead and
 judges the run again with those judges: every call they make is a cache hit. When only the
-default decision rule changed (Settings.decision_rule), or the model that answers the Demo
-(llm/packaged_models.default_answer_model), `--new-rule` starts from the shipped file too,
-gives the run the new rule and finds the examples again as the Demo asks them (only the
-Demo's own asks call the model). When the default readers of the judges changed
+default decision rule changed (Settings.decision_rule), `--new-rule` starts from the shipped
+file too, gives the run the new rule and finds the examples again under it. When only what
+the Demo asks changed (its answering model, its default judges or rule: the shipped run keeps
+the rule and readers it was made with), `--new-examples` starts from the shipped file and finds
+the examples again (the Demo's asks call the model). When the default readers of the judges changed
 (judges/judge_readers.py), `--new-readers` starts from the shipped file, gives the run the
 readers a new run gets, and judges it again with the judges whose reader changed (their
 calls are new: 25 minutes for pre_answer and p_true on the 1.5B), then finds the examples
@@ -87,6 +89,10 @@ def main() -> None:
     parser.add_argument("--new-rule", action="store_true",
                         help="give the shipped run the current default rule and find the "
                              "examples again, from a new work database holding the shipped file")
+    parser.add_argument("--new-examples", action="store_true",
+                        help="find the examples again as the Demo asks them now (its model, "
+                             "judges or rule changed), from a new work database holding the "
+                             "shipped file; the shipped run is left as it was")
     parser.add_argument("--new-readers", action="store_true",
                         help="give the shipped run the judges' current default readers and "
                              "judge it again with the judges whose reader changed, from a new "
@@ -97,7 +103,7 @@ def main() -> None:
     settings = Settings(database_url=f"sqlite:///{args.db}", backend="embedded", model=None,
                         judge_model=None)
     args.db.parent.mkdir(parents=True, exist_ok=True)
-    shipped = args.rejudge or args.new_rule or args.new_readers
+    shipped = args.rejudge or args.new_rule or args.new_readers or args.new_examples
     if shipped and args.db.exists():
         sys.exit(f"--rejudge, --new-rule and --new-readers start from the shipped file: remove "
                  f"{args.db} first")

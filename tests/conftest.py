@@ -30,6 +30,7 @@ from sqlalchemy import Engine, create_engine
 
 from ragshield import home
 from ragshield.config import Settings
+from ragshield.llm.packaged_models import SMALLER_MODEL
 from ragshield.testing.replicas import fresh_postgres
 from ragshield.testing.servers import free_port, running_server  # noqa: F401 (re-exported)
 from ragshield.store.database import Store, open_store
@@ -105,9 +106,13 @@ def model_cache_dir() -> Path:
 
 @pytest.fixture
 def settings(tmp_path: Path, model_cache_dir: Path, migrated_sqlite: Path) -> Settings:
-    """Settings on an empty SQLite store at the newest revision (a copy of a migrated one)."""
+    """Settings on an empty SQLite store at the newest revision (a copy of a migrated one),
+    answering with the packaged 0.5B, the fast model. Where nobody names a model the 1.5B
+    answers (tests/test_default_answerer.py); a test that moves to the openai backend names no
+    model (`"model": None`), as the served model's name is the backend's to tell."""
     copy_sqlite(migrated_sqlite, tmp_path / "test.db")
-    return Settings(cache_dir=model_cache_dir, database_url=f"sqlite:///{tmp_path / 'test.db'}")
+    return Settings(cache_dir=model_cache_dir, database_url=f"sqlite:///{tmp_path / 'test.db'}",
+                    model=SMALLER_MODEL)
 
 
 @pytest.fixture(scope="session")

@@ -22,6 +22,7 @@ from ragshield.judges.judge_readers import SELF
 from ragshield.judges.yes_no import REPLY_YES_OR_NO
 from ragshield.metrics.correctness import is_correct
 from ragshield.pipeline import RunModels
+from ragshield.llm.packaged_models import SMALLER_MODEL
 from ragshield.run_config import RunConfig
 from ragshield.services.annotation.labelling import add_annotator, label_sample
 from ragshield.services.data.datasets import ensure_demo_dataset
@@ -115,9 +116,11 @@ def _judged_demo_run(store: Store, settings, judges: list[str],
                      labelled: bool) -> tuple[DemoWorld, int]:
     ensure_demo_dataset(store)
     world = DemoWorld(store)
-    # The scripted model reads for every judge ("self"), as the run's config says.
+    # The scripted model stands for the 0.5B and reads for every judge ("self"), as the run's
+    # config says.
     run_id = record_run(store, settings, RunConfig(dataset="demo", judges=judges,
-                                                   rule=judges[0], judge_model=SELF)).run_id
+                                                   rule=judges[0], judge_model=SELF,
+                                                   model=SMALLER_MODEL)).run_id
     execute(store, settings, run_id, models=RunModels(main=ScriptedLLM(respond=world.respond)))
     if not labelled:
         return world, run_id

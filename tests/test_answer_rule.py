@@ -42,7 +42,7 @@ def test_fitted_rule_shows_the_aimed_share_of_the_right_answers_on_average_over_
     # each set counts once, whatever its size; the threshold is the highest that keeps the aim
     assert 0.75 <= np.mean(shares) < 0.78
     # both judges carry weight, and the rule withholds far more wrong answers than right
-    assert all(c > 0 for c in rule.long.score.coef) and rule.short is None
+    assert all(c > 0 for c in rule.score.coef)
     wrong = ~frame["good"].to_numpy(bool)
     assert keep[wrong].mean() < 0.35
     assert rule.fitted_on == ("big", "small")
@@ -69,70 +69,19 @@ def test_rule_round_trips_and_bad_files_name_the_field(tmp_path):
     back = read_answer_rule(path)
     assert back == rule
     body = rule.to_dict()
-    body["long"]["threshold"] = 2
+    body["threshold"] = 2
     path.write_text(json.dumps(body))
-    with pytest.raises(ValueError, match=r"long\.threshold"):
+    with pytest.raises(ValueError, match="threshold"):
         read_answer_rule(path)
     body = rule.to_dict()
-    body["long"]["score"]["coef"] = "x"
+    body["score"]["coef"] = "x"
     path.write_text(json.dumps(body))
-    with pytest.raises(ValueError, match=r"long\.score\.coef"):
-        read_answer_rule(path)
-    split = fit_answer_rule(_lengths(), ("pre_answer", "support"), short_words=4)
-    path.write_text(json.dumps(split.to_dict()))
-    assert read_answer_rule(path) == split
-    body = split.to_dict()
-    body["short_words"] = 0
-    path.write_text(json.dumps(body))
-    with pytest.raises(ValueError, match="short_words"):
+    with pytest.raises(ValueError, match=r"score\.coef"):
         read_answer_rule(path)
 
 
 def test_the_shipped_rule_reads_answerability_and_support():
     rule = read_answer_rule(RULE_FILE)
     assert set(rule.judges) == {"pre_answer", "support"}
-    assert 0 < rule.long.threshold < 1
+    assert 0 < rule.threshold < 1
     assert len(rule.fitted_on) >= 6
-
-
-def _lengths(seed: int = 1) -> pd.DataFrame:
-    """Short answers whose rightness pre_answer tells and support does not, long answers the
-    other way round, in two sets each."""
-    rng = np.random.default_rng(seed)
-    parts = []
-    for name, words, telling in (("names", 2, "pre_answer"), ("phrases", 3, "pre_answer"),
-                                 ("essays", 60, "support"), ("reports", 40, "support")):
-        good = rng.random(200) < 0.5
-        frame = {judge: np.clip(0.5 + rng.normal(0, 0.2, 200), 0, 1)
-                 for judge in ("pre_answer", "support")}
-        frame[telling] = np.clip(0.3 + 0.4 * good + rng.normal(0, 0.12, 200), 0, 1)
-        parts.append(pd.DataFrame({**frame, "good": good, "set": name, "words": words}))
-    return pd.concat(parts, ignore_index=True)
-
-
-def _claims(words: int) -> list[dict]:
-    return [{"text": " ".join(["word"] * words), "start": 0, "end": 1, "score": 0.5}]
-
-
-def test_a_rule_by_length_weighs_each_judge_where_it_tells():
-    frame = _lengths()
-    split = fit_answer_rule(frame, ("pre_answer", "support"), short_words=8)
-    one = fit_answer_rule(frame, ("pre_answer", "support"))
-    pre, sup = (split.short.score.columns.index(f"{j}:score") for j in ("pre_answer", "support"))
-    assert split.short.score.coef[pre] > 3 * abs(split.short.score.coef[sup])
-    pre, sup = (split.long.score.columns.index(f"{j}:score") for j in ("pre_answer", "support"))
-    assert split.long.score.coef[sup] > 3 * abs(split.long.score.coef[pre])
-    good = frame["good"].to_numpy(bool)
-    wrong_shown = [(~good & rule.keep_frame(frame)).sum() for rule in (split, one)]
-    assert wrong_shown[0] < 0.6 * wrong_shown[1]
-    # One answer at a time: the length comes from the claims the support judge checked.
-    short = [_verdict("pre_answer", 0.95), Verdict("support", False, 0.05,
-                                                   details={"claims": _claims(2)})]
-    long = [_verdict("pre_answer", 0.95), Verdict("support", False, 0.05,
-                                                  details={"claims": _claims(30)})]
-    assert split.decide(short).keep is True and "a short answer: 2 words" in split.decide(
-        short).reason
-    assert split.decide(long).keep is False and "a long answer: 30 words" in split.decide(
-        long).reason
-    unknown = split.decide([_verdict("pre_answer", 0.95), _verdict("support", 0.05)])
-    assert "length unknown" in unknown.reason and unknown.keep is False

@@ -20,7 +20,7 @@ from starlette.testclient import TestClient
 
 from ragshield.api.app import build_api
 from ragshield.api.keys import ApiKeyError, KeyCheck, check_exposure, read_keys
-from ragshield.config import Settings
+from ragshield.config import GROUNDED_JUDGES, Settings
 from ragshield.llm.base import LLM
 from ragshield.policies.policy import Policy
 from ragshield.services.guarding.guard import Guard, ModelGate
@@ -167,7 +167,10 @@ def test_default_judges_are_the_fast_set(settings: Settings, sqlite_store: Store
     catalogue = client.get("/v1/judges").json()
     defaults = [j["name"] for j in catalogue if j["default"]]
     assert "trivial" in defaults and "counterfactual" not in defaults
-    assert all(j["cost"] in ("free", "cheap") for j in catalogue if j["default"])
+    # the free and cheap judges, and the judges of the default rule (grounded reads support)
+    assert all(j["cost"] in ("free", "cheap") or j["name"] in GROUNDED_JUDGES
+               for j in catalogue if j["default"])
+    assert set(GROUNDED_JUDGES) <= set(defaults)
     assert all(j["about"] for j in catalogue)
     # The packaged defaults have no NLI classifier: said, and left out of the defaults.
     nli = next(j for j in catalogue if j["name"] == "nli")

@@ -16,7 +16,7 @@ from ragshield.llm.packaged_models import LARGER_MODEL, SMALLER_MODEL, default_a
 from ragshield.run_config import RunConfig, RunConfigError, check_config
 from ragshield.services.questions.ask_types import LARGER_FALLBACK, AskRequest
 from ragshield.services.questions.asking import OpenedModels, ask
-from ragshield.services.questions.settlement import AskInputError, settle
+from ragshield.services.questions.settlement import AskInputError, default_rule, settle
 from ragshield.services.runs.runs import record_run
 from ragshield.store.runs import get_run
 from ragshield.types import Passage
@@ -46,7 +46,7 @@ def test_an_ask_with_nothing_named_reads_every_judge_from_the_answering_1_5b(sto
     thresholds = {j.name: j.threshold for j in settled.judges if hasattr(j, "threshold")}
     assert {j: thresholds[j] for j in ("pre_answer", "p_true")} == {
         j: THRESHOLDS[LARGER_MODEL][j] for j in ("pre_answer", "p_true")}
-    assert settled.rule_reason.startswith(DEFAULT_RULE_REASON[:40])
+    assert default_rule(unnamed, store).reason == DEFAULT_RULE_REASON  # measured on the 1.5B
     # The 0.5B named: the 1.5B reads pre_answer and p_true, as measured for that pairing.
     small = settle(store, unnamed, replace(QUESTION, model=SMALLER_MODEL))
     assert small.readers.reader("pre_answer") == LARGER_MODEL

@@ -155,7 +155,8 @@ def test_the_guard_takes_the_in_process_lock_for_a_policy_read_by_a_packaged_mod
     from ragshield.services.guarding.guard import ModelGate
 
     save_policy(store, _policy({"p_true": LARGER_MODEL}))
-    served = settings.model_copy(update={"backend": "openai", "judge_model": SELF})
+    served = settings.model_copy(update={"backend": "openai", "model": None,
+                                         "judge_model": SELF})
     lock = threading.Lock()
     gate = ModelGate(served, lock)
     request = AskRequest(question="Who?", passages=(Passage("Text."),), judges=("p_true",),
@@ -179,7 +180,7 @@ def test_a_policy_fitted_on_a_model_this_machine_lacks_is_refused_naming_it(stor
         record_run(store, settings, RunConfig(dataset="demo", judges=["p_true"],
                                               rule="policy:guard"))
     # On a served backend the name is the server's to know.
-    served = settings.model_copy(update={"backend": "openai"})
+    served = settings.model_copy(update={"backend": "openai", "model": None})
     asked = prepare(store, served, AskRequest(question="Who?", passages=(Passage("Text."),),
                                               judges=("p_true",), rule="policy:guard"))
     assert asked.readers.reader("p_true") == "/models/team-70b.gguf"

@@ -1,12 +1,11 @@
 """The grounded rule: chosen where its judges are, refused with the missing judges named, read
-from the shipped numbers, and, on a server set up with it, in the default judge set, the
-Dashboard's start form and the Demo's choices."""
+from the shipped numbers, and, as the default, in the default judge set, the Dashboard's start
+form and the Demo's choices."""
 
 from __future__ import annotations
 
 import pytest
 
-from ragshield.claims import split_claims
 from ragshield.config import DEFAULT_DECISION_RULE, GROUNDED_JUDGES, GROUNDED_RULE, Settings
 from ragshield.errors import OptionError
 from ragshield.judges.registry import quick_judges
@@ -33,8 +32,10 @@ def test_a_server_set_up_with_it_asks_both_of_its_judges_and_decides_by_it():
     form = form_defaults(settings)
     assert set(GROUNDED_JUDGES) <= set(form.judges) and form.rule == GROUNDED_RULE
     assert GROUNDED_RULE in RULES
-    # not the default: it met the target on no labelled set (docs/QUALITY.md)
-    assert default_rule(Settings()).rule == DEFAULT_DECISION_RULE != GROUNDED_RULE
+    # the default where the 1.5B reads both judges (docs/QUALITY.md); pre_answer alone where
+    # the judges read from the 0.5B, which grounded was not fitted on
+    assert default_rule(Settings()).rule == DEFAULT_DECISION_RULE == GROUNDED_RULE
+    assert default_rule(Settings(model="qwen-0.5b", judge_model="self")).rule == "pre_answer"
 
 
 def test_chosen_only_where_both_judges_run_and_refused_naming_the_missing_one():
@@ -54,7 +55,7 @@ def test_decides_from_both_scores_by_the_shipped_numbers():
     high, low = decide(_verdicts(0.97, 0.97), GROUNDED_RULE), decide(_verdicts(0.97, 0.02),
                                                                      GROUNDED_RULE)
     assert high.keep is True and low.keep is False and high.rule == GROUNDED_RULE
-    assert f"{rule.long.threshold:.2f}" in low.reason
+    assert f"{rule.threshold:.2f}" in low.reason
     refusal = decide(_verdicts(0.97, 0.97), GROUNDED_RULE, refusal=True)
     assert refusal.keep is False and "refusal" in refusal.reason
 
@@ -78,19 +79,13 @@ def test_browse_decides_a_grounded_run_as_decide_does_one_by_one():
     rows = [{"sample_id": sid, "judge": judge, "keep": None if s is None else s >= 0.5,
              "score": s} for sid, pair in scores.items()
             for judge, s in zip(GROUNDED_JUDGES, pair)]
-    answers = {"a": "Rouen.", "b": "The Seine flows through Rouen, the old capital of "
-               "Normandy, on its way to the sea at Le Havre.", "c": "The Normans.",
-               "d": "I don't know.", "e": "Paris."}
-    samples = pd.DataFrame({"sample_id": list(scores), "answer": list(answers.values()),
-                            "refusal": [False, False, False, True, False]})
+    samples = pd.DataFrame({"sample_id": list(scores), "refusal": [False, False, False, True,
+                                                                   False]})
     tables = RunTables(run_id=1, truth="auto", config={"rule": GROUNDED_RULE},
                        samples=samples, verdicts=pd.DataFrame(rows))
     codes = run_decisions(tables, np.zeros((5, 2), int), GROUNDED_JUDGES)
     for sid, code in zip(scores, codes):
-        # the support verdict carries the claims it checked: the length a rule by length reads
-        claims = {"claims": [{"text": c.text} for c in split_claims(answers[sid])]}
-        verdicts = [Verdict(j, None, s, details=claims if j == "support" else {})
-                    for j, s in zip(GROUNDED_JUDGES, scores[sid])]
+        verdicts = [Verdict(j, None, s) for j, s in zip(GROUNDED_JUDGES, scores[sid])]
         one = decide(verdicts, GROUNDED_RULE, refusal=sid == "d")
         assert code == {True: KEPT, False: ABSTAINED, None: UNDECIDED}[one.keep], sid
     assert codes[0] == KEPT and codes[1] == codes[3] == ABSTAINED and codes[4] == UNDECIDED

@@ -103,7 +103,8 @@ def test_an_ask_settles_its_readers_before_any_model_call(store, settings):
     assert larger.readers == JudgeReaders() and _thresholds(larger.judges) == LARGER_PAIR
     configured = prepare(store, settings.model_copy(update={"judge_model": SELF}), request)
     assert configured.readers == JudgeReaders()
-    served = prepare(store, settings.model_copy(update={"backend": "openai"}), request)
+    served = prepare(store, settings.model_copy(update={"backend": "openai", "model": None}),
+                     request)
     assert served.readers == JudgeReaders()
 
 

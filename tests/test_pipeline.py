@@ -5,6 +5,8 @@ Runs on SQLite and on PostgreSQL."""
 from __future__ import annotations
 
 import pytest
+
+from ragshield.config import DEFAULT_DECISION_RULE
 from sqlalchemy import func, select
 
 from ragshield.llm.base import LLMError
@@ -143,10 +145,11 @@ def test_a_run_held_by_a_live_process_is_refused_before_any_model_is_opened(stor
 
 def test_without_a_rule_the_default_gives_way_to_majority_when_its_judge_is_absent(store,
                                                                                    dataset):
-    kept = start_run(store, RunConfig(dataset=dataset, judges=["pre_answer", "trivial"]))
+    kept = start_run(store, RunConfig(dataset=dataset, judges=["pre_answer", "support",
+                                                               "trivial"]))
     replaced = start_run(store, RunConfig(dataset=dataset, judges=["trivial", "p_true"]))
     with store.session() as session:
-        assert session.get(Run, kept).config["rule"] == "pre_answer"
+        assert session.get(Run, kept).config["rule"] == DEFAULT_DECISION_RULE
         assert session.get(Run, replaced).config["rule"] == "majority"
 
 

@@ -15,6 +15,8 @@ from contextlib import contextmanager
 
 import gradio as gr
 import pytest
+
+from ragshield.config import GROUNDED_JUDGES, GROUNDED_RULE
 from gradio_client import Client
 
 from ragshield.metrics.summary import judge_metrics
@@ -369,7 +371,7 @@ def test_a_bad_configuration_is_a_readable_message_and_starts_nothing(context):
 def test_the_start_form_chooses_the_rule_as_every_run_does(settings):
     """The form ticks trivial and the configured rule's judge, and selects the rule that
     choose_rule gives those judges: the configured one where it fits, else majority."""
-    assert form_defaults(settings) == RunForm(["trivial", "pre_answer"], "pre_answer")
+    assert form_defaults(settings) == RunForm(["trivial", *GROUNDED_JUDGES], GROUNDED_RULE)
     pooled = settings.model_copy(update={"decision_rule": "all"})
     assert form_defaults(pooled) == RunForm(["trivial"], "all")
     unknown = settings.model_copy(update={"decision_rule": "oracle"})

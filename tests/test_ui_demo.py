@@ -12,12 +12,12 @@ from typing import Iterator
 import numpy as np
 import pytest
 
-from ragshield.config import DEFAULT_DECISION_RULE, Settings
+from ragshield.config import DEFAULT_RULE_SELF_READ_REASON, SELF_READ_RULE, Settings
 from ragshield.datasets.demo import DEMO_DATASET
 from ragshield.judges.calibration import QUESTION as CALIBRATION_QUESTION
 from ragshield.llm.base import CHAT, LLM, LOGPROBS, LLMError
 from ragshield.llm.call_cache import CachedLLM
-from ragshield.llm.packaged_models import LARGER_MODEL
+from ragshield.llm.packaged_models import LARGER_MODEL, SMALLER_MODEL
 from ragshield.llm.streaming import text_sink
 from ragshield.retrieval.encoding import Embedder
 from ragshield.retrieval.ingest import IngestOptions, ingest_corpus
@@ -64,9 +64,10 @@ def replies(probability: str = "0.9"):
 @pytest.fixture
 def context(settings, tmp_path) -> Iterator[UiContext]:
     # One scripted model answers and judges (judge_model "self"): the default readers would
-    # hand pre_answer and p_true to the packaged 1.5B (tests/test_judge_readers.py).
+    # hand pre_answer and p_true to the packaged 1.5B (tests/test_judge_readers.py). It stands
+    # for the 0.5B, so that the larger model's fallback has a larger model to ask.
     settings = settings.model_copy(update={"corpora_dir": tmp_path / "corpora",
-                                           "judge_model": "self"})
+                                           "judge_model": "self", "model": SMALLER_MODEL})
     store = open_store(settings.database_url)
     import_samples(store, "toy", [Sample(id="q1", question="What is the capital of France?",
                                          passages=HOSTILE, reference_answers=["Paris"])])
@@ -501,10 +502,11 @@ def test_the_decision_says_why_its_rule_decides(context):
     with_model(context, ScriptedLLM(respond=replies()))
     chosen = html.unescape(list(ask(context, request()))[-1])
     assert "Why this rule: chosen for this question." in chosen
+    # Every judge reads from the answering model here: the default is the judge measured
+    # best for that reader, and the page says so.
     default = html.unescape(list(ask(context, request(
-        judges=("trivial", "p_true", DEFAULT_DECISION_RULE), rule=DEFAULT_DECISION_RULE)))[-1])
-    assert ("Why this rule: the default rule: the judge our benchmark ranks best on what "
-            "people see") in default
+        judges=("trivial", "p_true", SELF_READ_RULE), rule=SELF_READ_RULE)))[-1])
+    assert f"Why this rule: {DEFAULT_RULE_SELF_READ_REASON[:80]}" in default
     assert rule_reason("p_true", "p_true", Settings(decision_rule="p_true")) == (
         "the rule this server is set up with (RAGSHIELD_DECISION_RULE)")
     assert rule_reason("majority", None, Settings(), "the default rule 'x' is not among the "

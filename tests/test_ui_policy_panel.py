@@ -12,6 +12,8 @@ import re
 import gradio as gr
 import pytest
 
+from ragshield.config import DEFAULT_DECISION_RULE
+
 from ragshield.errors import UserError
 from ragshield.services.annotation.people import ADMIN, ANNOTATOR, Access
 from ragshield.services.learning.pinned_policy import pinned
@@ -112,7 +114,7 @@ def test_pinning_makes_the_version_the_demos_default_rule(judged):
     assert "Why this rule: the pinned policy guard@1, pinned by ann on" in page
 
     unpinned = html.unescape(unpin_html(context))
-    assert "No policy is pinned: the default rule is pre_answer again" in unpinned
+    assert f"No policy is pinned: the default rule is {DEFAULT_DECISION_RULE} again" in unpinned
     assert rule_defaults(context) == built
     assert followed_defaults(context, shown)[1].value == built[2]  # the unpinned default
     assert followed_defaults(context, built) == (gr.skip(),) * 3

@@ -49,7 +49,8 @@ def run(store: Store, settings: Settings, server: FakeOpenAIServer, *, run_id: i
     """Start (when `run_id` is None) or resume a run of `JUDGES` against `server`; `limits`
     override the backend's timeout, retries, backoff and concurrency."""
     settings = settings.model_copy(update={
-        "backend": "openai", "openai_base_url": server.url, "request_timeout_s": 5.0,
+        "backend": "openai", "model": None, "openai_base_url": server.url,
+        "request_timeout_s": 5.0,
         "max_retries": 2, "retry_backoff_s": 0.01, "concurrency": 2, **limits})
     if run_id is None:
         if n:

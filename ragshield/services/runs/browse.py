@@ -27,7 +27,7 @@ from ragshield.judging import (ABSTAINED, DEFERRED, KEPT, NOT_RUN, UNDECIDED, de
                                keep_counts)
 from ragshield.metrics.labels import ANSWERABLE, UNANSWERABLE
 from ragshield.metrics.risk import FOLDS
-from ragshield.policies.answer_rule import claim_words, shipped_rule
+from ragshield.policies.answer_rule import shipped_rule
 from ragshield.policies.policy import DEFER, Policy, config_rule
 from ragshield.policies.stacked_score import run_features
 from ragshield.services.learning.policies import policy_scores
@@ -108,16 +108,14 @@ def run_decisions(tables: RunTables, codes: np.ndarray, judges: tuple[str, ...])
 
 
 def _grounded_codes(tables: RunTables) -> np.ndarray:
-    """The grounded rule's decisions from the run's scores and answers (a refusal withheld, a
-    sample none of its judges scored undecided), as judging.decide makes them one by one."""
-    samples = tables.samples
-    words = [claim_words(text, bool(refusal))
-             for text, refusal in zip(samples["answer"], samples["refusal"])]
-    probability, threshold = shipped_rule().scores(
-        run_features(tables.verdicts, samples["sample_id"]), np.asarray(words, float))
+    """The grounded rule's decisions from the run's scores (a refusal withheld, a sample none
+    of its judges scored undecided), as judging.decide makes them one by one."""
+    grounded = shipped_rule()
+    probability = grounded.score.score_frame(run_features(tables.verdicts,
+                                                          tables.samples["sample_id"]))
     codes = np.where(np.isnan(probability), UNDECIDED,
-                     np.where(probability >= threshold, KEPT, ABSTAINED))
-    return np.where(samples["refusal"].to_numpy(dtype=bool), ABSTAINED, codes)
+                     np.where(probability >= grounded.threshold, KEPT, ABSTAINED))
+    return np.where(tables.samples["refusal"].to_numpy(dtype=bool), ABSTAINED, codes)
 
 
 def build_frame(tables: RunTables, auto_tables: RunTables) -> BrowseFrame:
