@@ -17,7 +17,6 @@ default a SQLite file in the cache folder).
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from pathlib import Path
@@ -31,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench_quality import DATASETS, dataset_samples, quality_run, sample_groups  # noqa: E402
-from bench_report import QUALITY_MD, bench_parser, publish  # noqa: E402
+from bench_report import QUALITY_MD, bench_parser, bench_settings, publish  # noqa: E402
 from ragshield.config import Settings  # noqa: E402
 from ragshield.evaluation import run_tables  # noqa: E402
 from ragshield.grading import LLMGrader  # noqa: E402
@@ -111,10 +110,7 @@ def main() -> None:
     parser.add_argument("--grader", default=LARGER_MODEL,
                         help="the packaged model grading the answers against the references")
     args = parser.parse_args()
-    settings = Settings()
-    if "RAGSHIELD_DATABASE_URL" not in os.environ:
-        settings = settings.model_copy(update={
-            "database_url": f"sqlite:///{settings.cache_dir / 'bench_answerer.db'}"})
+    settings = bench_settings("bench_answerer.db")
     store = open_store(settings.database_url)
     started, load = time.time(), psutil.getloadavg()[0]
     models = args.models.split(",")

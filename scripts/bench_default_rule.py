@@ -26,7 +26,6 @@ ragshield/assets/grounded_rule.json, the rule the package ships (ragshield/polic
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 import zlib
@@ -42,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench_quality import dataset_samples, quality_run, sample_groups  # noqa: E402
-from bench_report import QUALITY_MD, bench_parser, publish  # noqa: E402
+from bench_report import QUALITY_MD, bench_parser, bench_settings, publish  # noqa: E402
 from bench_support import draw, lfqa_rows, read_rows, sample_of  # noqa: E402
 from ragshield.claims import split_claims  # noqa: E402
 from ragshield.config import Settings  # noqa: E402
@@ -174,7 +173,7 @@ def candidates() -> list[Candidate]:
     own = {j: make_judge(j, Settings(), **options.get(j, {})).threshold for j in JUDGES}
     return [
         Candidate("show every answer", lambda train: (lambda test: np.ones(len(test), bool))),
-        Candidate(f"pre_answer >= {own['pre_answer']:.2f} (today's default)",
+        Candidate(f"pre_answer >= {own['pre_answer']:.2f} (the default before grounded)",
                   _fixed("pre_answer", own["pre_answer"])),
         Candidate(f"support >= {own['support']:.2f}", _fixed("support", own["support"])),
         Candidate("pre_answer and p_true, each at its own threshold",
@@ -277,10 +276,7 @@ def main() -> None:
                         help=f"store the rule fitting these judges' scores (e.g. "
                              f"pre_answer+support), fitted on every set, in {RULE_FILE.name}")
     args = parser.parse_args()
-    settings = Settings()
-    if "RAGSHIELD_DATABASE_URL" not in os.environ:
-        settings = settings.model_copy(update={
-            "database_url": f"sqlite:///{settings.cache_dir / 'bench_default_rule.db'}"})
+    settings = bench_settings("bench_default_rule.db")
     store = open_store(settings.database_url)
     started, load = time.time(), psutil.getloadavg()[0]
     sets = args.sets.split(",")

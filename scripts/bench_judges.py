@@ -38,6 +38,7 @@ from ragshield.judges.registry import make_judges  # noqa: E402
 from ragshield.judging import judge_samples  # noqa: E402
 from ragshield.llm.call_cache import CachedLLM  # noqa: E402
 from ragshield.llm.factory import make_llm  # noqa: E402
+from ragshield.llm.packaged_models import default_answer_model  # noqa: E402
 from ragshield.store.database import open_store  # noqa: E402
 
 
@@ -131,7 +132,7 @@ def demo_latency(args: argparse.Namespace) -> None:
     chosen = Settings(judge_model=args.judge_model, model=args.model)
     judges = ", ".join(demo_request("x", chosen).judges)
     readers = ask_readers(AskRequest(), chosen).describe()
-    answering = args.model or "the default model"
+    answering = args.model or f"{default_answer_model()} (the default)"
     publish(
         "Demo latency" + (f" ({args.model} answering)" if args.model else "")
         + (f" (judges read by {args.judge_model})" if args.judge_model

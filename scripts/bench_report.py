@@ -27,6 +27,20 @@ def bench_parser(doc: str, json_name: str, runs: int = 5) -> argparse.ArgumentPa
     return parser
 
 
+def bench_settings(database: str):
+    """Settings for a benchmark whose runs are resumed from a store: RAGSHIELD_DATABASE_URL's,
+    else the SQLite file `database` in the cache folder."""
+    import os
+
+    from ragshield.config import Settings
+
+    settings = Settings()
+    if "RAGSHIELD_DATABASE_URL" in os.environ:
+        return settings
+    return settings.model_copy(update={
+        "database_url": f"sqlite:///{settings.cache_dir / database}"})
+
+
 def machine() -> str:
     memory = psutil.virtual_memory().total / 2**30
     return f"{platform.machine()}, {psutil.cpu_count()} cores, {memory:.0f} GiB"
