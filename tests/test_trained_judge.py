@@ -279,7 +279,8 @@ def test_a_judge_learns_to_weigh_the_llm_reads_of_a_run(squad_store, cache_setti
     asked = prepare(store, cache_settings, AskRequest(
         question="Who?", passages=(Passage("Text."),), judges=("trained:reads", "pre_answer"),
         judge_model=LARGER_MODEL, keep_record=False))
-    assert asked.readers.reader("trained:reads") is None
+    # the 0.5B read its scores; the 1.5B answers this ask (the default): it stays with the 0.5B
+    assert asked.readers.reader("trained:reads") == SMALLER_MODEL
     assert asked.readers.reader("pre_answer") == LARGER_MODEL
     assert card.cv["features"][-1] == "pre_answer (log-odds)" and card.cv["pr_auc_min"] >= 0.95
     judge = make_judge("trained:reads", cache_settings)

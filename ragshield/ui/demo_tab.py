@@ -264,8 +264,14 @@ def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
                              f"sample{'' if len(choices) == 1 else 's'}; pick one."))
 
     def on_judges(judge_names: list[str] | None, rule_name: str | None) -> gr.Dropdown:
-        choices, value = rule_choices(list(judge_names or ()), rule_name,
-                                      policy_sources(context.store))
+        """The rules that fit the ticked judges; the chosen one where it still fits, else the
+        default where it fits (the judges may change with the defaults, after a pin, before
+        the rule shown does), else majority."""
+        judges, sources = list(judge_names or ()), policy_sources(context.store)
+        choices, value = rule_choices(judges, rule_name, sources)
+        if value != rule_name:
+            choices, value = rule_choices(
+                judges, defaults(context.settings, context.store).rule.rule, sources)
         return gr.Dropdown(choices=choices, value=value)
 
     form_inputs = [source, question, dataset, sample, corpus, mode, k, noise, answerer, judges,
