@@ -115,7 +115,7 @@ def judge_readers(named: str | None, *, backend: str, answer_model: str | None) 
         return JudgeReaders()
     if named:
         return JudgeReaders(every=named)
-    answering = answer_model or (default_answer_model() if backend == "embedded" else None)
-    if backend == "embedded" and answering == SMALLER_MODEL and larger_installed():
+    if (backend == "embedded" and answer_model_name(backend, answer_model) == SMALLER_MODEL
+            and larger_installed()):
         return JudgeReaders(by_judge={judge: LARGER_MODEL for judge in READ_BY_LARGER})
     return JudgeReaders()
