@@ -249,11 +249,13 @@ def summary(rows: list[dict[str, Any]]) -> tuple[list[str], dict[str, Any]]:
     data = {}
     for rule in dict.fromkeys(r["rule"] for r in rows):
         mine = [r for r in rows if r["rule"] == rule]
-        times = [r["times"] for r in mine]
+        times = [r["times"] for r in mine if not np.isnan(r["times"])]  # nan: shows nothing
         right = [r["right_shown"] for r in mine]
         met = sum(meets(r) for r in mine)
-        lines.append(f"| {rule} | {met} of {len(mine)} | {np.median(times):.2f} "
-                     f"[{min(times):.2f}, {max(times):.2f}] | {np.median(right):.0%} "
+        blank = len(mine) - len(times)
+        spread = (f"{np.median(times):.2f} [{min(times):.2f}, {max(times):.2f}]" if times
+                  else "-") + (f"; nothing shown on {blank} set(s)" if blank else "")
+        lines.append(f"| {rule} | {met} of {len(mine)} | {spread} | {np.median(right):.0%} "
                      f"[{min(right):.0%}, {max(right):.0%}] |")
         data[rule] = {"met": met, "times": times, "right_shown": right}
     return lines, data

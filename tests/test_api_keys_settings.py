@@ -226,6 +226,23 @@ def test_a_bad_digest_or_a_key_given_twice_that_way_is_refused(
 def test_keys_new_checks_its_fields() -> None:
     result = CliRunner().invoke(cli_app, ["keys", "new", "--judges", "nosuch"])
     assert result.exit_code == 1 and "field 'judges': unknown judge(s)" in result.output
+    result = CliRunner().invoke(cli_app, ["keys", "new", "--on-unsupported", "hide"])
+    assert result.exit_code == 1 and "'on_unsupported' must be withhold or redact" in result.output
+
+
+def test_keys_new_warns_of_a_trained_judge_this_machine_lacks(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The key may be for a server elsewhere, so the line is still made; but a server
+    without the judge would refuse it, and its maker is told so now."""
+    monkeypatch.setenv("RAGSHIELD_CACHE_DIR", str(tmp_path))
+    result = CliRunner().invoke(cli_app, ["keys", "new", "--judges", "trained:absent,p_true",
+                                          "--on-unsupported", "redact"])
+    assert result.exit_code == 0, result.output
+    line = result.output.split("line for the keys file: ")[1].splitlines()[0]
+    assert line.endswith(" judges=trained:absent,p_true on_unsupported=redact")
+    assert "warning: " in result.stderr and "absent" in result.stderr
+    assert "warning" not in CliRunner().invoke(
+        cli_app, ["keys", "new", "--judges", "p_true"]).stderr
 
 
 def test_a_fixed_key_s_calls_may_not_name_other_judges_or_rules(settings: Settings,

@@ -60,6 +60,18 @@ def check_trained(judges: Sequence[str], settings: Settings) -> None:
                       check_weights=False)
 
 
+def missing_trained(spec: str | None, settings: Settings) -> str | None:
+    """What check_trained would refuse in the judges `spec` on this machine, else None (for
+    `keys new`, whose key may be meant for a server elsewhere)."""
+    if not spec:
+        return None
+    try:
+        check_trained(key_judges(spec), settings)
+    except UserError as error:
+        return str(error)
+    return None
+
+
 def check_key_rule(rule: str, judges: Sequence[str] | None) -> None:
     """OptionError unless `rule` is majority, all, grounded, `policy:NAME[@VERSION]` or a
     judge's name (one of `judges`, or grounded's two among them, when the key names them).
