@@ -5,6 +5,7 @@ one JSON shape for every face."""
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ import pytest
 import ragshield
 from ragshield.config import Settings
 from ragshield.errors import UserError
+from ragshield.judge_budget import BudgetPassed
 from ragshield.services.guarding.guard import judge_catalogue
 from ragshield.services.questions.settlement import default_judges
 from ragshield.services.questions.live_runs import LIVE_DATASET
@@ -20,7 +22,8 @@ from ragshield.store.runs import list_runs
 from ragshield.types import Passage
 from ragshield.ui.demo_tab import DemoForm
 from tests.fakes import FakeModels, ScriptedLLM, ScriptedReply
-from tests.test_api import client_for, p_true_reply
+from tests.test_api import SURE, SlowLLM, client_for, p_true_reply
+from tests.test_api_budget import SLACK_S
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 QUESTION = "In what country is Normandy located?"
@@ -57,6 +60,35 @@ def test_judge_without_a_database_records_nothing():
         assert decision.seconds["judging"] >= 0
         assert list_runs(shield.store) == []
         assert shield.settings.database_url == "sqlite://"
+
+
+def test_a_budget_cuts_the_judges_off_as_the_guard_does():
+    """A Python caller's latency budget (per call, or the settings' guard_budget_ms) holds as
+    a guard call's does (judge_budget.py): the rule decides from the judges that finished,
+    on_budget when it cannot, and the next call waits until the cut-off judge is done with
+    the in-process model."""
+    slow = SlowLLM(2.0)
+    sure = [("France", SURE), (".", SURE)]
+    with ragshield.Shield.open(guard_budget_ms=300, guard_on_budget="keep") as shield:
+        shield.models = FakeModels(slow)  # type: ignore[assignment]
+        started = time.monotonic()
+        decision = shield.judge(QUESTION, [PASSAGE], "France.", answer_logprobs=sure,
+                                judges=["trivial", "token_prob", "p_true"], rule="majority",
+                                budget_ms=400)
+        assert time.monotonic() - started < 0.4 + SLACK_S
+        assert decision.kept and decision.to_dict()["unfinished"] == ["p_true"]
+        started = time.monotonic()  # the settings' budget; the model is still busy
+        decision = shield.judge(QUESTION, [PASSAGE], "France.", judges=["p_true"],
+                                rule="p_true")
+        assert time.monotonic() - started < 0.3 + SLACK_S
+        assert decision.kept and "as on_budget keep says" in decision.reason
+        with pytest.raises(BudgetPassed, match="p_true did not finish"):
+            shield.judge(QUESTION, [PASSAGE], "France.", judges=["p_true"], rule="p_true",
+                         budget_ms=200, on_budget="error")
+        time.sleep(2.1)  # the model is free: a budget it meets changes nothing
+        decision = shield.judge(QUESTION, [PASSAGE], "France.", judges=["p_true"],
+                                rule="p_true", budget_ms=10_000)
+        assert decision.kept and "unfinished" not in decision.to_dict()
 
 
 def test_judge_with_a_database_keeps_each_call_in_the_live_run(tmp_path):

@@ -15,6 +15,7 @@ the same defaults (answerer and rule from the settings, one default judge set).
 from __future__ import annotations
 
 import time
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -23,7 +24,7 @@ from ragshield.config import Settings
 from ragshield.errors import OptionError
 from ragshield.policies.policy import Policy
 from ragshield.services.database import Store, open_store
-from ragshield.services.guarding.guard import ModelGate, judge_catalogue
+from ragshield.services.guarding.guard import ModelGate, call_budget, judge_catalogue, model_turn
 from ragshield.services.learning.policies import get_policy
 from ragshield.services.questions.ask_types import AskRequest, AskResult
 from ragshield.services.questions.asking import (OpenedModels, PassageFinders, answer_and_judge,
@@ -134,29 +135,34 @@ class Shield:
     def judge(self, question: str, passages: Sequence[PassageLike], answer: str, *,
               judges: Sequence[str] | None = None, rule: str | None = None,
               answer_logprobs: Sequence[tuple[str, float]] | None = None,
-              judge_model: str | None = None, on_unsupported: str = WITHHOLD) -> Decision:
+              judge_model: str | None = None, on_unsupported: str = WITHHOLD,
+              budget_ms: int | None = None, on_budget: str | None = None) -> Decision:
         """Judge an answer another system wrote from `passages` (texts, Passages, or
         mappings with text and optional title, id and score). `judges` None: every free or
         cheap judge and the rule's; `rule` None: the configured rule; `on_unsupported`
         "redact": show the answer without the sentences the passages do not support
-        (services/questions/redaction.py)."""
+        (services/questions/redaction.py). `budget_ms`: the judges' latency budget, as the
+        guard API's (judge_budget.py; None: the settings' guard_budget_ms); `on_budget`:
+        keep, abstain or error when the rule cannot decide within it."""
         tokens = ([TokenLogprob(token, logprob) for token, logprob in answer_logprobs]
                   if answer_logprobs else None)
         return self._decide(AskRequest(
             question=question, passages=tuple(_passage(p) for p in passages),
             given_answer=GivenAnswer(answer, tokens=tokens), judges=_names(judges),
             rule=rule, judge_model=judge_model, keep_record=self.record,
-            on_unsupported=on_unsupported))
+            on_unsupported=on_unsupported, budget_ms=budget_ms, on_budget=on_budget))
 
     def ask(self, question: str, *, corpus: str | None = None,
             passages: Sequence[PassageLike] | None = None, judges: Sequence[str] | None = None,
             rule: str | None = None, k: int = 3, mode: str = "hybrid",
-            model: str | None = None, on_unsupported: str = WITHHOLD) -> Decision:
+            model: str | None = None, on_unsupported: str = WITHHOLD,
+            budget_ms: int | None = None, on_budget: str | None = None) -> Decision:
         """Answer `question` from `passages`, or from the top `k` of `corpus` (default: the
-        packaged demo corpus), then judge the answer."""
+        packaged demo corpus), then judge the answer; a budget (as `judge`'s) counts from
+        the call, the answer's writing included."""
         request = AskRequest(
             question=question, k=k, mode=mode, model=model, judges=_names(judges), rule=rule,
-            on_unsupported=on_unsupported,
+            on_unsupported=on_unsupported, budget_ms=budget_ms, on_budget=on_budget,
             passages=tuple(_passage(p) for p in passages) if passages is not None else None,
             keep_record=self.record, **({"corpus": corpus} if corpus else {}))
         return self._decide(request)
@@ -170,12 +176,17 @@ class Shield:
         return judge_catalogue(self.settings)
 
     def _decide(self, request: AskRequest) -> Decision:
+        """Settled, prepared and judged as the guard does it, within the call's budget."""
+        begun = time.monotonic()
         settled = settle(self.store, self.settings, request)
+        running: list[Future[Any]] = []  # judges the budget cut off, still at the model
+        budget = call_budget(settled, self.gate, self.settings, running, begun)
         prepared = prepare(self.store, self.settings, settled, self.finders)
-        gate = self.gate.turn(prepared)
         started = time.monotonic()
-        with gate:
-            result = answer_and_judge(self.store, self.settings, self.models, prepared)
+        with model_turn(self.gate.turn(prepared), self.models, settled, budget,
+                        running) as models:
+            result = answer_and_judge(self.store, self.settings, models, prepared,
+                                      budget=budget)
         return Decision(result, {"judging": time.monotonic() - started})
 
     def close(self) -> None:

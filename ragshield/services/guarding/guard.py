@@ -12,6 +12,7 @@ came first (Outcome), so every answered call is kept exactly once and a timed-ou
 from __future__ import annotations
 
 import json
+import math
 import sys
 import threading
 import time
@@ -344,18 +345,11 @@ class Guard:
         """The call judged and, with `keep`, kept; a budget counts from `begun` (the call's
         start, or for the proxy when the upstream has answered)."""
         running: list[Future[Any]] = []  # judges still at work when the budget passed
-        budget = self._budget(settled, running, begun)
+        budget = call_budget(settled, self.gate, self.settings, running, begun)
         prepared = prepare(self.store, self.settings, settled, self.finders)
-        gate, models = self.gate.turn(prepared), self.models
         waited = time.monotonic()
-        if not gate.acquire(timeout=_left(min(deadline, budget.deadline if budget else deadline))):
-            if budget is None or time.monotonic() > deadline:
-                raise GuardTimeout("the model stayed busy with other calls until the deadline")
-            if settled.request.given_answer is None:
-                raise BudgetPassed(f"the model stayed busy past the {budget.milliseconds:,} ms "
-                                   "budget: there is no answer to judge")
-            gate, models = _NoTurn(), _NO_MODELS  # decide from what needs no model
-        try:
+        with model_turn(self.gate.turn(prepared), self.models, settled, budget, running,
+                        deadline) as models:
             seconds["queued"] = time.monotonic() - waited
             if outcome.given_up or time.monotonic() > deadline:
                 raise GuardTimeout("the caller gave up while the call waited for the model")
@@ -363,8 +357,6 @@ class Guard:
             result = answer_and_judge(self.store, self.settings, models, prepared,
                                       budget=budget)
             seconds["judging"] = time.monotonic() - started
-        finally:
-            self._release(gate, running)
         if not outcome.keep():
             raise GuardTimeout("the caller gave up before the verdicts were in")
         if keep:
@@ -372,26 +364,6 @@ class Guard:
             result.record = keep_asked(self.store, self.settings, result)
             seconds["storing"] = time.monotonic() - started
         return Guarded(result, seconds)
-
-    def _budget(self, settled: Settlement, running: list[Future[Any]],
-                begun: float) -> Budget | None:
-        """The call's latency budget from `begun`, if it has one (settled: its own, else
-        the settings'); with a server backend the call's judges run `concurrency` at once."""
-        if settled.budget_ms is None:
-            return None
-        remote = self.gate.for_request(settled.request) is self.gate.remote
-        return Budget.starting_at(begun, settled.budget_ms, settled.on_budget,
-                                  self.settings.concurrency if remote else 1, running.extend)
-
-    def _release(self, gate: Any, running: list[Future[Any]]) -> None:
-        """The turn given back once the judges that the budget left running are done with
-        the model: the in-process one holds one cache, and a server backend is sent no more
-        than `concurrency` calls, cut off or not."""
-        if not running:
-            gate.release()
-            return
-        threading.Thread(target=lambda: (wait(running), gate.release()),
-                         name="guard-release", daemon=True).start()
 
     def close(self) -> None:
         if self.upstream is not None:
@@ -413,6 +385,45 @@ def _check_judgeable(reply: UpstreamReply, shown_url: str) -> None:
 
 def _left(deadline: float) -> float:
     return max(0.0, deadline - time.monotonic())
+
+
+def call_budget(settled: Settlement, gate: ModelGate, settings: Settings,
+                running: list[Future[Any]], begun: float) -> Budget | None:
+    """A call's latency budget from `begun`, if it has one (settled: its own, else the
+    settings'); with a server backend the call's judges run `concurrency` at once, and those
+    the budget leaves running are added to `running`."""
+    if settled.budget_ms is None:
+        return None
+    remote = gate.for_request(settled.request) is gate.remote
+    return Budget.starting_at(begun, settled.budget_ms, settled.on_budget,
+                              settings.concurrency if remote else 1, running.extend)
+
+
+@contextmanager
+def model_turn(turn: Any, models: Models, settled: Settlement, budget: Budget | None,
+               running: list[Future[Any]], deadline: float = math.inf) -> Iterator[Models]:
+    """The call's models once its `turn` at them (ModelGate.turn) comes. GuardTimeout when
+    `deadline` passes first. When the budget passes first, a given answer is decided from
+    the judges that read no model (the others unfinished), and a question with no answer yet
+    fails (BudgetPassed). The turn is given back once the judges that the budget left
+    `running` are done with the model: the in-process one holds one cache, and a server
+    backend is sent no more than `concurrency` calls, cut off or not."""
+    until = min(deadline, budget.deadline if budget else math.inf)
+    if not turn.acquire(timeout=-1 if until == math.inf else _left(until)):
+        if budget is None or time.monotonic() > deadline:
+            raise GuardTimeout("the model stayed busy with other calls until the deadline")
+        if settled.request.given_answer is None:
+            raise BudgetPassed(f"the model stayed busy past the {budget.milliseconds:,} ms "
+                               "budget: there is no answer to judge")
+        turn, models = _NoTurn(), _NO_MODELS  # decide from what needs no model
+    try:
+        yield models
+    finally:
+        if running:
+            threading.Thread(target=lambda: (wait(running), turn.release()),
+                             name="guard-release", daemon=True).start()
+        else:
+            turn.release()
 
 
 def _secret(value: Any) -> str | None:
