@@ -80,10 +80,14 @@ class RunConfig:
         model where the run names none; else, on the embedded backend, LEGACY_MODEL)."""
         if self.small_model:
             return SMALLEST_MODEL
-        named = self.model or (settings.model if settings else None)
-        if named is None and self.backend == "embedded":
-            named = LEGACY_MODEL
-        return answer_model_name(self.backend, named)
+        return answer_model_name(self.backend,
+                                 self._named_model(settings.model if settings else None))
+
+    def _named_model(self, configured: str | None) -> str | None:
+        """The run's model, else the `configured` one, else on the embedded backend the one
+        that answered runs recorded before runs named their model (LEGACY_MODEL)."""
+        named = self.model or configured
+        return LEGACY_MODEL if named is None and self.backend == "embedded" else named
 
     def read_by(self, judges: Iterable[str]) -> dict[str, str]:
         """The model each of `judges` read from in this run, by name."""
@@ -92,11 +96,8 @@ class RunConfig:
     def settings(self, base: Settings | None = None) -> Settings:
         """`base` (default: the environment) with this run's model choice."""
         base = base or Settings()
-        overrides: dict[str, Any] = {"backend": self.backend}
-        if self.model is not None:
-            overrides["model"] = self.model
-        elif self.backend == "embedded" and base.model is None:
-            overrides["model"] = LEGACY_MODEL
+        overrides: dict[str, Any] = {"backend": self.backend,
+                                     "model": self._named_model(base.model)}
         if self.base_url is not None:
             overrides["openai_base_url"] = self.base_url
         return base.model_copy(update=overrides)
