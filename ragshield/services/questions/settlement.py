@@ -58,7 +58,7 @@ def settle(store: Store, settings: Settings, request: AskRequest) -> Settlement:
     if answer_model == LARGER_MODEL and request.fallback == LARGER_FALLBACK:
         raise AskInputError(f"the larger-model fallback asks {LARGER_MODEL}, which already "
                             "answers: answer with a smaller model")
-    readers = ask_readers(request, settings)
+    readers = ask_readers(request, settings, (backend, answer_model))
     default = default_rule(settings, store, readers, answer_model)
     read = _policy_reader(store)
     names = _judge_names(settings, request, default, read)
@@ -148,10 +148,12 @@ def _answering(request: AskRequest, settings: Settings) -> tuple[str, str]:
     return backend, answer_model_name(backend, request.model or settings.model)
 
 
-def ask_readers(request: AskRequest, settings: Settings) -> JudgeReaders:
+def ask_readers(request: AskRequest, settings: Settings,
+                answering: tuple[str, str] | None = None) -> JudgeReaders:
     """The model each judge of `request` reads from (judges/judge_readers.py), before the
-    fitted judges are pinned to their own (`settle`)."""
-    backend, answer_model = _answering(request, settings)
+    fitted judges are pinned to their own (`settle`); `answering`: `_answering`'s, where the
+    caller has it."""
+    backend, answer_model = answering or _answering(request, settings)
     return judge_readers(request.judge_model or settings.judge_model, backend=backend,
                          answer_model=answer_model)
 
@@ -170,8 +172,10 @@ def default_rule(settings: Settings, store: Store | None = None,
     rule = settings.decision_rule
     if rule != DEFAULT_DECISION_RULE:
         return DefaultRule(rule, "the rule this server is set up with (RAGSHIELD_DECISION_RULE)")
-    readers = readers or ask_readers(AskRequest(), settings)
-    answer_model = answer_model or _answering(AskRequest(), settings)[1]
+    if readers is None or answer_model is None:
+        answering = _answering(AskRequest(), settings)
+        readers = readers or ask_readers(AskRequest(), settings, answering)
+        answer_model = answer_model or answering[1]
     if all((readers.reader(judge) or answer_model) == LARGER_MODEL
            for judge in rule_judges(rule, ())):
         return DefaultRule(rule, DEFAULT_RULE_REASON)
