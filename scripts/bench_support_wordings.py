@@ -29,7 +29,6 @@ bench_support_wordings.db in the cache folder): run it again and it resumes.
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 import time
@@ -50,6 +49,7 @@ from bench_support import (SEEN_PASSAGES, _spread, auroc_interval, balanced_accu
 from ragshield.answerers.context import PromptOptions, shared_messages  # noqa: E402
 from ragshield.claims import split_claims  # noqa: E402
 from ragshield.config import Settings  # noqa: E402
+from ragshield.judges.learned import log_odds  # noqa: E402
 from ragshield.judges.support import INSTRUCTIONS, statement  # noqa: E402
 from ragshield.judges.yes_no import REPLY_YES_OR_NO, ask_yes_no  # noqa: E402
 from ragshield.llm.factory import make_reader  # noqa: E402
@@ -74,8 +74,7 @@ CONTENT_FREE = "N/A"
 
 
 def logit(p: float) -> float:
-    p = min(max(p, 1e-6), 1 - 1e-6)
-    return math.log(p / (1 - p))
+    return float(log_odds([p])[0])  # clipped as the learned judge reads a P
 
 
 # Each scoring: a claim's reading (P(yes) by wording) and the answer's content-free P(yes).
