@@ -1,16 +1,20 @@
-"""How the support judge's question is worded: the judge's own wording against others, and
+"""How the support judge's question is worded: the judge's wording against others, and
 against corrections of the model's leaning towards "yes", on development rows that no reported
 figure uses. Appends to docs/QUALITY.md.
 
     python scripts/bench_support_wordings.py --data-dir DIR [--per-source 8] [--answers 16]
-                                             [--judge-model qwen-1.5b]
+                                             [--judge-model qwen-1.5b] [--wordings W,W]
+                                             [--held-out]
 
 Each claim (ragshield/claims.py) is asked about after the sample's shared prefix, as the
 support judge asks it (judges/support.py), in each wording:
 
-- statement: the judge's own question (is the statement true according to the passages);
-- with examples: the same, with what "all of it" means shown on a made-up passage;
+- statement: the judge's question until 2026-11-29 (is the statement true according to the
+  passages);
+- with examples: the same, with what "all of it" means shown on a made-up passage (the
+  judge's question since, judges/support.py);
 - negated: does the statement say anything the passages do not (its P(no) is the score);
+- statement and examples averaged: the two log-odds averaged (two calls a claim);
 - statement minus negated: the two log-odds averaged (what is common to both, the model's
   leaning, cancels);
 - statement, calibrated: the log-odds less those of a content-free statement ("N/A") asked
@@ -22,7 +26,9 @@ out (its threshold tuned on the others); LFQA-Verification (the settings where t
 the passages), AUROC per answer and per sentence.
 
 The rows: drawn with seed 11 from those that no draw of bench_support.py or
-bench_default_rule.py takes (seed 0, at the sizes they are run with). Every model call goes
+bench_default_rule.py takes (seed 0, at the sizes they are run with). `--held-out` reads the
+rows bench_support.py reports instead, to test a wording chosen on the development rows where
+it was not chosen. Every model call goes
 through the call cache of a store of its own (RAGSHIELD_DATABASE_URL, or
 bench_support_wordings.db in the cache folder): run it again and it resumes.
 """
@@ -62,14 +68,10 @@ BENCH_SOURCES = (8, 16, 24, 32, 48, 64, 96)  # AttributionBench claims a source,
 BENCH_ANSWERS = (24, 48, 64, 96, 128)  # LFQA-Verification answers, as run
 NEGATED = ("Does the following statement say anything that the passages above do not say? "
            f"{REPLY_YES_OR_NO}\n\nStatement: ")
-EXAMPLES = ("Is the following statement true according to the passages above? Reply yes only if "
-            "the passages say all of what it says. Reply no if they do not mention it, say "
-            "something else, or say only part of it. For example, had a passage said \"The "
-            "bridge opened in 1932 and carries six lanes.\", then \"The bridge opened in "
-            "1932.\" is yes; \"The bridge opened in 1932 and is the longest in the country.\" "
-            "is no; \"The bridge opened in 1935.\" is no. " + REPLY_YES_OR_NO +
-            "\n\nStatement: ")
-WORDINGS = {"statement": INSTRUCTIONS, "examples": EXAMPLES, "negated": NEGATED}
+# The judge's question until 2026-11-29, before the example passage was added to it.
+STATEMENT = ("Is the following statement true according to the passages above? Reply no if the "
+             f"passages do not say so. {REPLY_YES_OR_NO}\n\nStatement: ")
+WORDINGS = {"statement": STATEMENT, "examples": INSTRUCTIONS, "negated": NEGATED}
 CONTENT_FREE = "N/A"
 
 
@@ -77,14 +79,30 @@ def logit(p: float) -> float:
     return float(log_odds([p])[0])  # clipped as the learned judge reads a P
 
 
-# Each scoring: a claim's reading (P(yes) by wording) and the answer's content-free P(yes).
-SCORINGS: dict[str, Callable[[dict[str, float], float], float]] = {
-    "statement (the judge's)": lambda c, free: logit(c["statement"]),
-    "with examples": lambda c, free: logit(c["examples"]),
-    "negated": lambda c, free: -logit(c["negated"]),
-    "statement minus negated": lambda c, free: (logit(c["statement"]) - logit(c["negated"])) / 2,
-    "statement, calibrated": lambda c, free: logit(c["statement"]) - logit(free),
+# Each scoring: the wordings it reads, and how it reads a claim (P(yes) by wording) and the
+# answer's content-free P(yes) (None where the content-free statement was not asked).
+Scoring = Callable[[dict[str, float], Any], float]
+SCORINGS: dict[str, tuple[tuple[str, ...], Scoring]] = {
+    "statement (the judge's until 2026-11-29)": (("statement",),
+                                                 lambda c, free: logit(c["statement"])),
+    "with examples (the judge's)": (("examples",), lambda c, free: logit(c["examples"])),
+    "statement and examples averaged": (("statement", "examples"), lambda c, free: (
+        logit(c["statement"]) + logit(c["examples"])) / 2),
+    "negated": (("negated",), lambda c, free: -logit(c["negated"])),
+    "statement minus negated": (("statement", "negated"),
+                                lambda c, free: (logit(c["statement"]) - logit(c["negated"])) / 2),
+    "statement, calibrated": (("statement", "free"),
+                              lambda c, free: logit(c["statement"]) - logit(free)),
 }
+
+
+def scorings(asked: set[str]) -> list[str]:
+    """The scorings whose wordings were all asked."""
+    return [name for name, (needs, _) in SCORINGS.items() if set(needs) <= asked]
+
+
+def claim_score(scoring: str, claim: dict[str, float], free: Any) -> float:
+    return SCORINGS[scoring][1](claim, free)
 
 
 def dev_rows(rows: list[dict[str, Any]], used: set[str], key: Callable[[dict[str, Any]], str],
@@ -92,8 +110,10 @@ def dev_rows(rows: list[dict[str, Any]], used: set[str], key: Callable[[dict[str
     return draw([r for r in rows if r["id"] not in used], key, per_group, SEED)
 
 
-def read_claims(rows: list[dict[str, Any]], llm: TracedLLM) -> list[dict[str, Any]]:
-    """Per row: each claim's span and P(yes) in every wording, and the content-free P(yes)."""
+def read_claims(rows: list[dict[str, Any]], llm: TracedLLM,
+                asked: set[str]) -> list[dict[str, Any]]:
+    """Per row: each claim's span and P(yes) in each asked wording, and the content-free P(yes)
+    where "free" is asked."""
     read = []
     for number, row in enumerate(rows, start=1):
         sample, answer = sample_of(row)
@@ -103,12 +123,13 @@ def read_claims(rows: list[dict[str, Any]], llm: TracedLLM) -> list[dict[str, An
             p_yes = ask_yes_no(llm, shared_messages(sample, text, PromptOptions()),
                                purpose=purpose).p_yes
             return 0.0 if p_yes is None else p_yes
-        free = ask(INSTRUCTIONS + CONTENT_FREE, "content-free")
+        free = ask(STATEMENT + CONTENT_FREE, "content-free") if "free" in asked else None
         found = []
         for claim in claims:
-            asked = statement(sample.question, claim.text, len(claims) == 1)
+            text = statement(sample.question, claim.text, len(claims) == 1)
             found.append({"start": claim.start, "end": claim.end,
-                          **{name: ask(words + asked, name) for name, words in WORDINGS.items()}})
+                          **{name: ask(words + text, name) for name, words in WORDINGS.items()
+                             if name in asked}})
         read.append({"claims": found, "free": free})
         if number % 10 == 0:
             print(f"  {number}/{len(rows)} read", flush=True)
@@ -116,42 +137,45 @@ def read_claims(rows: list[dict[str, Any]], llm: TracedLLM) -> list[dict[str, An
 
 
 def answer_score(read: dict[str, Any], scoring: str) -> float:
-    scores = [SCORINGS[scoring](claim, read["free"]) for claim in read["claims"]]
+    scores = [claim_score(scoring, claim, read["free"]) for claim in read["claims"]]
     return min(scores) if scores else logit(0.0)  # nothing to support: the lowest score
 
 
 def attribution_table(rows: list[dict[str, Any]], read: list[dict[str, Any]],
-                      data: dict[str, Any]) -> list[str]:
+                      data: dict[str, Any], asked: set[str]) -> list[str]:
     labels = np.array([r["label"] for r in rows])
     sources = np.array([r["meta"]["src_dataset"] for r in rows])
     lines = ["| wording | AUROC pooled [95%] | AUROC by source: median [lowest, highest] | "
-             "balanced accuracy, each source held out: median [lowest, highest] |",
-             "|---|---|---|---|"]
-    for scoring in SCORINGS:
-        scores = np.array([answer_score(r, scoring) for r in read])
-        accuracies, aurocs = [], []
+             "balanced accuracy, each source held out: median [lowest, highest] | threshold "
+             "tuned on the other sources, as P(yes): median [lowest, highest] |",
+             "|---|---|---|---|---|"]
+    for scoring in scorings(asked):
+        # As a P(yes), so that thresholds are tuned as bench_support.py tunes them.
+        scores = 1 / (1 + np.exp(-np.array([answer_score(r, scoring) for r in read])))
+        accuracies, aurocs, thresholds = [], [], []
         for source in sorted(set(sources)):
             held = sources == source
             threshold = best_threshold(labels[~held], scores[~held])
+            thresholds.append(threshold)
             accuracies.append(balanced_accuracy(labels[held], scores[held] >= threshold))
             aurocs.append(roc_auc_score(labels[held], scores[held]))
         auc, low, high = auroc_interval(labels, scores)
         data[scoring] = {"auroc": auc, "auroc_by_source": aurocs,
-                         "balanced_accuracy_by_source": accuracies}
+                         "balanced_accuracy_by_source": accuracies, "thresholds": thresholds}
         lines.append(f"| {scoring} | {auc:.3f} [{low:.3f}, {high:.3f}] | {_spread(aurocs)} | "
-                     f"{_spread(accuracies)} |")
+                     f"{_spread(accuracies)} | {_spread(thresholds)} |")
     return lines
 
 
 def lfqa_table(rows: list[dict[str, Any]], read: list[dict[str, Any]],
-               data: dict[str, Any]) -> list[str]:
+               data: dict[str, Any], asked: set[str]) -> list[str]:
     labels = [bool(r["label"]) for r in rows]
     lines = ["| wording | AUROC per answer [95%] | AUROC per sentence [95%] |", "|---|---|---|"]
-    for scoring in SCORINGS:
+    for scoring in scorings(asked):
         scores = [answer_score(r, scoring) for r in read]
         sentences = [pair for row, r in zip(rows, read) for pair in sentence_scores(
             row, Verdict(judge="support", keep=None, score=None, details={"claims": [
-                {**claim, "score": SCORINGS[scoring](claim, r["free"])}
+                {**claim, "score": claim_score(scoring, claim, r["free"])}
                 for claim in r["claims"]]}))]
         answer = auroc_interval(labels, scores)
         sentence = auroc_interval([s[0] for s in sentences], [s[1] for s in sentences])
@@ -167,7 +191,18 @@ def main() -> None:
     parser.add_argument("--per-source", type=int, default=8)
     parser.add_argument("--answers", type=int, default=16)
     parser.add_argument("--judge-model", default="qwen-1.5b")
+    parser.add_argument("--wordings", default=",".join([*WORDINGS, "free"]),
+                        help="what to ask, comma-separated: "
+                             f"{', '.join(WORDINGS)}, free (the content-free statement)")
+    parser.add_argument("--held-out", action="store_true",
+                        help="read the rows bench_support.py reports (seed 0, at --per-source "
+                             "and --answers) instead of development rows: to test a wording "
+                             "chosen on the development rows")
     args = parser.parse_args()
+    asked = set(args.wordings.split(","))
+    unknown = asked - {*WORDINGS, "free"}
+    if unknown:
+        parser.error(f"--wordings: unknown {', '.join(sorted(unknown))}")
     base = Settings()
     url = (base.database_url if "RAGSHIELD_DATABASE_URL" in os.environ
            else f"sqlite:///{base.cache_dir / 'bench_support_wordings.db'}")
@@ -178,27 +213,31 @@ def main() -> None:
     source = (lambda r: r["meta"]["src_dataset"])
     claims = read_rows(folder / "attributionbench.jsonl")
     used = {r["id"] for size in BENCH_SOURCES for r in draw(claims, source, size, 0)}
-    attribution = dev_rows(claims, used, source, args.per_source)
+    attribution = (draw(claims, source, args.per_source, 0) if args.held_out
+                   else dev_rows(claims, used, source, args.per_source))
     print(f"AttributionBench: {len(attribution)} claims", flush=True)
     data: dict[str, Any] = {"attributionbench": {}, "lfqa": {}}
-    attribution_lines = attribution_table(attribution, read_claims(attribution, llm),
-                                          data["attributionbench"])
+    attribution_lines = attribution_table(attribution, read_claims(attribution, llm, asked),
+                                          data["attributionbench"], asked)
 
     setting = (lambda r: r["meta"]["setting"])
     answers = [r for r in read_rows(folder / "lfqa_verification.jsonl")
                if setting(r) in SEEN_PASSAGES]
     used = {r["id"] for size in BENCH_ANSWERS for r in lfqa_rows(folder, size, 0)}
-    lfqa = dev_rows(answers, used, setting, max(1, args.answers // len(SEEN_PASSAGES)))
+    lfqa = (lfqa_rows(folder, args.answers, 0) if args.held_out
+            else dev_rows(answers, used, setting, max(1, args.answers // len(SEEN_PASSAGES))))
     print(f"LFQA-Verification: {len(lfqa)} answers", flush=True)
-    lfqa_lines = lfqa_table(lfqa, read_claims(lfqa, llm), data["lfqa"])
+    lfqa_lines = lfqa_table(lfqa, read_claims(lfqa, llm, asked), data["lfqa"], asked)
 
     body = "\n\n".join([
         f"### AttributionBench ({len(attribution)} claims)", "\n".join(attribution_lines),
         f"### LFQA-Verification, the model saw the passages ({len(lfqa)} answers)",
         "\n".join(lfqa_lines)])
     command = "python scripts/bench_support_wordings.py " + " ".join(sys.argv[1:])
-    notes = (f"Development rows (seed {SEED}) that no reported figure uses, read by "
-             f"{args.judge_model}; an answer scores as its least supported claim. Load average "
+    rows = ("The rows bench_support.py reports (seed 0), held out from the choice of wording"
+            if args.held_out else f"Development rows (seed {SEED}) that no reported figure uses")
+    notes = (f"{rows}, read by {args.judge_model}; an answer scores as its least supported "
+             f"claim. Load average "
              f"(1 min) at start {load:.1f}, at end {psutil.getloadavg()[0]:.1f}; "
              f"{time.time() - started:.0f} s.")
     publish("Support judge wordings", command, notes, body, data, args.json_out,

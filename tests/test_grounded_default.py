@@ -20,7 +20,7 @@ from ragshield.types import Verdict
 
 def _verdicts(pre_answer: float, support: float) -> list[Verdict]:
     return [Verdict("pre_answer", pre_answer >= 0.76, pre_answer),
-            Verdict("support", support >= 0.62, support), Verdict("trivial", True, 1.0)]
+            Verdict("support", support >= 0.60, support), Verdict("trivial", True, 1.0)]
 
 
 def test_a_server_set_up_with_it_asks_both_of_its_judges_and_decides_by_it():

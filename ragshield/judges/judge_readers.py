@@ -18,9 +18,10 @@ A yes/no judge's own threshold (0.5) was set for the 0.5B. The 1.5B says "yes" m
 so at 0.5 it keeps most answers (pre_answer 84% of them on SQuAD 2.0). Its thresholds were
 tuned on four public labelled sets together (the threshold that shows 60% of the right
 answers), and each set left out in turn was decided by thresholds tuned on the other three
-alone: docs/QUALITY.md, "Where we stand". support's (0.62) is the median of the thresholds
-tuned on AttributionBench with each of its seven sources held out in turn (0.48 to 0.63;
-docs/QUALITY.md, "Support judge"). A policy fitted on a team's own labels overrides them.
+alone: docs/QUALITY.md, "Where we stand". support's (0.60) is the median of the thresholds
+tuned on AttributionBench with each of its seven sources held out in turn (0.58 to 0.61, for
+its question with the example passage; docs/QUALITY.md, "Support judge wordings"). A policy
+fitted on a team's own labels overrides them.
 
 Scores read by one model mean nothing at thresholds fitted on another's: a policy and a trained
 judge record the model each of their judges read from when they were fitted (`read_by`), and
@@ -38,7 +39,7 @@ from ragshield.llm.packaged_models import (LARGER_MODEL, SMALLER_MODEL, default_
 SELF = "self"  # as a judge model: the answering model reads for every judge
 READ_BY_LARGER = ("pre_answer", "p_true", "support")
 THRESHOLDS: dict[str, dict[str, float]] = {
-    LARGER_MODEL: {"pre_answer": 0.76, "p_true": 0.71, "support": 0.62}}
+    LARGER_MODEL: {"pre_answer": 0.76, "p_true": 0.71, "support": 0.60}}
 
 
 @dataclass(frozen=True)

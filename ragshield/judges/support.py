@@ -28,10 +28,18 @@ from ragshield.llm.traced import TracedLLM
 from ragshield.types import Answer, DetailTable, Passage, Sample, Verdict, passage_label
 
 # The instruction comes before the claim, so that it is read once, with the passages, and
-# each further claim costs only its own tokens. Chosen among four wordings on a dev slice of
-# Factcheck-GPT that no reported figure uses (docs/QUALITY.md, "Support judge").
-INSTRUCTIONS = ("Is the following statement true according to the passages above? Reply no "
-                f"if the passages do not say so. {REPLY_YES_OR_NO}\n\nStatement: ")
+# each further claim costs only its own tokens. The statement question was chosen among four
+# wordings on a dev slice of Factcheck-GPT; the made-up passage that shows what "all of what it
+# says" means was chosen among five ways of asking on development rows of AttributionBench and
+# LFQA-Verification, then tested on the rows bench_support.py reports, where it ranked and
+# transferred its threshold better (docs/QUALITY.md, "Support judge wordings").
+INSTRUCTIONS = ("Is the following statement true according to the passages above? Reply yes "
+                "only if the passages say all of what it says. Reply no if they do not mention "
+                "it, say something else, or say only part of it. For example, had a passage "
+                "said \"The bridge opened in 1932 and carries six lanes.\", then \"The bridge "
+                "opened in 1932.\" is yes; \"The bridge opened in 1932 and is the longest in "
+                "the country.\" is no; \"The bridge opened in 1935.\" is no. "
+                f"{REPLY_YES_OR_NO}\n\nStatement: ")
 
 
 def statement(question: str, claim: str, alone: bool) -> str:
