@@ -212,9 +212,9 @@ def main() -> None:
 
     source = (lambda r: r["meta"]["src_dataset"])
     claims = read_rows(folder / "attributionbench.jsonl")
-    used = {r["id"] for size in BENCH_SOURCES for r in draw(claims, source, size, 0)}
-    attribution = (draw(claims, source, args.per_source, 0) if args.held_out
-                   else dev_rows(claims, used, source, args.per_source))
+    attribution = (draw(claims, source, args.per_source, 0) if args.held_out else dev_rows(
+        claims, {r["id"] for size in BENCH_SOURCES for r in draw(claims, source, size, 0)},
+        source, args.per_source))
     print(f"AttributionBench: {len(attribution)} claims", flush=True)
     data: dict[str, Any] = {"attributionbench": {}, "lfqa": {}}
     attribution_lines = attribution_table(attribution, read_claims(attribution, llm, asked),
@@ -223,9 +223,9 @@ def main() -> None:
     setting = (lambda r: r["meta"]["setting"])
     answers = [r for r in read_rows(folder / "lfqa_verification.jsonl")
                if setting(r) in SEEN_PASSAGES]
-    used = {r["id"] for size in BENCH_ANSWERS for r in lfqa_rows(folder, size, 0)}
-    lfqa = (lfqa_rows(folder, args.answers, 0) if args.held_out
-            else dev_rows(answers, used, setting, max(1, args.answers // len(SEEN_PASSAGES))))
+    lfqa = (lfqa_rows(folder, args.answers, 0) if args.held_out else dev_rows(
+        answers, {r["id"] for size in BENCH_ANSWERS for r in lfqa_rows(folder, size, 0)},
+        setting, max(1, args.answers // len(SEEN_PASSAGES))))
     print(f"LFQA-Verification: {len(lfqa)} answers", flush=True)
     lfqa_lines = lfqa_table(lfqa, read_claims(lfqa, llm, asked), data["lfqa"], asked)
 
