@@ -59,6 +59,9 @@ COMBINE: dict[str, Callable[[list[float], float], float]] = {
     "min": lambda scores, t: min(scores),
     "mean": lambda scores, t: float(np.mean(scores)),
     "share supported": lambda scores, t: float(np.mean([s >= t for s in scores])),
+    # P(every claim supported), were the claims' readings independent (a noisy AND).
+    "product": lambda scores, t: float(np.prod(scores)),
+    "mean of the lowest two": lambda scores, t: float(np.mean(sorted(scores)[:2])),
 }
 
 

@@ -17,6 +17,8 @@ support judge asks it (judges/support.py), in each wording:
 - statement and examples averaged: the two log-odds averaged (two calls a claim);
 - statement minus negated: the two log-odds averaged (what is common to both, the model's
   leaning, cancels);
+- context: the judge's question with the answer's sentence before the claim shown as
+  context (what "it" or "this" refers to);
 - statement, calibrated: the log-odds less those of a content-free statement ("N/A") asked
   after the same passages (calibration before use, Zhao et al. 2021).
 
@@ -49,12 +51,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench_report import QUALITY_MD, bench_parser, publish  # noqa: E402
-from bench_support import (SEEN_PASSAGES, _spread, auroc_interval, balanced_accuracy,  # noqa: E402
-                           best_threshold, draw, lfqa_rows, read_rows, sample_of,
-                           sentence_scores)
+from bench_support import (COMBINE, SEEN_PASSAGES, _spread, auroc_interval,  # noqa: E402
+                           balanced_accuracy, best_threshold, draw, lfqa_rows, read_rows,
+                           sample_of, sentence_scores)
 from ragshield.answerers.context import PromptOptions, shared_messages  # noqa: E402
 from ragshield.claims import split_claims  # noqa: E402
 from ragshield.config import Settings  # noqa: E402
+from ragshield.judges.judge_readers import LARGER_MODEL, THRESHOLDS  # noqa: E402
 from ragshield.judges.learned import log_odds  # noqa: E402
 from ragshield.judges.support import INSTRUCTIONS, statement  # noqa: E402
 from ragshield.judges.yes_no import REPLY_YES_OR_NO, ask_yes_no  # noqa: E402
@@ -75,6 +78,16 @@ WORDINGS = {"statement": STATEMENT, "examples": INSTRUCTIONS, "negated": NEGATED
 CONTENT_FREE = "N/A"
 
 
+def in_context(claim: str, before: str | None) -> str:
+    """The judge's question about a claim shown after the answer's sentence before it, so that
+    "it" or "this" in the claim can be read (the sentence before is not what is asked about)."""
+    if before is None:
+        return INSTRUCTIONS + claim
+    lead = INSTRUCTIONS.removesuffix("Statement: ")
+    return (f'{lead}The sentence before it in the answer (context only): "{before}"\n'
+            f"Statement: {claim}")
+
+
 def logit(p: float) -> float:
     return float(log_odds([p])[0])  # clipped as the learned judge reads a P
 
@@ -86,6 +99,8 @@ SCORINGS: dict[str, tuple[tuple[str, ...], Scoring]] = {
     "statement (the judge's until 2026-11-29)": (("statement",),
                                                  lambda c, free: logit(c["statement"])),
     "with examples (the judge's)": (("examples",), lambda c, free: logit(c["examples"])),
+    "with examples, after the sentence before": (("context",),
+                                                 lambda c, free: logit(c["context"])),
     "statement and examples averaged": (("statement", "examples"), lambda c, free: (
         logit(c["statement"]) + logit(c["examples"])) / 2),
     "negated": (("negated",), lambda c, free: -logit(c["negated"])),
@@ -125,11 +140,14 @@ def read_claims(rows: list[dict[str, Any]], llm: TracedLLM,
             return 0.0 if p_yes is None else p_yes
         free = ask(STATEMENT + CONTENT_FREE, "content-free") if "free" in asked else None
         found = []
-        for claim in claims:
+        for number, claim in enumerate(claims):
             text = statement(sample.question, claim.text, len(claims) == 1)
             found.append({"start": claim.start, "end": claim.end,
                           **{name: ask(words + text, name) for name, words in WORDINGS.items()
                              if name in asked}})
+            if "context" in asked:
+                before = claims[number - 1].text if number else None
+                found[-1]["context"] = ask(in_context(text, before), "context")
         read.append({"claims": found, "free": free})
         if number % 10 == 0:
             print(f"  {number}/{len(rows)} read", flush=True)
@@ -185,22 +203,44 @@ def lfqa_table(rows: list[dict[str, Any]], read: list[dict[str, Any]],
     return lines
 
 
+def combine_table(rows: list[dict[str, Any]], read: list[dict[str, Any]],
+                  data: dict[str, Any], asked: set[str]) -> list[str]:
+    """LFQA AUROC per answer when an answer's claims combine otherwise than by their min (each
+    claim as a P(yes); "share supported" at the 1.5B's support threshold)."""
+    threshold = THRESHOLDS[LARGER_MODEL]["support"]
+    labels = [bool(r["label"]) for r in rows]
+    lines = ["| wording | claims combined by | AUROC per answer [95%] |", "|---|---|---|"]
+    for scoring in scorings(asked):
+        for combine, rule in COMBINE.items():
+            scores = []
+            for r in read:
+                claims = [1 / (1 + np.exp(-claim_score(scoring, c, r["free"])))
+                          for c in r["claims"]]
+                scores.append(rule(claims, threshold) if claims else 0.0)
+            auc, low, high = auroc_interval(labels, scores)
+            data.setdefault(scoring, {})[combine] = [auc, low, high]
+            lines.append(f"| {scoring} | {combine} | {auc:.3f} [{low:.3f}, {high:.3f}] |")
+    return lines
+
+
 def main() -> None:
     parser = bench_parser(__doc__, "support_wordings.json", runs=1)
     parser.add_argument("--data-dir", type=Path, required=True)
-    parser.add_argument("--per-source", type=int, default=8)
+    parser.add_argument("--per-source", type=int, default=8,
+                        help="AttributionBench claims a source (0: LFQA-Verification only)")
     parser.add_argument("--answers", type=int, default=16)
     parser.add_argument("--judge-model", default="qwen-1.5b")
-    parser.add_argument("--wordings", default=",".join([*WORDINGS, "free"]),
+    parser.add_argument("--wordings", default=",".join([*WORDINGS, "free", "context"]),
                         help="what to ask, comma-separated: "
-                             f"{', '.join(WORDINGS)}, free (the content-free statement)")
+                             f"{', '.join(WORDINGS)}, free (the content-free statement), "
+                             "context (the judge's, after the answer's sentence before)")
     parser.add_argument("--held-out", action="store_true",
                         help="read the rows bench_support.py reports (seed 0, at --per-source "
                              "and --answers) instead of development rows: to test a wording "
                              "chosen on the development rows")
     args = parser.parse_args()
     asked = set(args.wordings.split(","))
-    unknown = asked - {*WORDINGS, "free"}
+    unknown = asked - {*WORDINGS, "free", "context"}
     if unknown:
         parser.error(f"--wordings: unknown {', '.join(sorted(unknown))}")
     base = Settings()
@@ -212,13 +252,14 @@ def main() -> None:
 
     source = (lambda r: r["meta"]["src_dataset"])
     claims = read_rows(folder / "attributionbench.jsonl")
-    attribution = (draw(claims, source, args.per_source, 0) if args.held_out else dev_rows(
-        claims, {r["id"] for size in BENCH_SOURCES for r in draw(claims, source, size, 0)},
-        source, args.per_source))
+    attribution = [] if args.per_source == 0 else (
+        draw(claims, source, args.per_source, 0) if args.held_out else dev_rows(
+            claims, {r["id"] for size in BENCH_SOURCES for r in draw(claims, source, size, 0)},
+            source, args.per_source))
     print(f"AttributionBench: {len(attribution)} claims", flush=True)
     data: dict[str, Any] = {"attributionbench": {}, "lfqa": {}}
     attribution_lines = attribution_table(attribution, read_claims(attribution, llm, asked),
-                                          data["attributionbench"], asked)
+                                          data["attributionbench"], asked) if attribution else []
 
     setting = (lambda r: r["meta"]["setting"])
     answers = [r for r in read_rows(folder / "lfqa_verification.jsonl")
@@ -227,12 +268,18 @@ def main() -> None:
         answers, {r["id"] for size in BENCH_ANSWERS for r in lfqa_rows(folder, size, 0)},
         setting, max(1, args.answers // len(SEEN_PASSAGES))))
     print(f"LFQA-Verification: {len(lfqa)} answers", flush=True)
-    lfqa_lines = lfqa_table(lfqa, read_claims(lfqa, llm, asked), data["lfqa"], asked)
+    lfqa_read = read_claims(lfqa, llm, asked)
+    lfqa_lines = lfqa_table(lfqa, lfqa_read, data["lfqa"], asked)
+    combine_lines = combine_table(lfqa, lfqa_read, data.setdefault("combine", {}), asked)
 
+    sections = ([f"### AttributionBench ({len(attribution)} claims)", "\n".join(attribution_lines)]
+                if attribution else [])
     body = "\n\n".join([
-        f"### AttributionBench ({len(attribution)} claims)", "\n".join(attribution_lines),
+        *sections,
         f"### LFQA-Verification, the model saw the passages ({len(lfqa)} answers)",
-        "\n".join(lfqa_lines)])
+        "\n".join(lfqa_lines),
+        "#### How an answer's claims combine (LFQA-Verification, per answer)",
+        "\n".join(combine_lines)])
     command = "python scripts/bench_support_wordings.py " + " ".join(sys.argv[1:])
     rows = ("The rows bench_support.py reports (seed 0), held out from the choice of wording"
             if args.held_out else f"Development rows (seed {SEED}) that no reported figure uses")
