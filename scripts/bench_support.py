@@ -10,10 +10,11 @@ keep-all; each group held out when a threshold is tuned. Appends to docs/QUALITY
   AUROC; the median source with the lowest and highest.
 - LFQA-Verification, the settings where the model saw the passages (webgpt, gpt3_wdoc,
   gpt3_whudoc, alpaca_wdoc): AUROC per answer (true = every sentence supported; the answer's
-  score combines its claims: min, mean, or the share supported) and per sentence (a labelled
-  sentence scored by the claims of ours that overlap it), by setting; and what redacting the
-  claims under the threshold would do: of the answers shortened, the share whose remaining
-  sentences people all found supported, and the share of supported sentences lost.
+  score combines its claims: min, as the judge does, or mean, the share supported, the product
+  or the mean of the lowest two) and per sentence (a labelled sentence scored by the claims of
+  ours that overlap it), by setting; and what redacting the claims under the threshold would
+  do: of the answers shortened, the share whose remaining sentences people all found
+  supported, and the share of supported sentences lost.
 - Cost: per LFQA answer, the support judge's own seconds after pre_answer read the passages
   (the prefix they share), against pre_answer's. `--cost N` measures only that, on N answers
   from an empty call cache (a temporary store), and appends to docs/BENCHMARKS.md instead.

@@ -45,6 +45,7 @@ from typing import Any, Callable
 
 import numpy as np
 import psutil
+from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,7 +60,9 @@ from ragshield.claims import split_claims  # noqa: E402
 from ragshield.config import Settings  # noqa: E402
 from ragshield.judges.judge_readers import LARGER_MODEL, THRESHOLDS  # noqa: E402
 from ragshield.judges.learned import log_odds  # noqa: E402
-from ragshield.judges.support import INSTRUCTIONS, statement  # noqa: E402
+from ragshield.judges.support import (INSTRUCTIONS, bare, passage_words,  # noqa: E402
+                                      statement, word_coverage)
+from ragshield.judges.support import claim_score as judge_score  # noqa: E402
 from ragshield.judges.yes_no import REPLY_YES_OR_NO, ask_yes_no  # noqa: E402
 from ragshield.llm.factory import make_reader  # noqa: E402
 from ragshield.llm.traced import TracedLLM  # noqa: E402
@@ -98,7 +101,10 @@ Scoring = Callable[[dict[str, float], Any], float]
 SCORINGS: dict[str, tuple[tuple[str, ...], Scoring]] = {
     "statement (the judge's until 2026-11-29)": (("statement",),
                                                  lambda c, free: logit(c["statement"])),
-    "with examples (the judge's)": (("examples",), lambda c, free: logit(c["examples"])),
+    "with examples (the judge's question)": (("examples",),
+                                             lambda c, free: logit(c["examples"])),
+    "with examples and word coverage (the judge's)": (("examples",), lambda c, free: logit(
+        judge_score(c["examples"], c["coverage"], c["bare"]))),
     "with examples, after the sentence before": (("context",),
                                                  lambda c, free: logit(c["context"])),
     "statement and examples averaged": (("statement", "examples"), lambda c, free: (
@@ -139,14 +145,16 @@ def read_claims(rows: list[dict[str, Any]], llm: TracedLLM,
                                purpose=purpose).p_yes
             return 0.0 if p_yes is None else p_yes
         free = ask(STATEMENT + CONTENT_FREE, "content-free") if "free" in asked else None
-        found = []
-        for number, claim in enumerate(claims):
+        found, passages = [], passage_words(sample.passages)
+        for index, claim in enumerate(claims):
             text = statement(sample.question, claim.text, len(claims) == 1)
             found.append({"start": claim.start, "end": claim.end,
+                          "coverage": word_coverage(claim.text, passages),
+                          "bare": bare(claim.text, len(claims) == 1),
                           **{name: ask(words + text, name) for name, words in WORDINGS.items()
                              if name in asked}})
             if "context" in asked:
-                before = claims[number - 1].text if number else None
+                before = claims[index - 1].text if index else None
                 found[-1]["context"] = ask(in_context(text, before), "context")
         read.append({"claims": found, "free": free})
         if number % 10 == 0:
@@ -223,6 +231,45 @@ def combine_table(rows: list[dict[str, Any]], read: list[dict[str, Any]],
     return lines
 
 
+def lfqa_claim_labels(row: dict[str, Any], claims: list[dict[str, Any]]) -> list[bool | None]:
+    """Each claim's label by people's sentence labels: every labelled sentence it overlaps
+    supported (None where it overlaps none)."""
+    spans, position = [], 0
+    for sentence in row["sentences"]:
+        start = row["answer"].find(sentence["text"], position)
+        if start >= 0:
+            position = start + len(sentence["text"])
+            spans.append((start, position, bool(sentence["supported"])))
+    labels = [[label for start, end, label in spans if start < c["end"] and end > c["start"]]
+              for c in claims]
+    return [all(found) if found else None for found in labels]
+
+
+def fit_sentences(sets: dict[str, tuple[list[dict[str, Any]], list[bool | None]]]) -> list[str]:
+    """SENTENCE_FIT (judges/support.py): a logistic regression of a sentence's label on the
+    judge's logit P(yes) and its word coverage, on every sentence claim read (bare short answers
+    left out), each set weighted equally; also fitted on each set alone, to show how far the
+    weights move."""
+    def fit(chosen: list[str]) -> tuple[float, float, float]:
+        features, labels, weights = [], [], []
+        for name in chosen:
+            claims, found = sets[name]
+            kept = [(c, label) for c, label in zip(claims, found)
+                    if label is not None and not c["bare"]]
+            features += [[logit(c["examples"]), c["coverage"]] for c, _ in kept]
+            labels += [label for _, label in kept]
+            weights += [1 / len(kept)] * len(kept)
+        model = LogisticRegression(C=1e4).fit(np.array(features), np.array(labels),
+                                              sample_weight=np.array(weights) * len(labels))
+        return (float(model.intercept_[0]), *map(float, model.coef_[0]))
+    lines = ["| fitted on | intercept | log-odds weight | coverage weight |", "|---|---|---|---|"]
+    for chosen in [list(sets), *[[name] for name in sets]]:
+        intercept, by_odds, by_coverage = fit(chosen)
+        lines.append(f"| {' and '.join(chosen)} | {intercept:.2f} | {by_odds:.2f} | "
+                     f"{by_coverage:.2f} |")
+    return lines
+
+
 def main() -> None:
     parser = bench_parser(__doc__, "support_wordings.json", runs=1)
     parser.add_argument("--data-dir", type=Path, required=True)
@@ -238,8 +285,11 @@ def main() -> None:
                         help="read the rows bench_support.py reports (seed 0, at --per-source "
                              "and --answers) instead of development rows: to test a wording "
                              "chosen on the development rows")
+    parser.add_argument("--fit", action="store_true",
+                        help="fit the judge's SENTENCE_FIT on the rows read (development rows; "
+                             "asks the judge's wording) and print it")
     args = parser.parse_args()
-    asked = set(args.wordings.split(","))
+    asked = set(args.wordings.split(",")) | ({"examples"} if args.fit else set())
     unknown = asked - {*WORDINGS, "free", "context"}
     if unknown:
         parser.error(f"--wordings: unknown {', '.join(sorted(unknown))}")
@@ -258,7 +308,8 @@ def main() -> None:
             source, args.per_source))
     print(f"AttributionBench: {len(attribution)} claims", flush=True)
     data: dict[str, Any] = {"attributionbench": {}, "lfqa": {}}
-    attribution_lines = attribution_table(attribution, read_claims(attribution, llm, asked),
+    attribution_read = read_claims(attribution, llm, asked)
+    attribution_lines = attribution_table(attribution, attribution_read,
                                           data["attributionbench"], asked) if attribution else []
 
     setting = (lambda r: r["meta"]["setting"])
@@ -272,6 +323,16 @@ def main() -> None:
     lfqa_lines = lfqa_table(lfqa, lfqa_read, data["lfqa"], asked)
     combine_lines = combine_table(lfqa, lfqa_read, data.setdefault("combine", {}), asked)
 
+    fit_lines = fit_sentences({
+        "AttributionBench": ([c for r in attribution_read for c in r["claims"]],
+                             [row["label"] for row, r in zip(attribution, attribution_read)
+                              for _ in r["claims"]]),
+        "LFQA-Verification": ([c for r in lfqa_read for c in r["claims"]],
+                              [label for row, r in zip(lfqa, lfqa_read)
+                               for label in lfqa_claim_labels(row, r["claims"])])},
+    ) if args.fit and attribution and lfqa else []
+    if args.fit and args.held_out:
+        parser.error("--fit: fit on development rows, not on the held-out ones")
     sections = ([f"### AttributionBench ({len(attribution)} claims)", "\n".join(attribution_lines)]
                 if attribution else [])
     body = "\n\n".join([
@@ -279,7 +340,9 @@ def main() -> None:
         f"### LFQA-Verification, the model saw the passages ({len(lfqa)} answers)",
         "\n".join(lfqa_lines),
         "#### How an answer's claims combine (LFQA-Verification, per answer)",
-        "\n".join(combine_lines)])
+        "\n".join(combine_lines),
+        *(["#### SENTENCE_FIT (judges/support.py), fitted on these rows", "\n".join(fit_lines)]
+          if fit_lines else [])])
     command = "python scripts/bench_support_wordings.py " + " ".join(sys.argv[1:])
     rows = ("The rows bench_support.py reports (seed 0), held out from the choice of wording"
             if args.held_out else f"Development rows (seed {SEED}) that no reported figure uses")

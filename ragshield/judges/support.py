@@ -11,6 +11,13 @@ weakest sentence. keep = score >= threshold.
 Each claim in `details["claims"]` carries its span in the answer, its score, whether it
 passes the threshold, and the passage that shares the most content words (stemmed) with it (the
 passage a reader should look at; the model is not asked which, to keep one call a claim).
+
+A sentence's score is not the model's P(yes) alone: it is combined with the share of the
+sentence's content words that the passages contain (its word coverage), by a logistic fit on
+development rows of AttributionBench and LFQA-Verification (SENTENCE_FIT). A sentence that
+brings words the passages never use is often one that adds what they do not say, and the 1.5B
+is too ready to say yes to it. A bare short answer ("Normans") is scored by P(yes) alone: its
+words are nearly always in the passages, right or wrong, so its coverage says nothing.
 """
 
 from __future__ import annotations
@@ -18,9 +25,12 @@ from __future__ import annotations
 from functools import cache
 from typing import Any, Sequence
 
+import numpy as np
+
 from ragshield.answerers.context import PromptOptions, shared_messages
 from ragshield.claims import Claim, split_claims
 from ragshield.judges.base import Judge
+from ragshield.judges.learned import log_odds
 from ragshield.judges.signals import SignalReader
 from ragshield.judges.yes_no import REPLY_YES_OR_NO, ask_yes_no
 from ragshield.llm.base import CHAT, LOGPROBS
@@ -42,12 +52,33 @@ INSTRUCTIONS = ("Is the following statement true according to the passages above
                 f"{REPLY_YES_OR_NO}\n\nStatement: ")
 
 
+# A sentence's score: sigmoid(intercept + log-odds weight * logit P(yes) + coverage weight *
+# word coverage), fitted by `python scripts/bench_support_wordings.py --data-dir DIR --fit` on
+# development rows (docs/QUALITY.md, "Support judge wordings"), each set weighted equally.
+SENTENCE_FIT = (-3.85, 0.81, 4.84)
+
+
+def bare(claim: str, alone: bool) -> bool:
+    """A bare short answer: the answer's only claim, with no sentence end."""
+    return alone and not claim.rstrip().endswith((".", "!", "?"))
+
+
 def statement(question: str, claim: str, alone: bool) -> str:
-    """What the judge asks about: the claim, or for a bare short answer (the answer's only
-    claim, with no sentence end), the answer as the answer to the question."""
-    if alone and not claim.rstrip().endswith((".", "!", "?")):
+    """What the judge asks about: the claim, or for a bare short answer, the answer as the
+    answer to the question."""
+    if bare(claim, alone):
         return f'The answer to the question "{question}" is: {claim}'
     return claim
+
+
+def claim_score(p_yes: float, coverage: float, is_bare: bool) -> float:
+    """A claim's score: P(yes) for a bare short answer, else P(yes) and the word coverage
+    combined as fitted (SENTENCE_FIT)."""
+    if is_bare:
+        return p_yes
+    intercept, by_odds, by_coverage = SENTENCE_FIT
+    return float(1 / (1 + np.exp(-(intercept + by_odds * log_odds([p_yes])[0]
+                                   + by_coverage * coverage))))
 
 
 @cache
@@ -63,6 +94,14 @@ def _content_words(text: str) -> set[str]:
 def passage_words(passages: Sequence[Passage]) -> list[set[str]]:
     """Each passage's content words, read once for all the claims of an answer."""
     return [_content_words(p.text) for p in passages]
+
+
+def word_coverage(claim: str, passages: Sequence[set[str]]) -> float:
+    """The share of the claim's content words that some passage contains (1.0 for a claim
+    without one: it brings nothing the passages lack)."""
+    words = _content_words(claim)
+    found = set().union(*passages) if passages else set()
+    return len(words & found) / len(words) if words else 1.0
 
 
 def closest_passage(claim: str, passages: Sequence[set[str]]) -> int | None:
@@ -86,7 +125,8 @@ class SupportJudge(Judge):
 
     def decide(self, sample: Sample, answer: Answer, llm: TracedLLM) -> Verdict:
         claims = [] if answer.refusal else split_claims(answer.text)
-        details: dict[str, Any] = {"threshold": self.threshold, "combine": "min", "claims": []}
+        details: dict[str, Any] = {"threshold": self.threshold, "combine": "min",
+                                   "sentence_fit": list(SENTENCE_FIT), "claims": []}
         if not claims:
             what = "a refusal" if answer.refusal else "an answer without a sentence to check"
             return Verdict(judge=self.name, keep=False, score=0.0, details=details,
@@ -97,7 +137,8 @@ class SupportJudge(Judge):
             reading = ask_yes_no(llm, shared_messages(sample, asked, self.options),
                                  purpose=f"{self.name}: claim {number} of {len(claims)}")
             unread += reading.p_yes is None
-            details["claims"].append(self._claim_json(claim, reading.p_yes, passages))
+            details["claims"].append(self._claim_json(claim, reading.p_yes, passages,
+                                                      bare(claim.text, len(claims) == 1)))
         scores = [c["score"] for c in details["claims"] if c["score"] is not None]
         error = f"{unread} of {len(claims)} claims could not be read" if unread else None
         if not scores:
@@ -114,10 +155,13 @@ class SupportJudge(Judge):
                        f"({'>=' if keep else '<'} threshold {self.threshold:g})"),
         )
 
-    def _claim_json(self, claim: Claim, p_yes: float | None,
-                    passages: Sequence[set[str]]) -> dict[str, Any]:
-        return {"start": claim.start, "end": claim.end, "text": claim.text, "score": p_yes,
-                "supported": None if p_yes is None else p_yes >= self.threshold,
+    def _claim_json(self, claim: Claim, p_yes: float | None, passages: Sequence[set[str]],
+                    is_bare: bool) -> dict[str, Any]:
+        coverage = word_coverage(claim.text, passages)
+        score = None if p_yes is None else claim_score(p_yes, coverage, is_bare)
+        return {"start": claim.start, "end": claim.end, "text": claim.text, "score": score,
+                "p_yes": p_yes, "coverage": None if is_bare else coverage,
+                "supported": None if score is None else score >= self.threshold,
                 "passage": closest_passage(claim.text, passages)}
 
     @classmethod
@@ -127,16 +171,22 @@ class SupportJudge(Judge):
         if not isinstance(claims, list) or not claims:
             return None
         rows = [[number, claim.get("text"), _score_text(claim.get("score")),
+                 _score_text(claim.get("p_yes")), _coverage_text(claim.get("coverage")),
                  _support_word(claim.get("supported")),
                  passage_label(claim["passage"]) if isinstance(claim.get("passage"), int)
                  else "none"]
                 for number, claim in enumerate(claims, start=1) if isinstance(claim, dict)]
         return [DetailTable(f"Claims (threshold {details.get('threshold')})",
-                            ["#", "claim", "P(supported)", "verdict", "closest passage"], rows)]
+                            ["#", "claim", "P(supported)", "model's P(yes)",
+                             "words in the passages", "verdict", "closest passage"], rows)]
 
 
 def _score_text(score: Any) -> str:
     return f"{score:.2f}" if isinstance(score, (int, float)) else "unread"
+
+
+def _coverage_text(coverage: Any) -> str:
+    return f"{coverage:.0%}" if isinstance(coverage, (int, float)) else "-"
 
 
 def _support_word(supported: Any) -> str:
