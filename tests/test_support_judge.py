@@ -1,6 +1,7 @@
 """Decision logic of the support judge (METHODS 4.14), pinned down with scripted replies: one
-yes/no read per claim after the shared prefix, the least supported claim decides, and the
-verdict lists every claim with its span, score and closest passage."""
+yes/no read per claim after the shared prefix, a sentence scored by its P(yes) and the share of
+its words the passages hold, the least supported claim decides, and the verdict lists every
+claim with its span, score and closest passage."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import pytest
 from ragshield.answerers.context import shared_messages
 from ragshield.judges.builtin import JUDGES
 from ragshield.judges.registry import judge_class
-from ragshield.judges.support import SupportJudge, closest_passage, passage_words
+from ragshield.judges.support import (SupportJudge, claim_score, closest_passage,
+                                      passage_words, word_coverage)
 from ragshield.types import Answer, Passage, Sample
 from tests.fakes import ScriptedLLM, ScriptedReply
 
@@ -40,8 +42,11 @@ def test_each_claim_is_asked_after_the_shared_prefix_and_the_weakest_decides() -
     assert all(m[1]["content"].startswith(PREFIX) for m in llm.seen)
     assert "The Normans gave their name to Normandy." in llm.seen[0][1]["content"]
     assert "[1]" not in llm.seen[0][1]["content"]
-    assert verdict.score == pytest.approx(0.2) and verdict.keep is False
     first, second = verdict.details["claims"]
+    assert first["p_yes"] == pytest.approx(0.9) and second["p_yes"] == pytest.approx(0.2)
+    assert first["coverage"] == 1.0 and 0 < second["coverage"] < 1  # "led" is in no passage
+    assert second["score"] < 0.2 < 0.9 < first["score"]
+    assert verdict.score == second["score"] and verdict.keep is False
     assert text[first["start"]:first["end"]] == "The Normans gave their name to Normandy [1]."
     assert text[second["start"]:second["end"]] == "They were led by Guy de Lusignan."
     assert first["supported"] is True and second["supported"] is False
@@ -54,7 +59,27 @@ def test_each_claim_is_asked_after_the_shared_prefix_and_the_weakest_decides() -
 def test_every_claim_supported_keeps_the_answer() -> None:
     verdict = SupportJudge(threshold=0.6).judge(
         SAMPLE, answer("The Normans. In France."), ScriptedLLM([yes(0.7), yes(0.95)]))
-    assert verdict.keep is True and verdict.score == pytest.approx(0.7)
+    assert verdict.keep is True and verdict.score == pytest.approx(claim_score(0.7, 1.0, False))
+
+
+def test_a_sentence_scores_by_its_reading_and_the_words_the_passages_hold() -> None:
+    passages = passage_words(SAMPLE.passages)
+    assert word_coverage("The Normans gave their name to Normandy.", passages) == 1.0
+    assert 0 < word_coverage("The Normans sailed from Norway.", passages) < 0.5  # only "Normans"
+    assert word_coverage("...", passages) == 1.0  # no content word: nothing unheld
+    # More of either raises the score; a bare short answer is scored by its reading alone.
+    assert claim_score(0.5, 0.5, False) < claim_score(0.8, 0.5, False)
+    assert claim_score(0.5, 0.5, False) < claim_score(0.5, 0.9, False)
+    assert claim_score(0.3, 0.0, True) == 0.3 and claim_score(0.3, 1.0, True) == 0.3
+    assert 0 < claim_score(0.0, 0.0, False) < claim_score(1.0, 1.0, False) < 1
+
+
+def test_a_bare_short_answer_keeps_its_reading() -> None:
+    verdict = SupportJudge(threshold=0.6).judge(SAMPLE, answer("Guy de Lusignan"),
+                                                ScriptedLLM([yes(0.3)]))
+    [claim] = verdict.details["claims"]
+    assert claim["coverage"] is None and verdict.score == pytest.approx(0.3)
+    assert verdict.keep is False
 
 
 def test_a_refusal_has_no_claims_and_asks_nothing() -> None:
@@ -66,8 +91,8 @@ def test_a_refusal_has_no_claims_and_asks_nothing() -> None:
 
 def test_an_unreadable_claim_is_flagged_and_the_read_ones_decide() -> None:
     llm = ScriptedLLM([ScriptedReply("Maybe", top={"Maybe": -0.1}), yes(0.8)])
-    verdict = SupportJudge().judge(SAMPLE, answer("First claim. Second claim."), llm)
-    assert verdict.score == pytest.approx(0.8) and verdict.keep is True
+    verdict = SupportJudge().judge(SAMPLE, answer("Guy was French. A King of Jerusalem."), llm)
+    assert verdict.score == pytest.approx(claim_score(0.8, 1.0, False)) and verdict.keep is True
     assert verdict.parse_error == "1 of 2 claims could not be read"
     assert verdict.details["claims"][0]["supported"] is None
     unread = SupportJudge().judge(SAMPLE, answer("Only claim."),
@@ -76,11 +101,13 @@ def test_an_unreadable_claim_is_flagged_and_the_read_ones_decide() -> None:
 
 
 def test_the_case_study_lists_the_claims() -> None:
-    verdict = SupportJudge().judge(SAMPLE, answer("The Normans did. Guy did."),
+    verdict = SupportJudge().judge(SAMPLE, answer("The Normans gave their name. Guy rode a horse."),
                                    ScriptedLLM([yes(0.9), yes(0.1)]))
     [table] = SupportJudge.detail_view(verdict.details, [])
-    assert table.rows == [[1, "The Normans did.", "0.90", "supported", "Passage-0"],
-                          [2, "Guy did.", "0.10", "NOT supported", "Passage-1"]]
+    first, second = (f"{claim_score(p, words, False):.2f}" for p, words in ((0.9, 1), (0.1, 1 / 3)))
+    assert table.rows == [[1, "The Normans gave their name.", first, "0.90", "100%", "supported", "Passage-0"],
+                          [2, "Guy rode a horse.", second, "0.10", "33%", "NOT supported",
+                           "Passage-1"]]
     assert SupportJudge.detail_view({}, []) is None
 
 
