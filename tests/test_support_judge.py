@@ -105,9 +105,9 @@ def test_the_case_study_lists_the_claims() -> None:
                                    ScriptedLLM([yes(0.9), yes(0.1)]))
     [table] = SupportJudge.detail_view(verdict.details, [])
     first, second = (f"{claim_score(p, words, False):.2f}" for p, words in ((0.9, 1), (0.1, 1 / 3)))
-    assert table.rows == [[1, "The Normans gave their name.", first, "0.90", "100%", "supported", "Passage-0"],
-                          [2, "Guy rode a horse.", second, "0.10", "33%", "NOT supported",
-                           "Passage-1"]]
+    assert table.rows == [
+        [1, "The Normans gave their name.", first, "0.90", "100%", "supported", "Passage-0"],
+        [2, "Guy rode a horse.", second, "0.10", "33%", "NOT supported", "Passage-1"]]
     assert SupportJudge.detail_view({}, []) is None
 
 

@@ -19,8 +19,8 @@ so at 0.5 it keeps most answers (pre_answer 84% of them on SQuAD 2.0). Its thres
 tuned on four public labelled sets together (the threshold that shows 60% of the right
 answers), and each set left out in turn was decided by thresholds tuned on the other three
 alone: docs/QUALITY.md, "Where we stand". support's (0.60) is the median of the thresholds
-tuned on AttributionBench with each of its seven sources held out in turn (0.58 to 0.61, for
-its question with the example passage; docs/QUALITY.md, "Support judge wordings"). A policy
+tuned on AttributionBench with each of its seven sources held out in turn (0.50 to 0.60, for
+its scores with the words the passages hold; docs/QUALITY.md, "Support judge"). A policy
 fitted on a team's own labels overrides them.
 
 Scores read by one model mean nothing at thresholds fitted on another's: a policy and a trained

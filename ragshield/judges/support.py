@@ -54,7 +54,8 @@ INSTRUCTIONS = ("Is the following statement true according to the passages above
 
 # A sentence's score: sigmoid(intercept + log-odds weight * logit P(yes) + coverage weight *
 # word coverage), fitted by `python scripts/bench_support_wordings.py --data-dir DIR --fit` on
-# development rows (docs/QUALITY.md, "Support judge wordings"), each set weighted equally.
+# development rows (docs/QUALITY.md, "Support judge wordings"), each set weighted equally, on
+# the packaged 1.5B's readings (another reader gets the same weights; none was fitted for it).
 SENTENCE_FIT = (-3.85, 0.81, 4.84)
 
 
@@ -151,7 +152,7 @@ class SupportJudge(Judge):
         return Verdict(
             judge=self.name, keep=keep, score=score, details=details, parse_error=error,
             rationale=(f"{len(claims) - failing} of {len(claims)} sentences supported; the "
-                       f"least supported, sentence {weakest}, at P(yes) = {score:.2f} "
+                       f"least supported, sentence {weakest}, scored {score:.2f} "
                        f"({'>=' if keep else '<'} threshold {self.threshold:g})"),
         )
 
