@@ -19,6 +19,8 @@ support judge asks it (judges/support.py), in each wording:
   leaning, cancels);
 - context: the judge's question with the answer's sentence before the claim shown as
   context (what "it" or "this" refers to);
+- word coverage alone: the share of the claim's content words some passage holds (what the
+  judge weighs with its reading; judges/support.py);
 - statement, calibrated: the log-odds less those of a content-free statement ("N/A") asked
   after the same passages (calibration before use, Zhao et al. 2021).
 
@@ -105,6 +107,7 @@ SCORINGS: dict[str, tuple[tuple[str, ...], Scoring]] = {
                                              lambda c, free: logit(c["examples"])),
     "with examples and word coverage (the judge's)": (("examples",), lambda c, free: logit(
         judge_score(c["examples"], c["coverage"], c["bare"]))),
+    "word coverage alone (no model)": ((), lambda c, free: logit(c["coverage"])),
     "with examples, after the sentence before": (("context",),
                                                  lambda c, free: logit(c["context"])),
     "statement and examples averaged": (("statement", "examples"), lambda c, free: (
