@@ -179,19 +179,27 @@ def attribution_section(rows, verdicts) -> tuple[str, dict[str, Any]]:
     return "\n".join(lines), data
 
 
+def sentence_spans(row: dict[str, Any]) -> list[tuple[int, int, bool]]:
+    """Each labelled sentence of an LFQA answer as (start, end, supported) in the answer, in
+    order (a sentence not found in the answer is left out)."""
+    spans, position = [], 0
+    for sentence in row["sentences"]:
+        start = row["answer"].find(sentence["text"], position)
+        if start >= 0:
+            position = start + len(sentence["text"])
+            spans.append((start, position, bool(sentence["supported"])))
+    return spans
+
+
 def sentence_scores(row: dict[str, Any], verdict: Verdict) -> list[tuple[bool, float]]:
     """Each labelled sentence of an LFQA answer with the lowest score of our claims that
     overlap it (a sentence no claim covers is left out)."""
     claims = [c for c in verdict.details.get("claims", []) if c.get("score") is not None]
-    found, position = [], 0
-    for sentence in row["sentences"]:
-        start = row["answer"].find(sentence["text"], position)
-        if start < 0:
-            continue
-        end = position = start + len(sentence["text"])
+    found = []
+    for start, end, supported in sentence_spans(row):
         overlapping = [c["score"] for c in claims if c["start"] < end and c["end"] > start]
         if overlapping:
-            found.append((bool(sentence["supported"]), min(overlapping)))
+            found.append((supported, min(overlapping)))
     return found
 
 

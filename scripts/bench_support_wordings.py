@@ -56,7 +56,7 @@ sys.path.insert(0, str(ROOT))
 from bench_report import QUALITY_MD, bench_parser, publish  # noqa: E402
 from bench_support import (COMBINE, SEEN_PASSAGES, _spread, auroc_interval,  # noqa: E402
                            balanced_accuracy, best_threshold, draw, lfqa_rows, read_rows,
-                           sample_of, sentence_scores)
+                           sample_of, sentence_scores, sentence_spans)
 from ragshield.answerers.context import PromptOptions, shared_messages  # noqa: E402
 from ragshield.claims import split_claims  # noqa: E402
 from ragshield.config import Settings  # noqa: E402
@@ -237,12 +237,7 @@ def combine_table(rows: list[dict[str, Any]], read: list[dict[str, Any]],
 def lfqa_claim_labels(row: dict[str, Any], claims: list[dict[str, Any]]) -> list[bool | None]:
     """Each claim's label by people's sentence labels: every labelled sentence it overlaps
     supported (None where it overlaps none)."""
-    spans, position = [], 0
-    for sentence in row["sentences"]:
-        start = row["answer"].find(sentence["text"], position)
-        if start >= 0:
-            position = start + len(sentence["text"])
-            spans.append((start, position, bool(sentence["supported"])))
+    spans = sentence_spans(row)
     labels = [[label for start, end, label in spans if start < c["end"] and end > c["start"]]
               for c in claims]
     return [all(found) if found else None for found in labels]
