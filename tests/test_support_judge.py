@@ -109,6 +109,10 @@ def test_the_case_study_lists_the_claims() -> None:
         [1, "The Normans gave their name.", first, "0.90", "100%", "supported", "Passage-0"],
         [2, "Guy rode a horse.", second, "0.10", "33%", "NOT supported", "Passage-1"]]
     assert SupportJudge.detail_view({}, []) is None
+    # A verdict stored before the reading and the coverage were kept shows its score alone.
+    [older] = SupportJudge.detail_view({"claims": [{"text": "Old.", "score": 0.4,
+                                                    "supported": False, "passage": 0}]}, [])
+    assert older.rows == [[1, "Old.", "0.40", "-", "-", "NOT supported", "Passage-0"]]
 
 
 def test_the_closest_passage_shares_the_most_content_words() -> None:

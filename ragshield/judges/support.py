@@ -172,7 +172,8 @@ class SupportJudge(Judge):
         if not isinstance(claims, list) or not claims:
             return None
         rows = [[number, claim.get("text"), _score_text(claim.get("score")),
-                 _score_text(claim.get("p_yes")), _coverage_text(claim.get("coverage")),
+                 _score_text(claim["p_yes"]) if "p_yes" in claim else "-",  # older runs: none
+                 _coverage_text(claim.get("coverage")),
                  _support_word(claim.get("supported")),
                  passage_label(claim["passage"]) if isinstance(claim.get("passage"), int)
                  else "none"]
