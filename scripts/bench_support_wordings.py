@@ -47,6 +47,7 @@ from typing import Any, Callable
 
 import numpy as np
 import psutil
+from scipy.special import expit
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 
@@ -180,7 +181,7 @@ def attribution_table(rows: list[dict[str, Any]], read: list[dict[str, Any]],
              "|---|---|---|---|---|"]
     for scoring in scorings(asked):
         # As a P(yes), so that thresholds are tuned as bench_support.py tunes them.
-        scores = 1 / (1 + np.exp(-np.array([answer_score(r, scoring) for r in read])))
+        scores = expit([answer_score(r, scoring) for r in read])
         accuracies, aurocs, thresholds = [], [], []
         for source in sorted(set(sources)):
             held = sources == source
@@ -225,8 +226,7 @@ def combine_table(rows: list[dict[str, Any]], read: list[dict[str, Any]],
         for combine, rule in COMBINE.items():
             scores = []
             for r in read:
-                claims = [1 / (1 + np.exp(-claim_score(scoring, c, r["free"])))
-                          for c in r["claims"]]
+                claims = [float(expit(claim_score(scoring, c, r["free"]))) for c in r["claims"]]
                 scores.append(rule(claims, threshold) if claims else 0.0)
             auc, low, high = auroc_interval(labels, scores)
             data.setdefault(scoring, {})[combine] = [auc, low, high]

@@ -25,7 +25,7 @@ from __future__ import annotations
 from functools import cache
 from typing import Any, Sequence
 
-import numpy as np
+from scipy.special import expit
 
 from ragshield.answerers.context import PromptOptions, shared_messages
 from ragshield.claims import Claim, split_claims
@@ -78,8 +78,7 @@ def claim_score(p_yes: float, coverage: float, is_bare: bool) -> float:
     if is_bare:
         return p_yes
     intercept, by_odds, by_coverage = SENTENCE_FIT
-    return float(1 / (1 + np.exp(-(intercept + by_odds * log_odds([p_yes])[0]
-                                   + by_coverage * coverage))))
+    return float(expit(intercept + by_odds * log_odds([p_yes])[0] + by_coverage * coverage))
 
 
 @cache
