@@ -287,6 +287,9 @@ def main() -> None:
                         help="fit the judge's SENTENCE_FIT on the rows read (development rows; "
                              "asks the judge's wording) and print it")
     args = parser.parse_args()
+    if args.fit and (args.held_out or args.per_source == 0):
+        parser.error("--fit: fits on development rows of both sets (no --held-out, "
+                     "--per-source above 0)")
     asked = set(args.wordings.split(",")) | ({"examples"} if args.fit else set())
     unknown = asked - {*WORDINGS, "free", "context"}
     if unknown:
@@ -328,9 +331,7 @@ def main() -> None:
         "LFQA-Verification": ([c for r in lfqa_read for c in r["claims"]],
                               [label for row, r in zip(lfqa, lfqa_read)
                                for label in lfqa_claim_labels(row, r["claims"])])},
-    ) if args.fit and attribution and lfqa else []
-    if args.fit and args.held_out:
-        parser.error("--fit: fit on development rows, not on the held-out ones")
+    ) if args.fit else []
     sections = ([f"### AttributionBench ({len(attribution)} claims)", "\n".join(attribution_lines)]
                 if attribution else [])
     body = "\n\n".join([
