@@ -35,9 +35,9 @@ DEFAULT_RULE_REASON = (
     "the default rule: whether the passages can answer the question (pre_answer) and whether "
     "they say what the answer says (support), read by the packaged 1.5B and combined as fitted "
     "on eight public labelled sets (docs/QUALITY.md). Each set decided by the rule fitted on "
-    "the other seven, it showed 0.52 times the share of wrong answers that showing every answer "
-    "gives on the median set (0.36 to 0.79) and 81% of the right answers (31% to 94%); "
-    "pre_answer alone showed 47%")
+    "the other seven, it showed 0.45 times the share of wrong answers that showing every answer "
+    "gives on the median set (0.33 to 0.79) and 79% of the right answers (21% to 97%); "
+    "pre_answer alone showed 45%")
 # Why SELF_READ_RULE decides where the judges read from the 0.5B (RAGSHIELD_JUDGE_MODEL=self).
 DEFAULT_RULE_SELF_READ_REASON = (
     "the default rule: the judge our benchmark ranks best on what people see (docs/QUALITY.md)."

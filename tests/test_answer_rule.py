@@ -62,6 +62,21 @@ def test_decide_reads_both_scores_and_says_so():
     assert nothing.keep is None and "gave a score" in nothing.reason
 
 
+def test_a_judge_missing_on_a_few_answers_counts_as_its_mean_but_a_whole_set_keeps_its_flag():
+    frame = _frame()
+    frame.loc[frame.index[frame["good"]][:1], "support"] = np.nan  # one unreadable answer
+    rule = fit_answer_rule(frame, ("pre_answer", "support"))
+    assert rule.score.flagged == ()
+    # the decision on an answer support cannot score is as if support gave its mean
+    unscored = rule.decide([_verdict("pre_answer", 0.8)])
+    average = rule.decide([_verdict("pre_answer", 0.8),
+                           _verdict("support", frame["support"].mean())])
+    assert unscored.keep == average.keep and "support gave no score" in unscored.reason
+    frame.loc[frame["set"] == "small", "pre_answer"] = np.nan  # a set without a question
+    rule = fit_answer_rule(frame, ("pre_answer", "support"))
+    assert rule.score.flagged == (0,)
+
+
 def test_rule_round_trips_and_bad_files_name_the_field(tmp_path):
     rule = fit_answer_rule(_frame(), ("pre_answer", "support"))
     path = tmp_path / "rule.json"

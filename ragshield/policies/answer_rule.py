@@ -76,13 +76,24 @@ def fit_answer_rule(frame: pd.DataFrame, judges: Sequence[str],
     counts = frame["set"].value_counts()
     sizes = frame["set"].map(counts.clip(lower=MIN_SET)).to_numpy(float)
     good = frame["good"].to_numpy(bool)
-    features = stack_features({j: frame[j] for j in judges}, {})
+    features = _rarely_missing_filled(stack_features({j: frame[j] for j in judges}, {}))
     score = train_stacked_score(features, good, weights=len(frame) / sizes)
     probability = score.score_frame(features.reindex(columns=list(score.columns)))
     names = list(frame["set"].unique())
     right = [probability[(frame["set"] == s).to_numpy() & good] for s in names]
     weight = [min(counts[s], MIN_SET) for s in names]
     return AnswerRule(score, _showing(right, weight, aim), tuple(names))
+
+
+def _rarely_missing_filled(features: pd.DataFrame) -> pd.DataFrame:
+    """Features with a column's few gaps (fewer than MIN_SET: say, one passage too long for
+    the reader) filled with its mean, so that the fit adds no missing flag for them: a flag
+    learnt from one or two answers would decide every later answer its judge cannot score.
+    A judge missing on a whole set (pre_answer on WiCE, which has no question) keeps its
+    flag."""
+    gaps = features.isna().sum()
+    rare = [c for c in features.columns if 0 < gaps[c] < MIN_SET]
+    return features.fillna({c: features[c].mean() for c in rare})
 
 
 def _showing(right: list[np.ndarray], weight: Sequence[float], aim: float) -> float:
