@@ -366,8 +366,8 @@ def main() -> None:
                       "kind to fit.", "", *ceiling_table(bounds)])
     command = "python scripts/bench_default_rule.py " + " ".join(sys.argv[1:])
     publish("Default decision rule, each set held out", command, notes, body,
-            {"summary": data, "rows": rows, "ceilings": bounds}, args.json_out, append=not args.no_append,
-            show=True, markdown=QUALITY_MD)
+            {"summary": data, "rows": rows, "ceilings": bounds}, args.json_out,
+            append=not args.no_append, show=True, markdown=QUALITY_MD)
     if args.write:
         rule = fit_answer_rule(frame, args.write.split("+"))
         RULE_FILE.write_text(json.dumps(rule.to_dict(), indent=1) + "\n", encoding="utf-8")
