@@ -19,6 +19,10 @@ weights are fitted on the other sets alone, weighting each set equally, to show 
 RIGHT_SHOWN_AIM of the right answers on average over them, then as few wrong ones as possible;
 the held-out set reports answers shown, wrong among shown as a multiple of showing every
 answer (95% bootstrap interval) and right answers shown, and the spread over its groups.
+A last table bounds each set: every combination fitted, and thresholded to show 70% of the
+right answers, on that set itself (optimistic: where even this misses 0.6x, no weighting of
+these judges can meet the target there). `--frame-out F` keeps every judged answer (scores,
+label, texts) as JSON lines, for studying features without the models.
 `--write pre_answer+support` stores that rule fitted on every set in
 ragshield/assets/grounded_rule.json, the rule the package ships (ragshield/policies/answer_rule.py).
 """
@@ -80,14 +84,15 @@ def short_set(store, settings: Settings, name: str, count: int, data_dir: Path,
     scores = verdicts.pivot_table(index="sample_id", columns="judge", values="score",
                                   aggfunc="first", dropna=False)
     truth = verdicts.drop_duplicates("sample_id").set_index("sample_id")
-    groups = sample_groups(dataset_samples(data_dir, name))
+    public = dataset_samples(data_dir, name)
+    groups = sample_groups(public)
     frame = pd.DataFrame({judge: scores[judge] for judge in JUDGES}).reindex(truth.index)
     frame["good"] = (truth["answer_correct"] & truth["passages_support"]).astype(bool)
     frame["words"] = [claim_words(samples.at[s, "answer"], bool(samples.at[s, "refusal"]))
                       for s in frame.index]
     frame["group"] = [groups[str(s)] for s in frame.index]
     frame["set"] = name
-    by_id = {s.id: s for s in dataset_samples(data_dir, name)}
+    by_id = {s.id: s for s in public}
     frame["texts"] = [_texts(by_id[str(s)], samples.at[s, "answer"]) for s in frame.index]
     return frame.reset_index(drop=True)
 
