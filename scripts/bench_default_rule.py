@@ -59,6 +59,7 @@ from ragshield.policies.answer_rule import (RIGHT_SHOWN_AIM, RULE_FILE,  # noqa:
                                             fit_answer_rule)
 from ragshield.services.runs.llm_grading import configured_grader  # noqa: E402
 from ragshield.store.database import open_store  # noqa: E402
+from ragshield.types import Sample  # noqa: E402
 
 READER = "qwen-1.5b"
 JUDGES = ("pre_answer", "support", "p_true")  # pre_answer first: it reads the shared prefix
@@ -132,7 +133,7 @@ def long_set(folder: Path, name: str, args, llm, judges) -> pd.DataFrame:
                                                   "texts"])
 
 
-def _texts(sample, answer: str | None) -> dict[str, Any]:
+def _texts(sample: Sample, answer: str | None) -> dict[str, Any]:
     """What was judged, kept in `--frame-out` for studying features without the models."""
     return {"question": sample.question, "answer": answer,
             "passages": [p.text for p in sample.passages]}
