@@ -45,6 +45,10 @@ DEFAULT_RULE_SELF_READ_REASON = (
     "answers, 61% and 62% of those wrong, against 68% and 73% with every answer shown")
 
 
+# The most a guard call's judges may be given (budget_ms, the API's and Shield's), ten minutes.
+MAX_BUDGET_MS = 600_000
+
+
 class Settings(BaseSettings):
     """Configuration; every field can be set as RAGSHIELD_<FIELD> in the environment."""
 
@@ -69,13 +73,14 @@ class Settings(BaseSettings):
         default=None,
         validation_alias=AliasChoices("RAGSHIELD_OPENAI_API_KEY", "OPENAI_API_KEY"),
     )
-    request_timeout_s: float = 120.0
-    max_retries: int = 3
-    retry_backoff_s: float = 0.5
-    concurrency: int = 4
+    # Bounded here so that a value that would break every model call stops the start instead.
+    request_timeout_s: float = Field(default=120.0, gt=0)
+    max_retries: int = Field(default=3, ge=0)
+    retry_backoff_s: float = Field(default=0.5, ge=0)
+    concurrency: int = Field(default=4, gt=0)
 
-    n_ctx: int = 4096
-    n_threads: int = 2
+    n_ctx: int = Field(default=4096, gt=0)
+    n_threads: int = Field(default=2, gt=0)
     llm_cache: bool = True
 
     embedding_model: str | None = None  # None: the packaged all-MiniLM-L6-v2
@@ -97,13 +102,21 @@ class Settings(BaseSettings):
     api_max_waiting: int = Field(default=64, gt=0)  # calls queued for the model beyond this: 503
     # A guard call's latency budget (judge_budget.py) where the request gives none (None: no
     # budget), and what happens when the rule cannot decide within it.
-    guard_budget_ms: int | None = Field(default=None, gt=0)
+    guard_budget_ms: int | None = Field(default=None, gt=0, le=MAX_BUDGET_MS)
     guard_on_budget: Literal["keep", "abstain", "error"] = "abstain"
     # A dataset file uploaded in the app (the Data tab): its size, its rows, and the seconds
     # its check or its import may take. `ragshield datasets import` has no such bounds.
     upload_max_bytes: int = Field(default=200_000_000, gt=0)
     upload_max_rows: int = Field(default=200_000, gt=0)
     upload_timeout_s: float = Field(default=600.0, gt=0)
+    # What the app's upload route takes within a rolling window (ui/upload_gate.py): files
+    # and bytes per uploader (a login; without logins, a client address) and from everyone.
+    # With logins only admins upload (every file the app takes is an admin's to import).
+    upload_window_s: float = Field(default=3600.0, gt=0)
+    upload_files_per_person: int = Field(default=30, gt=0)
+    upload_bytes_per_person: int = Field(default=1_000_000_000, gt=0)
+    upload_files_in_all: int = Field(default=100, gt=0)
+    upload_bytes_in_all: int = Field(default=4_000_000_000, gt=0)
     # The guarded system's OpenAI-compatible endpoint, for POST /v1/chat/completions.
     upstream_base_url: str | None = None
     upstream_api_key: SecretStr | None = None

@@ -4,8 +4,10 @@
 The judges run free ones first, then those the rule reads, then the rest cheapest first
 (judging.deciding_first); with a server backend up to `concurrency` of them run at once, with
 an in-process model one at a time (it serves one call and keeps one cache). When the budget
-passes, the verdicts in hand decide; the judges still running are left to finish unheard, and
-those not started never start. Each of them gets a verdict that says it did not finish. If the
+passes, the verdicts in hand decide; the judges still running stop at their next model call
+(the one under way ends first: no model call is cut off midway), and those not started never
+start, but for the free ones (a call whose turn came after its budget is still decided by
+them). Each of the others gets a verdict that says it did not finish. If the
 rule cannot decide from what finished (its judge is among the unfinished, or none finished),
 `on_budget` does: `keep` shows the answer (fail open), `abstain` withholds it (fail closed),
 `error` fails the call (504, nothing stored).
@@ -18,11 +20,13 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from typing import Any
 
 from ragshield.errors import UserError
 from ragshield.judges.base import Judge
-from ragshield.llm.base import LLM
-from ragshield.types import Answer, RuleDecision, Sample, Verdict
+from ragshield.llm.base import LLM, LLMError
+from ragshield.types import (Answer, Completion, ContinuationScore, Message, RuleDecision, Sample,
+                             Verdict)
 
 ON_BUDGET = ("keep", "abstain", "error")
 # Kept back from a budget for what follows the verdicts: deciding, storing the call and
@@ -78,24 +82,60 @@ def unfinished_judges(verdicts: Sequence[Verdict]) -> list[str]:
 ReaderOf = Callable[[str], LLM]
 
 
+class JudgeStopped(LLMError):
+    """A model call a judge asked for after its budget passed (the judge ends with an error
+    verdict, which nobody hears)."""
+
+
+class StoppingLLM:
+    """A judge's model, as LLM, until `stopped` is set: from then on each call raises
+    JudgeStopped, so that a judge the budget cut off ends at its next call instead of
+    working on, unheard, for as long as it would have taken."""
+
+    def __init__(self, inner: LLM, stopped: threading.Event) -> None:
+        self.inner, self.stopped = inner, stopped
+        self.backend, self.model = inner.backend, inner.model
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        return self.inner.capabilities
+
+    def chat(self, messages: Sequence[Message], **params: Any) -> Completion:
+        self._go_on()
+        return self.inner.chat(messages, **params)
+
+    def score(self, prompt_messages: Sequence[Message], continuation: str) -> ContinuationScore:
+        self._go_on()
+        return self.inner.score(prompt_messages, continuation)
+
+    def _go_on(self) -> None:
+        if self.stopped.is_set():
+            raise JudgeStopped("the budget passed: the judge stopped before this model call")
+
+
 def judge_within(judges: Sequence[Judge], sample: Sample, answer: Answer, reader: ReaderOf,
                  budget: Budget, on_verdict: Callable[[Verdict], None] | None = None,
                  ) -> list[Verdict]:
     """The verdicts of `judges` (in their order) that are in by the budget's deadline, and an
-    unfinished verdict for each of the rest. The judges' work still running is handed to
-    `budget.leftover`: another call must not use an in-process model before it ends."""
-    stopped = threading.Event()  # set at the deadline: the judges not begun do not begin
+    unfinished verdict for each of the rest. The judges' work still running (to the end of
+    the model call each is in) is handed to `budget.leftover`: another call must not use an
+    in-process model before it ends."""
+    stopped = threading.Event()  # set at the deadline: no judge begins or calls a model again
 
     def run(judge: Judge) -> Verdict | None:
         if stopped.is_set():
             return None
-        verdict = judge.judge(sample, answer, reader(judge.name))
+        verdict = judge.judge(sample, answer, StoppingLLM(reader(judge.name), stopped))
         if on_verdict is not None and not stopped.is_set():
             on_verdict(verdict)
         return verdict
 
-    if time.monotonic() >= budget.deadline:  # nothing starts (the call's turn came too late)
-        return [unfinished_verdict(judge, budget) for judge in judges]
+    if time.monotonic() >= budget.deadline:  # the call's turn came too late
+        return [_free_verdict(judge, sample, answer, reader, budget) for judge in judges]
     pool = ThreadPoolExecutor(max_workers=min(budget.concurrency, max(1, len(judges))),
                               thread_name_prefix="judge")
     futures = [pool.submit(run, judge) for judge in judges]
@@ -108,6 +148,20 @@ def judge_within(judges: Sequence[Judge], sample: Sample, answer: Answer, reader
         verdicts.append(verdict or unfinished_verdict(judge, budget))
     budget.leftover([future for future in futures if not future.done()])
     return verdicts
+
+
+def _free_verdict(judge: Judge, sample: Sample, answer: Answer, reader: ReaderOf,
+                  budget: Budget) -> Verdict:
+    """Past the deadline, a free judge still gives its verdict (it takes microseconds: a
+    call that queued through its budget is decided by the trivial judge, or a given answer's
+    log-probs, rather than withheld for want of them); a judge that would call a model, or
+    costs more, is unfinished."""
+    if judge.cost != "free":
+        return unfinished_verdict(judge, budget)
+    stopped = threading.Event()
+    stopped.set()  # a model call raises JudgeStopped at once
+    verdict = judge.judge(sample, answer, StoppingLLM(reader(judge.name), stopped))
+    return unfinished_verdict(judge, budget) if verdict.error else verdict
 
 
 def budget_decision(decision: RuleDecision, verdicts: Sequence[Verdict],

@@ -19,6 +19,7 @@ from ragshield.config import DEFAULT_DECISION_RULE, GROUNDED_JUDGES, GROUNDED_RU
 from ragshield.errors import OptionError
 from ragshield.judge_budget import Budget, ReaderOf, budget_decision, judge_within
 from ragshield.judges.base import COSTS, Judge
+from ragshield.judges.registry import known_judge
 from ragshield.llm.base import LLM
 from ragshield.policies.rules import parse_rule
 from ragshield.types import Answer, RuleDecision, Sample, Verdict
@@ -80,6 +81,16 @@ def deciding_first(judges: Sequence[Judge], rule: Rule) -> list[Judge]:
     return sorted(judges, key=lambda judge: (
         0 if judge.cost == "free" else 1 if judge.name in reads else 2,
         COSTS.index(judge.cost), _prefix_group(judge)))
+
+
+def check_rule_name(rule: str) -> None:
+    """OptionError unless `rule` can name a decision rule: all, majority, grounded, a judge
+    (trained:NAME included) or policy:NAME[@VERSION]. Whether it fits the chosen judges, or
+    the policy exists, is checked where it is used (choose_rule)."""
+    if rule in (*POOLED_RULES, GROUNDED_RULE) or known_judge(rule) or parse_rule(rule):
+        return
+    raise OptionError(f"rule {rule!r} must be all, majority, {GROUNDED_RULE}, a judge's name "
+                      "(ragshield judges lists them) or policy:NAME")
 
 
 def fitting_rules(judges: Sequence[str]) -> list[str]:

@@ -17,9 +17,11 @@ from starlette.testclient import TestClient
 from ragshield.api.app import build_api
 from ragshield.api.keys import KeyCheck
 from ragshield.config import Settings
-from ragshield.services.guarding.guard import Guard, ModelGate
+from ragshield.services.guarding.guard import CallContext, Guard, ModelGate, Outcome
+from ragshield.services.questions.ask_types import AskRequest
 from ragshield.services.questions.asking import ABSTAIN_MESSAGE, OpenedModels
 from ragshield.store.database import Store
+from ragshield.types import GivenAnswer, Passage
 from tests.reliability.fake_openai import Fault, FakeOpenAIServer
 from tests.test_api import SURE, SlowLLM, client_for, error_of, judge_body, live_answers
 
@@ -151,11 +153,16 @@ def test_an_in_process_model_is_never_shared_when_a_budget_cuts_a_judge_off(
     took, first = timed_post(client, body)
     assert first.json()["unfinished"] == ["p_true"] and took < 0.3 + SLACK_S
     # The next call's turn at the model comes only when the cut-off judge is done with it,
-    # after this call's budget: no judge ran, and on_budget (abstain) decides.
+    # after this call's budget: only the free judges give verdicts (they read no model), and
+    # they decide; the judge that needs the model is unfinished.
     took, second = timed_post(client, {**body, "question": "Who else?"})
     assert second.status_code == 200 and took < 0.3 + SLACK_S
-    assert second.json()["unfinished"] == ["trivial", "token_prob", "p_true"]
-    assert not second.json()["kept"] and "as on_budget abstain says" in second.json()["reason"]
+    assert second.json()["unfinished"] == ["p_true"]
+    assert second.json()["kept"] and second.json()["reason"] == "2 of 2 deciding judges keep"
+    # with only the judge that needs the model, on_budget (abstain) decides
+    took, third = timed_post(client, {**body, "question": "Who then?", "rule": "p_true"})
+    assert third.json()["unfinished"] == ["p_true"] and not third.json()["kept"]
+    assert "as on_budget abstain says" in third.json()["reason"]
     time.sleep(2.6)
     assert llm.most == 1
 
@@ -172,3 +179,29 @@ def test_the_settings_give_the_default_budget(settings: Settings, sqlite_store: 
     bad = client.post("/v1/judge", json=judge_body(budget_ms=0, on_budget="maybe"))
     assert bad.status_code == 422 and error_of(bad)["param"] in ("budget_ms", "on_budget")
     time.sleep(2.1)
+
+
+@pytest.mark.server
+def test_the_budget_counts_from_when_the_call_arrived(settings: Settings,
+                                                      sqlite_store: Store) -> None:
+    """Issue 55, item 14: under a burst a call waited before the guard took it, and its
+    budget started only then (16 calls at 300 ms: the clients waited 650 to 1,180 ms). A
+    call that arrived 150 ms before the guard takes it has 150 ms of its 300 left."""
+    with FakeOpenAIServer(slow(SLOW_S)) as upstream:
+        settings.backend, settings.openai_base_url = "openai", upstream.url
+        settings.model, settings.concurrency = "fake-model", 4
+        guard = Guard(settings, sqlite_store, OpenedModels(settings, sqlite_store),
+                      ModelGate(settings))
+        request = AskRequest(question="Who gave their name to Normandy?", passages=(
+            Passage(text="The Normans gave their name to Normandy."),),
+            given_answer=GivenAnswer("The Normans"), judges=("trivial", "p_true"),
+            rule="majority", budget_ms=300, keep_record=False)
+        guard.ask(request, Outcome(), time.monotonic() + 30)  # the backend opens
+        arrived = time.monotonic() - 0.15
+        taken = time.monotonic()
+        guarded = guard.ask(request, Outcome(), arrived + 30,
+                            CallContext("judge", arrived=arrived))
+        took = time.monotonic() - taken
+    assert guarded.result.fallback is None  # trivial finished and keeps
+    assert guarded.seconds["total"] >= 0.25  # counted from the arrival
+    assert took < 0.25, took  # what was left of the budget, not 300 ms again

@@ -251,16 +251,18 @@ def test_a_fixed_key_s_calls_may_not_name_other_judges_or_rules(settings: Settin
     """fixed=yes: the promise is the key's; an application cannot loosen it per call."""
     keys_file = tmp_path / "keys.txt"
     keys_file.write_text(f"{SUPPORT} name=support judges=trivial,token_prob rule=token_prob "
-                         f"fixed=yes\n{LEGAL} name=legal rule=all\n")
+                         f"on_unsupported=withhold fixed=yes\n{LEGAL} name=legal rule=all\n")
     settings.api_keys_file = keys_file
     entries = read_keys(settings)
     assert entries[0].key.fixed and not entries[1].key.fixed
     client = guarded_client(settings, sqlite_store, entries)
     plain = {field: value for field, value in judge_body().items() if field != "judges"}
-    same = {**plain, "judges": ["Token_Prob", "trivial"], "rule": "token_prob"}
+    same = {**plain, "judges": ["Token_Prob", "trivial"], "rule": "token_prob",
+            "on_unsupported": "withhold"}
     for body in (plain, same):
         assert client.post("/v1/judge", json=body, headers=bearer(SUPPORT)).status_code == 200
-    for field, value in (("rule", "trivial"), ("judges", ["trivial"])):
+    for field, value in (("rule", "trivial"), ("judges", ["trivial"]),
+                         ("on_unsupported", "redact")):
         refused = client.post("/v1/judge", json={**plain, field: value},
                               headers=bearer(SUPPORT))
         assert refused.status_code == 422

@@ -8,7 +8,7 @@ from sqlalchemy import func, select
 
 from ragshield.config import Settings
 from ragshield.llm.base import CHAT, SCORE, BackendBase
-from ragshield.llm.call_cache import CachedLLM
+from ragshield.llm.call_cache import CachedLLM, unsaved
 from ragshield.llm.factory import make_llm
 from ragshield.store.models import LLMCallRow
 from ragshield.types import Completion, ContinuationScore, TokenLogprob
@@ -60,6 +60,20 @@ def test_any_change_of_the_call_is_a_new_call(store):
     assert inner.calls == 6
     with store.session() as session:
         assert session.scalar(select(func.count()).select_from(LLMCallRow)) == 6
+
+
+def test_an_unsaved_call_replays_the_cache_and_writes_nothing(store):
+    """Issue 55: a guard call with `"store": false` left its prompts in the call cache."""
+    inner = CountingLLM()
+    llm = CachedLLM(inner, store)
+    llm.chat(MESSAGES)
+    quiet = unsaved(llm)
+    assert quiet.chat(MESSAGES).cache_hit and inner.calls == 1
+    quiet.chat([{"role": "user", "content": "not to keep"}])
+    quiet.score(MESSAGES, "not to keep either")
+    assert inner.calls == 3 and llm.saves and unsaved(inner) is inner
+    with store.session() as session:
+        assert session.scalar(select(func.count()).select_from(LLMCallRow)) == 1
 
 
 def test_scores_are_cached_too(store):

@@ -3,10 +3,12 @@ taking claims out of an answer (redaction)."""
 
 from __future__ import annotations
 
+import time
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragshield.claims import MAX_CLAIMS, split_claims, without_spans
+from ragshield.claims import MAX_CLAIMS, split_claims, states_nothing, without_spans
 
 
 def spans(answer: str) -> list[str]:
@@ -38,20 +40,51 @@ def test_citation_marks_stay_in_the_span_and_leave_the_claim_text() -> None:
                              "Rouen."]
 
 
-def test_list_items_are_claims_and_lead_ins_headings_and_code_are_not() -> None:
+def test_list_items_are_claims_and_headings_lead_ins_and_code_are_read() -> None:
     answer = ("## Causes\nThe main causes are:\n\n- Heat [1]\n- Cold, which is **bad**.\n"
               "1. Third item. It has two sentences.\n\n```python\nprint('Not. A claim.')\n```\n"
               "Done.")
-    assert texts(answer) == ["Heat", "Cold, which is bad.", "Third item.",
-                             "It has two sentences.", "Done."]
-    assert spans(answer)[0] == "- Heat [1]" and spans(answer)[2] == "1. Third item."
+    assert texts(answer) == ["Causes: The main causes are: Heat", "Cold, which is bad.",
+                             "Third item.", "It has two sentences.", "print('Not. A claim.')",
+                             "Done."]
+    assert spans(answer)[0] == "## Causes\nThe main causes are:\n\n- Heat [1]"
+    assert spans(answer)[2] == "1. Third item."
+    assert spans(answer)[4] == "```python\nprint('Not. A claim.')\n```"
 
 
-def test_refusals_are_not_claims() -> None:
+def test_no_word_of_the_answer_goes_unread_but_filler_and_formatting() -> None:
+    """What the judge does not read is formatting, or headings, lead-ins and refusals of
+    FILLER words alone; a heading or lead-in with nothing after it is read alone."""
+    assert texts("Paris is the capital of France.\n# The moon is made of cheese") == [
+        "Paris is the capital of France.", "The moon is made of cheese"]
+    assert texts("## Summary ##\nHere is what I found:\n\n- Paris\n---\n* * *") == ["Paris"]
+    assert texts("Paris.\nThe moon is made of:") == ["Paris.", "The moon is made of:"]
+    assert texts("Paris.\n```\n \n```") == ["Paris."]  # a code block without a word
+    # A closing fence holds nothing else; an info string that is no language name is read.
+    assert texts("```\nx = 1\n``` The moon is cheese") == ["x = 1\n``` The moon is cheese"]
+    assert texts("```The moon is cheese\nx = 1\n```") == ["The moon is cheese\nx = 1"]
+    assert states_nothing("I don't know.") and not states_nothing("I don't know 1 thing.")
+
+
+def test_a_refusal_is_no_claim_unless_it_says_more() -> None:
     assert split_claims("I don't know.") == []
     assert split_claims("") == []
+    assert texts("Paris is the capital. Sorry, I don't know.") == ["Paris is the capital."]
     assert texts("Paris is the capital. I don't know its population.") == [
-        "Paris is the capital."]
+        "Paris is the capital.", "I don't know its population."]  # a word beyond FILLER
+    assert texts("Paris is the capital. I don't know, but the moon is made of cheese.") == [
+        "Paris is the capital.", "I don't know, but the moon is made of cheese."]
+
+
+def test_splitting_takes_linear_time() -> None:
+    """Each "." used to search the whole answer before it for an abbreviation, and a run of
+    dots or of spaces was tried from each of its characters: quadratic time."""
+    for answer in ("7. " * 50_000, "A. " * 50_000, "Paris." + "." * 50_000 + " It is.",
+                   "Paris" + " " * 50_000 + "[1] is big. It is."):
+        started = time.process_time()
+        claims = split_claims(answer)
+        assert time.process_time() - started < 1.0 and claims
+    assert len(split_claims("7. " * 50_000)) == MAX_CLAIMS
 
 
 def test_a_very_long_answer_is_cut_to_the_limit_with_its_tail_in_the_last_claim() -> None:

@@ -156,3 +156,14 @@ def test_shield_redacts_on_request() -> None:
                                 on_unsupported="redact")
     assert decision.kept and decision.shortened and "Lusignan" not in decision.shown
     assert decision.verdicts[0].details["claims"][1]["supported"] is False
+
+
+def test_redact_cuts_a_heading_the_passages_do_not_support() -> None:
+    """A heading was no claim: it went unread, and a shortened answer kept it."""
+    answer = "The Normans gave their name to Normandy.\n## Guy de Lusignan led them\n"
+    with ragshield.Shield.open() as shield:
+        shield.models = FakeModels(ScriptedLLM(respond=reply))
+        decision = shield.judge(body()["question"], ["The Normans gave their name to Normandy."],
+                                answer, judges=["support"], rule="support",
+                                on_unsupported="redact")
+    assert decision.shortened and decision.shown == "The Normans gave their name to Normandy."

@@ -65,6 +65,8 @@ def _rewritten(path: Path, change: Callable[[dict[str, Any]], None]) -> Path:
     (lambda b: b["run"]["config"].__setitem__("bogus", 1), "run.config: run config: unknown"),
     (lambda b: b["answers"][0].__setitem__("raw", "Par\x00is"),  # PostgreSQL keeps no NUL
      "field 'answers[0].raw': a NUL character"),
+    (lambda b: b["answers"][1]["verdicts"][0].__setitem__("details", {"claims": [{}] * 41}),
+     "field answers[1].verdicts[0].details.claims holds 41 claims; a verdict has at most 40"),
 ])
 def test_a_malformed_bundle_is_one_error_line_and_imports_nothing(exported, tmp_path, change,
                                                                   where):

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 import ragshield
-from ragshield.config import Settings
-from ragshield.errors import UserError
+from ragshield.config import MAX_BUDGET_MS, Settings
+from ragshield.errors import OptionError, UserError
 from ragshield.judge_budget import BudgetPassed
 from ragshield.services.guarding.guard import judge_catalogue
-from ragshield.services.questions.settlement import default_judges
+from ragshield.services.questions.settlement import MAX_ANSWER_CHARS, default_judges
 from ragshield.services.questions.live_runs import LIVE_DATASET
 from ragshield.store.database import open_store
 from ragshield.store.runs import list_runs
@@ -180,6 +180,44 @@ def test_unknown_policy_and_bad_input_are_user_errors():
     # Settings ignore names they do not know: a misspelt one must not pass unnoticed.
     with pytest.raises(UserError, match=r"unknown setting\(s\) backnd, decison_rule; .*backend"):
         ragshield.Shield.open(backnd="openai", decison_rule="trivial")
+
+
+@pytest.mark.parametrize("budget_ms", [0, -100, True, 1.5, float("nan"), float("inf"), "300",
+                                       10**20, MAX_BUDGET_MS + 1])
+def test_a_budget_the_api_would_refuse_is_an_option_error_naming_it(budget_ms):
+    """0 meant no budget, "300" was a TypeError and inf an OverflowError; the rest ran."""
+    with ragshield.Shield.open() as shield:
+        llm = scripted(shield)
+        with pytest.raises(OptionError, match=f"^budget_ms must be a whole number of "
+                                              f"milliseconds from 1 to {MAX_BUDGET_MS:,}"):
+            shield.judge(QUESTION, [PASSAGE], "France.", judges=["p_true"],
+                         budget_ms=budget_ms)
+        with pytest.raises(OptionError, match="^on_budget must be one of keep, abstain, error"):
+            shield.judge(QUESTION, [PASSAGE], "France.", judges=["p_true"], on_budget="open")
+    assert llm.seen == []
+
+
+def test_an_answer_longer_than_the_api_takes_is_an_option_error_naming_it():
+    with ragshield.Shield.open() as shield:
+        llm = scripted(shield)
+        with pytest.raises(OptionError, match=f"^answer is {MAX_ANSWER_CHARS + 1:,} "
+                                              f"characters; answers of up to"):
+            shield.judge(QUESTION, [PASSAGE], "x" * (MAX_ANSWER_CHARS + 1), judges=["p_true"])
+    assert llm.seen == []
+
+
+def test_a_judge_cut_off_by_its_budget_calls_the_model_no_more():
+    """It read its remaining claims unheard, holding the model (or burning the CPU) for as
+    long as the whole answer took."""
+    slow = SlowLLM(0.2)
+    answer = " ".join(f"Sentence {i} is here." for i in range(10))
+    with ragshield.Shield.open() as shield:
+        shield.models = FakeModels(slow)  # type: ignore[assignment]
+        decision = shield.judge(QUESTION, [PASSAGE], answer, judges=["support"],
+                                rule="support", budget_ms=300, on_budget="keep")
+        assert decision.to_dict()["unfinished"] == ["support"]
+        time.sleep(1.5)  # seven more calls, had the judge gone on
+    assert len(slow.seen) <= 3
 
 
 def python_example() -> str:

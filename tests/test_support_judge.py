@@ -10,6 +10,7 @@ import math
 import pytest
 
 from ragshield.answerers.context import shared_messages
+from ragshield.claims import MAX_CLAIMS
 from ragshield.judges.builtin import JUDGES
 from ragshield.judges.registry import judge_class
 from ragshield.judges.support import (SupportJudge, claim_score, closest_passage,
@@ -95,9 +96,21 @@ def test_an_unreadable_claim_is_flagged_and_the_read_ones_decide() -> None:
     assert verdict.score == pytest.approx(claim_score(0.8, 1.0, False)) and verdict.keep is True
     assert verdict.parse_error == "1 of 2 claims could not be read"
     assert verdict.details["claims"][0]["supported"] is None
+    assert verdict.rationale.startswith("1 of 2 sentences supported (1 unread);")
     unread = SupportJudge().judge(SAMPLE, answer("Only claim."),
                                   ScriptedLLM([ScriptedReply("Hmm", top={"Hmm": -0.1})]))
     assert unread.score is None and unread.keep is False
+
+
+def test_a_heading_is_read_not_passed_over() -> None:
+    """A heading used to be no claim: the moon's went unread and the answer kept."""
+    llm = ScriptedLLM(respond=lambda m: yes(0.1 if "moon" in m[-1]["content"] else 0.95))
+    verdict = SupportJudge().judge(
+        SAMPLE, answer("The Normans gave their name to Normandy.\n# The moon is made of cheese"),
+        llm)
+    assert len(llm.seen) == 2 and verdict.keep is False
+    assert verdict.details["claims"][1]["text"] == "The moon is made of cheese"
+    assert verdict.rationale.startswith("1 of 2 sentences supported;")
 
 
 def test_the_case_study_lists_the_claims() -> None:
@@ -113,6 +126,10 @@ def test_the_case_study_lists_the_claims() -> None:
     [older] = SupportJudge.detail_view({"claims": [{"text": "Old.", "score": 0.4,
                                                     "supported": False, "passage": 0}]}, [])
     assert older.rows == [[1, "Old.", "0.40", "-", "-", "NOT supported", "Passage-0"]]
+    # A verdict from elsewhere shows no more claims than the judge writes.
+    [many] = SupportJudge.detail_view({"threshold": 0.5, "claims": [
+        {"text": "x", "score": 0.9, "supported": True, "passage": 0}] * 1000}, [])
+    assert len(many.rows) == MAX_CLAIMS and f"the first {MAX_CLAIMS} of 1,000" in many.title
 
 
 def test_the_closest_passage_shares_the_most_content_words() -> None:

@@ -24,7 +24,7 @@ from ragshield import __version__
 from ragshield.api import errors
 from ragshield.api.key_gate import KeyGate
 from ragshield.api.keys import ApiKey, KeyCheck
-from ragshield.api.limits import BodyLimit, Deadlines
+from ragshield.api.limits import Arrival, BodyLimit, Deadlines
 from ragshield.api.metrics import add_metrics
 from ragshield.api.render import completion_json, judged_json
 from ragshield.api.routes import KeyedRoute
@@ -63,22 +63,24 @@ def _keyed(request: Request, endpoint: str, part: Part) -> tuple[Part, CallConte
     where it names none, and the call's context: the endpoint, the key's name (None on a
     server without keys) and the caller's trace and span."""
     key: ApiKey | None = request.state.api_key
-    given = (("judges", key.judges), ("rule", key.rule)) if key else ()
+    given = ((("judges", key.judges), ("rule", key.rule),
+              ("on_unsupported", key.on_unsupported)) if key else ())
     if key is not None and key.fixed:
         _check_fixed(part, given, ("body", "ragshield") if endpoint == "chat" else ("body",))
-    given += (("on_unsupported", key.on_unsupported),) if key else ()
     defaults = {name: value for name, value in given
                 if value is not None and getattr(part, name) is None}
     if "rule" in defaults and part.judges is not None and not rule_fits(defaults["rule"],
                                                                         part.judges):
         del defaults["rule"]  # the body's own judges win: the default rule follows them
-    context = CallContext(endpoint, key.name if key else None, part.trace_id, part.span_id)
+    context = CallContext(endpoint, key.name if key else None, part.trace_id, part.span_id,
+                          getattr(request.state, "arrived", None))
     return part.model_copy(update=defaults), context
 
 
 def _check_fixed(part: Traced, given: tuple[tuple[str, Any], ...],
                  where: tuple[str, ...]) -> None:
-    """A 422 for a body that names judges or a rule other than its key's fixed ones."""
+    """A 422 for a body that names judges, a rule or an on_unsupported other than its key's
+    fixed ones (one the key leaves out is fixed to the server's default)."""
     for name, fixed in given:
         asked = getattr(part, name)
         if asked is None:
@@ -147,7 +149,8 @@ def build_api(settings: Settings, guard: Guard, keys: KeyCheck) -> FastAPI:
     api = FastAPI(title="ragshield guard API", version=__version__, description=DESCRIPTION,
                   docs_url="/v1/docs", openapi_url="/v1/openapi.json", redoc_url=None)
     api.add_middleware(BodyLimit, max_bytes=settings.api_max_body_bytes)
-    api.add_middleware(KeyGate, keys=keys)  # added last: outside the limit, so checked first
+    api.add_middleware(KeyGate, keys=keys)  # outside the limit, so checked first
+    api.add_middleware(Arrival)  # outermost: the time a call arrived, before any other work
     errors.install(api)
     deadlines = Deadlines(settings.api_timeout_s, workers=settings.api_max_waiting + 8)
     # Listeners that hold resources (the trace export's exporter thread) close with the app.
@@ -173,8 +176,8 @@ def build_api(settings: Settings, guard: Guard, keys: KeyCheck) -> FastAPI:
             judges=_judges(body.judges), rule=body.rule, keep_record=body.store,
             judge_model=body.judge_model, budget_ms=body.budget_ms, on_budget=body.on_budget,
             **_on_unsupported(body))
-        result = await deadlines.run(lambda outcome, deadline:
-                                     guard.ask(request, outcome, deadline, context), http)
+        result = await deadlines.run(lambda outcome, deadline: guard.ask(
+            request, outcome, deadline, context), http, context.arrived)
         return judged_json(result, trace=body.trace)
 
     @guarded.post("/v1/ask", tags=["guard"])
@@ -190,8 +193,8 @@ def build_api(settings: Settings, guard: Guard, keys: KeyCheck) -> FastAPI:
             rule=body.rule, fallback=body.fallback, model=body.model,
             judge_model=body.judge_model, keep_record=body.store, budget_ms=body.budget_ms,
             on_budget=body.on_budget, **_on_unsupported(body))
-        result = await deadlines.run(lambda outcome, deadline:
-                                     guard.ask(request, outcome, deadline, context), http)
+        result = await deadlines.run(lambda outcome, deadline: guard.ask(
+            request, outcome, deadline, context), http, context.arrived)
         return judged_json(result, trace=body.trace, passages=True)
 
     @guarded.post("/v1/chat/completions", tags=["proxy"], response_model=None)
@@ -213,7 +216,7 @@ def build_api(settings: Settings, guard: Guard, keys: KeyCheck) -> FastAPI:
         def call(on_chunk: Callable[[dict[str, Any]], None] | None = None,
                  watched: Request | None = None) -> Any:
             return deadlines.run(lambda outcome, deadline: guard.proxy(
-                proxied, outcome, deadline, context, on_chunk), watched)
+                proxied, outcome, deadline, context, on_chunk), watched, context.arrived)
 
         if not body.stream:
             return completion_json(await call(watched=request))

@@ -1,7 +1,8 @@
 """Every failure of the guard API as one JSON shape, the one OpenAI-compatible clients read:
 {"error": {"message", "type", "param", "code"}}. A 4xx names the field at fault; a 5xx says
-what failed in words and never carries a traceback, a database URL or the upstream's key
-(the traceback goes to the server's log)."""
+what failed in words and never carries a traceback, a database URL, a model server's key or
+its URL's password (the traceback goes to the server's log). A model server that fails the
+judges is a bad gateway (502), not a bad request."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from starlette.responses import JSONResponse
 
 from ragshield.errors import UserError
 from ragshield.services.guarding.guard import (BudgetPassed, GuardBusy, GuardTimeout,
-                                               ModelUnavailable, NoUpstream, UpstreamError)
+                                               ModelUnavailable, NoUpstream, ServerFailed,
+                                               UpstreamError)
 
 log = logging.getLogger("ragshield.api")
 
@@ -82,6 +84,12 @@ def _upstream(_request: Request, error: Exception) -> JSONResponse:
     return error_response(error.status, str(error), kind, headers=error.headers)
 
 
+def _judge_backend(_request: Request, error: Exception) -> JSONResponse:
+    """The judges' model server failed (down, refusing, unreadable): a bad gateway, not a
+    bad request. Its message names the server's masked URL, its key scrubbed out."""
+    return error_response(502, " ".join(str(error).split()), "judge_backend_error")
+
+
 def _busy(_request: Request, error: Exception) -> JSONResponse:
     return error_response(503, str(error), "busy", headers={"Retry-After": "2"})
 
@@ -120,7 +128,8 @@ def _gone(request: Request, error: Exception) -> JSONResponse:
 
 # Most particular first: the first whose class matches answers.
 HANDLERS = ((RequestValidationError, _invalid), (NoUpstream, _user), (UpstreamError, _upstream),
-            (GuardBusy, _busy), (GuardTimeout, _timeout), (BudgetPassed, _budget),
+            (ServerFailed, _judge_backend), (GuardBusy, _busy), (GuardTimeout, _timeout),
+            (BudgetPassed, _budget),
             (UserError, _user), (ClientGone, _gone),
             (ModelUnavailable, _no_model), (HTTPException, _http), (Exception, _bug))
 

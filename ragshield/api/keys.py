@@ -6,9 +6,10 @@ loopback address: a server reachable from other machines must ask for a key.
 A line of the file may give the key settings after it, so that applications sharing one
 server get different promises: `KEY name=NAME judges=a,b rule=RULE fixed=yes` (each optional;
 RULE may pin a policy version, `policy:NAME@VERSION`). The name is stored with every call the
-key makes; the judges and rule apply where a call's body names none, and with fixed=yes a
-call may not name others (the promise is the key's, not the application's). A key without a
-name (and every key of RAGSHIELD_API_KEYS) is `key-N`, N its place among all the keys.
+key makes; the judges, rule and on_unsupported apply where a call's body names none, and
+with fixed=yes a call may not name others (the promise is the key's, not the application's).
+A key without a name (and every key of RAGSHIELD_API_KEYS) is `key-N`, N its place among all
+the keys.
 
 A key may be written as its SHA-256 digest, `sha256:<64 hex digits>`, so that the keys file
 does not hold the secret callers present (`ragshield keys new` makes a key and its line)."""

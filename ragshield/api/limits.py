@@ -17,6 +17,20 @@ from ragshield.services.guarding.guard import GuardTimeout, Outcome
 from ragshield.web.request_bodies import read_body, replay
 
 
+class Arrival:
+    """ASGI middleware: puts the moment a request reached the app (time.monotonic()) on its
+    state as `arrived`. A call's deadline and budget count from it: under a burst, the
+    time a call waits for a worker or for the event loop is the caller's time too."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            scope.setdefault("state", {})["arrived"] = time.monotonic()
+        await self.app(scope, receive, send)
+
+
 class BodyLimit:
     """ASGI middleware: a request under `prefix` whose body passes `max_bytes` gets 413,
     whether it says its length or streams it."""
@@ -48,17 +62,18 @@ class Deadlines:
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="guard")
 
     async def run(self, call: Callable[[Outcome, float], Any],
-                  request: Request | None = None) -> Any:
-        """`call`'s result. With `request`, a client that closes its connection gives the
+                  request: Request | None = None, arrived: float | None = None) -> Any:
+        """`call`'s result, due `timeout_s` after the call `arrived` (time.monotonic(); now
+        when not given). With `request`, a client that closes its connection gives the
         call up as a passed deadline does: a call still waiting for the model never runs
         it, and nothing of it is stored (a client that timed out and retries would
         otherwise queue its question twice)."""
         outcome = Outcome()
-        deadline = time.monotonic() + self.timeout_s
+        deadline = (time.monotonic() if arrived is None else arrived) + self.timeout_s
         future = asyncio.get_running_loop().run_in_executor(self.pool, call, outcome, deadline)
         try:
-            return await _unless_gone(asyncio.wait_for(asyncio.shield(future), self.timeout_s),
-                                      request)
+            return await _unless_gone(asyncio.wait_for(asyncio.shield(future),
+                                                       _left(deadline)), request)
         except TimeoutError:
             if outcome.give_up():
                 future.add_done_callback(forget)
@@ -93,6 +108,10 @@ async def _unless_gone(waiting: Awaitable[Any], request: Request | None) -> Any:
 async def _disconnection(request: Request) -> None:
     while (await request.receive())["type"] != "http.disconnect":
         pass
+
+
+def _left(deadline: float) -> float:
+    return max(0.0, deadline - time.monotonic())
 
 
 def forget(future: "Future[Any] | asyncio.Future[Any]") -> None:

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Discriminator,
                       Field, StrictBool, StrictInt, Tag, ValidationInfo, field_validator)
 
+from ragshield.config import MAX_BUDGET_MS
 from ragshield.services.questions.ask_choices import (SMALLER_MODEL, LARGER_MODEL,
                                                       MAX_MODEL_LENGTH, PACKAGED_MODELS, SELF)
 from ragshield.services.questions.ask_types import FALLBACKS
@@ -61,7 +62,7 @@ Judges = Annotated[list[Name] | None, Field(
 
 
 BudgetMs = Annotated[StrictInt | None, Field(
-    ge=1, le=600_000,
+    ge=1, le=MAX_BUDGET_MS,
     description="how long the judges may take, in ms; the decision is made from those that "
                 "finished (cheapest first); default: RAGSHIELD_GUARD_BUDGET_MS, else none")]
 OnUnsupported = Annotated[Literal["withhold", "redact"] | None, Field(

@@ -6,7 +6,9 @@
   only then streams what the user may see, the kept answer or the abstain message, with the
   verdicts in the last chunk's `ragshield` field. Nothing unjudged ever reaches the client;
   the first byte comes when a non-streamed call would answer.
-- `live`: the upstream's chunks are passed on as they come, and the stream ends with a
+- `live`: the upstream's chunks are passed on as they come (their text less its last few
+  characters, which a run of the upstream's key could straddle: those come with the finish,
+  scrubbed, as llm/upstream.py's ChunkReader lets them out), and the stream ends with a
   decision event (a chunk with no choices and a `ragshield` field, its `shown` the text to
   put in the answer's place when it is withheld). For interfaces that can take back an answer
   already on screen; any other client would show an unjudged answer.

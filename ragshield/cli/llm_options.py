@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from ragshield.config import Settings
 from ragshield.errors import OptionError
+from ragshield.services.settings_check import check_settings
 
 Backend = Annotated[Optional[str], typer.Option(
     "--backend", help="embedded | openai | transformers (default: RAGSHIELD_BACKEND or embedded).")]
@@ -45,7 +46,7 @@ def load_settings(**overrides: object) -> Settings:
     """Settings from the environment and `overrides`; OptionError in one line naming each
     setting at fault by its variable (RAGSHIELD_GUARD_ON_BUDGET), not a traceback."""
     try:
-        return Settings(**overrides)  # type: ignore[arg-type]
+        settings = Settings(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
         prefix = Settings.model_config.get("env_prefix", "")
         problems = "; ".join(
@@ -54,3 +55,5 @@ def load_settings(**overrides: object) -> Settings:
             else f"{'.'.join(map(str, error['loc']))}: {error['msg']}"
             for error in exc.errors())
         raise OptionError(f"settings: {problems}") from None
+    check_settings(settings)
+    return settings

@@ -50,7 +50,7 @@ def judge_class(name: str) -> type[Judge] | None:
     return TrainedJudge if name.startswith(TRAINED) else JUDGES.get(name)
 
 
-def _known(name: str) -> bool:
+def known_judge(name: str) -> bool:
     """A registered name, or trained:NAME (whether it exists is checked when it is made)."""
     return name in JUDGES or (name.startswith(TRAINED) and valid_name(name[len(TRAINED):]))
 
@@ -61,7 +61,7 @@ def judge_names(spec: str) -> list[str]:
     if spec.strip().lower() == "all":
         return list(JUDGES)
     names = [name.strip().lower() for name in spec.split(",") if name.strip()]
-    unknown = [name for name in names if not _known(name)]
+    unknown = [name for name in names if not known_judge(name)]
     if unknown or not names:
         raise OptionError(f"unknown judge(s) {unknown or spec!r}; valid names: all, "
                           f"{', '.join(JUDGES)}, or trained:NAME")

@@ -28,7 +28,7 @@ from typing import Any, Sequence
 from scipy.special import expit
 
 from ragshield.answerers.context import PromptOptions, shared_messages
-from ragshield.claims import Claim, split_claims
+from ragshield.claims import MAX_CLAIMS, Claim, split_claims
 from ragshield.judges.base import Judge
 from ragshield.judges.learned import log_odds
 from ragshield.judges.signals import SignalReader
@@ -147,11 +147,10 @@ class SupportJudge(Judge):
         score = min(scores)
         keep = score >= self.threshold
         weakest = next(i for i, c in enumerate(details["claims"], 1) if c["score"] == score)
-        failing = sum(c["supported"] is False for c in details["claims"])
         return Verdict(
             judge=self.name, keep=keep, score=score, details=details, parse_error=error,
-            rationale=(f"{len(claims) - failing} of {len(claims)} sentences supported; the "
-                       f"least supported, sentence {weakest}, scored {score:.2f} "
+            rationale=(f"{_supported_count(details['claims'])}; the least supported, sentence "
+                       f"{weakest}, scored {score:.2f} "
                        f"({'>=' if keep else '<'} threshold {self.threshold:g})"),
         )
 
@@ -176,10 +175,21 @@ class SupportJudge(Judge):
                  _support_word(claim.get("supported")),
                  passage_label(claim["passage"]) if isinstance(claim.get("passage"), int)
                  else "none"]
-                for number, claim in enumerate(claims, start=1) if isinstance(claim, dict)]
-        return [DetailTable(f"Claims (threshold {details.get('threshold')})",
+                for number, claim in enumerate(claims[:MAX_CLAIMS], start=1)
+                if isinstance(claim, dict)]
+        # The judge keeps at most MAX_CLAIMS; a verdict from elsewhere shows no more.
+        shown = f"; the first {MAX_CLAIMS} of {len(claims):,}" if len(claims) > MAX_CLAIMS else ""
+        return [DetailTable(f"Claims (threshold {details.get('threshold')}{shown})",
                             ["#", "claim", "P(supported)", "model's P(yes)",
                              "words in the passages", "verdict", "closest passage"], rows)]
+
+
+def _supported_count(claims: Sequence[dict[str, Any]]) -> str:
+    """How many sentences were found supported, of how many; an unread one is not."""
+    supported = sum(claim["supported"] is True for claim in claims)
+    unread = sum(claim["supported"] is None for claim in claims)
+    return (f"{supported} of {len(claims)} sentences supported"
+            + (f" ({unread} unread)" if unread else ""))
 
 
 def _score_text(score: Any) -> str:

@@ -21,6 +21,11 @@ class CapabilityError(LLMError):
     """The backend lacks a capability the caller asked for."""
 
 
+class ServerFailed(LLMError):
+    """A model server (the openai backend's) could not be reached, refused a call or answered
+    what cannot be read: the server's fault, not the caller's (the guard API answers 502)."""
+
+
 @runtime_checkable
 class LLM(Protocol):
     backend: str

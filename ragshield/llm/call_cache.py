@@ -2,6 +2,8 @@
 
 The key is the sha256 of (backend, model, method, messages, parameters), so a change to any
 of them is a new call. Runs can then be replayed, re-scored and browsed without the model.
+A call whose text must not be kept (the guard API's `"store": false`) reads the cache but
+writes nothing to it (`unsaved`): its prompts hold the question, the answer and the passages.
 """
 
 from __future__ import annotations
@@ -31,11 +33,13 @@ def call_key(backend: str, model: str, method: str, request: dict[str, Any]) -> 
 
 
 class CachedLLM:
-    """Wraps any backend; same protocol, with every call stored in and served from the store."""
+    """Wraps any backend; same protocol, with every call stored in (unless `saves` is off)
+    and served from the store."""
 
-    def __init__(self, inner: LLM, store: Store) -> None:
+    def __init__(self, inner: LLM, store: Store, *, saves: bool = True) -> None:
         self.inner = inner
         self.store = store
+        self.saves = saves
         self.backend = inner.backend
         self.model = inner.model
 
@@ -53,6 +57,8 @@ class CachedLLM:
 
     def _save(self, key: str, method: str, request: dict[str, Any], response: dict[str, Any],
               prompt_tokens: int, completion_tokens: int, seconds: float) -> None:
+        if not self.saves:
+            return
         row = LLMCallRow(
             key=key, backend=self.backend, model=self.model, method=method, request=request,
             response=response, prompt_tokens=prompt_tokens,
@@ -110,3 +116,10 @@ class CachedLLM:
         result = self.inner.score(prompt_messages, continuation)
         self._save(key, "score", request, result.to_dict(), 0, len(result.tokens), result.seconds)
         return result
+
+
+def unsaved(llm: LLM) -> LLM:
+    """`llm` writing nothing to the call cache (it still replays what the cache holds)."""
+    if isinstance(llm, CachedLLM) and llm.saves:
+        return CachedLLM(llm.inner, llm.store, saves=False)
+    return llm

@@ -3,8 +3,9 @@
 Retries are ours, not the client's, so the policy is explicit: connection errors, timeouts,
 429 and 5xx are retried with exponential backoff (honouring Retry-After), a 4xx never is.
 Capabilities are probed on first use: a one-token call tells whether log-probs come back.
-Replies are untrusted: a body of the wrong shape is an LLMError naming what is wrong, and the
-API key never appears in an error message, even when a server echoes it.
+Replies are untrusted: a body of the wrong shape is a ServerFailed naming what is wrong, and the
+API key never appears in an error message, even when a server echoes it (cut short, too: the
+upstream's scrub, llm/upstream_scrub.py), nor does the URL's password or query.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from typing import Any, Callable, Sequence, TypeVar
 
 import openai
 
-from ragshield.llm.base import CHAT, LOGPROBS, BackendBase, CapabilityError, LLMError
+from ragshield.llm.base import CHAT, LOGPROBS, BackendBase, CapabilityError, ServerFailed
+from ragshield.llm.upstream_scrub import HIDDEN, Scrub, shown_url
 from ragshield.types import Completion, ContinuationScore, Message, TokenLogprob
 
 T = TypeVar("T")
@@ -32,7 +34,7 @@ def _retryable(exc: openai.APIConnectionError | openai.APIStatusError) -> bool:
     return True  # connection errors and timeouts
 
 
-class ErrorReply(LLMError):
+class ErrorReply(ServerFailed):
     """The server answered with an error status: a 4xx other than 429 at once (retrying
     cannot help), or a 429 or 5xx on every attempt."""
 
@@ -117,19 +119,19 @@ class OpenAICompatibleLLM(BackendBase):
         self.base_url = base_url
         self.max_retries = max_retries
         self.backoff_s = backoff_s
-        # The key is only handed to the client, and kept to blank it out of error messages:
-        # never stored, logged or put in a message.
-        self._secret = api_key
+        # The key is only handed to the client, and scrubbed out of error messages: never
+        # stored, logged or put in a message.
+        self._scrub = Scrub(api_key, HIDDEN)
+        self.shown_url = shown_url(base_url)
         self._client = openai.OpenAI(
             base_url=base_url, api_key=api_key or "unused", timeout=timeout_s, max_retries=0
         )
         self.model = model or self._served_model()
 
-    def _error(self, kind: type[LLMError], message: str) -> LLMError:
-        """An error whose message cannot leak the API key (a server may echo it back)."""
-        if self._secret:
-            message = message.replace(self._secret, "***")
-        return kind(f"{self.base_url}: {message}")
+    def _error(self, kind: type[ServerFailed], message: str) -> ServerFailed:
+        """An error whose message cannot leak the API key (a server may echo it back, whole
+        or cut short) nor the URL's secrets."""
+        return kind(f"{self.shown_url}: {self._scrub.line(message)}")
 
     def _call(self, what: str, fn: Callable[[], T], read: Callable[[T], Any] = lambda r: r) -> Any:
         """`read(fn())`, retrying what may pass (connection errors, timeouts, 429, 5xx)."""
@@ -140,14 +142,15 @@ class OpenAICompatibleLLM(BackendBase):
                 if not _retryable(exc):
                     raise self._error(ErrorReply, f"{what} was refused: {exc}") from exc
                 if attempt == self.max_retries:
-                    kind = ErrorReply if isinstance(exc, openai.APIStatusError) else LLMError
+                    kind = (ErrorReply if isinstance(exc, openai.APIStatusError)
+                            else ServerFailed)
                     raise self._error(
                         kind, f"{what} failed after {attempt + 1} attempts: {exc}") from exc
                 wait = _retry_after(exc)
                 time.sleep(self.backoff_s * 2**attempt if wait is None else wait)
             except (openai.OpenAIError, ValueError) as exc:  # a body we cannot read
                 raise self._error(
-                    LLMError, f"{what} returned an unreadable response: {exc}") from exc
+                    ServerFailed, f"{what} returned an unreadable response: {exc}") from exc
         raise AssertionError("unreachable: the loop returns or raises")
 
     def _served_model(self) -> str:
@@ -155,7 +158,7 @@ class OpenAICompatibleLLM(BackendBase):
                             lambda page: _field(page, "data"))
         first = models[0] if isinstance(models, list) and models else None
         if not isinstance(_field(first, "id"), str):
-            raise self._error(LLMError, "the server lists no model; set one explicitly")
+            raise self._error(ServerFailed, "the server lists no model; set one explicitly")
         return _field(first, "id")
 
     @cached_property

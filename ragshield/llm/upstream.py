@@ -25,7 +25,7 @@ import httpx
 
 from ragshield import strict_json
 from ragshield.errors import UserError
-from ragshield.llm.upstream_scrub import Scrub
+from ragshield.llm.upstream_scrub import Held, Scrub, shown_url
 from ragshield.strict_json import JsonValueError
 from ragshield.types import TokenLogprob
 
@@ -86,12 +86,6 @@ class UpstreamReply:
     tokens: list[TokenLogprob] | None
 
 
-def _masked(url: str) -> str:
-    """The URL without user, password or query (a key can hide in any of them)."""
-    parsed = httpx.URL(url)
-    return str(parsed.copy_with(userinfo=b"", query=None, fragment=None))
-
-
 class UpstreamChat:
     """POSTs chat completion requests to `base_url` + /chat/completions with the upstream's
     own key. The exchanges run on one event loop thread, with one connection pool, for the
@@ -101,7 +95,7 @@ class UpstreamChat:
 
     def __init__(self, base_url: str, api_key: str | None = None) -> None:
         self.base_url = base_url.rstrip("/")
-        self.shown_url = _masked(self.base_url)
+        self.shown_url = shown_url(self.base_url)
         self.scrub = Scrub(api_key)
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.AsyncClient(headers=headers, follow_redirects=False,
@@ -198,7 +192,12 @@ class UpstreamChat:
 class ChunkReader:
     """Reads an upstream's stream of chat completion chunks (`data: {...}` lines, then
     `data: [DONE]`), hands each on as it comes and adds up the first choice's text and token
-    log-probs into the completion they make, which is judged as a whole answer is."""
+    log-probs into the completion they make, which is judged as a whole answer is.
+
+    The text is scrubbed joined: a key streamed a few characters a chunk shows in no one
+    chunk. So the chunks handed on carry the text a Held lets out (all but a tail that the
+    key could straddle), and the rest goes with the first choice's finish, or in a chunk of
+    its own at the stream's end."""
 
     def __init__(self, shown_url: str,
                  on_chunk: Callable[[dict[str, Any]], None] | None = None,
@@ -210,6 +209,7 @@ class ChunkReader:
         # chunk that gives it (Azure's first chunk has them empty).
         self._head: dict[str, Any] = {}
         self._text: list[str] = []
+        self._held: Held = self.scrub.held()  # of the text handed on
         self._tokens: list[Any] = []
         self._finish: str | None = None
         self._usage: dict[str, Any] | None = None
@@ -221,6 +221,11 @@ class ChunkReader:
         """Reads the stream's bytes as they come, line by line; the size is counted as bytes
         arrive, so one endless line cannot grow past MAX_REPLY_BYTES either."""
         self.streamed = True
+        await self._events(pieces)
+        self._hand_on_rest()
+
+    async def _events(self, pieces: AsyncIterator[bytes]) -> None:
+        """Takes the stream's events until its [DONE]; UpstreamBadReply when it ends first."""
         pending = b""
         async for piece in pieces:
             self._size += len(piece)
@@ -275,6 +280,8 @@ class ChunkReader:
         return False
 
     def _take(self, chunk: Any) -> None:
+        """Takes one chunk as it came: the answer's text goes to be scrubbed joined, all else
+        is scrubbed here."""
         if chunk == {}:
             return  # a keep-alive
         if isinstance(chunk, dict) and isinstance(chunk.get("error"), dict):
@@ -284,34 +291,72 @@ class ChunkReader:
             raise UpstreamBadReply(f"the upstream {self.shown_url} streamed something that is "
                                    "not a chat completion chunk")
         self._chunks += 1
+        scrubbed = unforged(self.scrub.value(chunk))  # its choices as many, in their order
         for key in HEAD_FIELDS:  # the first that is not empty (else the first given: 0)
-            if chunk.get(key) is not None and not self._head.get(key):
-                self._head[key] = chunk[key]
-        if isinstance(chunk.get("usage"), dict):  # with stream_options.include_usage
-            self._usage = chunk["usage"]
-        for choice in chunk["choices"]:
-            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
-                continue  # n is 1: another index is not an answer anyone asked for
-            delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
-            if delta.get("tool_calls") or delta.get("function_call"):
-                raise UpstreamBadReply(f"the upstream {self.shown_url} streamed a tool call; "
-                                       "only text answers are judged")
-            if isinstance(delta.get("content"), str):
-                self._text.append(delta["content"])
-            logprobs = choice.get("logprobs")
-            if isinstance(logprobs, dict) and isinstance(logprobs.get("content"), list):
-                self._tokens += logprobs["content"]
-            if isinstance(choice.get("finish_reason"), str):
-                self._finish = choice["finish_reason"]
+            if scrubbed.get(key) is not None and not self._head.get(key):
+                self._head[key] = scrubbed[key]
+        if isinstance(scrubbed.get("usage"), dict):  # with stream_options.include_usage
+            self._usage = scrubbed["usage"]
+        texts = [self._choice(choice, _delta(raw).get("content"))
+                 for raw, choice in zip(chunk["choices"], scrubbed["choices"])
+                 if _judged(choice)]
         if self.on_chunk is not None:
-            self.on_chunk(_judged_part(chunk))
+            self.on_chunk(self._let_out(_judged_part(scrubbed), texts))
+
+    def _choice(self, choice: dict[str, Any], text: Any) -> str | None:
+        """Takes the judged choice of a chunk (scrubbed) and its text as it came; the text."""
+        delta = _delta(choice)
+        if delta.get("tool_calls") or delta.get("function_call"):
+            raise UpstreamBadReply(f"the upstream {self.shown_url} streamed a tool call; "
+                                   "only text answers are judged")
+        if isinstance(text, str):
+            self._add_text(text)
+        logprobs = choice.get("logprobs")
+        if isinstance(logprobs, dict) and isinstance(logprobs.get("content"), list):
+            self._tokens += logprobs["content"]
+        if isinstance(choice.get("finish_reason"), str):
+            self._finish = choice["finish_reason"]
+        return text if isinstance(text, str) else None
+
+    def _add_text(self, text: str) -> None:
+        """More of the answer's text; none may come after its finish, where what is handed
+        on was let out whole (more text would be scrubbed apart from it)."""
+        if text and self._finish is not None:
+            raise UpstreamBadReply(f"the upstream {self.shown_url} streamed more text after "
+                                   f"its answer's finish ({json.dumps(self._finish)})")
+        self._text.append(text)
+
+    def _let_out(self, part: dict[str, Any], texts: list[str | None]) -> dict[str, Any]:
+        """The chunk as it is handed on: the text of each of its (judged) choices, `texts`
+        as they came, replaced by what the Held lets out of the answer so far (all the rest
+        once the choice finishes)."""
+        choices = []
+        for choice, text in zip(part["choices"], texts):
+            shown = self._held.take(text or "")
+            if isinstance(choice.get("finish_reason"), str):
+                shown += self._held.flush()
+            if text is not None or shown:
+                choice = {**choice, "delta": {**_delta(choice), "content": shown}}
+            choices.append(choice)
+        return {**part, "choices": choices}
+
+    def _hand_on_rest(self) -> None:
+        """The text the Held still holds at the stream's end, in a chunk of its own."""
+        rest = self._held.flush()
+        if rest and self.on_chunk is not None:
+            self.on_chunk({"id": self._head.get("id"), "object": "chat.completion.chunk",
+                           "created": self._head.get("created"),
+                           "model": self._head.get("model"),
+                           "choices": [{"index": 0, "delta": {"content": rest},
+                                        "finish_reason": None}]})
 
     def reply(self) -> UpstreamReply:
-        """The completion the chunks make, in the shape of a non-streamed one."""
+        """The completion the chunks make, in the shape of a non-streamed one: its text
+        scrubbed whole, and without log-probs whose tokens, joined, spell the key."""
         if not self._chunks:
             raise UpstreamBadReply(f"the upstream {self.shown_url} streamed no chunk")
-        text = "".join(self._text)
-        logprobs = {"content": self._tokens} if self._tokens else None
+        text = self.scrub.text("".join(self._text))
+        logprobs = _unspelt({"content": self._tokens}, self.scrub) if self._tokens else None
         choice = {"index": 0, "message": {"role": "assistant", "content": text},
                   "logprobs": logprobs, "finish_reason": self._finish}
         body = {**self._head, "object": "chat.completion", "choices": [choice],
@@ -319,13 +364,56 @@ class ChunkReader:
         return UpstreamReply(body, text, _model(body), _tokens(logprobs))
 
 
+def _judged(choice: Any) -> bool:
+    """Whether a chunk's choice is of the answer judged: n is 1, so another index is an
+    answer nobody asked for (nor judged)."""
+    return isinstance(choice, dict) and choice.get("index", 0) == 0
+
+
 def _judged_part(chunk: dict[str, Any]) -> dict[str, Any]:
-    """What of a chunk is handed on: the first choice (the one judged: another index is an
-    answer nobody judged), and no `ragshield` field, which only the guard's own decision
-    event carries (an upstream's would be a forged decision)."""
-    return {**{key: value for key, value in chunk.items() if key != GUARD_FIELD},
-            "choices": [choice for choice in chunk["choices"]
-                        if isinstance(choice, dict) and choice.get("index", 0) == 0]}
+    """What of a chunk is handed on: the judged choice."""
+    return {**chunk, "choices": [choice for choice in chunk["choices"] if _judged(choice)]}
+
+
+def _delta(choice: Any) -> dict[str, Any]:
+    """A chunk's choice's delta ({} where it has none that is an object)."""
+    delta = choice.get("delta") if isinstance(choice, dict) else None
+    return delta if isinstance(delta, dict) else {}
+
+
+def unforged(completion: Any) -> Any:
+    """A completion (or a chunk) without a `ragshield` field wherever the guard's own could
+    be taken for it: at the top, in a choice, its message or its delta. Only the guard's
+    verdicts and decision event carry one; an upstream's would be a forged decision."""
+    if not isinstance(completion, dict):
+        return completion
+    choices = completion.get("choices")
+    if isinstance(choices, list):
+        completion = {**completion, "choices": [_unforged_choice(choice) for choice in choices]}
+    return _without_guard_field(completion)
+
+
+def _unforged_choice(choice: Any) -> Any:
+    if not isinstance(choice, dict):
+        return choice
+    parts = {name: _without_guard_field(choice[name]) for name in ("message", "delta")
+             if isinstance(choice.get(name), dict)}
+    return _without_guard_field({**choice, **parts})
+
+
+def _without_guard_field(part: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in part.items() if key != GUARD_FIELD}
+
+
+def _unspelt(logprobs: Any, scrub: Scrub) -> Any:
+    """The log-probs, or None where their tokens, joined, spell the key: a key a token or
+    two at a time shows in no one token's text."""
+    content = logprobs.get("content") if isinstance(logprobs, dict) else None
+    if isinstance(content, list) and scrub.shows_key("".join(
+            entry["token"] for entry in content
+            if isinstance(entry, dict) and isinstance(entry.get("token"), str))):
+        return None
+    return logprobs
 
 
 def _error_message(raw: bytes) -> str:
@@ -346,11 +434,12 @@ def _error_text(body: Any) -> str:
 
 
 def _json(raw: bytes, shown_url: str, scrub: Scrub) -> Any:
-    """The reply's JSON, scrubbed, if the guard can store it and send it on (strict_json: no
-    NaN, no nesting deeper than its MAX_DEPTH, no lone surrogate, which JSON can spell but
-    UTF-8 cannot encode, and no NUL, which PostgreSQL cannot store)."""
+    """The reply's JSON, not yet scrubbed (a stream's text is scrubbed joined), if the guard
+    can store it and send it on (strict_json: no NaN, no nesting deeper than its MAX_DEPTH, no
+    lone surrogate, which JSON can spell but UTF-8 cannot encode, and no NUL, which PostgreSQL
+    cannot store). Only an error's message, which could show the key, is scrubbed here."""
     try:
-        return scrub.value(strict_json.loads(raw.decode("utf-8"), storable=True))
+        return strict_json.loads(raw.decode("utf-8"), storable=True)
     except JsonValueError as exc:  # it names a field: a key of the upstream's
         raise UpstreamBadReply(f"the upstream {shown_url} sent JSON the guard cannot pass on: "
                                f"{scrub.message(str(exc))}") from exc
@@ -360,7 +449,7 @@ def _json(raw: bytes, shown_url: str, scrub: Scrub) -> Any:
 
 
 def _reply(raw: bytes, shown_url: str, scrub: Scrub) -> UpstreamReply:
-    body = _json(raw, shown_url, scrub)
+    body = unforged(scrub.value(_json(raw, shown_url, scrub)))
     try:
         choice = body["choices"][0]
         message = choice["message"]
@@ -374,6 +463,8 @@ def _reply(raw: bytes, shown_url: str, scrub: Scrub) -> UpstreamReply:
     if not isinstance(text, str):
         raise UpstreamBadReply(f"the upstream {shown_url} replied without text (content "
                                f"{json.dumps(text)[:20]}); only text answers are judged")
+    if choice.get("logprobs") is not None:
+        choice["logprobs"] = _unspelt(choice["logprobs"], scrub)
     return UpstreamReply(body, text, _model(body), _tokens(choice.get("logprobs")))
 
 

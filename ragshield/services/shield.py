@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ragshield.config import Settings
+from ragshield.config import MAX_BUDGET_MS, Settings
 from ragshield.errors import OptionError
+from ragshield.judge_budget import ON_BUDGET
 from ragshield.policies.policy import Policy
 from ragshield.services.database import Store, open_store
 from ragshield.services.guarding.guard import ModelGate, call_budget, judge_catalogue, model_turn
@@ -31,7 +32,7 @@ from ragshield.services.questions.asking import (OpenedModels, PassageFinders, a
                                                  prepare)
 from ragshield.services.questions.decision_json import decision_json, shown_text
 from ragshield.services.questions.redaction import WITHHOLD
-from ragshield.services.questions.settlement import settle
+from ragshield.services.questions.settlement import MAX_ANSWER_CHARS, settle
 from ragshield.types import GivenAnswer, Passage, TokenLogprob, Verdict, decision_word
 
 IN_MEMORY = "sqlite://"
@@ -144,6 +145,7 @@ class Shield:
         (services/questions/redaction.py). `budget_ms`: the judges' latency budget, as the
         guard API's (judge_budget.py; None: the settings' guard_budget_ms); `on_budget`:
         keep, abstain or error when the rule cannot decide within it."""
+        _check_answer(answer)
         tokens = ([TokenLogprob(token, logprob) for token, logprob in answer_logprobs]
                   if answer_logprobs else None)
         return self._decide(AskRequest(
@@ -178,6 +180,7 @@ class Shield:
     def _decide(self, request: AskRequest) -> Decision:
         """Settled, prepared and judged as the guard does it, within the call's budget."""
         begun = time.monotonic()
+        _check_budget(request.budget_ms, request.on_budget)
         settled = settle(self.store, self.settings, request)
         running: list[Future[Any]] = []  # judges the budget cut off, still at the model
         budget = call_budget(settled, self.gate, self.settings, running, begun)
@@ -197,6 +200,34 @@ class Shield:
 
     def __exit__(self, *_: object) -> None:
         self.close()
+
+
+def _check_answer(answer: str) -> None:
+    """OptionError naming `answer` past the guard API's bound (MAX_ANSWER_CHARS): the time
+    that splitting and judging an answer take grows with it."""
+    if not isinstance(answer, str):
+        raise OptionError(f"answer must be text, got {type(answer).__name__}")
+    if len(answer) > MAX_ANSWER_CHARS:
+        raise OptionError(f"answer is {len(answer):,} characters; answers of up to "
+                          f"{MAX_ANSWER_CHARS:,} are judged")
+
+
+def _check_budget(budget_ms: object, on_budget: object) -> None:
+    """OptionError naming `budget_ms` unless it is None (the settings' budget) or a whole
+    number of milliseconds within the guard API's bounds (not True, 1.5 or "300"), and
+    naming `on_budget` unless it is None or one of ON_BUDGET."""
+    if budget_ms is not None and not _is_milliseconds(budget_ms):
+        raise OptionError(f"budget_ms must be a whole number of milliseconds from 1 to "
+                          f"{MAX_BUDGET_MS:,}, or None for the settings' budget; got "
+                          f"{budget_ms!r}")
+    if on_budget is not None and on_budget not in ON_BUDGET:
+        raise OptionError(f"on_budget must be one of {', '.join(ON_BUDGET)}; got "
+                          f"{on_budget!r}")
+
+
+def _is_milliseconds(value: object) -> bool:
+    return (isinstance(value, int) and not isinstance(value, bool)
+            and 1 <= value <= MAX_BUDGET_MS)
 
 
 def _names(judges: Sequence[str] | None) -> tuple[str, ...] | None:

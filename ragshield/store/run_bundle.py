@@ -21,6 +21,7 @@ from sqlalchemy import Table, func, insert, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from ragshield import strict_json
+from ragshield.claims import MAX_CLAIMS
 from ragshield.errors import UserError
 from ragshield.output_files import write_atomically
 from ragshield.store.database import Store
@@ -163,11 +164,23 @@ def read_bundle(path: Path, max_unpacked: int | None = None) -> Bundle:
         if not isinstance(answer, dict) or not isinstance(answer.get("sample"), str) \
                 or not isinstance(answer.get("verdicts"), list):
             raise BundleError(f"{path}: answers[{index}] needs a 'sample' id and 'verdicts'")
+        _check_claims(answer["verdicts"], path, f"answers[{index}]")
     run = _field(body, "run", dict, path)
     _field(run, "config", dict, path)
     return Bundle(path, _field(body, "code_version", str, path),
                   _field(body, "created_at", str, path), _field(body, "dataset", str, path),
                   run, answers, _field(body, "llm_calls", list, path))
+
+
+def _check_claims(verdicts: list[Any], path: Path, where: str) -> None:
+    """BundleError for a verdict with more claims than the support judge writes (MAX_CLAIMS):
+    refused, not cut, so that no part of a bundle is dropped unsaid."""
+    for index, verdict in enumerate(verdicts):
+        details = verdict.get("details") if isinstance(verdict, dict) else None
+        claims = details.get("claims") if isinstance(details, dict) else None
+        if isinstance(claims, list) and len(claims) > MAX_CLAIMS:
+            raise BundleError(f"{path}: field {where}.verdicts[{index}].details.claims holds "
+                              f"{len(claims):,} claims; a verdict has at most {MAX_CLAIMS}")
 
 
 @contextmanager

@@ -263,3 +263,8 @@ def test_app_py_refuses_a_bad_setup_in_one_line(
                              result, masked)
         scenario.check("the password is not printed", "hunter2" not in result.stderr
                        + result.stdout)
+    for variable, value in (("RAGSHIELD_MAX_RETRIES", "-1"),
+                            ("RAGSHIELD_REQUEST_TIMEOUT_S", "-1"),
+                            ("RAGSHIELD_DECISION_RULE", "nosuch")):
+        check_one_line_error(scenario, f"{variable}={value}: one line naming the setting",
+                             run_app(env={variable: value}), variable)

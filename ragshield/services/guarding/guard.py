@@ -28,7 +28,9 @@ from ragshield.errors import UserError
 from ragshield.judge_budget import Budget, BudgetPassed  # noqa: F401
 from ragshield.judges.builtin import JUDGES
 from ragshield.judges.registry import unavailable_reason
-from ragshield.llm.base import LLM
+# ServerFailed: the API turns it into its 502 answer (the judges' model server failed).
+from ragshield.llm.base import LLM, ServerFailed  # noqa: F401
+from ragshield.llm.call_cache import unsaved
 from ragshield.llm.no_model import NoModel
 from ragshield.llm.packaged_models import PACKAGED_MODELS
 # UpstreamError: the API turns it into its 502 answer.
@@ -92,6 +94,17 @@ class ServerModels:
         except UserError as error:
             raise ModelUnavailable("the server cannot open its model; the server's log says "
                                    "why") from error
+
+
+class _UnsavedModels:
+    """The models of a call with `"store": false`: the same, but writing nothing to the call
+    cache, whose prompts would keep the question, the answer and the passages."""
+
+    def __init__(self, models: Models) -> None:
+        self.models = models
+
+    def llm(self, packaged: str | None = None) -> LLM:
+        return unsaved(self.models.llm(packaged))
 
 
 class _NoModels:
@@ -213,6 +226,12 @@ class CallContext:
     caller: str | None = None
     trace_id: str | None = None
     span_id: str | None = None
+    # When the request reached the server (time.monotonic()): its budget and its total count
+    # from here, so that time queued before the guard took the call counts too.
+    arrived: float | None = None
+
+    def started(self) -> float:
+        return self.arrived if self.arrived is not None else time.monotonic()
 
 
 # Told of every answered call once its result is kept (or not kept: `"store": false`): the
@@ -266,12 +285,13 @@ class Guard:
             context: CallContext | None = None) -> Guarded:
         """One question (or one given answer) judged and, unless the caller gave up, kept
         in the live run. GuardBusy when too many calls wait; GuardTimeout past `deadline`."""
-        started = time.monotonic()
+        context = context or CallContext("ask")
+        started = context.started()
         with self._turn():
             guarded = self._judged(self._settle(request), request.keep_record, outcome,
                                    deadline, {}, started)
         guarded.seconds["total"] = time.monotonic() - started
-        self._tell(context or CallContext("ask"), guarded)
+        self._tell(context, guarded)
         return guarded
 
     def proxy(self, proxied: ProxyRequest, outcome: Outcome, deadline: float,
@@ -298,6 +318,8 @@ class Guard:
             if on_chunk is not None:
                 on_chunk(chunk)
 
+        context = context or CallContext("chat")
+        arrived = context.started()
         with self._turn():
             started = time.monotonic()
             reply = self.logprobs.complete(self.upstream, proxied.body, settled.judges,
@@ -307,11 +329,12 @@ class Guard:
             settled = answered(settled, GivenAnswer(reply.text, reply.model, reply.tokens))
             came = time.monotonic()
             seconds = {"upstream": came - started}
+            # the budget is the guard's own: the upstream's time is not counted in it
             guarded = self._judged(settled, proxied.keep_record, outcome, deadline, seconds,
-                                   came)
+                                   arrived + seconds["upstream"])
         guarded.upstream = reply
-        guarded.seconds["total"] = time.monotonic() - started
-        self._tell(context or CallContext("chat"), guarded)
+        guarded.seconds["total"] = time.monotonic() - arrived
+        self._tell(context, guarded)
         return guarded
 
     def _tell(self, context: CallContext, guarded: Guarded) -> None:
@@ -343,13 +366,14 @@ class Guard:
     def _judged(self, settled: Settlement, keep: bool, outcome: Outcome, deadline: float,
                 seconds: dict[str, float], begun: float) -> Guarded:
         """The call judged and, with `keep`, kept; a budget counts from `begun` (the call's
-        start, or for the proxy when the upstream has answered)."""
+        arrival, for the proxy moved on by the upstream's time)."""
         running: list[Future[Any]] = []  # judges still at work when the budget passed
         budget = call_budget(settled, self.gate, self.settings, running, begun)
         prepared = prepare(self.store, self.settings, settled, self.finders)
         waited = time.monotonic()
-        with model_turn(self.gate.turn(prepared), self.models, settled, budget, running,
-                        deadline) as models:
+        with model_turn(self.gate.turn(prepared),
+                        self.models if keep else _UnsavedModels(self.models), settled, budget,
+                        running, deadline) as models:
             seconds["queued"] = time.monotonic() - waited
             if outcome.given_up or time.monotonic() > deadline:
                 raise GuardTimeout("the caller gave up while the call waited for the model")

@@ -4,7 +4,7 @@ a redacted answer leaves the unsupported ones out).
 
 Claims are read from a verdict's details, which may come from a stored run or an imported
 bundle: a span that is not a span of this answer, or that overlaps the one before it, is
-left out rather than trusted.
+left out rather than trusted, and no more than MAX_CLAIMS are read (the judge writes no more).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from ragshield.claims import without_spans
+from ragshield.claims import MAX_CLAIMS, without_spans
 from ragshield.judges.support import SupportJudge
 from ragshield.types import Verdict
 
@@ -64,7 +64,7 @@ def claim_marks(answer: str, verdicts: Iterable[Verdict | Mapping[str, Any]]) ->
             continue
         claims = details.get("claims")
         marks: list[ClaimMark] = []
-        for claim in claims if isinstance(claims, list) else []:
+        for claim in claims[:MAX_CLAIMS] if isinstance(claims, list) else []:
             mark = _mark(claim, len(answer), marks[-1].end if marks else 0)
             if mark is not None:
                 marks.append(mark)
