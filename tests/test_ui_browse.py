@@ -30,6 +30,7 @@ from ragshield.types import Passage, Sample, Verdict
 from ragshield.ui.browse_tab import (TITLE, browse_detail, browse_filter, browse_row,
                                      browse_runs, build)
 from ragshield.ui.case_study import call_html, passages_html
+from ragshield.services.annotation.people import Access
 from ragshield.ui.context import UiContext
 from tests.conftest import free_port
 from tests.fakes import ScriptedLLM, ScriptedReply
@@ -342,6 +343,30 @@ def test_case_study_gathers_the_decision_folds_labels_and_rows(context, frames, 
     assert study.folds == {"trivial": "AK", "p_true": "AK", "counterfactual": "AD"}
     assert [(r.annotator, r.label) for r in study.history] == [("ann", "answerable")]
     assert study.sample_row["human_label"] == "answerable" and study.frame_row["human_differs"]
+
+
+def test_an_annotator_reads_only_their_own_notes_in_a_case_study(context, frames, toy_run,
+                                                                 store):
+    """Issue 55: the label download kept each note to its author and the managers, while
+    Browse showed every note to every annotator."""
+    for name in ("ann", "bea"):
+        add_annotator(store, name)
+    add_label(store, "toy", "s0", "ann", "answerable", note="ann's own note")
+    add_label(store, "toy", "s0", "bea", "unanswerable", note="bea's private note")
+
+    def notes(by: str | None) -> set[str]:
+        html = browse_detail(context, frames, toy_run, "auto", "s0", by)
+        return {note for note in ("ann's own note", "bea's private note")
+                if note.replace("'", "&#x27;") in html}
+
+    assert notes(None) == {"ann's own note", "bea's private note"}  # no logins
+    context.access = Access(logins=True, file_roles={"ann": "annotator", "bea": "annotator",
+                                                     "boss": "admin"})
+    assert notes("ann") == {"ann's own note"}
+    assert notes("boss") == {"ann's own note", "bea's private note"}
+    assert notes(None) == set()
+    html = browse_detail(context, frames, toy_run, "auto", "s0", "ann")
+    assert "<td>bea</td><td>unanswerable</td>" in html  # the label itself is shown
 
 
 def test_case_study_of_a_refusal_explains_the_counterfactual_shortcut(shared):

@@ -6,6 +6,7 @@ changes nothing and says why in one line."""
 from __future__ import annotations
 
 import html
+import json
 import lzma
 import os
 import re
@@ -19,7 +20,7 @@ import gradio as gr
 import pytest
 
 from ragshield.evaluation import run_tables
-from ragshield.services.annotation.labelling import label_sample
+from ragshield.services.annotation.labelling import add_annotator, label_sample
 from ragshield.services.annotation.people import Access
 from ragshield.services.data import downloads
 from ragshield.services.data.downloads import ALL_DATASETS, KEEP_SECONDS, fresh_folder
@@ -110,6 +111,32 @@ def test_labels_download_is_the_cli_export_byte_for_byte(context, run_id, store_
     assert path is None and "no such set" in _error_line(message)
     path, message = download_labels(context, "demo", None)  # a TypeError before
     assert path is None and "format must be csv, jsonl or parquet" in _error_line(message)
+
+
+@SQLITE_ONLY
+def test_an_annotators_label_download_holds_their_own_notes_only(context):
+    import_samples(context.store, OTHER, [Sample(id="o1", question="Who?",
+                                                 passages=[Passage(text="Nobody.")])])
+    for name in ("ann", "bea"):
+        add_annotator(context.store, name)
+    label_sample(context.store, OTHER, "o1", "ann", "answerable", note="ann's own note")
+    label_sample(context.store, OTHER, "o1", "bea", "unanswerable", note="bea's private note")
+
+    def notes(by: str | None) -> tuple[set[tuple[str, str | None]], str]:
+        path, message = download_labels(context, OTHER, "jsonl", by)
+        assert path is not None, message
+        rows = [json.loads(line) for line in Path(path).read_text().splitlines()]
+        return {(row["annotator"], row["note"]) for row in rows}, message
+
+    everyone = {("ann", "ann's own note"), ("bea", "bea's private note")}
+    assert notes(None)[0] == everyone  # the app without logins: its one local user
+    context.access = Access(logins=True, file_roles={"ann": "annotator", "bea": "annotator",
+                                                     "boss": "admin"})
+    own, message = notes("ann")
+    assert own == {("ann", "ann's own note"), ("bea", None)}
+    assert "the notes are your own only" in message
+    assert notes("boss")[0] == everyone
+    assert notes(None)[0] == {("ann", None), ("bea", None)}  # no name: nobody's notes
 
 
 @SQLITE_ONLY

@@ -114,7 +114,7 @@ def _with_web_app(server: FastAPI, shield: Shield, auth_file: Path | None) -> Fa
     app = build_app(shield.settings, shield.store, models=shield.models,
                     model_lock=shield.gate.local, access=access)
     app.queue(default_concurrency_limit=4)
-    options = launch_options(shield.settings)
+    options = launch_options(shield.settings, shield.store, access)
     return gr.mount_gradio_app(
         server, app, path="/", auth=auth,
         auth_message="Log in with your annotator name." if auth else None,

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterator, Literal
+from typing import Any, Callable, Collection, Iterator, Literal
 
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
@@ -62,7 +62,10 @@ def _utc(moment: datetime) -> str:
     return as_utc(moment).astimezone(timezone.utc).isoformat()
 
 
-def export_rows(store: Store, dataset: str | None = None) -> list[dict[str, Any]]:
+def export_rows(store: Store, dataset: str | None = None,
+                notes_of: Collection[str] | None = None) -> list[dict[str, Any]]:
+    """Every label version, oldest first. `notes_of`: the annotators whose notes the rows
+    carry (None: everyone's); another annotator's note is left out (None)."""
     query = (select(Label, Dataset.name, Sample.external_id, Annotator.name, Annotator.role)
              .join(Sample, Sample.id == Label.sample_id)
              .join(Dataset, Dataset.id == Sample.dataset_id)
@@ -73,7 +76,8 @@ def export_rows(store: Store, dataset: str | None = None) -> list[dict[str, Any]
         return [
             {"label_id": label.id, "dataset": name, "sample_id": sample, "annotator": person,
              "annotator_role": role, "label": label.label, "answer_correct": label.answer_correct,
-             "note": label.note, "passages_shown": json.dumps(label.passages_shown),
+             "note": label.note if notes_of is None or person in notes_of else None,
+             "passages_shown": json.dumps(label.passages_shown),
              "retracted": label.retracted, "request_id": label.request_id,
              "reverts_label_id": label.reverts_id, "created_at": _utc(label.created_at)}
             for label, name, sample, person, role in session.execute(query).tuples()
@@ -127,14 +131,16 @@ WRITERS: dict[str, Callable[[list[dict[str, Any]], Path], None]] = {
     "csv": _write_csv, "jsonl": _write_jsonl, "parquet": _write_parquet}
 
 
-def export_labels(store: Store, path: Path, format: str, dataset: str | None = None) -> int:
-    """Write the label history to `path`; returns the number of rows. The file appears
-    whole or not at all: it is written beside `path` under a temporary name and renamed
-    over it at the end, so a full disk or a crash leaves an earlier export as it was."""
+def export_labels(store: Store, path: Path, format: str, dataset: str | None = None,
+                  notes_of: Collection[str] | None = None) -> int:
+    """Write the label history to `path` (with the notes of `notes_of` only, as
+    export_rows); returns the number of rows. The file appears whole or not at all: it is
+    written beside `path` under a temporary name and renamed over it at the end, so a full
+    disk or a crash leaves an earlier export as it was."""
     if format not in WRITERS:
         raise LabelExportError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
     writable_target(path, LabelExportError)  # before the query: a bad path fails at once
-    rows = export_rows(store, dataset)
+    rows = export_rows(store, dataset, notes_of)
     write_atomically(path, lambda temporary: WRITERS[format](rows, temporary), LabelExportError)
     return len(rows)
 

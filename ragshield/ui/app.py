@@ -9,13 +9,14 @@ re-reads when it is opened (`tab.select`) as well as at the page's load."""
 from __future__ import annotations
 
 import threading
+from functools import partial
 from typing import Any
 
 import gradio as gr
 from starlette.middleware import Middleware
 
 from ragshield.config import Settings
-from ragshield.services.annotation.people import Access
+from ragshield.services.annotation.people import Access, caller_may_manage
 from ragshield.services.database import Store, open_store
 from ragshield.services.questions.asking import OpenedModels
 from ragshield.ui import annotate_tab, browse_tab, dashboard_tab, data_tab, demo_tab
@@ -24,6 +25,8 @@ from ragshield.ui.html_render import CLAIM_CSS
 from ragshield.ui.login_gate import LoginGate
 from ragshield.ui.login_throttle import ThrottleLogins
 from ragshield.ui.quiet_queue import QuietBlocks
+from ragshield.ui.upload_gate import UploadBounds, UploadGate
+from ragshield.ui.uploaded_files import UploadedFilesOnly
 
 TABS = (demo_tab, annotate_tab, browse_tab, dashboard_tab, data_tab)
 
@@ -36,6 +39,11 @@ BASE_CSS = """
 .rs-table th, .rs-table td { border: 1px solid #ddd; padding: 3px 6px; text-align: left;
   vertical-align: top; }
 """ + CLAIM_CSS  # unsupported sentences are marked in the Demo, Browse and Annotate alike
+
+
+class AppBlocks(UploadedFilesOnly, QuietBlocks):
+    """The app's Blocks: its queue quiet while idle (quiet_queue.py), its events given only
+    files uploaded to it (uploaded_files.py)."""
 
 
 def build_app(settings: Settings, store: Store | None = None,
@@ -56,7 +64,7 @@ def build_app(settings: Settings, store: Store | None = None,
                         model_lock=model_lock or threading.Lock(), access=access or Access())
     if models is not None:
         context.models = models
-    with QuietBlocks(title="ragshield") as app:
+    with AppBlocks(title="ragshield") as app:
         gr.Markdown("# ragshield\nRisk control for retrieval-augmented question answering: "
                     "does the answer deserve to be shown, or should the system say "
                     "\"I don't know\"?")
@@ -74,15 +82,20 @@ def _tab_of_link(request: gr.Request) -> Any:
     return gr.Tabs(selected="browse") if "sample" in request.query_params else gr.update()
 
 
-def launch_options(settings: Settings) -> dict[str, Any]:
+def launch_options(settings: Settings, store: Store,
+                   access: Access | None = None) -> dict[str, Any]:
     """Page-level options (Gradio 6 takes them in launch()): the stylesheet of every tab,
     the scripts in the page head (the Annotate hotkeys), and the middleware that keeps the
-    app behind its logins (login_gate, login_throttle; both idle without logins). Pages
-    are rendered by Python, not by Gradio's Node server, which would stand in front of
-    that middleware and give every client its address."""
+    app behind its logins (login_gate, login_throttle; both idle without logins) and
+    bounds its uploads (upload_gate: with logins, admins only). Pages are rendered by
+    Python, not by Gradio's Node server, which would stand in front of that middleware and
+    give every client its address."""
     css = BASE_CSS + "".join(tab.CSS for tab in TABS)
     head = "".join(tab.HEAD for tab in TABS)
-    middleware = [Middleware(LoginGate), Middleware(ThrottleLogins)]
+    may_upload = partial(caller_may_manage, store, access or Access())
+    middleware = [Middleware(LoginGate), Middleware(ThrottleLogins),
+                  Middleware(UploadGate, may_upload=may_upload,
+                             bounds=UploadBounds.of(settings))]
     return {"css": css, "head": head, "ssr_mode": False,
             # An upload over the Data tab's limit is refused as it arrives, not once stored.
             "max_file_size": settings.upload_max_bytes,

@@ -14,6 +14,7 @@ import gradio as gr
 import pandas as pd
 
 from ragshield.errors import UserError
+from ragshield.services.annotation.people import notes_shown_to
 from ragshield.services.form_values import LARGEST, whole_number
 from ragshield.services.runs.browse import (DECISION, FOLDS, LABEL_STATES, BrowseFilters,
                                             BrowseFrames, browse_samples)
@@ -62,12 +63,17 @@ def browse_runs(context: UiContext, dataset: str | None,
             gr.update(choices=runs, value=pick_run(runs, current)))
 
 
+def _login(request: gr.Request | None) -> str | None:
+    """The logged-in name of the request (None without logins)."""
+    return getattr(request, "username", None)
+
+
 def _run_id(run: int | str | None) -> int:
     return whole_number(run, "run", minimum=1)
 
 
-def browse_link(context: UiContext, frames: BrowseFrames,
-                query: dict[str, str]) -> tuple[Any, Any, Any]:
+def browse_link(context: UiContext, frames: BrowseFrames, query: dict[str, str],
+                by: str | None = None) -> tuple[Any, Any, Any]:
     """The run, sample and case study a page link names (`?run=R&sample=ID`); no change
     without one."""
     run_value, sample_id = query.get("run", "").strip(), query.get("sample", "").strip()
@@ -77,7 +83,7 @@ def browse_link(context: UiContext, frames: BrowseFrames,
     if run_value.isdecimal() and int(run_value) <= LARGEST:  # "²" is a digit, not decimal
         run_id = int(run_value)
     return (gr.update(value=run_id), sample_id,
-            browse_detail(context, frames, run_id, "auto", sample_id))
+            browse_detail(context, frames, run_id, "auto", sample_id, by))
 
 
 # -- the filtered table ------------------------------------------------------------------
@@ -112,8 +118,10 @@ def browse_filter(context: UiContext, frames: BrowseFrames, run: int | str | Non
 # -- the case study ----------------------------------------------------------------------
 
 def browse_detail(context: UiContext, frames: BrowseFrames, run: int | str | None,
-                  truth: str, sample_id: str | None) -> str:
-    """The case study of one sample of the run, as escaped HTML (or a readable message)."""
+                  truth: str, sample_id: str | None, by: str | None = None) -> str:
+    """The case study of one sample of the run, as escaped HTML (or a readable message);
+    with logins, the notes of the labels are those `by` may read (their own, or everyone's
+    for an admin)."""
     sample_id = (sample_id or "").strip()
     if not sample_id:
         return message_html(PICK_SAMPLE)
@@ -121,17 +129,18 @@ def browse_detail(context: UiContext, frames: BrowseFrames, run: int | str | Non
         return message_html(NO_RUN)
     try:
         study = case_study(context.store, context.tables, frames, _run_id(run), truth,
-                           sample_id)
+                           sample_id, notes_shown_to(context.store, context.access, by))
     except UserError as error:
         return message_html(str(error), "error")
     return case_study_html(study)
 
 
 def browse_row(context: UiContext, frames: BrowseFrames, run: int | str | None,
-               truth: str, row_value: list[Any] | None) -> tuple[str, str]:
+               truth: str, row_value: list[Any] | None,
+               by: str | None = None) -> tuple[str, str]:
     """A row picked in the table: (its sample id, its case study)."""
     sample_id = str(row_value[0]) if row_value else ""
-    return sample_id, browse_detail(context, frames, run, truth, sample_id)
+    return sample_id, browse_detail(context, frames, run, truth, sample_id, by)
 
 
 # -- wiring ------------------------------------------------------------------------------
@@ -177,14 +186,18 @@ def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
     def filter_handler(*values: Any):
         return browse_filter(context, frames, *values)
 
-    def detail_handler(run_value: int | str | None, truth_value: str, sample_id: str | None):
-        return browse_detail(context, frames, run_value, truth_value, sample_id)
+    def detail_handler(run_value: int | str | None, truth_value: str, sample_id: str | None,
+                       request: gr.Request):
+        return browse_detail(context, frames, run_value, truth_value, sample_id,
+                             _login(request))
 
-    def select_handler(run_value: int | str | None, truth_value: str, evt: gr.SelectData):
-        return browse_row(context, frames, run_value, truth_value, evt.row_value)
+    def select_handler(run_value: int | str | None, truth_value: str, evt: gr.SelectData,
+                       request: gr.Request):
+        return browse_row(context, frames, run_value, truth_value, evt.row_value,
+                          _login(request))
 
     def link_handler(request: gr.Request):
-        return browse_link(context, frames, dict(request.query_params))
+        return browse_link(context, frames, dict(request.query_params), _login(request))
 
     pickers = [dataset, run, shown_pickers]
     gr.on([refresh.click, dataset.input], runs_handler, [dataset, run], pickers,

@@ -232,7 +232,8 @@ def _mapping_boxes(view: FileView) -> list[gr.Dropdown]:
 
 def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
     gr.Markdown("Upload a dataset file, check what importing it would change, and import it "
-                "all or nothing. Rows may carry the answer another system gave (`answer`).")
+                "all or nothing. Rows may carry the answer another system gave (`answer`). "
+                "With logins, only an admin uploads files (here and below).")
     with gr.Row():
         file_box = gr.File(label="Dataset file", file_types=FILE_TYPES, type="filepath",
                            elem_id="data-file")

@@ -9,13 +9,11 @@ The handlers are plain functions of the UiContext and plain values; `build` only
 from __future__ import annotations
 
 import json
-import threading
 import time
-from contextlib import contextmanager
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from functools import partial
-from queue import Queue
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 import gradio as gr
 
@@ -39,6 +37,8 @@ from ragshield.ui import demo_render
 from ragshield.ui.context import UiContext
 from ragshield.ui.demo_render import AskView
 from ragshield.ui.html_render import message_html
+from ragshield.ui.page_questions import (END, Asking, PageQuestions, QuestionStopped, holding,
+                                         read_in_threads)
 from ragshield.ui.picker_refresh import datasets_unless_shown, shown_choices
 from ragshield.ui.threshold_panel import build_threshold_panel
 
@@ -90,34 +90,19 @@ class DemoForm:
                           judge_model=packaged_choice(self.judge_model))
 
 
-Event = tuple[str, Any]  # (kind, payload), from the model thread to the page
-END = ("end", None)
-
-
-@contextmanager
-def _holding(lock: threading.Lock, post: Callable[[str, Any], None]) -> Iterator[None]:
-    if not lock.acquire(blocking=False):
-        post("status", "Waiting for the model: another question is being judged…")
-        lock.acquire()
+def _in_background(context: UiContext, prepared: Prepared, asking: Asking) -> None:
+    """The model work of one question, reported event by event; always ends with END. A
+    question stopped (page_questions.py) ends at its next step."""
     try:
-        yield
-    finally:
-        lock.release()
-
-
-def _in_background(context: UiContext, prepared: Prepared, events: Queue[Event]) -> None:
-    """The model work of one question, reported event by event; always ends with END."""
-    def post(kind: str, payload: Any) -> None:
-        events.put((kind, payload))
-
-    try:
-        with _holding(context.model_lock, post):
-            post("status", "Answering…")
-            answer_and_judge(context.store, context.settings, context, prepared, post)
+        with holding(context.model_lock, asking):
+            asking.post("status", "Answering…")
+            answer_and_judge(context.store, context.settings, context, prepared, asking.post)
+    except QuestionStopped:
+        pass  # a newer question of the page took over, or the page cancelled this one
     except Exception as exc:  # handed to the page, which shows it or re-raises it
-        post("error", exc)
+        asking.events.put(("error", exc))
     finally:
-        events.put(END)
+        asking.events.put(END)
 
 
 def _apply(view: AskView, kind: str, payload: Any) -> None:
@@ -149,9 +134,11 @@ def _apply(view: AskView, kind: str, payload: Any) -> None:
                        else "Preparing the fallback…")
 
 
-def ask(context: UiContext, form: DemoForm,
-        finders: PassageFinders | None = None) -> Iterator[str]:
-    """The page's HTML after each step: passages, answer, each verdict, decision, fallback."""
+def ask(context: UiContext, form: DemoForm, finders: PassageFinders | None = None,
+        asking: Asking | None = None) -> Iterator[str]:
+    """The page's HTML after each step: passages, answer, each verdict, decision, fallback.
+    Once `asking` is stopped, nothing more (and no model work is started)."""
+    asking = asking or Asking()
     started = time.monotonic()
     try:
         yield message_html("Finding the passages…")
@@ -165,13 +152,18 @@ def ask(context: UiContext, form: DemoForm,
                    passages=prepared.sample.passages,
                    judges=[judge.name for judge in prepared.judges], status="Answering…",
                    rule_reason=prepared.rule_reason)
+    if asking.stopped:
+        return
     yield view.html()
-    events: Queue[Event] = Queue()
     context.jobs.start("question", prepared.sample.id,
-                       lambda _job: _in_background(context, prepared, events))
-    for kind, payload in iter(events.get, END):
+                       lambda _job: _in_background(context, prepared, asking))
+    for kind, payload in iter(asking.events.get, END):
+        if asking.stopped:
+            return
         _apply(view, kind, payload)
         yield view.html()
+    if asking.stopped:
+        return
     view.status = ("Stopped by an error." if view.error else
                    f"Done in {time.monotonic() - started:.1f} s.")
     if view.replayed:
@@ -192,6 +184,7 @@ def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
     and the datasets, which the Dashboard and the Data tab change)."""
     settings = context.settings
     finders = PassageFinders(settings)
+    questions = PageQuestions()  # one question at a time per page
     gr.Markdown(INTRO)
     example_buttons = _example_buttons()
     # The dropdowns take any value: their choices change after start (new datasets, samples,
@@ -243,16 +236,23 @@ def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
                              elem_id="demo-result")
     build_threshold_panel(context)
 
-    def on_ask(source_value: str, question_text: str, dataset_name: str, sample_id: str | None,
-               corpus_name: str, mode_name: str, k_value: float, noise_value: float,
-               answerer_name: str, judge_names: list[str] | None, rule_name: str | None,
-               fallback_name: str, model_name: str | None,
-               judge_model_name: str | None = CONFIGURED) -> Iterator[str]:
+    async def on_ask(source_value: str, question_text: str, dataset_name: str,
+                     sample_id: str | None, corpus_name: str, mode_name: str, k_value: float,
+                     noise_value: float, answerer_name: str, judge_names: list[str] | None,
+                     rule_name: str | None, fallback_name: str, model_name: str | None,
+                     judge_model_name: str | None = CONFIGURED,
+                     request: gr.Request | None = None) -> AsyncIterator[str]:
         form = DemoForm(source_value, question_text or "", dataset_name or "", sample_id,
                         corpus_name or "", mode_name, int(k_value), int(noise_value),
                         answerer_name, tuple(judge_names or ()), rule_name or "", fallback_name,
                         model_name or CONFIGURED, judge_model_name or CONFIGURED)
-        yield from ask(context, form, finders)
+        page = getattr(request, "session_hash", None)
+        asking = questions.begin(page)
+        try:
+            async for html in read_in_threads(ask(context, form, finders, asking), asking):
+                yield html
+        finally:
+            questions.end(page, asking)
 
     def on_dataset(dataset_name: str) -> tuple[gr.Dropdown, str]:
         try:
@@ -276,8 +276,11 @@ def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
 
     form_inputs = [source, question, dataset, sample, corpus, mode, k, noise, answerer, judges,
                    rule, fallback, model, judge_model]
+    # Ask (or Enter) while a question runs starts the new question at once ("multiple": a
+    # click's default, "once", dropped it), which ends the page's earlier one
+    # (page_questions.py): only the newest question of a page is shown.
     gr.on([ask_button.click, question.submit], on_ask, inputs=form_inputs, outputs=result,
-          api_name="demo_ask")
+          api_name="demo_ask", trigger_mode="multiple")
     for button, example in example_buttons:
         button.click(lambda e=example: example_form(e, settings),
                      outputs=form_inputs, api_visibility="private").then(

@@ -37,16 +37,31 @@ def route_path(scope: Scope) -> str:
     return path
 
 
+def _session_token(scope: Scope) -> str | None:
+    """The session cookie of a login that the request carries (the cookies Gradio's /login
+    sets), if any."""
+    app, cookies = scope["app"], HTTPConnection(scope).cookies
+    return (cookies.get(f"access-token-{app.cookie_id}")
+            or cookies.get(f"access-token-unsecure-{app.cookie_id}"))
+
+
 def logged_in(scope: Scope) -> bool:
     """Whether the request may see the app: it has no logins, or the request carries the
-    session cookie of a login (the cookies Gradio's /login sets)."""
+    session cookie of a login."""
     app = scope["app"]
     if getattr(app, "auth", None) is None:
         return True
-    cookies = HTTPConnection(scope).cookies
-    token = (cookies.get(f"access-token-{app.cookie_id}")
-             or cookies.get(f"access-token-unsecure-{app.cookie_id}"))
+    token = _session_token(scope)
     return token is not None and token in app.tokens
+
+
+def login_name(scope: Scope) -> str | None:
+    """The name the request is logged in as; None without logins or a live session."""
+    tokens = getattr(scope["app"], "tokens", None)
+    if getattr(scope["app"], "auth", None) is None or not isinstance(tokens, dict):
+        return None
+    token = _session_token(scope)
+    return None if token is None else tokens.get(token)
 
 
 def end_sessions(request: Any, name: str) -> int:

@@ -12,7 +12,7 @@ from typing import Any, Callable, NamedTuple
 import gradio as gr
 
 from ragshield.errors import UserError
-from ragshield.services.annotation.people import require_admin
+from ragshield.services.annotation.people import notes_shown_to, require_admin
 from ragshield.services.data.datasets import dataset_names
 from ragshield.services.data.downloads import (ALL_DATASETS, PolicyChoice, labels_download,
                                                policy_choices, policy_download, report_download,
@@ -58,11 +58,16 @@ def _offered(make: Callable[[], tuple[Path, str]]) -> Offered:
     return str(path), message_html(text)
 
 
-def download_labels(context: UiContext, dataset: str | None, format: str) -> Offered:
-    """Every label version of the dataset (or of all), as `ragshield labels export`."""
+def download_labels(context: UiContext, dataset: str | None, format: str,
+                    by: str | None = None) -> Offered:
+    """Every label version of the dataset (or of all), as `ragshield labels export`; with
+    logins, an annotator gets their own notes only."""
+    notes_of = notes_shown_to(context.store, context.access, by)
+
     def make() -> tuple[Path, str]:
-        path, rows = labels_download(context.store, format, dataset)
-        return path, f"{path.name}: {rows} label rows (every version, oldest first)."
+        path, rows = labels_download(context.store, format, dataset, notes_of)
+        notes = "" if notes_of is None else "; the notes are your own only"
+        return path, f"{path.name}: {rows} label rows (every version, oldest first{notes})."
     return _offered(make)
 
 
@@ -218,8 +223,10 @@ def build(context: UiContext, page: gr.Blocks) -> None:
     refresh_button.click(refresh, picker_inputs, pickers, api_name="transfer_choices",
                          api_visibility="private")
     page.load(refresh, [*picker_inputs, shown], pickers, api_visibility="private")
-    labels_button.click(lambda dataset, format: download_labels(context, dataset, format),
-                        [labels_dataset, labels_format], [labels_file, labels_message],
+    def labels(dataset: str | None, format: str, request: gr.Request) -> Offered:
+        return download_labels(context, dataset, format, getattr(request, "username", None))
+
+    labels_button.click(labels, [labels_dataset, labels_format], [labels_file, labels_message],
                         api_name="transfer_labels", api_visibility="private")
     bundle_button.click(lambda run_id, calls: download_run(context, run_id, calls),
                         [bundle_run, bundle_calls], [bundle_file, bundle_message],

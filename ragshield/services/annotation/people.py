@@ -39,7 +39,8 @@ from ragshield.store.samples import count_samples
 __all__ = ["ACCOUNT_ROLES", "ADMIN", "ANNOTATOR", "Access", "AccountExistsError", "FROM_APP",
            "FROM_FILE", "Logins", "NotAnAdminError", "Person", "PersonError",
            "UnknownAccountError", "add_person", "admin_warning", "caller_may_manage",
-           "list_people", "may_manage", "require_admin", "role_of", "set_disabled", "set_role"]
+           "list_people", "may_manage", "notes_shown_to", "require_admin", "role_of",
+           "set_disabled", "set_role"]
 
 ADMIN, ANNOTATOR = ACCOUNT_ROLES
 FROM_FILE, FROM_APP = "auth file", "app"  # where a person's login comes from
@@ -90,6 +91,15 @@ def require_admin(store: Store, access: Access, name: str | None, action: str) -
     """Refuse `action` ("add people", "delete datasets") to someone who may not manage."""
     if not caller_may_manage(store, access, name):
         raise NotAnAdminError(f"Only an admin may {action}.")
+
+
+def notes_shown_to(store: Store, access: Access, name: str | None) -> frozenset[str] | None:
+    """Whose notes the person logged in as `name` may read: everyone's for someone who may
+    manage (None), else their own only (a note may say what its author would tell no one
+    else); nobody's without a name."""
+    if caller_may_manage(store, access, name):
+        return None
+    return frozenset({name} if name else ())
 
 
 def admin_warning(store: Store, access: Access) -> str | None:

@@ -18,7 +18,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Collection
 
 from ragshield.config import Settings
 from ragshield.errors import UserError
@@ -72,15 +72,17 @@ def _run_id(value: Any) -> int:
     return whole_number(value, "run", minimum=1)
 
 
-def labels_download(store: Store, format: str, dataset: str | None = None) -> tuple[Path, int]:
+def labels_download(store: Store, format: str, dataset: str | None = None,
+                    notes_of: Collection[str] | None = None) -> tuple[Path, int]:
     """The label history of `dataset` (None or ALL_DATASETS: of every dataset) in `format`
-    (csv, jsonl, parquet), the file `ragshield labels export` writes; (file, rows)."""
+    (csv, jsonl, parquet), the file `ragshield labels export` writes, with the notes of
+    `notes_of` only (None: everyone's; people.notes_shown_to); (file, rows)."""
     chosen = None if dataset in (None, "", ALL_DATASETS) else dataset
     if not isinstance(format, str):  # a client of the endpoint sent none (or a number)
         raise UserError(f"format must be csv, jsonl or parquet, got {format!r}")
     name = f"labels-{_file_part(chosen) if chosen else 'all'}.{_file_part(format)}"
     path = fresh_folder() / name
-    return path, export_labels(store, path, format, chosen)
+    return path, export_labels(store, path, format, chosen, notes_of)
 
 
 def run_bundle_download(store: Store, run_id: Any, *, calls: bool = False) -> Path:

@@ -3,8 +3,8 @@ run's decision on it, its human labels, and the labels and folds it counts under
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Collection, Sequence
 
 import pandas as pd
 
@@ -38,12 +38,17 @@ def _first(rows: pd.DataFrame) -> pd.Series | None:
 
 
 def case_study(store: Store, cache: RunTablesCache, frames: BrowseFrames, run_id: int,
-               truth: str, sample_id: str) -> CaseStudy:
-    """Everything the Browse tab shows about one sample (the dataset's own id) of a run.
-    Raises UnknownRunError, UnknownSampleError or OptionError (truth)."""
+               truth: str, sample_id: str,
+               notes_of: Collection[str] | None = None) -> CaseStudy:
+    """Everything the Browse tab shows about one sample (the dataset's own id) of a run,
+    its label history with the notes of `notes_of` only (None: everyone's;
+    people.notes_shown_to). Raises UnknownRunError, UnknownSampleError or OptionError."""
     case = sample_case(store, run_id, sample_id)
     tables, frame = run_frame(cache, frames, run_id, truth)
     history = label_history(store, case.run.dataset, sample_id) if case.run.dataset else []
+    if notes_of is not None:
+        history = [record if record.annotator in notes_of else replace(record, note=None)
+                   for record in history]
     frame_row = _first(frame.rows[frame.rows["sample_id"] == sample_id])
     sample_row = _first(tables.samples[tables.samples["sample_id"].astype(str) == sample_id])
     decision = decide([Verdict(judge=v["judge"], keep=v["keep"], score=v["score"],
