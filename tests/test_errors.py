@@ -38,6 +38,9 @@ INTERNAL = {
     "ragshield.services.guarding.guard.ModelUnavailable":
         "a fault of the server (its model cannot be opened): the API answers 503 and logs "
         "the cause, which names server paths, instead of showing it to the caller",
+    "ragshield.ui.page_questions.QuestionStopped":
+        "ends the thread of a Demo question that a newer question of the page replaced; "
+        "nothing is shown of it",
 }
 # A message for the classes whose constructor takes more than the message.
 EXAMPLES = {
