@@ -19,7 +19,7 @@ import numpy as np
 from ragshield.config import TRAINING_EPOCHS
 from ragshield.types import Sample
 
-MAX_TOKENS = 256  # question and passages, cut from the passages' end
+MAX_TOKENS = 256  # question and passages, cut from the longer one (the passages) first
 BATCH = 16
 
 
@@ -73,12 +73,13 @@ def load_base(path: Path):
     return tokenizer, model
 
 
-def encode(tokenizer, examples: Sequence[Example]):
+def encode(tokenizer, examples: Sequence[Example], max_tokens: int = MAX_TOKENS):
     return tokenizer([e.first for e in examples], [e.second for e in examples], padding=True,
-                     truncation="only_second", max_length=MAX_TOKENS, return_tensors="pt")
+                     truncation="longest_first", max_length=max_tokens, return_tensors="pt")
 
 
-def predict(tokenizer, model, examples: Sequence[Example]) -> np.ndarray:
+def predict(tokenizer, model, examples: Sequence[Example],
+            max_tokens: int = MAX_TOKENS) -> np.ndarray:
     """P(good) for each example."""
     import torch
 
@@ -86,14 +87,16 @@ def predict(tokenizer, model, examples: Sequence[Example]) -> np.ndarray:
     out = []
     with torch.no_grad():
         for first in range(0, len(examples), BATCH * 2):
-            logits = model(**encode(tokenizer, examples[first:first + BATCH * 2])).logits
+            logits = model(**encode(tokenizer, examples[first:first + BATCH * 2],
+                                    max_tokens)).logits
             out.append(torch.sigmoid(logits[:, 0]).numpy())
     return np.concatenate(out) if out else np.zeros(0)
 
 
 def train_cross_encoder(base: Path, examples: Sequence[Example], out_dir: Path, *,
                         epochs: int = TRAINING_EPOCHS, learning_rate: float = 1e-4, seed: int = 0,
-                        progress: Callable[[int, int], None] | None = None) -> float:
+                        progress: Callable[[int, int], None] | None = None,
+                        max_tokens: int = MAX_TOKENS) -> float:
     """Fine-tune the model at `base` on `examples` and save it (and its tokenizer) into
     `out_dir`; returns the seconds spent training. `progress(done, total)` after each
     batch.
@@ -124,7 +127,7 @@ def train_cross_encoder(base: Path, examples: Sequence[Example], out_dir: Path, 
         random.Random(seed + epoch).shuffle(order)
         for first in range(0, len(order), BATCH):
             batch = [examples[i] for i in order[first:first + BATCH]]
-            logits = model(**encode(tokenizer, batch)).logits[:, 0]
+            logits = model(**encode(tokenizer, batch, max_tokens)).logits[:, 0]
             loss = loss_of(logits, torch.tensor([float(e.label) for e in batch]))
             loss.backward()
             torch.nn.utils.clip_grad_norm_(learnt, 1.0)
