@@ -24,7 +24,7 @@ from typing import Any
 
 from ragshield.errors import UserError
 from ragshield.judges.base import Judge
-from ragshield.llm.base import LLM, LLMError
+from ragshield.llm.base import LLM, LLMError, WrappedLLM
 from ragshield.types import (Answer, Completion, ContinuationScore, Message, RuleDecision, Sample,
                              Verdict)
 
@@ -87,22 +87,14 @@ class JudgeStopped(LLMError):
     verdict, which nobody hears)."""
 
 
-class StoppingLLM:
+class StoppingLLM(WrappedLLM):
     """A judge's model, as LLM, until `stopped` is set: from then on each call raises
     JudgeStopped, so that a judge the budget cut off ends at its next call instead of
     working on, unheard, for as long as it would have taken."""
 
     def __init__(self, inner: LLM, stopped: threading.Event) -> None:
-        self.inner, self.stopped = inner, stopped
-        self.backend, self.model = inner.backend, inner.model
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def capabilities(self) -> frozenset[str]:
-        return self.inner.capabilities
+        super().__init__(inner)
+        self.stopped = stopped
 
     def chat(self, messages: Sequence[Message], **params: Any) -> Completion:
         self._go_on()

@@ -50,6 +50,23 @@ class LLM(Protocol):
     def score(self, prompt_messages: Sequence[Message], continuation: str) -> ContinuationScore: ...
 
 
+class WrappedLLM:
+    """An LLM around another (`inner`): its backend, model, name and capabilities are the
+    inner one's; a subclass adds what it does around each call."""
+
+    def __init__(self, inner: LLM) -> None:
+        self.inner = inner
+        self.backend, self.model = inner.backend, inner.model
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        return self.inner.capabilities
+
+
 class BackendBase:
     """Shared plumbing: the display name and the capability check."""
 

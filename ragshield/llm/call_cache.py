@@ -16,7 +16,7 @@ from typing import Any, Sequence
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
-from ragshield.llm.base import LLM
+from ragshield.llm.base import LLM, WrappedLLM
 from ragshield.store.database import Store
 from ragshield.store.models import LLMCallRow
 from ragshield.types import Completion, ContinuationScore, Message
@@ -32,24 +32,14 @@ def call_key(backend: str, model: str, method: str, request: dict[str, Any]) -> 
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
-class CachedLLM:
+class CachedLLM(WrappedLLM):
     """Wraps any backend; same protocol, with every call stored in (unless `saves` is off)
     and served from the store."""
 
     def __init__(self, inner: LLM, store: Store, *, saves: bool = True) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.store = store
         self.saves = saves
-        self.backend = inner.backend
-        self.model = inner.model
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def capabilities(self) -> frozenset[str]:
-        return self.inner.capabilities
 
     def _lookup(self, key: str) -> dict[str, Any] | None:
         with self.store.session() as session:
