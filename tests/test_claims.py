@@ -81,9 +81,9 @@ def test_splitting_takes_linear_time() -> None:
     dots or of spaces was tried from each of its characters: quadratic time."""
     for answer in ("7. " * 50_000, "A. " * 50_000, "Paris." + "." * 50_000 + " It is.",
                    "Paris" + " " * 50_000 + "[1] is big. It is."):
-        started = time.process_time()
+        started = time.thread_time()  # this thread's CPU: other load does not count
         claims = split_claims(answer)
-        assert time.process_time() - started < 1.0 and claims
+        assert time.thread_time() - started < 2.0 and claims
     assert len(split_claims("7. " * 50_000)) == MAX_CLAIMS
 
 

@@ -109,11 +109,13 @@ def test_splitting_takes_linear_time(scenario: Scenario) -> None:
     for name, answer in {"one-character sentences": "7. " * 50_000,
                          "initials": "A. " * 50_000, "dots": "Paris" + "." * 50_000 + " It is.",
                          "spaces": "Paris" + " " * 50_000 + "[1] is. It is."}.items():
-        started = time.process_time()
+        # This thread's CPU time: neither the load of other processes nor another thread
+        # of this one (a judge a budget left running) counts. Quadratic, it took 30 to 60 s.
+        started = time.thread_time()
         claims = split_claims(answer)
-        seconds = time.process_time() - started
+        seconds = time.thread_time() - started
         scenario.figure(f"{name}: seconds to split 150,000 characters", round(seconds, 3))
-        scenario.check(f"{name}: split in well under a second", seconds < 1.0 and claims,
+        scenario.check(f"{name}: split in under 2 s of CPU", seconds < 2.0 and claims,
                        seconds)
 
 
