@@ -63,8 +63,8 @@ from ragshield.claims import split_claims  # noqa: E402
 from ragshield.config import Settings  # noqa: E402
 from ragshield.judges.judge_readers import LARGER_MODEL, THRESHOLDS  # noqa: E402
 from ragshield.judges.learned import log_odds  # noqa: E402
-from ragshield.judges.support import (INSTRUCTIONS, bare, passage_words,  # noqa: E402
-                                      statement, word_coverage)
+from ragshield.judges.short_answer import is_short_answer  # noqa: E402
+from ragshield.judges.support import INSTRUCTIONS, passage_words, word_coverage  # noqa: E402
 from ragshield.judges.support import claim_score as judge_score  # noqa: E402
 from ragshield.judges.yes_no import REPLY_YES_OR_NO, ask_yes_no  # noqa: E402
 from ragshield.llm.factory import make_reader  # noqa: E402
@@ -98,7 +98,8 @@ def logit(p: float) -> float:
     return float(log_odds([p])[0])  # clipped as the learned judge reads a P
 
 
-# Each scoring: the wordings it reads, and how it reads a claim (P(yes) by wording) and the
+# Each scoring: the wordings it reads, and how it reads a claim (P(yes) by wording; a short
+# answer, which the judge reads as the answer to its question, by its P(yes) here) and the
 # answer's content-free P(yes) (None where the content-free statement was not asked).
 Scoring = Callable[[dict[str, float], Any], float]
 SCORINGS: dict[str, tuple[tuple[str, ...], Scoring]] = {
@@ -107,7 +108,7 @@ SCORINGS: dict[str, tuple[tuple[str, ...], Scoring]] = {
     "with examples (the judge's question)": (("examples",),
                                              lambda c, free: logit(c["examples"])),
     "with examples and word coverage (the judge's)": (("examples",), lambda c, free: logit(
-        judge_score(c["examples"], c["coverage"], c["bare"]))),
+        c["examples"] if c["short"] else judge_score(c["examples"], c["coverage"]))),
     "word coverage alone (no model)": ((), lambda c, free: logit(c["coverage"])),
     "with examples, after the sentence before": (("context",),
                                                  lambda c, free: logit(c["context"])),
@@ -151,10 +152,10 @@ def read_claims(rows: list[dict[str, Any]], llm: TracedLLM,
         free = ask(STATEMENT + CONTENT_FREE, "content-free") if "free" in asked else None
         found, passages = [], passage_words(sample.passages)
         for index, claim in enumerate(claims):
-            text = statement(sample.question, claim.text, len(claims) == 1)
+            text = claim.text
             found.append({"start": claim.start, "end": claim.end,
                           "coverage": word_coverage(claim.text, passages),
-                          "bare": bare(claim.text, len(claims) == 1),
+                          "short": is_short_answer(claim.text, len(claims) == 1),
                           **{name: ask(words + text, name) for name, words in WORDINGS.items()
                              if name in asked}})
             if "context" in asked:
@@ -245,15 +246,15 @@ def lfqa_claim_labels(row: dict[str, Any], claims: list[dict[str, Any]]) -> list
 
 def fit_sentences(sets: dict[str, tuple[list[dict[str, Any]], list[bool | None]]]) -> list[str]:
     """SENTENCE_FIT (judges/support.py): a logistic regression of a sentence's label on the
-    judge's logit P(yes) and its word coverage, on every sentence claim read (bare short answers
-    left out), each set weighted equally; also fitted on each set alone, to show how far the
-    weights move."""
+    judge's logit P(yes) and its word coverage, on every sentence claim read (short answers,
+    which the judge reads otherwise (judges/short_answer.py), left out), each set weighted
+    equally; also fitted on each set alone, to show how far the weights move."""
     def fit(chosen: list[str]) -> tuple[float, float, float]:
         features, labels, weights = [], [], []
         for name in chosen:
             claims, found = sets[name]
             kept = [(c, label) for c, label in zip(claims, found)
-                    if label is not None and not c["bare"]]
+                    if label is not None and not c["short"]]
             features += [[logit(c["examples"]), c["coverage"]] for c, _ in kept]
             labels += [label for _, label in kept]
             weights += [1 / len(kept)] * len(kept)

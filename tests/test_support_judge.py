@@ -13,8 +13,11 @@ from ragshield.answerers.context import shared_messages
 from ragshield.claims import MAX_CLAIMS
 from ragshield.judges.builtin import JUDGES
 from ragshield.judges.registry import judge_class
+from ragshield.answerers.vanilla import INSTRUCTIONS as ANSWER_INSTRUCTIONS
+from ragshield.judges.short_answer import LOGPROB_FLOOR, ShortReading
 from ragshield.judges.support import (SupportJudge, claim_score, closest_passage,
                                       passage_words, word_coverage)
+from ragshield.llm.base import CHAT, LOGPROBS
 from ragshield.types import Answer, Passage, Sample
 from tests.fakes import ScriptedLLM, ScriptedReply
 
@@ -60,7 +63,7 @@ def test_each_claim_is_asked_after_the_shared_prefix_and_the_weakest_decides() -
 def test_every_claim_supported_keeps_the_answer() -> None:
     verdict = SupportJudge(threshold=0.6).judge(
         SAMPLE, answer("The Normans. In France."), ScriptedLLM([yes(0.7), yes(0.95)]))
-    assert verdict.keep is True and verdict.score == pytest.approx(claim_score(0.7, 1.0, False))
+    assert verdict.keep is True and verdict.score == pytest.approx(claim_score(0.7, 1.0))
 
 
 def test_a_sentence_scores_by_its_reading_and_the_words_the_passages_hold() -> None:
@@ -68,19 +71,56 @@ def test_a_sentence_scores_by_its_reading_and_the_words_the_passages_hold() -> N
     assert word_coverage("The Normans gave their name to Normandy.", passages) == 1.0
     assert 0 < word_coverage("The Normans sailed from Norway.", passages) < 0.5  # only "Normans"
     assert word_coverage("...", passages) == 1.0  # no content word: nothing unheld
-    # More of either raises the score; a bare short answer is scored by its reading alone.
-    assert claim_score(0.5, 0.5, False) < claim_score(0.8, 0.5, False)
-    assert claim_score(0.5, 0.5, False) < claim_score(0.5, 0.9, False)
-    assert claim_score(0.3, 0.0, True) == 0.3 and claim_score(0.3, 1.0, True) == 0.3
-    assert 0 < claim_score(0.0, 0.0, False) < claim_score(1.0, 1.0, False) < 1
+    # More of either raises the score.
+    assert claim_score(0.5, 0.5) < claim_score(0.8, 0.5)
+    assert claim_score(0.5, 0.5) < claim_score(0.5, 0.9)
+    assert 0 < claim_score(0.0, 0.0) < claim_score(1.0, 1.0) < 1
 
 
-def test_a_bare_short_answer_keeps_its_reading() -> None:
-    verdict = SupportJudge(threshold=0.6).judge(SAMPLE, answer("Guy de Lusignan"),
-                                                ScriptedLLM([yes(0.3)]))
+@pytest.mark.parametrize("given", ["Guy de Lusignan", "Guy de Lusignan.",
+                                   "It was Guy de Lusignan.",
+                                   "Guy de Lusignan gave his name to Normandy."])
+def test_a_short_answer_is_read_as_the_answer_to_its_question(given: str) -> None:
+    """A period made "Guy de Lusignan." a free-standing sentence, whose words the passages
+    all hold: read without its question, the wrong answer was kept."""
+    llm = ScriptedLLM([yes(0.3)], scores={"Guy de Lusignan": [-4.0, -3.0]})
+    verdict = SupportJudge(threshold=0.5).judge(SAMPLE, answer(given), llm)
     [claim] = verdict.details["claims"]
-    assert claim["coverage"] is None and verdict.score == pytest.approx(0.3)
-    assert verdict.keep is False
+    asked, scored = llm.seen
+    assert asked[1]["content"].startswith(PREFIX) and asked[1]["content"].endswith(given)
+    assert "as the answer" in asked[1]["content"] or "the answer to the question" in \
+        asked[1]["content"]
+    # The answer's core is scored as the model's own reply to the question's answer prompt.
+    assert scored[1]["content"] == shared_messages(SAMPLE, ANSWER_INSTRUCTIONS)[1]["content"]
+    assert claim["short_answer"] == "Guy de Lusignan" and claim["coverage"] is None
+    assert claim["answer_logprob"] == pytest.approx(-7.0)
+    assert verdict.score == pytest.approx(ShortReading(0.3, -7.0, "Guy de Lusignan").score)
+    assert claim["text"] == given.rstrip() and verdict.rationale.startswith("a short answer")
+
+
+def test_a_short_answer_scores_by_both_readings() -> None:
+    def score(p_yes: float, logprob: float | None) -> float:
+        return ShortReading(p_yes, logprob, "x").score
+
+    assert score(0.3, -2.0) < score(0.8, -2.0) and score(0.5, -20.0) < score(0.5, -1.0)
+    assert score(0.5, -1e9) == score(0.5, LOGPROB_FLOOR)  # a bounded pull
+    assert score(0.3, None) < score(0.8, None)  # without SCORE: the yes/no reading alone
+    assert ShortReading(None, None, "x").score is None
+
+
+def test_without_continuation_scores_a_short_answer_is_read_once() -> None:
+    llm = ScriptedLLM([yes(0.9)], capabilities=frozenset({CHAT, LOGPROBS}))
+    verdict = SupportJudge().judge(SAMPLE, answer("The Normans."), llm)
+    assert len(llm.seen) == 1 and verdict.details["claims"][0]["answer_logprob"] is None
+    assert verdict.score == pytest.approx(ShortReading(0.9, None, "Normans").score)
+
+
+def test_a_long_single_sentence_is_a_sentence_not_a_short_answer() -> None:
+    text = ("The Normans, descended from Norse raiders, gave their name to Normandy, "
+            "a region in northern France.")
+    llm = ScriptedLLM([yes(0.9)])
+    [claim] = SupportJudge().judge(SAMPLE, answer(text), llm).details["claims"]
+    assert "short_answer" not in claim and claim["coverage"] is not None and len(llm.seen) == 1
 
 
 def test_a_refusal_has_no_claims_and_asks_nothing() -> None:
@@ -93,7 +133,7 @@ def test_a_refusal_has_no_claims_and_asks_nothing() -> None:
 def test_an_unreadable_claim_is_flagged_and_the_read_ones_decide() -> None:
     llm = ScriptedLLM([ScriptedReply("Maybe", top={"Maybe": -0.1}), yes(0.8)])
     verdict = SupportJudge().judge(SAMPLE, answer("Guy was French. A King of Jerusalem."), llm)
-    assert verdict.score == pytest.approx(claim_score(0.8, 1.0, False)) and verdict.keep is True
+    assert verdict.score == pytest.approx(claim_score(0.8, 1.0)) and verdict.keep is True
     assert verdict.parse_error == "1 of 2 claims could not be read"
     assert verdict.details["claims"][0]["supported"] is None
     assert verdict.rationale.startswith("1 of 2 sentences supported (1 unread);")
@@ -117,7 +157,7 @@ def test_the_case_study_lists_the_claims() -> None:
     verdict = SupportJudge().judge(SAMPLE, answer("The Normans gave their name. Guy rode a horse."),
                                    ScriptedLLM([yes(0.9), yes(0.1)]))
     [table] = SupportJudge.detail_view(verdict.details, [])
-    first, second = (f"{claim_score(p, words, False):.2f}" for p, words in ((0.9, 1), (0.1, 1 / 3)))
+    first, second = (f"{claim_score(p, words):.2f}" for p, words in ((0.9, 1), (0.1, 1 / 3)))
     assert table.rows == [
         [1, "The Normans gave their name.", first, "0.90", "100%", "supported", "Passage-0"],
         [2, "Guy rode a horse.", second, "0.10", "33%", "NOT supported", "Passage-1"]]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from functools import cache
 from typing import Any, Sequence
 
 import numpy as np
@@ -189,3 +190,9 @@ def _names(question: str) -> list[str]:
     if current:
         names.append(" ".join(current))
     return names
+
+
+@cache
+def word_reader() -> SignalReader:
+    """One reader for what only needs content words (its embedder is never loaded)."""
+    return SignalReader()

@@ -16,13 +16,15 @@ A sentence's score is not the model's P(yes) alone: it is combined with the shar
 sentence's content words that the passages contain (its word coverage), by a logistic fit on
 development rows of AttributionBench and LFQA-Verification (SENTENCE_FIT). A sentence that
 brings words the passages never use is often one that adds what they do not say, and the 1.5B
-is too ready to say yes to it. A bare short answer ("Normans") is scored by P(yes) alone: its
-words are nearly always in the passages, right or wrong, so its coverage says nothing.
+is too ready to say yes to it.
+
+A short answer ("Normans", "Guy de Lusignan.", "It was Guy de Lusignan.") is judged as the
+answer to its question (short_answer.py): its words are nearly always in the passages, right
+or wrong, so its coverage says nothing; whether the passages give it as the answer does.
 """
 
 from __future__ import annotations
 
-from functools import cache
 from typing import Any, Sequence
 
 from scipy.special import expit
@@ -31,7 +33,8 @@ from ragshield.answerers.context import PromptOptions, shared_messages
 from ragshield.claims import MAX_CLAIMS, Claim, split_claims
 from ragshield.judges.base import Judge
 from ragshield.judges.learned import log_odds
-from ragshield.judges.signals import SignalReader
+from ragshield.judges.short_answer import is_short_answer, read_short_answer
+from ragshield.judges.signals import word_reader
 from ragshield.judges.yes_no import REPLY_YES_OR_NO, ask_yes_no
 from ragshield.llm.base import CHAT, LOGPROBS
 from ragshield.llm.traced import TracedLLM
@@ -59,36 +62,15 @@ INSTRUCTIONS = ("Is the following statement true according to the passages above
 SENTENCE_FIT = (-3.85, 0.81, 4.84)
 
 
-def bare(claim: str, alone: bool) -> bool:
-    """A bare short answer: the answer's only claim, with no sentence end."""
-    return alone and not claim.rstrip().endswith((".", "!", "?"))
-
-
-def statement(question: str, claim: str, alone: bool) -> str:
-    """What the judge asks about: the claim, or for a bare short answer, the answer as the
-    answer to the question."""
-    if bare(claim, alone):
-        return f'The answer to the question "{question}" is: {claim}'
-    return claim
-
-
-def claim_score(p_yes: float, coverage: float, is_bare: bool) -> float:
-    """A claim's score: P(yes) for a bare short answer, else P(yes) and the word coverage
-    combined as fitted (SENTENCE_FIT)."""
-    if is_bare:
-        return p_yes
+def claim_score(p_yes: float, coverage: float) -> float:
+    """A sentence's score: P(yes) and the word coverage combined as fitted (SENTENCE_FIT)."""
     intercept, by_odds, by_coverage = SENTENCE_FIT
     return float(expit(intercept + by_odds * log_odds([p_yes])[0] + by_coverage * coverage))
 
 
-@cache
-def _words() -> SignalReader:
-    """Content words as the learned judge's signals read them (stemmed, stop words out)."""
-    return SignalReader()
-
-
 def _content_words(text: str) -> set[str]:
-    return set(_words().stems(text))
+    """Content words as the learned judge's signals read them (stemmed, stop words out)."""
+    return set(word_reader().stems(text))
 
 
 def passage_words(passages: Sequence[Passage]) -> list[set[str]]:
@@ -131,14 +113,16 @@ class SupportJudge(Judge):
             what = "a refusal" if answer.refusal else "an answer without a sentence to check"
             return Verdict(judge=self.name, keep=False, score=0.0, details=details,
                            rationale=f"{what}: nothing the passages could support")
-        unread, passages = 0, passage_words(sample.passages)
-        for number, claim in enumerate(claims, start=1):
-            asked = INSTRUCTIONS + statement(sample.question, claim.text, len(claims) == 1)
-            reading = ask_yes_no(llm, shared_messages(sample, asked, self.options),
-                                 purpose=f"{self.name}: claim {number} of {len(claims)}")
-            unread += reading.p_yes is None
-            details["claims"].append(self._claim_json(claim, reading.p_yes, passages,
-                                                      bare(claim.text, len(claims) == 1)))
+        passages = passage_words(sample.passages)
+        if is_short_answer(claims[0].text, len(claims) == 1):
+            details["claims"].append(self._short_json(sample, claims[0], llm, passages))
+        else:
+            for number, claim in enumerate(claims, start=1):
+                reading = ask_yes_no(llm, shared_messages(sample, INSTRUCTIONS + claim.text,
+                                                          self.options),
+                                     purpose=f"{self.name}: claim {number} of {len(claims)}")
+                details["claims"].append(self._claim_json(claim, reading.p_yes, passages))
+        unread = sum(c["score"] is None for c in details["claims"])
         scores = [c["score"] for c in details["claims"] if c["score"] is not None]
         error = f"{unread} of {len(claims)} claims could not be read" if unread else None
         if not scores:
@@ -147,20 +131,33 @@ class SupportJudge(Judge):
         score = min(scores)
         keep = score >= self.threshold
         weakest = next(i for i, c in enumerate(details["claims"], 1) if c["score"] == score)
-        return Verdict(
-            judge=self.name, keep=keep, score=score, details=details, parse_error=error,
-            rationale=(f"{_supported_count(details['claims'])}; the least supported, sentence "
-                       f"{weakest}, scored {score:.2f} "
-                       f"({'>=' if keep else '<'} threshold {self.threshold:g})"),
-        )
+        compared = f"{'>=' if keep else '<'} threshold {self.threshold:g}"
+        rationale = (f"{_supported_count(details['claims'])}; the least supported, sentence "
+                     f"{weakest}, scored {score:.2f} ({compared})")
+        if "short_answer" in details["claims"][0]:
+            rationale = (f"a short answer, read as the answer to the question: "
+                         f"{'supported' if keep else 'NOT supported'}, {score:.2f} ({compared})")
+        return Verdict(judge=self.name, keep=keep, score=score, details=details,
+                       parse_error=error, rationale=rationale)
 
-    def _claim_json(self, claim: Claim, p_yes: float | None, passages: Sequence[set[str]],
-                    is_bare: bool) -> dict[str, Any]:
+    def _claim_json(self, claim: Claim, p_yes: float | None,
+                    passages: Sequence[set[str]]) -> dict[str, Any]:
         coverage = word_coverage(claim.text, passages)
-        score = None if p_yes is None else claim_score(p_yes, coverage, is_bare)
+        score = None if p_yes is None else claim_score(p_yes, coverage)
+        return self._scored(claim, score, passages, p_yes=p_yes, coverage=coverage)
+
+    def _short_json(self, sample: Sample, claim: Claim, llm: TracedLLM,
+                    passages: Sequence[set[str]]) -> dict[str, Any]:
+        reading = read_short_answer(sample, claim.text, llm, self.options,
+                                    purpose=f"{self.name}: the short answer")
+        return self._scored(claim, reading.score, passages, p_yes=reading.p_yes,
+                            coverage=None, short_answer=reading.core,
+                            answer_logprob=reading.logprob)
+
+    def _scored(self, claim: Claim, score: float | None, passages: Sequence[set[str]],
+                **readings: Any) -> dict[str, Any]:
         return {"start": claim.start, "end": claim.end, "text": claim.text, "score": score,
-                "p_yes": p_yes, "coverage": None if is_bare else coverage,
-                "supported": None if score is None else score >= self.threshold,
+                **readings, "supported": None if score is None else score >= self.threshold,
                 "passage": closest_passage(claim.text, passages)}
 
     @classmethod
