@@ -82,13 +82,18 @@ def squad_questions(folder: Path, per_article: int) -> list[dict[str, Any]]:
     return out
 
 
+def passages_of(passages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A data row's passages as `Shield.judge` takes them: text and title."""
+    return [{"text": p["text"], "title": p.get("title")} for p in passages]
+
+
 def judged(shield: Shield, question: str, passages: list[dict], answer: str) -> dict[str, Any]:
     decision = shield.judge(question, passages, answer)
     verdicts = {v.judge: v for v in decision.verdicts}
     support = verdicts["support"]
     claims = support.details.get("claims") or [{}]
     return {"answer": answer, "kept": decision.kept,
-            **{f"{name}": v.score for name, v in verdicts.items()},
+            **{name: v.score for name, v in verdicts.items()},
             "p_yes": claims[0].get("p_yes"), "logprob": claims[0].get("answer_logprob"),
             "short": "short_answer" in claims[0],
             "marked": claims[0].get("supported")}
@@ -97,7 +102,7 @@ def judged(shield: Shield, question: str, passages: list[dict], answer: str) -> 
 def squad_rows(shield: Shield, questions: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for number, row in enumerate(questions, 1):
-        passages = [{"text": p["text"], "title": p.get("title")} for p in row["passages"]]
+        passages = passages_of(row["passages"])
         group = row["passages"][0]["title"]
         own = shield.ask(row["question"], passages=passages).answer
         for kind, answer, right in (
@@ -115,7 +120,7 @@ def halueval_rows(shield: Shield, folder: Path, count: int) -> list[dict[str, An
     rows = read_rows(folder / "halueval_qa500.jsonl")
     out = []
     for row in rows[len(rows) // 2:][:count]:
-        passages = [{"text": p["text"], "title": p.get("title")} for p in row["passages"]]
+        passages = passages_of(row["passages"])
         for kind, answer, right in (("gold", row["reference_answers"][0], True),
                                     ("distractor", row["extra"]["hallucinated_answer"], False)):
             out.append({"group": "HaluEval", "question": row["question"], "kind": kind,
@@ -215,7 +220,7 @@ def table(rows: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
 
 def normandy(shield: Shield) -> tuple[str, list[dict[str, Any]]]:
     demo = {row["id"]: row for row in read_rows(DEMO_CORPUS)}
-    passages = [{"text": demo[i]["text"], "title": demo[i]["title"]} for i in NORMANDY_PASSAGES]
+    passages = passages_of([demo[i] for i in NORMANDY_PASSAGES])
     rows = [{**judged(shield, NORMANDY_QUESTION, passages, answer), "right": right}
             for answer, right in NORMANDY_ANSWERS]
     lines = ["| given answer | right | decision | pre_answer | support | p_true | marked |",

@@ -130,13 +130,14 @@ class SupportJudge(Judge):
                            parse_error=error, rationale="no claim could be read; withheld")
         score = min(scores)
         keep = score >= self.threshold
-        weakest = next(i for i, c in enumerate(details["claims"], 1) if c["score"] == score)
         compared = f"{'>=' if keep else '<'} threshold {self.threshold:g}"
-        rationale = (f"{_supported_count(details['claims'])}; the least supported, sentence "
-                     f"{weakest}, scored {score:.2f} ({compared})")
         if "short_answer" in details["claims"][0]:
             rationale = (f"a short answer, read as the answer to the question: "
                          f"{'supported' if keep else 'NOT supported'}, {score:.2f} ({compared})")
+        else:
+            weakest = next(i for i, c in enumerate(details["claims"], 1) if c["score"] == score)
+            rationale = (f"{_supported_count(details['claims'])}; the least supported, "
+                         f"sentence {weakest}, scored {score:.2f} ({compared})")
         return Verdict(judge=self.name, keep=keep, score=score, details=details,
                        parse_error=error, rationale=rationale)
 
