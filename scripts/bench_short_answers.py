@@ -58,6 +58,8 @@ NORMANDY_ANSWERS = (("Guy de Lusignan", False), ("Guy de Lusignan.", False),
                     ("Guy de Lusignan gave his name to Normandy.", False), ("Rollo.", False),
                     ("King Charles III.", False), ("The Normans", True), ("The Normans.", True))
 RESAMPLES = 1000
+# The share of the right short answers of FIT_ARTICLES that SHORT_SUPPORT_FLOOR keeps.
+SHORT_KEPT_AIM = 0.85
 
 
 def squad_questions(folder: Path, per_article: int) -> list[dict[str, Any]]:
@@ -136,10 +138,15 @@ def fit(rows: list[dict[str, Any]]) -> str:
     both = np.c_[odds, [max(r["logprob"], LOGPROB_FLOOR) for r in rows]]
     with_score = LogisticRegression(C=1.0).fit(both, labels)
     alone = LogisticRegression(C=1.0).fit(odds[:, None], labels)
+    right = np.sort([r["support"] for r in rows if r["right"]])
+    floor = right[int(np.floor((1 - SHORT_KEPT_AIM) * len(right)))]
+    wrong = np.asarray([r["support"] for r in rows if not r["right"]])
     return (f"fitted on {len(rows)} short answers ({labels.sum()} right):\n"
             f"SHORT_FIT = ({with_score.intercept_[0]:.2f}, {with_score.coef_[0][0]:.2f}, "
             f"{with_score.coef_[0][1]:.2f})\n"
-            f"SHORT_FIT_YES_NO = ({alone.intercept_[0]:.2f}, {alone.coef_[0][0]:.2f})")
+            f"SHORT_FIT_YES_NO = ({alone.intercept_[0]:.2f}, {alone.coef_[0][0]:.2f})\n"
+            f"SHORT_SUPPORT_FLOOR = {floor:.2f}  # keeps {np.mean(right >= floor):.0%} of the "
+            f"right, {np.mean(wrong >= floor):.0%} of the wrong (with this SHORT_FIT)")
 
 
 def auroc(rows: list[dict[str, Any]], judge: str) -> float | None:

@@ -155,7 +155,7 @@ def read_claims(rows: list[dict[str, Any]], llm: TracedLLM,
             text = claim.text
             found.append({"start": claim.start, "end": claim.end,
                           "coverage": word_coverage(claim.text, passages),
-                          "short": is_short_answer(claim.text, len(claims) == 1),
+                          "short": is_short_answer(claims),
                           **{name: ask(words + text, name) for name, words in WORDINGS.items()
                              if name in asked}})
             if "context" in asked:

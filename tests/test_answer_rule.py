@@ -5,6 +5,7 @@ and reasons, and the shipped file read back with errors naming the field."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -60,6 +61,24 @@ def test_decide_reads_both_scores_and_says_so():
     assert "pre_answer gave no score" in alone.reason
     nothing = rule.decide([_verdict("token_prob", 0.9)])
     assert nothing.keep is None and "gave a score" in nothing.reason
+
+
+def test_a_short_answer_under_the_floor_is_withheld_whatever_pre_answer_says():
+    rule = replace(fit_answer_rule(_frame(), ("pre_answer", "support")), short_floor=0.9)
+    short = {"claims": [{"text": "Rollo.", "short_answer": "Rollo", "score": 0.85}]}
+    verdicts = [_verdict("pre_answer", 0.95), replace(_verdict("support", 0.85), details=short)]
+    withheld = rule.decide(verdicts)
+    assert withheld.keep is False
+    assert "combine to" in withheld.reason and "short answer is kept only at support 0.90" \
+        in withheld.reason
+    # the same scores for an answer not read as a short one, and a short one over the floor
+    assert rule.decide([_verdict("pre_answer", 0.95), _verdict("support", 0.85)]).keep is True
+    over = [_verdict("pre_answer", 0.95), replace(_verdict("support", 0.92), details=short)]
+    assert rule.decide(over).keep is True
+    frame = pd.DataFrame({"pre_answer": [0.95, 0.95, 0.95], "support": [0.85, 0.85, 0.92],
+                          "short": [True, False, True]})
+    assert rule.keep_frame(frame).tolist() == [False, True, True]
+    assert rule.keep_frame(frame.drop(columns="short")).tolist() == [True, True, True]
 
 
 def test_a_judge_missing_on_a_few_answers_counts_as_its_mean_but_a_whole_set_keeps_its_flag():

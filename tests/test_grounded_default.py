@@ -74,18 +74,29 @@ def test_browse_decides_a_grounded_run_as_decide_does_one_by_one():
     from ragshield.judging import ABSTAINED, KEPT, UNDECIDED
     from ragshield.services.runs.browse import run_decisions
 
-    scores = {"a": (0.97, 0.97), "b": (0.97, 0.02), "c": (0.02, 0.97), "d": (0.9, 0.9),
-              "e": (None, None)}
+    from ragshield.judges.short_answer import SHORT_SUPPORT_FLOOR
+
+    long = "The Normans, a people of Norse origin, gave their name to it. They settled there."
+    under = SHORT_SUPPORT_FLOOR - 0.03  # kept by the combination, not by the short floor
+    scores = {"a": (0.97, 0.97, long), "b": (0.97, 0.02, long), "c": (0.02, 0.97, long),
+              "d": (0.9, 0.9, long), "e": (None, None, long), "f": (0.97, under, "Rollo."),
+              "g": (0.97, under, long), "h": (0.97, 0.97, "The Normans.")}
     rows = [{"sample_id": sid, "judge": judge, "keep": None if s is None else s >= 0.5,
-             "score": s} for sid, pair in scores.items()
+             "score": s} for sid, (*pair, _) in scores.items()
             for judge, s in zip(GROUNDED_JUDGES, pair)]
-    samples = pd.DataFrame({"sample_id": list(scores), "refusal": [False, False, False, True,
-                                                                   False]})
+    samples = pd.DataFrame({"sample_id": list(scores),
+                            "answer": [answer for *_, answer in scores.values()],
+                            "refusal": [sid == "d" for sid in scores]})
     tables = RunTables(run_id=1, truth="auto", config={"rule": GROUNDED_RULE},
                        samples=samples, verdicts=pd.DataFrame(rows))
-    codes = run_decisions(tables, np.zeros((5, 2), int), GROUNDED_JUDGES)
+    codes = run_decisions(tables, np.zeros((len(scores), 2), int), GROUNDED_JUDGES)
     for sid, code in zip(scores, codes):
-        verdicts = [Verdict(j, None, s) for j, s in zip(GROUNDED_JUDGES, scores[sid])]
+        *pair, answer = scores[sid]
+        short = {"claims": [{"short_answer": answer.rstrip(".")}]} if len(answer) < 20 else {}
+        verdicts = [Verdict(j, None, s, details=short if j == "support" else {})
+                    for j, s in zip(GROUNDED_JUDGES, pair)]
         one = decide(verdicts, GROUNDED_RULE, refusal=sid == "d")
         assert code == {True: KEPT, False: ABSTAINED, None: UNDECIDED}[one.keep], sid
     assert codes[0] == KEPT and codes[1] == codes[3] == ABSTAINED and codes[4] == UNDECIDED
+    # the same scores: a long answer kept, a short one withheld by the floor
+    assert codes[5] == ABSTAINED and codes[6] == codes[7] == KEPT

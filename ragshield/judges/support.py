@@ -6,7 +6,7 @@ is one claim; a refusal has none). Each claim is asked about after the sample's 
 so the passages are read once and each claim costs only its own tokens: P(yes) that the
 passages support the sentence, as part of an answer to the question (yes_no module). The
 answer's score is the least supported claim's (min): an answer is as trustworthy as its
-weakest sentence. keep = score >= threshold.
+weakest sentence. keep = score >= threshold (for a short answer, at least SHORT_SUPPORT_FLOOR).
 
 Each claim in `details["claims"]` carries its span in the answer, its score, whether it
 passes the threshold, and the passage that shares the most content words (stemmed) with it (the
@@ -33,7 +33,8 @@ from ragshield.answerers.context import PromptOptions, shared_messages
 from ragshield.claims import MAX_CLAIMS, Claim, split_claims
 from ragshield.judges.base import Judge
 from ragshield.judges.learned import log_odds
-from ragshield.judges.short_answer import is_short_answer, read_short_answer
+from ragshield.judges.short_answer import (SHORT_SUPPORT_FLOOR, is_short_answer,
+                                           read_short_answer)
 from ragshield.judges.signals import word_reader
 from ragshield.judges.yes_no import REPLY_YES_OR_NO, ask_yes_no
 from ragshield.llm.base import CHAT, LOGPROBS
@@ -107,21 +108,25 @@ class SupportJudge(Judge):
 
     def decide(self, sample: Sample, answer: Answer, llm: TracedLLM) -> Verdict:
         claims = [] if answer.refusal else split_claims(answer.text)
-        details: dict[str, Any] = {"threshold": self.threshold, "combine": "min",
+        short = is_short_answer(claims)
+        threshold = max(self.threshold, SHORT_SUPPORT_FLOOR) if short else self.threshold
+        details: dict[str, Any] = {"threshold": threshold, "combine": "min",
                                    "sentence_fit": list(SENTENCE_FIT), "claims": []}
         if not claims:
             what = "a refusal" if answer.refusal else "an answer without a sentence to check"
             return Verdict(judge=self.name, keep=False, score=0.0, details=details,
                            rationale=f"{what}: nothing the passages could support")
         passages = passage_words(sample.passages)
-        if is_short_answer(claims[0].text, len(claims) == 1):
-            details["claims"].append(self._short_json(sample, claims[0], llm, passages))
+        if short:
+            details["claims"].append(self._short_json(sample, claims[0], llm, passages,
+                                                      threshold))
         else:
             for number, claim in enumerate(claims, start=1):
                 reading = ask_yes_no(llm, shared_messages(sample, INSTRUCTIONS + claim.text,
                                                           self.options),
                                      purpose=f"{self.name}: claim {number} of {len(claims)}")
-                details["claims"].append(self._claim_json(claim, reading.p_yes, passages))
+                details["claims"].append(self._claim_json(claim, reading.p_yes, passages,
+                                                          threshold))
         unread = sum(c["score"] is None for c in details["claims"])
         scores = [c["score"] for c in details["claims"] if c["score"] is not None]
         error = f"{unread} of {len(claims)} claims could not be read" if unread else None
@@ -129,9 +134,9 @@ class SupportJudge(Judge):
             return Verdict(judge=self.name, keep=False, score=None, details=details,
                            parse_error=error, rationale="no claim could be read; withheld")
         score = min(scores)
-        keep = score >= self.threshold
-        compared = f"{'>=' if keep else '<'} threshold {self.threshold:g}"
-        if "short_answer" in details["claims"][0]:
+        keep = score >= threshold
+        compared = f"{'>=' if keep else '<'} threshold {threshold:g}"
+        if short:
             rationale = (f"a short answer, read as the answer to the question: "
                          f"{'supported' if keep else 'NOT supported'}, {score:.2f} ({compared})")
         else:
@@ -141,25 +146,19 @@ class SupportJudge(Judge):
         return Verdict(judge=self.name, keep=keep, score=score, details=details,
                        parse_error=error, rationale=rationale)
 
-    def _claim_json(self, claim: Claim, p_yes: float | None,
-                    passages: Sequence[set[str]]) -> dict[str, Any]:
+    def _claim_json(self, claim: Claim, p_yes: float | None, passages: Sequence[set[str]],
+                    threshold: float) -> dict[str, Any]:
         coverage = word_coverage(claim.text, passages)
         score = None if p_yes is None else claim_score(p_yes, coverage)
-        return self._scored(claim, score, passages, p_yes=p_yes, coverage=coverage)
+        return _scored(claim, score, passages, threshold, p_yes=p_yes, coverage=coverage)
 
     def _short_json(self, sample: Sample, claim: Claim, llm: TracedLLM,
-                    passages: Sequence[set[str]]) -> dict[str, Any]:
+                    passages: Sequence[set[str]], threshold: float) -> dict[str, Any]:
         reading = read_short_answer(sample, claim.text, llm, self.options,
                                     purpose=f"{self.name}: the short answer")
-        return self._scored(claim, reading.score, passages, p_yes=reading.p_yes,
-                            coverage=None, short_answer=reading.core,
-                            answer_logprob=reading.logprob)
-
-    def _scored(self, claim: Claim, score: float | None, passages: Sequence[set[str]],
-                **readings: Any) -> dict[str, Any]:
-        return {"start": claim.start, "end": claim.end, "text": claim.text, "score": score,
-                **readings, "supported": None if score is None else score >= self.threshold,
-                "passage": closest_passage(claim.text, passages)}
+        return _scored(claim, reading.score, passages, threshold, p_yes=reading.p_yes,
+                       coverage=None, short_answer=reading.core,
+                       answer_logprob=reading.logprob)
 
     @classmethod
     def detail_view(cls, details: dict[str, Any],
@@ -200,3 +199,10 @@ def _coverage_text(coverage: Any) -> str:
 
 def _support_word(supported: Any) -> str:
     return {True: "supported", False: "NOT supported"}.get(supported, "unread")
+
+
+def _scored(claim: Claim, score: float | None, passages: Sequence[set[str]], threshold: float,
+            **readings: Any) -> dict[str, Any]:
+    return {"start": claim.start, "end": claim.end, "text": claim.text, "score": score,
+            **readings, "supported": None if score is None else score >= threshold,
+            "passage": closest_passage(claim.text, passages)}

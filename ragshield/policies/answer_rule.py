@@ -5,7 +5,9 @@ labelled sets and shipped as plain numbers in ragshield/assets/grounded_rule.jso
 
 The threshold is the highest that still shows RIGHT_SHOWN_AIM of the right answers on average
 over the sets it was fitted on, each set weighted equally in the fit, short extractive answers
-and long ones alike."""
+and long ones alike. A short answer ("Rollo.", judges/short_answer.py) must also reach
+SHORT_SUPPORT_FLOOR of support: a wrong span of a passage that can answer the question gets a
+high pre_answer, which alone would carry it over the threshold."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ragshield.config import GROUNDED_RULE as GROUNDED
+from ragshield.judges.short_answer import SHORT_SUPPORT_FLOOR
 from ragshield.metrics.stacked import stack_features
 from ragshield.policies.stacked_score import StackedScore, read_stacked, train_stacked_score
 from ragshield.types import RuleDecision, Verdict
@@ -35,6 +38,7 @@ class AnswerRule:
     score: StackedScore
     threshold: float
     fitted_on: tuple[str, ...] = ()  # the labelled sets, for the page's "why this rule"
+    short_floor: float = SHORT_SUPPORT_FLOOR  # the least support a short answer is kept at
 
     @property
     def rule(self) -> str:
@@ -45,9 +49,18 @@ class AnswerRule:
         return self.score.judges
 
     def keep_frame(self, frame: pd.DataFrame) -> np.ndarray:
-        """Keep bits of rows holding each judge's score as a column (NaN: not scored)."""
+        """Keep bits of rows holding each judge's score as a column (NaN: not scored) and,
+        where the frame has it, a boolean `short` column (the answer is a short answer)."""
         features = stack_features({j: frame[j] for j in self.judges if j in frame}, {})
-        return np.nan_to_num(self.score.score_frame(features), nan=-1.0) >= self.threshold
+        keep = np.nan_to_num(self.score.score_frame(features), nan=-1.0) >= self.threshold
+        if "short" not in frame:
+            return keep
+        return keep & ~self.below_floor(frame["short"].to_numpy(bool),
+                                        frame["support"].to_numpy(float))
+
+    def below_floor(self, short: np.ndarray, support: np.ndarray) -> np.ndarray:
+        """Which answers the floor withholds: short ones whose support is under it."""
+        return short & (np.nan_to_num(support, nan=-1.0) < self.short_floor)
 
     def decide(self, verdicts: Sequence[Verdict]) -> RuleDecision:
         scored = [v for v in verdicts if v.judge in self.judges and v.score is not None]
@@ -59,12 +72,24 @@ class AnswerRule:
         missing = [j for j in self.judges if j not in {v.judge for v in scored}]
         gap = f" ({', '.join(missing)} gave no score: its usual value counted)" if missing else ""
         side = "at or above" if keep else "under"
-        return RuleDecision(keep, GROUNDED, f"{GROUNDED}: {parts} combine to {probability:.2f}, "
-                                            f"{side} the threshold {self.threshold:.2f}{gap}")
+        reason = (f"{GROUNDED}: {parts} combine to {probability:.2f}, {side} the threshold "
+                  f"{self.threshold:.2f}{gap}")
+        support = next((v for v in scored if v.judge == "support"), None)
+        if keep and support is not None and _read_short(support) and (
+                support.score < self.short_floor):
+            return RuleDecision(False, GROUNDED, f"{reason}; but a short answer is kept only "
+                                                 f"at support {self.short_floor:.2f} or more")
+        return RuleDecision(keep, GROUNDED, reason)
 
     def to_dict(self) -> dict[str, Any]:
         return {"score": self.score.to_dict(), "threshold": self.threshold,
                 "fitted_on": list(self.fitted_on)}
+
+
+def _read_short(support: Verdict) -> bool:
+    """Whether the support judge read the answer as a short answer (judges/support.py)."""
+    claims = support.details.get("claims") or []
+    return len(claims) == 1 and "short_answer" in claims[0]
 
 
 def fit_answer_rule(frame: pd.DataFrame, judges: Sequence[str],

@@ -24,8 +24,11 @@ from tests.test_cli import ROOT
 
 CALLERS, BUDGET_MS = 16, 300
 # What a client may wait past its budget here: the HTTP exchange and the event loop's work
-# on 16 bodies at once, on 2 cores shared with the rest of the suite (4x the budget was seen).
-SLACK_MS = 400
+# on 16 bodies at once, on 2 cores shared with the rest of the suite. Alone it is 0-250 ms;
+# beside another test worker's busy process, half the calls were seen to stall 450 ms more.
+# The failure this test is for is a call queued behind the others' judges, each of which
+# holds the backend 3 s: a wait of seconds, well past this slack.
+SLACK_MS = 1000
 
 
 def slow_judges(request):  # type: ignore[no-untyped-def]

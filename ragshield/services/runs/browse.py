@@ -23,6 +23,7 @@ import pandas as pd
 from ragshield.config import GROUNDED_RULE
 from ragshield.errors import UserError
 from ragshield.evaluation import RunTables
+from ragshield.judges.short_answer import answer_is_short
 from ragshield.judging import (ABSTAINED, DEFERRED, KEPT, NOT_RUN, UNDECIDED, decision_codes,
                                keep_counts)
 from ragshield.metrics.labels import ANSWERABLE, UNANSWERABLE
@@ -110,12 +111,15 @@ def run_decisions(tables: RunTables, codes: np.ndarray, judges: tuple[str, ...])
 def _grounded_codes(tables: RunTables) -> np.ndarray:
     """The grounded rule's decisions from the run's scores (a refusal withheld, a sample none
     of its judges scored undecided), as judging.decide makes them one by one."""
-    grounded = shipped_rule()
-    probability = grounded.score.score_frame(run_features(tables.verdicts,
-                                                          tables.samples["sample_id"]))
-    codes = np.where(np.isnan(probability), UNDECIDED,
-                     np.where(probability >= grounded.threshold, KEPT, ABSTAINED))
-    return np.where(tables.samples["refusal"].to_numpy(dtype=bool), ABSTAINED, codes)
+    grounded, samples = shipped_rule(), tables.samples
+    features = run_features(tables.verdicts, samples["sample_id"])
+    probability = grounded.score.score_frame(features)
+    short = samples["answer"].fillna("").map(answer_is_short).to_numpy(bool)
+    support = (features["support:score"].to_numpy(float) if "support:score" in features
+               else np.full(len(samples), np.nan))
+    kept = (probability >= grounded.threshold) & ~grounded.below_floor(short, support)
+    codes = np.where(np.isnan(probability), UNDECIDED, np.where(kept, KEPT, ABSTAINED))
+    return np.where(samples["refusal"].to_numpy(dtype=bool), ABSTAINED, codes)
 
 
 def build_frame(tables: RunTables, auto_tables: RunTables) -> BrowseFrame:
