@@ -10,8 +10,9 @@ docs/QUALITY.md.
   of its passage, the kind of wrong answer whose words are all in the passages) and with the
   default answerer's own answer (right by the matcher or not). The gold answer and the
   distractor come in the same shape, drawn from SHAPES ("Rollo", "Rollo.", "It was Rollo.").
-  FIT_ARTICLES are the rows `--fit` fits the short-answer reading on (SHORT_FIT in
-  ragshield/judges/short_answer.py); the report holds them out and gives every other article.
+  FIT_ARTICLES are the rows `--fit` fits the short-answer reading and its floor on (SHORT_FIT,
+  SHORT_SUPPORT_FLOOR in ragshield/judges/short_answer.py); the report holds them out and
+  gives every other article.
 - HaluEval (second half): its right answer against its hallucinated one.
 - The Normandy answers of issue 56, against the two demo passages.
 
@@ -44,7 +45,7 @@ from bench_report import QUALITY_MD, bench_parser, bench_settings, publish  # no
 from bench_support import read_rows  # noqa: E402
 from ragshield.datasets.demo import DEMO_CORPUS  # noqa: E402
 from ragshield.judges.learned import log_odds  # noqa: E402
-from ragshield.judges.short_answer import LOGPROB_FLOOR  # noqa: E402
+from ragshield.judges.short_answer import LOGPROB_FLOOR, SHORT_SUPPORT_FLOOR  # noqa: E402
 from ragshield.metrics.correctness import is_correct  # noqa: E402
 from ragshield.services.shield import Shield  # noqa: E402
 from ragshield.store.database import open_store  # noqa: E402
@@ -245,7 +246,8 @@ def main() -> None:
     parser.add_argument("--per-article", type=int, default=15)
     parser.add_argument("--halueval", type=int, default=40)
     parser.add_argument("--fit", action="store_true",
-                        help="print SHORT_FIT fitted on FIT_ARTICLES and stop")
+                        help="print SHORT_FIT and SHORT_SUPPORT_FLOOR fitted on FIT_ARTICLES "
+                             "and stop")
     args = parser.parse_args()
     started, load = time.time(), psutil.getloadavg()[0]
     settings = bench_settings("bench_short_answers.db")
@@ -265,7 +267,9 @@ def main() -> None:
     notes = (f"Each answer judged by `Shield.judge` with the defaults (the `grounded` rule on "
              f"pre_answer and support, p_true shown; every judge read by the packaged 1.5B); "
              f"the default answerer's own answers by `Shield.ask`. The short-answer reading was "
-             f"fitted on {', '.join(FIT_ARTICLES)} (`--fit`), none of the articles below. "
+             f"fitted on {', '.join(FIT_ARTICLES)} (`--fit`), none of the articles below, "
+             f"and so was the floor: a short answer is kept only at support >= "
+             f"{SHORT_SUPPORT_FLOOR}. "
              f"Load average (1 min) at start {load:.1f}, at end {psutil.getloadavg()[0]:.1f}; "
              f"{(time.time() - started) / 60:.0f} min.")
     publish("Short answers, same-passage distractors held out", command, notes,
