@@ -4,7 +4,10 @@ row per sample x judge), with the ground truth chosen by the caller.
 Truth "auto" is automatic only: the answer matcher for correctness and, for "passages
 support an answer", the dataset's flag then a reference found in a passage. Truth "human"
 lets human labels win where a sample has them (docs/METHODS.md 3: the annotators' majority; ties
-count as unlabelled) and falls back to the automatic labels elsewhere.
+count as unlabelled) and falls back to the automatic labels elsewhere. A person's word on the
+answer is their own "answer correct" flag, else what their sentence labels on that answer add
+up to (store/sentence_labels.py: one sentence not supported makes it wrong, every sentence
+supported makes it right).
 
 With an LLM grader (docs/METHODS.md 2) every non-refusal answer is also graded by the model and an
 answer is correct when the rules match OR the grader says accurate; the samples table keeps
@@ -36,6 +39,8 @@ from ragshield.metrics.labels import (majority_flag, majority_label, passages_su
 from ragshield.store.database import Store
 from ragshield.store.labels import CurrentLabel, current_labels
 from ragshield.store.runs import MAIN, answer_records, get_run, verdict_records
+from ragshield.store.sentence_labels import (current_sentence_labels, person_flag,
+                                             with_sentence_labels)
 
 Truth = Literal["auto", "human"]
 TRUTHS: tuple[str, ...] = ("auto", "human")
@@ -186,8 +191,7 @@ def _labelled_samples(records: RunRecords, labels: Labels, truth: str) -> pd.Dat
         label = human_label[position] = majority_label([c.label for c in current])
         # A flag on another answer (another run's, worded otherwise) says nothing of this one.
         answer = samples["answer"].iat[position]
-        flag = human_correct[position] = majority_flag([
-            c.answer_correct for c in current if c.answer_text in (None, answer)])
+        flag = human_correct[position] = majority_flag([person_flag(c, answer) for c in current])
         annotators[position] = len(current)
         if truth == "human":
             correct[position] = flag if flag is not None else correct[position]
@@ -215,8 +219,12 @@ def label_tables(records: RunRecords, labels: Labels, truth: str = "auto") -> Ru
 
 
 def dataset_labels(store: Store, records: RunRecords) -> dict[int, list[CurrentLabel]]:
-    """The current labels of the run's dataset (none when the dataset was removed)."""
-    return current_labels(store, records.dataset_id) if records.dataset_id is not None else {}
+    """The current answer and sentence labels of the run's dataset (none when the dataset
+    was removed)."""
+    if records.dataset_id is None:
+        return {}
+    return with_sentence_labels(current_labels(store, records.dataset_id),
+                                current_sentence_labels(store, records.dataset_id))
 
 
 def run_tables(store: Store, run_id: int, truth: str = "auto",

@@ -11,7 +11,8 @@ from sqlalchemy import func, select
 from ragshield.store.database import open_store
 from ragshield.store.label_transfer import (LabelImportError, export_labels, export_rows,
                                             import_labels)
-from ragshield.store.labels import add_annotator, add_label, skip, undo
+from ragshield.store.label_undo import undo
+from ragshield.store.labels import add_annotator, add_label, skip
 from ragshield.store.models import Label
 from ragshield.store.sample_import import import_samples
 from ragshield.types import Sample

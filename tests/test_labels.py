@@ -15,7 +15,8 @@ from ragshield.store.annotation_queue import next_sample
 from ragshield.store.labels import (ConcurrentLabelChangeError, LabelValueError,
                                     UnknownAnnotatorError, add_annotator, add_label,
                                     current_labels, get_guidelines, label_history, progress,
-                                    set_guidelines, skip, undo)
+                                    set_guidelines, skip)
+from ragshield.store.label_undo import undo
 from ragshield.store.models import Label
 from ragshield.store.storable_text import UnstorableTextError
 from ragshield.store.database import Store

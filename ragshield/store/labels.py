@@ -8,11 +8,12 @@ their newest row. An undo adds a row too (restoring the state before the undone 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from sqlalchemy import Select, delete, exists, func, select
+from sqlalchemy import Select, delete, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, aliased
 
@@ -22,6 +23,9 @@ from ragshield.store.database import Store, remembered
 from ragshield.store.models import (LABEL_VALUES, Annotator, AnswerRow, Dataset, Label, Sample,
                                     Skip, utcnow)
 from ragshield.store.samples import UnknownSampleError, dataset_id_of
+
+if TYPE_CHECKING:
+    from ragshield.store.sentence_labels import CurrentSentenceLabel
 
 
 class UnknownAnnotatorError(UserError, LookupError):
@@ -40,6 +44,8 @@ class ConcurrentLabelChangeError(LabelValueError):
     """Another request changed the same label at the same moment; nothing was done."""
 
 
+REQUEST_ID_REUSED = ("request id {!r} was already used for another label; nothing was stored "
+                     "(send each new label with a new request id)")
 UNDO_RACED = ("the label changed at the same moment (another tab or a double click); nothing "
               "was undone")
 
@@ -49,6 +55,7 @@ UNDO_RACED = ("the label changed at the same moment (another tab or a double cli
 RACE_ATTEMPTS = 8
 REQUEST_ID_MAX_LENGTH = 64  # the column's size
 MAX_PASSAGES_SHOWN = 1000
+T = TypeVar("T")
 ROLE_MAX_LENGTH = 100  # the column's size
 
 
@@ -69,9 +76,11 @@ class LabelRecord:
 @dataclass(frozen=True)
 class CurrentLabel:
     annotator_id: int
-    label: str  # answerable | unanswerable | unsure
+    label: str | None  # answerable | unanswerable | unsure; None: sentence labels only
     answer_correct: bool | None
     answer_text: str | None = None  # the answer `answer_correct` was given on, when shown
+    # The person's sentence labels on the sample (sentence_labels.with_sentence_labels).
+    sentences: tuple[CurrentSentenceLabel, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -158,7 +167,7 @@ def _record(label: Label, sample_id: str, annotator: str, stored: bool = True) -
                        created_at=label.created_at, stored=stored)
 
 
-def _newest(session: Session, sample: int, annotator: int,
+def newest_label(session: Session, sample: int, annotator: int,
             before: int | None = None) -> Label | None:
     query = select(Label).where(Label.sample_id == sample, Label.annotator_id == annotator)
     if before is not None:
@@ -210,34 +219,42 @@ def add_label(store: Store, dataset: str, sample_id: str, annotator: str, label:
     shown = check_passages_shown(list(passages_shown or []))
     if request_id is not None and not 0 < len(request_id) <= REQUEST_ID_MAX_LENGTH:
         raise LabelValueError(f"field 'request_id' must be 1 to {REQUEST_ID_MAX_LENGTH} characters")
-    for attempt in range(RACE_ATTEMPTS):
+
+    def attempt() -> LabelRecord:
+        with store.session() as session:
+            sample = sample_row_id(session, dataset, sample_id)
+            person = annotator_id_of(session, annotator)
+            if request_id is not None:
+                seen = session.scalar(select(Label).where(Label.request_id == request_id))
+                if seen is not None:
+                    if not _same_submission(seen, sample, person, label, answer_correct, note):
+                        raise RequestIdReusedError(REQUEST_ID_REUSED.format(request_id))
+                    return _record(seen, sample_id, annotator, stored=False)
+            current = newest_label(session, sample, person)
+            if (current is not None and not current.retracted
+                    and _same_submission(current, sample, person, label, answer_correct, note)):
+                return _record(current, sample_id, annotator, stored=False)
+            row = Label(sample_id=sample, annotator_id=person, answer_id=answer_id,
+                        label=label, answer_correct=answer_correct, note=note,
+                        passages_shown=shown, request_id=request_id,
+                        previous_id=current.id if current is not None else None)
+            session.add(row)
+            session.execute(delete(Skip).where(Skip.sample_id == sample,
+                                               Skip.annotator_id == person))
+            session.flush()
+            return _record(row, sample_id, annotator)
+
+    return settle_races(attempt)
+
+
+def settle_races(attempt: Callable[[], T]) -> T:
+    """`attempt()`, again while it loses a race for the next version (IntegrityError): the
+    loser re-reads and decides again, and each loss means another request succeeded."""
+    for tries in range(1, RACE_ATTEMPTS + 1):
         try:
-            with store.session() as session:
-                sample = sample_row_id(session, dataset, sample_id)
-                person = annotator_id_of(session, annotator)
-                if request_id is not None:
-                    seen = session.scalar(select(Label).where(Label.request_id == request_id))
-                    if seen is not None:
-                        if not _same_submission(seen, sample, person, label, answer_correct, note):
-                            raise RequestIdReusedError(
-                                f"request id {request_id!r} was already used for another label; "
-                                "nothing was stored (send each new label with a new request id)")
-                        return _record(seen, sample_id, annotator, stored=False)
-                current = _newest(session, sample, person)
-                if (current is not None and not current.retracted
-                        and _same_submission(current, sample, person, label, answer_correct, note)):
-                    return _record(current, sample_id, annotator, stored=False)
-                row = Label(sample_id=sample, annotator_id=person, answer_id=answer_id,
-                            label=label, answer_correct=answer_correct, note=note,
-                            passages_shown=shown, request_id=request_id,
-                            previous_id=current.id if current is not None else None)
-                session.add(row)
-                session.execute(delete(Skip).where(Skip.sample_id == sample,
-                                                   Skip.annotator_id == person))
-                session.flush()
-                return _record(row, sample_id, annotator)
+            return attempt()
         except IntegrityError:
-            if attempt == RACE_ATTEMPTS - 1:
+            if tries == RACE_ATTEMPTS:
                 raise
     raise AssertionError("unreachable")
 
@@ -275,55 +292,6 @@ def skip(store: Store, dataset: str, sample_id: str, annotator: str) -> None:
                     Skip.sample_id == sample_row_id(session, dataset, sample_id),
                     Skip.annotator_id == annotator_id_of(session, annotator))) is None:
                 raise
-
-
-def undo(store: Store, dataset: str, annotator: str) -> str | None:
-    """Take back the annotator's newest action in the dataset that is not undone yet: a
-    skip is removed; a label change is reverted by a new row. Returns the sample id, or
-    None when there is nothing to undo. An undo that races another change of the same label
-    (a double click) does nothing and says so, rather than taking back a second step."""
-    try:
-        return _undo(store, dataset, annotator)
-    except IntegrityError:
-        raise ConcurrentLabelChangeError(UNDO_RACED) from None
-
-
-def _undo(store: Store, dataset: str, annotator: str) -> str | None:
-    with store.session() as session:
-        dataset_id = dataset_id_of(session, dataset)
-        person = annotator_id_of(session, annotator)
-        undone = aliased(Label)
-        label = session.execute(
-            select(Label, Sample.external_id).join(Sample, Sample.id == Label.sample_id)
-            .where(Sample.dataset_id == dataset_id, Label.annotator_id == person,
-                   Label.reverts_id.is_(None),
-                   ~exists().where(undone.reverts_id == Label.id))
-            .order_by(Label.id.desc()).limit(1)).first()
-        skipped = session.execute(
-            select(Skip, Sample.external_id).join(Sample, Sample.id == Skip.sample_id)
-            .where(Sample.dataset_id == dataset_id, Skip.annotator_id == person)
-            .order_by(Skip.created_at.desc(), Skip.id.desc()).limit(1)).first()
-        if skipped and (label is None or skipped[0].created_at >= label[0].created_at):
-            session.delete(skipped[0])
-            return skipped[1]
-        if label is None:
-            return None
-        row, external = label
-        before = _newest(session, row.sample_id, person, before=row.id)
-        session.add(Label(
-            sample_id=row.sample_id, annotator_id=person, reverts_id=row.id,
-            label=before.label if before else row.label,
-            answer_correct=before.answer_correct if before else None,
-            note=before.note if before else None,
-            passages_shown=list(before.passages_shown) if before else [],
-            retracted=before.retracted if before else True,
-            previous_id=_newest(session, row.sample_id, person).id))
-        session.flush()
-        # Another undo may have reverted the same row since it was read (its revert then
-        # became the newest version, so previous_id did not collide): one revert each.
-        if session.scalar(select(func.count()).where(Label.reverts_id == row.id)) > 1:
-            raise ConcurrentLabelChangeError(UNDO_RACED)
-        return external
 
 
 # -- reading ------------------------------------------------------------------------------

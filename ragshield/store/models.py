@@ -23,6 +23,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 LABEL_VALUES = ("answerable", "unanswerable", "unsure")
+SENTENCE_LABEL_VALUES = ("supported", "unsupported", "unsure")
 # What a login may do in the app (services/annotation/people.py).
 ACCOUNT_ROLES = ("admin", "annotator")
 
@@ -270,6 +271,48 @@ class Label(Base):
     # The version this row follows: the person's current row on the sample when it was added.
     previous_id: Mapped[int | None] = mapped_column(
         ForeignKey("labels.id", ondelete="CASCADE", name="fk_labels_previous_id"))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class SentenceLabel(Base):
+    """One person's judgement of one sentence of an answer: supported by the passages, not
+    supported, or can't tell. Rows are never updated; versions chain per (sample, answer
+    text, span, person) exactly as Label's do (`previous_id`, one successor per version, one
+    first version per key). The label belongs to the answer's text (`answer_sha256`) and span,
+    not to one stored answer row: a re-judged answer, or another run's answer of the same
+    words, keeps it; `answer_id` records which row was shown."""
+
+    __tablename__ = "sentence_labels"
+    __table_args__ = (
+        CheckConstraint(f"label IN ({', '.join(repr(v) for v in SENTENCE_LABEL_VALUES)})",
+                        name="ck_sentence_labels_label_value"),
+        CheckConstraint("span_start >= 0 AND span_end > span_start",
+                        name="ck_sentence_labels_span"),
+        Index("ix_sentence_labels_sample_annotator", "sample_id", "annotator_id"),
+        UniqueConstraint("request_id", name="uq_sentence_labels_request_id"),
+        Index("uq_sentence_labels_previous", "previous_id", unique=True),
+        Index("uq_sentence_labels_first_version", "sample_id", "answer_sha256", "span_start",
+              "span_end", "annotator_id", unique=True,
+              sqlite_where=sql_text("previous_id IS NULL"),
+              postgresql_where=sql_text("previous_id IS NULL")),
+    )
+    id: Mapped[int] = mapped_column(primary_key=True)
+    sample_id: Mapped[int] = mapped_column(ForeignKey("samples.id", ondelete="CASCADE"))
+    annotator_id: Mapped[int] = mapped_column(ForeignKey("annotators.id", ondelete="CASCADE"))
+    answer_id: Mapped[int | None] = mapped_column(ForeignKey("answers.id", ondelete="SET NULL"))
+    answer_sha256: Mapped[str] = mapped_column(String(64))
+    span_start: Mapped[int] = mapped_column(Integer)
+    span_end: Mapped[int] = mapped_column(Integer)
+    sentence: Mapped[str] = mapped_column(Text)  # answer[span_start:span_end] when labelled
+    label: Mapped[str] = mapped_column(String(20))
+    retracted: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    request_id: Mapped[str | None] = mapped_column(String(64))
+    reverts_id: Mapped[int | None] = mapped_column(
+        ForeignKey("sentence_labels.id", ondelete="SET NULL",
+                   name="fk_sentence_labels_reverts_id"))
+    previous_id: Mapped[int | None] = mapped_column(
+        ForeignKey("sentence_labels.id", ondelete="CASCADE",
+                   name="fk_sentence_labels_previous_id"))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 

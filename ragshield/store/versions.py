@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from ragshield.store.database import Store
-from ragshield.store.models import AnswerRow, Dataset, Label, Passage, VerdictRow
+from ragshield.store.models import AnswerRow, Dataset, Label, Passage, SentenceLabel, VerdictRow
 from ragshield.store.models import Sample as SampleRow
 from ragshield.store.runs import get_run
 
@@ -20,7 +20,8 @@ class RunVersion:
     # The run's answer count, newest answer id, newest verdict id, and its dataset's name
     # (renaming the dataset rewrites the run's config, which the records hold).
     records: tuple[Any, ...]
-    labels: int | None  # the newest label (or retraction) of the run's dataset
+    # The newest answer label and sentence label (or retraction) of the run's dataset.
+    labels: tuple[int | None, int | None]
 
 
 def run_version(store: Store, run_id: int) -> RunVersion:
@@ -34,10 +35,11 @@ def run_version(store: Store, run_id: int) -> RunVersion:
         verdicts = session.scalar(
             select(func.max(VerdictRow.id)).join(AnswerRow, AnswerRow.id == VerdictRow.answer_id)
             .where(AnswerRow.run_id == run_id))
-        label = session.scalar(
-            select(func.max(Label.id)).join(SampleRow, SampleRow.id == Label.sample_id)
+        labels = tuple(session.scalar(
+            select(func.max(table.id)).join(SampleRow, SampleRow.id == table.sample_id)
             .where(SampleRow.dataset_id == run.dataset_id)) if run.dataset_id else None
-    return RunVersion(records=(*answers, verdicts, run.dataset), labels=label)
+            for table in (Label, SentenceLabel))
+    return RunVersion(records=(*answers, verdicts, run.dataset), labels=labels)
 
 
 def dataset_version(store: Store, dataset: str) -> tuple[Any, ...]:

@@ -27,7 +27,8 @@ from ragshield.store.database import Store
 from ragshield.store.label_transfer import export_labels, import_labels
 from ragshield.store.labels import (LabelRecord, Progress, add_annotator, add_label,
                                     get_guidelines, label_history, progress, set_guidelines,
-                                    skip, undo)
+                                    skip)
+from ragshield.store.label_undo import undo
 from ragshield.store.models import LABEL_VALUES
 from ragshield.store.samples import count_samples
 

@@ -36,7 +36,7 @@ class _RunEntry:
 
     records_version: tuple[Any, ...]
     records: RunRecords
-    labels_version: int | None = None
+    labels_version: tuple[int | None, int | None] | None = None
     labels: Labels | None = None
 
 

@@ -1,0 +1,84 @@
+"""Undo: take back a person's newest step in a dataset, whichever kind it was (an answer
+label, a sentence label or a skip). A skip is removed; a label change is taken back by a
+new version (store/labels.py, store/sentence_labels.py), so the history shows every step."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import exists, func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, aliased
+
+from ragshield.store import sentence_labels
+from ragshield.store.database import Store
+from ragshield.store.labels import (UNDO_RACED, ConcurrentLabelChangeError, annotator_id_of,
+                                    newest_label)
+from ragshield.store.models import Label, Sample, Skip
+from ragshield.store.samples import dataset_id_of
+
+
+def undo(store: Store, dataset: str, annotator: str) -> str | None:
+    """Take back the annotator's newest step in the dataset that is not undone yet. Returns
+    the sample's id, or None when there is nothing to undo. An undo that races another change
+    of the same label (a double click) does nothing and says so, rather than taking back a
+    second step."""
+    try:
+        return _undo(store, dataset, annotator)
+    except IntegrityError:
+        raise ConcurrentLabelChangeError(UNDO_RACED) from None
+
+
+def _undo(store: Store, dataset: str, annotator: str) -> str | None:
+    with store.session() as session:
+        dataset_id = dataset_id_of(session, dataset)
+        person = annotator_id_of(session, annotator)
+        label = _newest_label_step(session, dataset_id, person)
+        sentence = sentence_labels.newest_undoable(session, dataset_id, person)
+        skipped = session.execute(
+            select(Skip, Sample.external_id).join(Sample, Sample.id == Skip.sample_id)
+            .where(Sample.dataset_id == dataset_id, Skip.annotator_id == person)
+            .order_by(Skip.created_at.desc(), Skip.id.desc()).limit(1)).first()
+        steps: list[tuple[datetime, int, str]] = [
+            (step[0].created_at, kind, step[1]) for kind, step in
+            enumerate((label, sentence, skipped)) if step is not None]
+        if not steps:
+            return None
+        # The newest; on the same moment a skip, then a sentence label, goes first.
+        _, kind, external = max(steps, key=lambda step: (step[0], step[1]))
+        if kind == 2:
+            session.delete(skipped[0])
+        elif kind == 1:
+            sentence_labels.revert(session, sentence[0])
+        else:
+            _revert_label(session, label[0])
+        return external
+
+
+def _newest_label_step(session: Session, dataset_id: int, person: int
+                       ) -> tuple[Label, str] | None:
+    undone = aliased(Label)
+    found = session.execute(
+        select(Label, Sample.external_id).join(Sample, Sample.id == Label.sample_id)
+        .where(Sample.dataset_id == dataset_id, Label.annotator_id == person,
+               Label.reverts_id.is_(None),
+               ~exists().where(undone.reverts_id == Label.id))
+        .order_by(Label.id.desc()).limit(1)).first()
+    return (found[0], found[1]) if found is not None else None
+
+
+def _revert_label(session: Session, row: Label) -> None:
+    before = newest_label(session, row.sample_id, row.annotator_id, before=row.id)
+    session.add(Label(
+        sample_id=row.sample_id, annotator_id=row.annotator_id, reverts_id=row.id,
+        label=before.label if before else row.label,
+        answer_correct=before.answer_correct if before else None,
+        note=before.note if before else None,
+        passages_shown=list(before.passages_shown) if before else [],
+        retracted=before.retracted if before else True,
+        previous_id=newest_label(session, row.sample_id, row.annotator_id).id))
+    session.flush()
+    # Another undo may have reverted the same row since it was read (its revert then
+    # became the newest version, so previous_id did not collide): one revert each.
+    if session.scalar(select(func.count()).where(Label.reverts_id == row.id)) > 1:
+        raise ConcurrentLabelChangeError(UNDO_RACED)

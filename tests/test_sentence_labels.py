@@ -1,0 +1,174 @@
+"""Sentence labels in the store (issue 57): versions, idempotent submits, races and undo as
+for answer labels; refused spans, values and changed answers; the answer's label that follows
+from its sentences, in the run's tables under truth "human"; on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from sqlalchemy import func, select
+
+from ragshield.claims import split_claims
+from ragshield.evaluation import run_tables
+from ragshield.pipeline import RunModels, execute_run, start_run
+from ragshield.run_config import RunConfig
+from ragshield.store.database import Store
+from ragshield.store.label_undo import undo
+from ragshield.store.labels import (LabelValueError, RequestIdReusedError, add_annotator,
+                                    add_label, skip)
+from ragshield.store.models import AnswerRow, SentenceLabel
+from ragshield.store.sample_import import import_samples
+from ragshield.store.sentence_labels import (AnswerChangedError, add_sentence_label,
+                                             answer_flag, current_sentence_labels,
+                                             sentence_labels_of)
+from ragshield.types import Passage, Sample
+from tests.concurrency import at_once
+from tests.fakes import ScriptedLLM
+
+ANSWER = "Paris is the capital of France. It has two million people."
+
+
+@pytest.fixture
+def answered(store: Store, settings) -> Store:
+    """Three samples answered with ANSWER by a run; three annotators."""
+    import_samples(store, "toy", [Sample(id=f"s{i}", question=f"q{i}?",
+                                         passages=[Passage(text="Paris is in France.")])
+                                  for i in range(3)])
+    for name in ("ann", "bob", "cid"):
+        add_annotator(store, name)
+    run = start_run(store, RunConfig(dataset="toy", judges=["trivial"], rule="trivial"))
+    execute_run(store, run, settings,
+                models=RunModels(main=ScriptedLLM(respond=lambda m: f"Answer: {ANSWER}")),
+                progress=False)
+    return store
+
+
+def answer_of(store: Store, sample: str) -> tuple[int, str]:
+    with store.session() as session:
+        row = session.execute(select(AnswerRow.id, AnswerRow.text)
+                              .where(AnswerRow.sample_id == int(sample[1:]) + 1)).one()
+    return row.id, row.text
+
+
+SPANS = [(c.start, c.end) for c in split_claims(ANSWER)]
+
+
+def label(store: Store, who: str, sentence: int, value: str, sample: str = "s0", **kwargs):
+    answer_id, text = answer_of(store, sample)
+    start, end = SPANS[sentence]
+    return add_sentence_label(store, "toy", sample, who, answer_id=answer_id, start=start,
+                              end=end, label=value, answer_text=text, **kwargs)
+
+
+def mine(store: Store, who_id: int, sample: str = "s0") -> dict[tuple[int, int], str]:
+    return {(l.start, l.end): l.label
+            for _, l in sentence_labels_of(store, "toy", sample, ANSWER)
+            if l.annotator_id == who_id}
+
+
+def test_a_change_adds_a_version_and_a_resubmit_or_retried_request_stores_nothing(answered):
+    assert len(SPANS) == 2
+    first = label(answered, "ann", 0, "supported")
+    again = label(answered, "ann", 0, "supported")
+    assert first.stored and not again.stored and again.id == first.id
+    assert first.sentence == "Paris is the capital of France."
+    changed = label(answered, "ann", 0, "unsupported", request_id="r-1")
+    retried = label(answered, "ann", 0, "unsupported", request_id="r-1")
+    assert changed.stored and not retried.stored and retried.id == changed.id
+    with pytest.raises(RequestIdReusedError):
+        label(answered, "ann", 1, "unsupported", request_id="r-1")
+    assert mine(answered, 1) == {SPANS[0]: "unsupported"}
+
+
+def test_bad_input_is_refused_naming_the_field_and_nothing_is_stored(answered):
+    answer_id, text = answer_of(answered, "s0")
+    cases = [
+        (dict(start=0, end=len(text) + 1, label="supported"), "outside the answer"),
+        (dict(start=-1, end=3, label="supported"), "outside the answer"),
+        (dict(start=5, end=5, label="supported"), "outside the answer"),
+        (dict(start=0, end=5, label="true"), "field 'label' must be one of supported"),
+        (dict(start=0, end=5, label="supported", answer_text=text + " Edited."),
+         "changed since it was shown"),
+    ]
+    for fields, message in cases:
+        fields.setdefault("answer_text", text)
+        with pytest.raises(LabelValueError, match=message):
+            add_sentence_label(answered, "toy", "s0", "ann", answer_id=answer_id, **fields)
+    other_answer, _ = answer_of(answered, "s1")
+    with pytest.raises(LabelValueError, match="field 'answer_id'.*not an answer of this sample"):
+        add_sentence_label(answered, "toy", "s0", "ann", answer_id=other_answer, start=0,
+                           end=5, label="supported")
+    with answered.session() as session:
+        assert session.scalar(select(func.count(SentenceLabel.id))) == 0
+
+
+def test_a_label_is_refused_once_the_answer_text_changed(answered):
+    answer_id, text = answer_of(answered, "s0")
+    with answered.session() as session:
+        session.get(AnswerRow, answer_id).text = "Lyon is the capital."
+    with pytest.raises(AnswerChangedError, match="changed since it was shown"):
+        add_sentence_label(answered, "toy", "s0", "ann", answer_id=answer_id, start=0, end=5,
+                           label="supported", answer_text=text)
+
+
+def test_undo_takes_back_the_newest_step_of_any_kind_one_at_a_time(answered):
+    add_label(answered, "toy", "s0", "ann", "answerable")
+    label(answered, "ann", 0, "supported")
+    label(answered, "ann", 0, "unsupported")
+    skip(answered, "toy", "s2", "ann")
+    assert undo(answered, "toy", "ann") == "s2"  # the skip
+    assert undo(answered, "toy", "ann") == "s0"  # unsupported -> supported
+    assert mine(answered, 1) == {SPANS[0]: "supported"}
+    assert undo(answered, "toy", "ann") == "s0"  # the first sentence label: retracted
+    assert mine(answered, 1) == {}
+    assert undo(answered, "toy", "ann") == "s0"  # the answer label
+    assert undo(answered, "toy", "ann") is None
+
+
+def test_two_clicks_at_once_store_one_label_and_people_never_overwrite_each_other(answered):
+    clicks = at_once(lambda: label(answered, "ann", 1, "supported"), 4)
+    assert sum(r.stored for r in clicks) == 1
+    turns, lock = iter(["bob", "cid", "bob", "cid"]), threading.Lock()
+    values = {"bob": "unsupported", "cid": "unsure"}
+
+    def someone() -> object:
+        with lock:
+            who = next(turns)
+        return label(answered, who, 1, values[who])
+
+    assert sum(r.stored for r in at_once(someone, 4)) == 2
+    with answered.session() as session:
+        assert session.scalar(select(func.count(SentenceLabel.id))) == 3
+    current = {l.annotator_id: l.label for l in current_sentence_labels(answered, 1)[1]}
+    assert current == {1: "supported", 2: "unsupported", 3: "unsure"}
+
+
+def test_the_answer_label_follows_from_its_sentences():
+    def rows(*labels):
+        from ragshield.store.sentence_labels import CurrentSentenceLabel, text_digest
+
+        return [CurrentSentenceLabel(1, text_digest(ANSWER), *SPANS[i], value)
+                for i, value in labels]
+
+    assert answer_flag(ANSWER, rows((0, "supported"), (1, "supported"))) is True
+    assert answer_flag(ANSWER, rows((0, "supported"))) is None  # one sentence unread
+    assert answer_flag(ANSWER, rows((0, "supported"), (1, "unsure"))) is None
+    assert answer_flag(ANSWER, rows((1, "unsupported"))) is False
+    assert answer_flag("Another text.", rows((0, "unsupported"))) is None  # not its labels
+
+
+def test_sentence_labels_decide_the_human_truth_and_a_direct_flag_wins(answered):
+    auto = run_tables(answered, 1, truth="auto").samples.set_index("sample_id")
+    label(answered, "ann", 0, "supported", sample="s0")
+    label(answered, "ann", 1, "supported", sample="s0")
+    label(answered, "ann", 1, "unsupported", sample="s1")
+    label(answered, "bob", 0, "unsupported", sample="s2")
+    add_label(answered, "toy", "s2", "bob", "answerable", answer_correct=True,
+              answer_id=answer_of(answered, "s2")[0])
+    human = run_tables(answered, 1, truth="human").samples.set_index("sample_id")
+    flags = human["human_answer_correct"].to_dict()
+    assert flags == {"s0": True, "s1": False, "s2": True}  # s2: bob's own word on the answer
+    assert list(human["annotators"]) == [1, 1, 1]
+    assert bool(human.loc["s1", "answer_correct"]) is False
+    assert auto.loc["s1", "human_answer_correct"] is None
