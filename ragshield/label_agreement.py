@@ -1,7 +1,7 @@
 """The keep decisions that agreement with the human majority label compares (docs/METHODS.md
-5.5), read from the store: the automatic answerability label of each sample, and the
-judges' decisions in a dataset's newest run. Samples are named by their row id, as labels
-name them."""
+5.5), read from the store: the automatic answerability label of each sample, the judges'
+decisions in a dataset's newest run, and the claim judge's marks on each sentence there.
+Samples are named by their row id, as labels name them."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from ragshield.store.database import Store
 from ragshield.store.models import AnswerRow, Dataset, Sample, VerdictRow
 from ragshield.store.runs import MAIN
 from ragshield.store.samples import dataset_id_of
+from ragshield.store.sentence_labels import text_digest
 
 
 def automatic_labels(store: Store, dataset: str | None) -> dict[int, bool]:
@@ -61,3 +62,33 @@ def newest_run_keeps(store: Store, dataset: str) -> dict[str, dict[int, bool]]:
     for judge, sample, keep in rows:
         keeps.setdefault(judge, {})[sample] = keep
     return keeps
+
+
+SentenceKey = tuple[int, str, int, int]  # sample row id, answer text's sha256, span
+
+
+def newest_run_claims(store: Store, dataset: str, judge: str = "support"
+                      ) -> dict[SentenceKey, tuple[float | None, bool | None]]:
+    """Each claim the `judge` marked in the dataset's newest run -> (its score, its mark),
+    keyed as sentence labels are: by sample, answer text and span ({} without a run)."""
+    with store.session() as session:
+        run_id = latest_run_id(session, dataset_id_of(session, dataset))
+        if run_id is None:
+            return {}
+        rows = session.execute(
+            select(AnswerRow.sample_id, AnswerRow.text, VerdictRow.details)
+            .join(AnswerRow, AnswerRow.id == VerdictRow.answer_id)
+            .where(AnswerRow.run_id == run_id, AnswerRow.role == MAIN,
+                   VerdictRow.judge == judge)).tuples().all()
+    found: dict[SentenceKey, tuple[float | None, bool | None]] = {}
+    for sample, text, details in rows:
+        claims = details.get("claims") if isinstance(details, dict) and text else None
+        for claim in claims if isinstance(claims, list) else []:
+            if isinstance(claim, dict) and isinstance(claim.get("start"), int) \
+                    and isinstance(claim.get("end"), int):
+                score = claim.get("score")
+                found[sample, text_digest(text), claim["start"], claim["end"]] = (
+                    float(score) if isinstance(score, (int, float)) else None,
+                    claim.get("supported") if isinstance(claim.get("supported"), bool)
+                    else None)
+    return found

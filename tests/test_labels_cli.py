@@ -81,3 +81,57 @@ def test_label_errors_are_clear(tmp_path):
     assert result.exit_code == 1 and "line 3: field 'label'" in result.stderr
     history = json.loads(invoke("labels", "history", "--sample", sample, "--json", env=env).stdout)
     assert history == []  # the good first row was rolled back too
+
+
+def test_sentence_labels_from_the_command_line_and_their_agreement(tmp_path):
+    """Issue 57: two people label the sentences of the demo run's answers by number; the
+    sentences, a refused number and span, and the agreement on sentences."""
+    from ragshield.services.data.demo_run import load_demo_run
+    from ragshield.store.database import open_store
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    env = {"RAGSHIELD_DATABASE_URL": url}
+    store = open_store(url)
+    load_demo_run(store)
+    store.close()
+    for name in ("ann", "bob"):
+        assert invoke("labels", "annotator", name, env=env).exit_code == 0
+    samples = [s["id"] for s in json.loads(invoke("datasets", "samples", "demo", "--limit",
+                                                  "40", "--json", env=env).stdout)]
+    views = [json.loads(invoke("labels", "sentences", "--sample", sample, "--annotator", "ann",
+                               "--json", env=env).stdout) for sample in samples]
+    views = [view for view in views if len(view["sentences"]) >= 2][:3]
+    assert len(views) == 3
+    for view in views:
+        for sentence in view["sentences"]:
+            assert view["answer"][sentence["start"]:sentence["end"]] == sentence["text"]
+    marks = {"ann": ["supported", "supported", "unsupported"],
+             "bob": ["supported", "unsupported", "unsupported"]}
+    for name, values in marks.items():
+        for view, value in zip(views, values):
+            result = invoke("labels", "sentence", "--sample", view["sample"], "--annotator",
+                            name, "--index", "1", "--label", value, "--json", env=env)
+            assert result.exit_code == 0, result.stderr
+            assert json.loads(result.stdout)["stored"] is True
+    again = invoke("labels", "sentence", "--sample", views[0]["sample"], "--annotator", "ann",
+                   "--index", "1", "--label", "supported", env=env)
+    assert again.stdout.startswith("already there")
+    too_far = invoke("labels", "sentence", "--sample", views[0]["sample"], "--annotator", "ann",
+                     "--index", "99", "--label", "supported", env=env)
+    assert too_far.exit_code == 1 and "there is no sentence 99" in too_far.stderr
+    outside = invoke("labels", "sentence", "--sample", views[0]["sample"], "--annotator", "ann",
+                     "--span", "0:99999", "--label", "supported", env=env)
+    assert outside.exit_code == 1 and "outside the answer" in outside.stderr
+    shown = json.loads(invoke("labels", "sentences", "--sample", views[1]["sample"],
+                              "--annotator", "ann", "--json", env=env).stdout)
+    assert shown["sentences"][0]["mine"] == "supported"
+    assert shown["sentences"][0]["others"] == {"bob": "unsupported"}
+    agreement = json.loads(invoke("labels", "agreement", "--dataset", "demo", "--sentences",
+                                  "--json", env=env).stdout)
+    assert agreement["sentences"] == 3 and agreement["people"] == 2
+    assert agreement["percent"] == 2 / 3
+    [pair] = agreement["pairs"]
+    assert pair["annotators"] == ["ann", "bob"] and pair["shared"] == 3
+    # kappa: p_o = 2/3; ann 2 supported of 3, bob 1: p_e = (2*1 + 1*2) / 9 = 4/9 -> 2/5
+    assert abs(pair["kappa"] - 0.4) < 1e-12
+    assert agreement["judge"]["n"] == 0  # the shipped demo run has no support verdicts

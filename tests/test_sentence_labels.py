@@ -17,7 +17,9 @@ from ragshield.store.database import Store
 from ragshield.store.label_undo import undo
 from ragshield.store.labels import (LabelValueError, RequestIdReusedError, add_annotator,
                                     add_label, skip)
-from ragshield.store.models import AnswerRow, SentenceLabel
+from ragshield.services.annotation.sentence_agreement import sentence_agreement
+from ragshield.services.annotation.sentence_labelling import label_sentence, sentence_view
+from ragshield.store.models import AnswerRow, SentenceLabel, VerdictRow
 from ragshield.store.sample_import import import_samples
 from ragshield.store.sentence_labels import (AnswerChangedError, add_sentence_label,
                                              answer_flag, current_sentence_labels,
@@ -172,3 +174,74 @@ def test_sentence_labels_decide_the_human_truth_and_a_direct_flag_wins(answered)
     assert list(human["annotators"]) == [1, 1, 1]
     assert bool(human.loc["s1", "answer_correct"]) is False
     assert auto.loc["s1", "human_answer_correct"] is None
+
+
+def add_support_verdict(store: Store, sample: str, scores: list[float]) -> None:
+    """A support verdict on the sample's answer that marks its two sentences with `scores`
+    (threshold 0.5), as the support judge stores them."""
+    answer_id, _ = answer_of(store, sample)
+    claims = [{"start": start, "end": end, "score": score, "supported": score >= 0.5}
+              for (start, end), score in zip(SPANS, scores)]
+    with store.session() as session:
+        session.add(VerdictRow(answer_id=answer_id, judge="support", keep=min(scores) >= 0.5,
+                               score=min(scores), details={"claims": claims}))
+
+
+def test_the_view_shows_the_judges_marks_and_others_labels_unless_blind(answered):
+    add_support_verdict(answered, "s0", [0.9, 0.2])
+    label(answered, "bob", 1, "unsupported")
+    label(answered, "ann", 0, "supported")
+    view = sentence_view(answered, "toy", "s0", "ann")
+    assert [(s.index, s.text) for s in view.sentences] == [
+        (1, "Paris is the capital of France."), (2, "It has two million people.")]
+    assert [(s.score, s.supported, s.mine, s.others) for s in view.sentences] == [
+        (0.9, True, "supported", {}), (0.2, False, None, {"bob": "unsupported"})]
+    blind = sentence_view(answered, "toy", "s0", "ann", blind=True)
+    assert [(s.score, s.supported, s.mine, s.others) for s in blind.sentences] == [
+        (None, None, "supported", {}), (None, None, None, {})]
+    stored = label_sentence(answered, "toy", "s0", "cid", "unsure", index=2, answer_text=ANSWER)
+    assert (stored.start, stored.end) == SPANS[1]
+    with pytest.raises(LabelValueError, match="number or its span"):
+        label_sentence(answered, "toy", "s0", "cid", "unsure")
+
+
+def test_agreement_on_sentences_and_the_judge_against_the_majority(answered):
+    for sample, scores in (("s0", [0.9, 0.2]), ("s1", [0.8, 0.7]), ("s2", [0.3, 0.6])):
+        add_support_verdict(answered, sample, scores)
+    votes = {"s0": ["supported", "unsupported"], "s1": ["supported", "supported"],
+             "s2": ["unsupported", "unsupported"]}
+    for sample, values in votes.items():
+        for sentence, value in enumerate(values):
+            label(answered, "ann", sentence, value, sample=sample)
+            label(answered, "bob", sentence, value if sample != "s2" else "supported",
+                  sample=sample)
+    agreed = sentence_agreement(answered, "toy")
+    assert agreed.sentences == 6 and agreed.people == 2
+    assert agreed.pairs["ann", "bob"].shared == 6
+    assert agreed.among["percent"] == pytest.approx(4 / 6)
+    low, high = agreed.among["gwet_ac1_interval"]
+    assert low <= agreed.among["gwet_ac1"] <= high
+    judge = agreed.judge
+    # The s2 sentences are ties (left out); on the four left the judge ranks and marks all
+    # right: supported 0.9, 0.8, 0.7 against not supported 0.2.
+    assert (judge["n"], judge["supported"]) == (4, 3)
+    assert judge["auroc"] == 1.0 and judge["balanced_accuracy"] == 1.0
+
+
+def test_the_majority_and_the_judges_figures_on_plain_mappings():
+    from ragshield.metrics.sentence_agreement import judge_against_majority, sentence_majority
+
+    assert sentence_majority(["supported", "unsure", "unsupported"]) is None
+    assert sentence_majority(["supported", "supported", "unsupported"]) == "supported"
+    assert sentence_majority(["unsure"]) is None
+    majority = {1: "supported", 2: "supported", 3: "unsupported", 4: "unsupported", 5: None}
+    scores = {1: 0.9, 2: 0.4, 3: 0.4, 4: 0.1, 5: 0.0}
+    marks = {1: True, 2: False, 3: False, 4: False, 5: False}
+    result = judge_against_majority(scores, marks, majority)
+    assert result["n"] == 4 and result["supported"] == 2
+    assert result["auroc"] == pytest.approx((1 + 1 + 0.5 + 1) / 4)  # the 0.4 tie counts half
+    assert result["balanced_accuracy"] == pytest.approx((0.5 + 1) / 2)
+    low, high = result["auroc_interval"]
+    assert 0 <= low <= result["auroc"] <= high <= 1
+    one_class = judge_against_majority(scores, marks, {1: "supported", 2: "supported"})
+    assert one_class["auroc"] is None and one_class["auroc_interval"] is None

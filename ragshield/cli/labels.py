@@ -1,5 +1,5 @@
-"""`ragshield labels ...`: annotators, labels, the queue, undo and skip, progress,
-guidelines, agreement, and import / export of the label history."""
+"""`ragshield labels ...`: annotators, labels and sentence labels, the queue, undo and skip,
+progress, guidelines, agreement, and import / export of the label history."""
 
 from __future__ import annotations
 
@@ -184,11 +184,18 @@ def guidelines(dataset: str = DATASET,
 @app.command("agreement")
 def agreement(dataset: Optional[str] = typer.Option(None, "--dataset",
                                                     help="One dataset (default: all)."),
+              sentences: bool = typer.Option(False, "--sentences",
+                                             help="Agreement on sentence labels instead."),
               as_json: bool = JSON) -> None:
     """Percent agreement, Cohen's kappa per pair, Fleiss' kappa, Krippendorff's alpha,
     Gwet's AC1, and each judge's and the automatic label's agreement with the human majority
-    (with the sample ids of its false keeps and false withholds)."""
+    (with the sample ids of its false keeps and false withholds). With --sentences: the same
+    among people on sentence labels, and the support judge against their majority."""
     from ragshield.services.annotation.agreement import newest_run_agreement
+
+    if sentences:
+        _sentence_agreement(dataset, as_json)
+        return
 
     with user_errors(), opened_store() as store:
         agreed = newest_run_agreement(store, dataset)
@@ -206,6 +213,91 @@ def agreement(dataset: Optional[str] = typer.Option(None, "--dataset",
             ids = values[key]
             typer.echo(f"  {key.replace('_', ' ')}: {len(ids)}"
                        + (f" ({', '.join(ids)})" if ids else ""))
+
+
+@app.command("sentences")
+def sentences(sample: str = typer.Option(..., "--sample"), annotator: str = ANNOTATOR,
+              dataset: str = DATASET,
+              blind: bool = typer.Option(False, "--blind",
+                                         help="Hide the judge's marks and others' labels."),
+              as_json: bool = JSON) -> None:
+    """The sentences of the sample's answer (of the newest run), numbered, with the support
+    judge's marks and the current sentence labels."""
+    from ragshield.services.annotation.sentence_labelling import sentence_view
+
+    with user_errors(), opened_store() as store:
+        view = sentence_view(store, dataset, sample, annotator, blind=blind)
+    if as_json:
+        emit_json({"sample": sample, "answer": view.item.answer,
+                   "answer_id": view.item.answer_id,
+                   "sentences": [asdict(s) for s in view.sentences]})
+        return
+    if not view.sentences:
+        typer.echo(f"{sample} has no answer to label sentences of")
+        return
+    columns = ["#", "span", "sentence", "judge", "yours", "others"]
+    print_table([dict(zip(columns, [
+        s.index, f"{s.start}:{s.end}", s.text,
+        "" if s.score is None else f"{s.score:.2f} {'supported' if s.supported else 'not'}",
+        s.mine or "", ", ".join(f"{who}: {value}" for who, value in s.others.items())]))
+        for s in view.sentences], columns, {"sentence": 80})
+
+
+def _span(text: str) -> tuple[int, int]:
+    start, _, end = text.partition(":")
+    try:
+        return int(start), int(end)
+    except ValueError:
+        fail(f"--span must be START:END (character offsets in the answer), got {text!r}")
+
+
+@app.command("sentence")
+def sentence(sample: str = typer.Option(..., "--sample"), annotator: str = ANNOTATOR,
+             label: str = typer.Option(..., "--label", help="supported | unsupported | unsure"),
+             index: Optional[int] = typer.Option(None, "--index",
+                                                 help="The sentence's number (`sentences`)."),
+             span: Optional[str] = typer.Option(None, "--span",
+                                                help="START:END in the answer, instead."),
+             request_id: Optional[str] = typer.Option(None, "--request-id",
+                                                      help="Makes a repeated submission a no-op."),
+             dataset: str = DATASET, as_json: bool = JSON) -> None:
+    """Label one sentence of the sample's answer (of the newest run)."""
+    from ragshield.services.annotation.sentence_labelling import label_sentence
+
+    with user_errors(), opened_store() as store:
+        record = label_sentence(store, dataset, sample, annotator, label, index=index,
+                                span=_span(span) if span is not None else None,
+                                request_id=request_id)
+    if as_json:
+        emit_json(_record_dict(record))
+    else:
+        typer.echo(f"{'stored' if record.stored else 'already there'}: {sample} "
+                   f"{record.start}:{record.end} -> {record.label}")
+
+
+def _sentence_agreement(dataset: Optional[str], as_json: bool) -> None:
+    from ragshield.services.annotation.sentence_agreement import sentence_agreement
+
+    if dataset is None:
+        fail("--sentences needs --dataset: sentence agreement is measured per dataset")
+    with user_errors(), opened_store() as store:
+        agreed = sentence_agreement(store, dataset)
+    pairs = [{"annotators": list(pair), **asdict(value)} for pair, value in agreed.pairs.items()]
+    if as_json:
+        emit_json({"sentences": agreed.sentences, "people": agreed.people, **agreed.among,
+                   "pairs": pairs, "judge": agreed.judge})
+        return
+    typer.echo(f"{agreed.sentences} sentences labelled by {agreed.people} people")
+    for key in ("n_items", "percent", "fleiss", "gwet_ac1", "gwet_ac1_interval"):
+        typer.echo(f"{key}: {agreed.among[key]}")
+    for pair in pairs:
+        typer.echo(f"{' & '.join(pair['annotators'])}: kappa {pair['kappa']}, "
+                   f"AC1 {pair['ac1']} on {pair['shared']} sentences")
+    judge = agreed.judge
+    typer.echo(f"{judge['judge']} vs the majority on {judge['n']} sentences "
+               f"({judge['supported']} supported): AUROC {judge['auroc']} "
+               f"{judge['auroc_interval']}, balanced accuracy {judge['balanced_accuracy']} "
+               f"{judge['balanced_accuracy_interval']}")
 
 
 @app.command("export")

@@ -197,6 +197,19 @@ def gwet_ac1(ratings: Ratings) -> float:
     return _ac1_from_counts(_count_matrix(_table(ratings)))
 
 
+def gwet_ac1_interval(ratings: Ratings, n_resamples: int = 1000, seed: int = 0,
+                      level: float = 0.95) -> tuple[float, float] | None:
+    """A percentile bootstrap interval of `gwet_ac1`, resampling the items with >= 2 ratings
+    (None without one)."""
+    counts = _count_matrix(_table(ratings))
+    if counts.shape[0] == 0:
+        return None
+    draws = np.random.default_rng(seed).integers(0, len(counts), size=(n_resamples, len(counts)))
+    estimates = np.sort([_ac1_from_counts(counts[rows]) for rows in draws])
+    return (float(np.quantile(estimates, (1 - level) / 2)),
+            float(np.quantile(estimates, (1 + level) / 2)))
+
+
 def _none_if_nan(value: float) -> float | None:
     return None if value is None or (isinstance(value, float) and math.isnan(value)) \
         else float(value)
