@@ -67,12 +67,14 @@ def newest_run_keeps(store: Store, dataset: str) -> dict[str, dict[int, bool]]:
 SentenceKey = tuple[int, str, int, int]  # sample row id, answer text's sha256, span
 
 
-def newest_run_claims(store: Store, dataset: str, judge: str = "support"
-                      ) -> dict[SentenceKey, tuple[float | None, bool | None]]:
-    """Each claim the `judge` marked in the dataset's newest run -> (its score, its mark),
-    keyed as sentence labels are: by sample, answer text and span ({} without a run)."""
+def run_claims(store: Store, dataset: str, judge: str = "support", run_id: int | None = None
+               ) -> dict[SentenceKey, tuple[float | None, bool | None]]:
+    """Each claim the `judge` marked in the run (default: the dataset's newest) -> (its score,
+    its mark), keyed as sentence labels are: by sample, answer text and span ({} without a
+    run)."""
     with store.session() as session:
-        run_id = latest_run_id(session, dataset_id_of(session, dataset))
+        if run_id is None:
+            run_id = latest_run_id(session, dataset_id_of(session, dataset))
         if run_id is None:
             return {}
         rows = session.execute(

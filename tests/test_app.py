@@ -264,14 +264,14 @@ def annotate(client: Client, endpoint: str, name: str, dataset: str = HOSTILE_DA
 def test_annotate_queue_skip_label_undo_progress(client: Client,
                                                  prepared: PreparedStore) -> None:
     session = Client(client.src, verbose=False)  # its own session: the item on screen
-    message, item = annotate(session, "/annotate_next", "bob")
+    message, item, *_ = annotate(session, "/annotate_next", "bob")
     assert 'data-sample-id="hostile-1"' in item
     assert "&lt;script&gt;window.__xss=1&lt;/script&gt;" in item and HOSTILE_SCRIPT not in item
     assert "<img" not in item
 
-    message, item, _ = annotate(session, "/annotate_skip", "bob")
+    message, item, *_ = annotate(session, "/annotate_skip", "bob")
     assert "Skipped hostile-1." in message and 'data-sample-id="hostile-2"' in item
-    message, item, _ = annotate(session, "/annotate_undo", "bob")
+    message, item, *_ = annotate(session, "/annotate_undo", "bob")
     assert "Undone on hostile-1." in message and 'data-sample-id="hostile-1"' in item
 
     request_id = uuid.uuid4().hex
@@ -291,7 +291,7 @@ def test_annotate_queue_skip_label_undo_progress(client: Client,
     progress = session.predict(HOSTILE_DATASET, "bob", api_name="/annotate_progress")
     assert "1 of 2 labelled" in progress
 
-    message, item, _ = annotate(session, "/annotate_undo", "bob")
+    message, item, *_ = annotate(session, "/annotate_undo", "bob")
     assert "Undone on hostile-1." in message
     assert current_label(prepared.database_url, HOSTILE_DATASET, "hostile-1", "bob") is None
 

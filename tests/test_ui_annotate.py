@@ -3,6 +3,7 @@ and the named endpoints of the tab served for real and called through gradio_cli
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Iterator
@@ -234,11 +235,17 @@ def test_unknown_sample_and_label_are_refused_readably(context):
 
 def test_head_script_binds_every_hotkey_to_its_element():
     assert HEAD.startswith("<script>") and 'addEventListener("keydown"' in HEAD
-    bindings = dict(re.findall(r'"([a-z0-9])": "(annotate-[a-z-]+)"', HEAD))
+    sample_keys, sentence_keys = re.findall(r"const (?:targets|sentenceTargets) = ({.*?});",
+                                            HEAD)
+    bindings = json.loads(sample_keys)
     assert bindings == {"1": "annotate-answerable", "2": "annotate-unanswerable",
                         "3": "annotate-unsure", "s": "annotate-skip", "u": "annotate-undo",
                         "n": "annotate-note"}
     assert {hotkey.key: hotkey.elem_id for hotkey in HOTKEYS} == bindings
+    assert json.loads(sentence_keys) == {"1": "annotate-sentence-supported",
+                                         "2": "annotate-sentence-unsupported",
+                                         "3": "annotate-sentence-unsure"}
+    assert '"annotate-sentence-pick"' in HEAD and "arrowdown" in HEAD
     for guard in ("isContentEditable", '"TEXTAREA"', '"INPUT"', '"annotate-root"',
                   "getClientRects"):
         assert guard in HEAD
@@ -287,12 +294,12 @@ def test_label_endpoint_through_gradio_client(served):
         client.predict("toy", "s9", "unsure", "", "req-2", "ann", api_name="/annotate_label")
     # The tab's own events keep the shown sample in the session: skip applies to it.
     controls = ("toy", "unlabelled", 1, True, False)
-    message, item = client.predict(*controls, "mallory", api_name="/annotate_next")
+    message, item, *_ = client.predict(*controls, "mallory", api_name="/annotate_next")
     assert 'data-sample-id="s0"' in item and message == ""
-    message, item, note = client.predict(*controls, "mallory", api_name="/annotate_skip")
+    message, item, *_, note = client.predict(*controls, "mallory", api_name="/annotate_skip")
     assert "Skipped s0" in message and 'data-sample-id="s1"' in item and note == ""
     assert "1 of 4 labelled, 1 skipped" in client.predict("toy", "", api_name="/annotate_progress")
-    message, item, _ = client.predict(*controls, "", api_name="/annotate_undo")
+    message, item, *_ = client.predict(*controls, "", api_name="/annotate_undo")
     assert "Undone on s0" in message and 'data-sample-id="s0"' in item
 
 
@@ -319,3 +326,61 @@ def test_the_label_endpoint_refuses_a_wrong_type_before_writing(change, field):
     annotate_tab.check_label_call(**call)
     with pytest.raises(gr.Error, match=f"No label written: field '{field}'"):
         annotate_tab.check_label_call(**{**call, **change})
+
+
+TWO_SENTENCES = "Paris is the capital. It has two million people."
+
+
+def answered_context(context, settings) -> UiContext:
+    run = start_run(context.store, RunConfig(dataset="toy", judges=["trivial"], rule="trivial"))
+    execute_run(context.store, run, settings, progress=False,
+                models=RunModels(main=ScriptedLLM(respond=lambda m: "Answer: " + TWO_SENTENCES)))
+    for name in ("ann", "bob"):
+        add_annotator(context.store, name)
+    return context
+
+
+def test_sentence_labels_from_the_tab_pick_the_next_sentence_and_dedupe_a_double_click(
+        context, settings):
+    """Issue 57: the answer's sentences are shown with the answer; a mark stores a sentence
+    label, moves the pick on and renews the request ids; a second click with the ids of
+    the first stores nothing; undo takes the sentence label back."""
+    answered_context(context, settings)
+    view = QueueView("toy", blind=False, show_answer=True)
+    screen = show_sample(context, view, "ann", "s0")
+    assert [s.text for s in screen.sentences] == ["Paris is the capital.",
+                                                   "It has two million people."]
+    assert screen.shown.answer_text == TWO_SENTENCES and len(screen.shown.sentences) == 2
+    first = annotate_tab.label_sentence(context, view, "ann", screen.shown, "1", "supported")
+    assert first.message == "Stored: sentence 1 of s0 is supported for ann."
+    assert first.picked == 2 and first.sentences[0].mine == "supported"
+    assert first.shown.sentence_request_ids != screen.shown.sentence_request_ids
+    double = annotate_tab.label_sentence(context, view, "ann", screen.shown, "1", "supported")
+    assert double.message.startswith("Unchanged: sentence 1")
+    by_bob = annotate_tab.label_sentence(context, view, "bob", screen.shown, "2", "unsupported")
+    assert by_bob.sentences[1].mine == "unsupported" and by_bob.picked == 2
+    seen = show_sample(context, view, "ann", "s0")
+    assert seen.sentences[1].others == {"bob": "unsupported"}
+    line = annotate_tab.sentence_choice(seen.sentences[1])
+    assert line == "2. It has two million people. · bob: unsupported"
+    blind = show_sample(context, QueueView("toy", blind=True, show_answer=True), "ann", "s0")
+    assert blind.sentences[1].others == {} and blind.sentences[0].mine == "supported"
+    undone = undo_last(context, view, "ann")
+    assert undone.message == "Undone on s0." and undone.sentences[0].mine is None
+
+
+def test_a_sentence_label_without_an_answer_or_on_a_changed_answer_is_refused(context, settings):
+    answered_context(context, settings)
+    hidden = show_sample(context, QueueView("toy", blind=False), "ann", "s0")
+    refused = annotate_tab.label_sentence(context, VIEW, "ann", hidden.shown, "1", "supported")
+    assert "no answer with sentences is shown" in refused.message and refused.sentences is None
+    view = QueueView("toy", blind=False, show_answer=True)
+    screen = show_sample(context, view, "ann", "s0")
+    unpicked = annotate_tab.label_sentence(context, view, "ann", screen.shown, None, "supported")
+    assert "pick a sentence first" in unpicked.message
+    from ragshield.store.models import AnswerRow
+
+    with context.store.session() as session:
+        session.get(AnswerRow, screen.shown.answer_id).text = "Lyon is the capital."
+    changed = annotate_tab.label_sentence(context, view, "ann", screen.shown, "1", "supported")
+    assert changed.kind == "error" and "changed since it was shown" in changed.message

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 
 import gradio as gr
 import pytest
+from sqlalchemy import select
 
 from ragshield.config import GROUNDED_JUDGES, GROUNDED_RULE
 from gradio_client import Client
@@ -231,6 +232,51 @@ def test_annotation_progress_and_agreement(context, run_id):
         assert "<b>ann" not in page and "<img src=x" not in page
     assert "&lt;b&gt;ann&lt;/b&gt;" in shown.progress_html
     assert html.escape(DATASET) in shown.tables_html
+
+
+def test_sentence_label_agreement_and_the_support_judge_against_it(context, run_id):
+    """Issue 57: the Dashboard shows agreement on sentence labels and the run's support judge
+    against the people's majority; the view follows a new sentence label."""
+    from ragshield.store.sentence_labels import add_sentence_label
+
+    with context.store.session() as session:
+        answers = session.execute(
+            select(SampleRow.external_id, AnswerRow.id, AnswerRow.text)
+            .join(SampleRow, SampleRow.id == AnswerRow.sample_id)
+            .where(AnswerRow.run_id == run_id, AnswerRow.role == "main")).tuples().all()
+    scores = {"s0": 0.9, "s1": 0.8, "s2": 0.3, "s3": 0.2}
+    for sample_id, answer_id, text in answers:
+        if sample_id in scores:
+            claim = {"start": 0, "end": len(text), "score": scores[sample_id],
+                     "supported": scores[sample_id] >= 0.5}
+            add_verdicts(context.store, answer_id, [Verdict(
+                "support", claim["supported"], scores[sample_id], details={"claims": [claim]})])
+    people = {"ann": {"s0": "supported", "s1": "supported", "s2": "unsupported",
+                      "s3": "supported"},
+              "bo": {"s0": "supported", "s1": "unsupported", "s2": "unsupported",
+                     "s3": "supported"}}
+    cache = DashboardCache()
+    before = refresh_dashboard(context, cache, run_id, "auto", 0)
+    assert "Agreement on sentence labels" not in before.agreement_html
+    for person, marks in people.items():
+        add_annotator(context.store, person)
+        for sample_id, answer_id, text in answers:
+            if sample_id in marks:
+                add_sentence_label(context.store, DATASET, sample_id, person,
+                                   answer_id=answer_id, start=0, end=len(text),
+                                   label=marks[sample_id], answer_text=text)
+    shown = refresh_dashboard(context, cache, run_id, "auto", 0)
+    among = table_rows(shown.agreement_html, "Agreement on sentence labels")
+    assert among["sentences labelled"][1] == "4" and among["people"][1] == "2"
+    assert among["percent agreement"][1] == "0.750"
+    # AC1: p_a = 3/4; pi_supported = (1 + 1/2 + 0 + 1) / 4 = 5/8, p_e = 2 * 5/8 * 3/8 = 15/32
+    assert among["Gwet's AC1"][1].startswith(fmt((3 / 4 - 15 / 32) / (1 - 15 / 32)) + " [")
+    judge = table_rows(shown.agreement_html, "The support judge against people's sentence labels")
+    # Majority: s0 and s3 supported, s2 not (s1 a tie). Scores 0.9 and 0.2 against 0.3: the
+    # judge ranks s3 below s2, so AUROC 1/2; marks: s0 and s2 right, s3 wrong: (1/2 + 1) / 2.
+    [row] = judge.values()
+    assert row[:2] == ["3", "2"]
+    assert row[2].startswith("0.500") and row[3].startswith("0.750")
 
 
 def test_agreement_table_lists_false_keeps_escaped_and_cut_short():

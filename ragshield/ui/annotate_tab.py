@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from importlib.resources import files
 from string import Template
@@ -20,11 +20,12 @@ from typing import Any
 import gradio as gr
 
 from ragshield.errors import UserError
-from ragshield.services.annotation import labelling
+from ragshield.services.annotation import labelling, sentence_labelling
 from ragshield.services.annotation.labelling import (LABEL_VALUES, STRATEGIES, AnnotationItem,
                                                      AnnotatorMissingError, LabelRecord, Next,
                                                      Queue)
 from ragshield.services.annotation.people import require_admin
+from ragshield.services.annotation.sentence_labelling import SENTENCE_LABEL_VALUES, AnswerSentence
 from ragshield.services.data.datasets import dataset_names
 from ragshield.services.questions.claim_marks import claim_marks
 from ragshield.ui import people_panel
@@ -39,6 +40,7 @@ TITLE = "Annotate"
 # Stable element ids: the hotkey script and the browser tests find the tab by them.
 ROOT_ID, NOTE_ID = "annotate-root", "annotate-note"
 SKIP_ID, UNDO_ID = "annotate-skip", "annotate-undo"
+SENTENCES_ID, SENTENCE_PICK_ID = "annotate-sentences", "annotate-sentence-pick"
 
 
 @dataclass(frozen=True)
@@ -56,9 +58,18 @@ LABEL_HOTKEYS = {
 HOTKEYS = (
     *LABEL_HOTKEYS.values(),
     Hotkey("s", SKIP_ID, "skip this sample"),
-    Hotkey("u", UNDO_ID, "undo your last label or skip"),
+    Hotkey("u", UNDO_ID, "undo your last label, sentence label or skip"),
     Hotkey("n", NOTE_ID, "write a note (Esc leaves the note box; the note goes with the label)"),
 )
+SENTENCE_MEANINGS = {"supported": "the passages say it", "unsupported": "they do not",
+                     "unsure": "cannot tell"}
+SENTENCE_HOTKEYS = {
+    label: Hotkey(str(number), f"annotate-sentence-{label}",
+                  f"in sentence mode: the picked sentence is {label} ({meaning})")
+    for number, (label, meaning) in enumerate(SENTENCE_MEANINGS.items(), start=1)}
+assert tuple(SENTENCE_HOTKEYS) == SENTENCE_LABEL_VALUES
+MOVE_KEYS = ("`j` / `k` (or the arrow keys) pick the next / previous sentence of the shown "
+             "answer and enter sentence mode; `Esc` leaves it")
 
 
 def _hotkey_script() -> str:
@@ -68,9 +79,11 @@ def _hotkey_script() -> str:
     script's $targets, $note_id and $root_id are filled in as JSON."""
     script = Template((files("ragshield.ui") / "annotate.js").read_text(encoding="utf-8"))
     targets = {hotkey.key: hotkey.elem_id for hotkey in HOTKEYS}
-    return "<script>\n" + script.substitute(targets=json.dumps(targets),
-                                            note_id=json.dumps(NOTE_ID),
-                                            root_id=json.dumps(ROOT_ID)) + "</script>\n"
+    sentence_targets = {hotkey.key: hotkey.elem_id for hotkey in SENTENCE_HOTKEYS.values()}
+    return "<script>\n" + script.substitute(
+        targets=json.dumps(targets), sentence_targets=json.dumps(sentence_targets),
+        note_id=json.dumps(NOTE_ID), root_id=json.dumps(ROOT_ID),
+        pick_id=json.dumps(SENTENCE_PICK_ID)) + "</script>\n"
 
 
 HEAD = _hotkey_script()
@@ -87,6 +100,8 @@ CSS = """
   overflow: hidden; }
 #annotate-root .annotate-progress-bar { background: #3b7ddd; height: 100%; }
 #annotate-root .annotate-progress-text { font-size: 0.9em; margin-top: 0.2em; }
+#annotate-root.annotate-sentence-mode #annotate-sentences { outline: 3px solid #3b7ddd;
+  border-radius: 6px; }
 """
 
 
@@ -113,6 +128,16 @@ class Shown:
     answer_id: int | None  # the answer shown, None when hidden or absent
     request_ids: dict[str, str] = field(
         default_factory=lambda: {label: uuid.uuid4().hex for label in LABEL_VALUES})
+    answer_text: str | None = None  # the text of the answer shown
+    # The spans of its sentences, as numbered on screen, and a request id per sentence and
+    # label (made anew after each sentence label: see `with_fresh_sentence_ids`).
+    sentences: tuple[tuple[int, int], ...] = ()
+    sentence_request_ids: dict[str, str] = field(default_factory=dict)
+
+    def with_fresh_sentence_ids(self) -> Shown:
+        return replace(self, sentence_request_ids={
+            f"{index}:{label}": uuid.uuid4().hex
+            for index in range(1, len(self.sentences) + 1) for label in SENTENCE_LABEL_VALUES})
 
 
 @dataclass(frozen=True)
@@ -123,6 +148,7 @@ class Screen:
     kind: str = "info"
     item: str | None = None
     shown: Shown | None = None
+    sentences: list[AnswerSentence] = field(default_factory=list)  # of the answer shown
 
 
 def _login(request: Any) -> str | None:
@@ -181,29 +207,39 @@ def progress_bar_html(labelled: int, skipped: int, total: int) -> str:
 
 def _help_markdown() -> str:
     return "**Hotkeys** (outside text boxes):\n\n" + "\n".join(
-        f"- `{hotkey.key}` {hotkey.action}" for hotkey in HOTKEYS)
+        [f"- `{hotkey.key}` {hotkey.action}" for hotkey in HOTKEYS]
+        + [f"- {MOVE_KEYS}"]
+        + [f"- `{hotkey.key}` {hotkey.action}" for hotkey in SENTENCE_HOTKEYS.values()])
 
 
 # -- handlers -----------------------------------------------------------------------------
 
-def item_screen(view: QueueView, item: AnnotationItem, message: str = "") -> Screen:
+def item_screen(context: UiContext, view: QueueView, item: AnnotationItem, annotator: str,
+                message: str = "") -> Screen:
+    """The item, and the sentences of its answer when the answer is shown."""
     answer_shown = view.show_answer and item.answer is not None
+    sentences = (sentence_labelling.item_sentences(context.store, item, annotator)
+                 if answer_shown else [])
     shown = Shown(view.dataset, item.sample_id, item.passages,
-                  item.answer_id if answer_shown else None)
-    return Screen(message, "info", item_html(item, show_answer=view.show_answer), shown)
+                  item.answer_id if answer_shown else None,
+                  answer_text=item.answer if answer_shown else None,
+                  sentences=tuple((s.start, s.end) for s in sentences)).with_fresh_sentence_ids()
+    return Screen(message, "info", item_html(item, show_answer=view.show_answer), shown,
+                  sentences)
 
 
 def show_sample(context: UiContext, view: QueueView, annotator: str, sample_id: str,
                 message: str = "") -> Screen:
-    return item_screen(view, labelling.annotation_item(context.store, view.dataset, sample_id,
-                                                       annotator, blind=view.blind), message)
+    return item_screen(context, view, labelling.annotation_item(
+        context.store, view.dataset, sample_id, annotator, blind=view.blind), annotator, message)
 
 
 def _joined(*messages: str) -> str:
     return " ".join(filter(None, messages))
 
 
-def _next_screen(view: QueueView, name: str, handed: Next, message: str = "") -> Screen:
+def _next_screen(context: UiContext, view: QueueView, name: str, handed: Next,
+                 message: str = "") -> Screen:
     """The sample the queue handed over (or a note that none is left), after `message`."""
     if handed.error is not None:
         return Screen(_joined(message, str(handed.error)), "error")
@@ -212,7 +248,7 @@ def _next_screen(view: QueueView, name: str, handed: Next, message: str = "") ->
                 f"(queue {view.strategy}, {view.overlap} annotator(s) per sample).")
         return Screen(_joined(message, done), "info",
                       '<div class="annotate-item annotate-done">All done here.</div>', None)
-    return item_screen(view, handed.item, message)
+    return item_screen(context, view, handed.item, name, message)
 
 
 def next_item(context: UiContext, view: QueueView, typed_name: str | None,
@@ -225,7 +261,7 @@ def next_item(context: UiContext, view: QueueView, typed_name: str | None,
         return Screen(str(error), "warning")
     except UserError as error:
         return Screen(str(error), "error")
-    return _next_screen(view, name, handed)
+    return _next_screen(context, view, name, handed)
 
 
 def label_sample(context: UiContext, view: QueueView, typed_name: str | None, sample_id: str,
@@ -250,7 +286,7 @@ def label_sample(context: UiContext, view: QueueView, typed_name: str | None, sa
         return None, Screen(f"No label written: {error}", "error")
     message = (f"Stored: {sample_id} is {record.label} for {name}." if record.stored else
                f"Unchanged: {sample_id} was already {record.label} for {name}.")
-    return record, _next_screen(view, name, handed, message)
+    return record, _next_screen(context, view, name, handed, message)
 
 
 def skip_sample(context: UiContext, view: QueueView, typed_name: str | None, sample_id: str,
@@ -261,7 +297,7 @@ def skip_sample(context: UiContext, view: QueueView, typed_name: str | None, sam
                                           blind=view.blind)
     except UserError as error:
         return Screen(f"Not skipped: {error}", "error")
-    return _next_screen(view, name, handed, f"Skipped {sample_id}.")
+    return _next_screen(context, view, name, handed, f"Skipped {sample_id}.")
 
 
 def undo_last(context: UiContext, view: QueueView, typed_name: str | None,
@@ -276,6 +312,75 @@ def undo_last(context: UiContext, view: QueueView, typed_name: str | None,
         return show_sample(context, view, name, sample_id, f"Undone on {sample_id}.")
     except UserError as error:
         return Screen(f"Nothing undone: {error}", "error")
+
+
+@dataclass(frozen=True)
+class SentenceScreen:
+    """What a sentence label puts on the page: a message, and (unless after an error) the
+    answer's sentences anew, the one picked next and the item's state with fresh ids."""
+    message: str
+    kind: str = "info"
+    sentences: list[AnswerSentence] | None = None
+    picked: int | None = None
+    shown: Shown | None = None
+
+
+def label_sentence(context: UiContext, view: QueueView, typed_name: str | None,
+                   shown: Shown | None, picked: str | None, label: str,
+                   request: Any = None) -> SentenceScreen:
+    """Store `label` on the picked sentence (its number on screen) of the answer shown, and
+    pick the next sentence. Refused when no answer is shown, when the dataset picked is not
+    the item's, and (by the store) when the answer's text changed since it was shown."""
+    if shown is None or not shown.sentences or shown.answer_text is None:
+        return SentenceScreen("No sentence label written: no answer with sentences is shown "
+                              "(tick 'Show the answer of the newest run').", "warning")
+    if shown.dataset != view.dataset:
+        return SentenceScreen(f"No sentence label written: the item on screen is of dataset "
+                              f"{shown.dataset!r}, not {view.dataset!r}.", "error")
+    try:
+        index = int(picked or 0)
+    except ValueError:
+        index = 0
+    if not 1 <= index <= len(shown.sentences):
+        return SentenceScreen("No sentence label written: pick a sentence first (j / k).",
+                              "warning")
+    try:
+        name = _signed_in(context, typed_name, request)
+        record = sentence_labelling.label_sentence(
+            context.store, shown.dataset, shown.sample_id, name, label,
+            span=shown.sentences[index - 1], answer_text=shown.answer_text,
+            request_id=shown.sentence_request_ids.get(f"{index}:{label}"))
+        item = labelling.annotation_item(context.store, shown.dataset, shown.sample_id, name,
+                                         blind=view.blind)
+        sentences = sentence_labelling.item_sentences(context.store, item, name)
+    except UserError as error:
+        return SentenceScreen(f"No sentence label written: {error}", "error")
+    verb = "Stored" if record.stored else "Unchanged"
+    spans = tuple((s.start, s.end) for s in sentences)
+    return SentenceScreen(
+        f"{verb}: sentence {index} of {shown.sample_id} is {record.label} for {name}.",
+        "info", sentences, min(index + 1, len(sentences)),
+        replace(shown, sentences=spans).with_fresh_sentence_ids())
+
+
+def sentence_choice(sentence: AnswerSentence) -> str:
+    """A sentence as its line in the picker: its number and text, the judge's mark and the
+    labels on it. Shown as text (Gradio escapes a choice's label)."""
+    parts = [f"{sentence.index}. {sentence.text}"]
+    if sentence.score is not None:
+        mark = "supported" if sentence.supported else "NOT supported"
+        parts.append(f"judge: {mark} ({sentence.score:.2f})")
+    if sentence.mine:
+        parts.append(f"yours: {sentence.mine}")
+    parts.extend(f"{who}: {value}" for who, value in sentence.others.items())
+    return " · ".join(parts)
+
+
+def sentence_outputs(sentences: list[AnswerSentence], picked: int | None) -> tuple[Any, Any]:
+    """(the sentence box, the picker) for `sentences`, with `picked` chosen."""
+    choices = [(sentence_choice(s), str(s.index)) for s in sentences]
+    return (gr.update(visible=bool(sentences)),
+            gr.update(choices=choices, value=str(picked) if sentences and picked else None))
 
 
 def progress_html(context: UiContext, dataset: str, typed_name: str | None,
@@ -317,13 +422,14 @@ def save_guidelines(context: UiContext, dataset: str, markdown: str,
 
 # -- wiring -------------------------------------------------------------------------------
 
-def screen_outputs(screen: Screen) -> tuple[Any, Any, Any]:
-    """(message, item, shown) for the components; after an error the item and its state
-    stay as they are."""
+def screen_outputs(screen: Screen) -> tuple[Any, ...]:
+    """(message, item, shown, sentence box, sentence picker) for the components; after an
+    error the item, its state and its sentences stay as they are."""
     message = message_html(screen.message, screen.kind) if screen.message else ""
     if screen.item is None:
-        return message, gr.skip(), gr.skip()
-    return message, screen.item, screen.shown
+        return message, *[gr.skip()] * 4
+    return (message, screen.item, screen.shown,
+            *sentence_outputs(screen.sentences, 1 if screen.sentences else None))
 
 
 def label_result(record: LabelRecord | None, screen: Screen) -> dict[str, Any]:
@@ -393,6 +499,16 @@ def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
         message_view = gr.HTML(message_html("Type your name above to start labelling."),
                                label="Message", elem_id="annotate-message")
         item_view = gr.HTML(label="Item", elem_id="annotate-item")
+        with gr.Column(visible=False, elem_id=SENTENCES_ID) as sentence_box:
+            sentence_pick = gr.Radio(
+                [], label="Sentences of the answer: is each one said by the passages?",
+                info="j / k pick a sentence and enter sentence mode, 1 / 2 / 3 mark it, "
+                     "Esc goes back to the sample's keys", elem_id=SENTENCE_PICK_ID)
+            with gr.Row():
+                sentence_buttons = {
+                    label: gr.Button(f"{hotkey.key} · sentence {label}", elem_id=hotkey.elem_id,
+                                     size="sm")
+                    for label, hotkey in SENTENCE_HOTKEYS.items()}
         with gr.Row():
             label_buttons = {label: gr.Button(f"{hotkey.key} · {label}", elem_id=hotkey.elem_id,
                                               variant="primary")
@@ -418,7 +534,7 @@ def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
     shown_datasets = gr.State(shown_choices(names))
 
     controls = [dataset_box, strategy_box, overlap_box, blind_box, answer_box]
-    screen = [message_view, item_view, shown_state]
+    screen = [message_view, item_view, shown_state, sentence_box, sentence_pick]
     action_outputs = [*screen, note_box]  # a label, skip or undo also clears the note
 
     def on_next(dataset, strategy, overlap, blind, show_answer, name, request: gr.Request):
@@ -431,7 +547,7 @@ def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
         choices = datasets_unless_shown(context.store, shown)
         username = _login(request)
         if not username:
-            return gr.skip(), *choices, gr.skip(), gr.skip(), gr.skip()
+            return gr.skip(), *choices, *[gr.skip()] * len(screen)
         return (gr.update(value=username, interactive=False), *choices,
                 *on_next(dataset, strategy, overlap, blind, show_answer, username, request))
 
@@ -448,7 +564,8 @@ def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
         return *screen_outputs(result), ("" if result.item is not None else gr.skip())
 
     def nothing_shown(action: str) -> tuple[Any, ...]:
-        return message_html(f"No sample on screen to {action}.", "warning"), *[gr.skip()] * 3
+        return (message_html(f"No sample on screen to {action}.", "warning"),
+                *[gr.skip()] * (len(action_outputs) - 1))
 
     def on_label(label: str):
         def handler(dataset, strategy, overlap, blind, show_answer, name, note,
@@ -458,6 +575,17 @@ def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
             view = _view(dataset, strategy, overlap, blind, show_answer)
             return after_action(label_sample(context, view, name, shown.sample_id, label, note,
                                              shown.request_ids[label], request, shown)[1])
+        return handler
+
+    def on_sentence(label: str):
+        def handler(dataset, strategy, overlap, blind, show_answer, name, picked,
+                    shown: Shown | None, request: gr.Request):
+            view = _view(dataset, strategy, overlap, blind, show_answer)
+            result = label_sentence(context, view, name, shown, picked, label, request)
+            message = message_html(result.message, result.kind)
+            if result.sentences is None:
+                return message, gr.skip(), gr.skip(), gr.skip()
+            return message, *sentence_outputs(result.sentences, result.picked), result.shown
         return handler
 
     def on_skip(dataset, strategy, overlap, blind, show_answer, name, shown: Shown | None,
@@ -506,6 +634,11 @@ def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
     for label, button in label_buttons.items():
         button.click(on_label(label), [*controls, name_box, note_box, shown_state],
                      action_outputs, api_name=f"annotate_{label}", api_visibility="private",
+                     **LABEL_EVENTS)
+    for label, button in sentence_buttons.items():
+        button.click(on_sentence(label), [*controls, name_box, sentence_pick, shown_state],
+                     [message_view, sentence_box, sentence_pick, shown_state],
+                     api_name=f"annotate_sentence_{label}", api_visibility="private",
                      **LABEL_EVENTS)
     skip_button.click(on_skip, [*controls, name_box, shown_state], action_outputs,
                       api_name="annotate_skip", **LABEL_EVENTS)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
-from ragshield.label_agreement import SentenceKey, newest_run_claims
+from ragshield.label_agreement import SentenceKey, run_claims
 from ragshield.metrics.agreement import agreement_summary, gwet_ac1, gwet_ac1_interval
 from ragshield.metrics.sentence_agreement import judge_against_majority, sentence_majority
 from ragshield.store.database import Store
@@ -69,7 +69,10 @@ def _none(value: float) -> float | None:
     return None if math.isnan(value) else value
 
 
-def sentence_agreement(store: Store, dataset: str, judge: str = "support") -> SentenceAgreement:
+def sentence_agreement(store: Store, dataset: str, judge: str = "support",
+                       run_id: int | None = None) -> SentenceAgreement:
+    """The agreement on the dataset's sentence labels, and that of the `judge`'s marks in the
+    run (default: the dataset's newest) with the people's majority."""
     ratings = sentence_ratings(store, dataset)
     keyed = [(str(sentence), person, label) for sentence, person, label in ratings]
     among = agreement_summary(keyed)
@@ -78,7 +81,7 @@ def sentence_agreement(store: Store, dataset: str, judge: str = "support") -> Se
     for sentence, _, label in ratings:
         votes.setdefault(sentence, []).append(label)
     majority = {sentence: sentence_majority(labels) for sentence, labels in votes.items()}
-    claims = newest_run_claims(store, dataset, judge)
+    claims = run_claims(store, dataset, judge, run_id)
     against = judge_against_majority({k: v[0] for k, v in claims.items()},
                                      {k: v[1] for k, v in claims.items()}, majority)
     return SentenceAgreement(sentences=len(votes), people=len({p for _, p, _ in ratings}),

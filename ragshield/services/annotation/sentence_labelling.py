@@ -8,21 +8,23 @@ marked is what people check), else the answer split as that judge would split it
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
+
+from sqlalchemy import select
 
 from ragshield.claims import split_claims
 from ragshield.errors import UserError
 from ragshield.store.annotation_item import AnnotationItem, annotation_item
 from ragshield.store.database import Store
 from ragshield.store.labels import LabelValueError, annotator_id_of, annotator_names
-from ragshield.store.models import SENTENCE_LABEL_VALUES
+from ragshield.store.models import SENTENCE_LABEL_VALUES, VerdictRow
 from ragshield.store.sentence_labels import (SentenceLabelRecord, add_sentence_label,
                                              sentence_labels_of)
 
 SUPPORT_JUDGE = "support"
-__all__ = ["SENTENCE_LABEL_VALUES", "AnswerSentence", "SentenceView", "label_sentence",
-           "sentence_view", "sentences_of"]
+__all__ = ["SENTENCE_LABEL_VALUES", "AnswerSentence", "SentenceView", "item_sentences",
+           "label_sentence", "sentence_view", "sentences_of"]
 
 
 @dataclass(frozen=True)
@@ -43,23 +45,26 @@ class SentenceView:
     sentences: list[AnswerSentence]
 
 
-def _judge_claims(verdicts: list[dict[str, Any]], answer: str) -> list[dict[str, Any]] | None:
-    """The support verdict's claims when every span lies inside the answer."""
-    for verdict in verdicts:
-        details = verdict.get("details")
-        claims = details.get("claims") if isinstance(details, dict) else None
-        if verdict.get("judge") != SUPPORT_JUDGE or not isinstance(claims, list) or not claims:
-            continue
-        if all(isinstance(c, dict) and isinstance(c.get("start"), int)
-               and isinstance(c.get("end"), int) and 0 <= c["start"] < c["end"] <= len(answer)
-               for c in claims):
-            return claims
+def _judge_claims(store: Store, answer_id: int, answer: str) -> list[dict[str, Any]] | None:
+    """The claims of the answer's support verdict, when it has one whose every span lies
+    inside the answer (read here, not from the item: a blind item carries no verdict, and
+    its sentences are still the judge's)."""
+    with store.session() as session:
+        details = session.scalar(select(VerdictRow.details).where(
+            VerdictRow.answer_id == answer_id, VerdictRow.judge == SUPPORT_JUDGE)
+            .order_by(VerdictRow.id.desc()).limit(1))
+    claims = details.get("claims") if isinstance(details, dict) else None
+    if isinstance(claims, list) and claims and all(
+            isinstance(c, dict) and isinstance(c.get("start"), int)
+            and isinstance(c.get("end"), int) and 0 <= c["start"] < c["end"] <= len(answer)
+            for c in claims):
+        return claims
     return None
 
 
-def sentences_of(answer: str, verdicts: list[dict[str, Any]]) -> list[AnswerSentence]:
-    """The answer's sentences with the support judge's marks where `verdicts` has them."""
-    claims = _judge_claims(verdicts, answer)
+def sentences_of(answer: str, claims: list[dict[str, Any]] | None) -> list[AnswerSentence]:
+    """The answer's sentences: the support judge's `claims` with its marks, else the answer
+    split as that judge splits it."""
     if claims is None:
         return [AnswerSentence(i, c.start, c.end, answer[c.start:c.end])
                 for i, c in enumerate(split_claims(answer), 1)]
@@ -74,10 +79,16 @@ def sentence_view(store: Store, dataset: str, sample_id: str, annotator: str, *,
     """What the annotator is shown of the sample, with the sentences of its answer (none
     without an answer) and the labels on them."""
     item = annotation_item(store, dataset, sample_id, annotator, blind=blind, run_id=run_id)
-    if not item.answer:
-        return SentenceView(item, [])
-    sentences = sentences_of(item.answer, item.verdicts)
-    labels = sentence_labels_of(store, dataset, sample_id, item.answer)
+    return SentenceView(item, item_sentences(store, item, annotator))
+
+
+def item_sentences(store: Store, item: AnnotationItem, annotator: str) -> list[AnswerSentence]:
+    """The sentences of the item's answer with the labels on them; the judge's marks and
+    other people's labels only when the item is not blind."""
+    if not item.answer or item.answer_id is None:
+        return []
+    sentences = sentences_of(item.answer, _judge_claims(store, item.answer_id, item.answer))
+    labels = sentence_labels_of(store, item.dataset, item.sample_id, item.answer)
     with store.session() as session:
         person = annotator_id_of(session, annotator)
         names = annotator_names(session)
@@ -87,13 +98,13 @@ def sentence_view(store: Store, dataset: str, sample_id: str, annotator: str, *,
     shown = []
     for sentence in sentences:
         on_it = by_span.get((sentence.start, sentence.end), {})
-        shown.append(AnswerSentence(
-            sentence.index, sentence.start, sentence.end, sentence.text,
-            None if blind else sentence.score, None if blind else sentence.supported,
-            mine=on_it.get(person),
-            others={} if blind else {names[who]: value for who, value in on_it.items()
-                                     if who != person}))
-    return SentenceView(item, shown)
+        shown.append(replace(
+            sentence, mine=on_it.get(person),
+            score=None if item.blind else sentence.score,
+            supported=None if item.blind else sentence.supported,
+            others={} if item.blind else {names[who]: value for who, value in on_it.items()
+                                          if who != person}))
+    return shown
 
 
 class SentenceMissingError(UserError, LookupError):

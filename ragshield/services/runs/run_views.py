@@ -30,6 +30,8 @@ from ragshield.reports.tables import (JudgeSeries, SampleLinks, fallback_table, 
                                       judge_series, overview_table, quality_table,
                                       risk_table, switch_table, threshold_table)
 from ragshield.services.annotation.agreement import Agreement, agreement, run_keeps
+from ragshield.services.annotation.sentence_agreement import (SentenceAgreement,
+                                                            sentence_agreement)
 from ragshield.services.form_values import whole_number
 from ragshield.services.learning.policies import policy_watch_table
 from ragshield.services.runs.decision_view import decision_table
@@ -143,6 +145,39 @@ def correctness_part(tables: RunTables, series: dict[str, JudgeSeries]) -> Truth
     return _truth_part(tables, ("answer_correct",), sections, figures, missing)
 
 
+def sentence_agreement_tables(result: SentenceAgreement) -> list[Table]:
+    """Agreement on sentence labels, among people and of the claim judge with them (none
+    before a sentence is labelled)."""
+    if not result.sentences:
+        return []
+    among = result.among
+    rows = [["sentences labelled", fmt(result.sentences)], ["people", fmt(result.people)],
+            ["sentences with two or more labels", fmt(among["n_items"])],
+            ["percent agreement", fmt(among["percent"])],
+            ["Fleiss' kappa", fmt(among["fleiss"])],
+            ["Gwet's AC1", _with_interval(among["gwet_ac1"], among["gwet_ac1_interval"])],
+            *([f"{first} / {second}: kappa, AC1 (shared)",
+               f"{fmt(pair.kappa)}, {fmt(pair.ac1)} ({pair.shared})"]
+              for (first, second), pair in result.pairs.items())]
+    judge = result.judge
+    return [
+        Table("Agreement on sentence labels", ["statistic", "value"], rows,
+              note="Gwet's AC1 reads high agreement as high even when nearly every sentence "
+                   "is supported, where kappa reads it low."),
+        Table(f"The {judge['judge']} judge against people's sentence labels",
+              ["sentences with a majority", "supported", "AUROC", "balanced accuracy"],
+              [[fmt(judge["n"]), fmt(judge["supported"]),
+                _with_interval(judge["auroc"], judge["auroc_interval"]),
+                _with_interval(judge["balanced_accuracy"], judge["balanced_accuracy_interval"])]],
+              note="The majority of people per sentence (\"unsure\" and ties left out) against "
+                   "the judge's score (AUROC) and its supported mark (balanced accuracy) in "
+                   "this run; 95% bootstrap intervals over sentences.")]
+
+
+def _with_interval(value: float | None, interval: list[float] | None) -> str:
+    return fmt(value) + (f" [{fmt(interval[0])}, {fmt(interval[1])}]" if interval else "")
+
+
 def agreement_tables(result: Agreement, run_id: int | None = None) -> list[Table]:
     """The agreement tables; with `run_id`, each false keep and false withhold links to its
     case study in that run."""
@@ -207,6 +242,9 @@ class DashboardCache:
         dataset = tables.config.get("dataset")
         agreed = agreement_tables(agreement(store, dataset, self._automatic_labels(store, dataset),
                                             run_keeps(tables, series)), tables.run_id)
+        if dataset is not None:
+            agreed += sentence_agreement_tables(
+                sentence_agreement(store, dataset, run_id=tables.run_id))
         serial = next(self._serials)
         if tables.samples.empty:
             return RunView(serial, True, [], [], [], agreed), None
