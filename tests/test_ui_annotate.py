@@ -384,3 +384,16 @@ def test_a_sentence_label_without_an_answer_or_on_a_changed_answer_is_refused(co
         session.get(AnswerRow, screen.shown.answer_id).text = "Lyon is the capital."
     changed = annotate_tab.label_sentence(context, view, "ann", screen.shown, "1", "supported")
     assert changed.kind == "error" and "changed since it was shown" in changed.message
+
+
+def test_a_label_on_a_shown_answer_records_the_runs_passages(context, settings):
+    """A run's passages carry nested metadata: the label on a sample shown with its answer
+    was refused ('passages_shown' must list passages of plain fields)."""
+    answered_context(context, settings)
+    view = QueueView("toy", blind=False, show_answer=True)
+    screen = show_sample(context, view, "ann", "s0")
+    record, after = label_sample(context, view, "ann", "s0", "answerable", None,
+                                 screen.shown.request_ids["answerable"], shown=screen.shown)
+    assert record is not None and record.stored, after.message
+    [row] = label_history(context.store, "toy", "s0")
+    assert row.passages_shown and row.passages_shown[0]["text"] == "passage 0"

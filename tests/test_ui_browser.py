@@ -106,6 +106,85 @@ def test_hotkeys_are_left_alone_while_typing(page: Page, prepared: PreparedStore
     expect(item).to_have_attribute("data-sample-id", sample_id)
 
 
+def sentence_rows(database_url: str, dataset: str, sample_id: str) -> list[tuple[str, str]]:
+    """Every sentence label row of the sample, oldest first: (sentence, label or retracted)."""
+    from sqlalchemy import select
+
+    from ragshield.store.database import open_store
+    from ragshield.store.models import Sample as SampleRow
+    from ragshield.store.models import SentenceLabel
+
+    store = open_store(database_url, migrate=False)
+    try:
+        with store.session() as session:
+            rows = session.execute(
+                select(SentenceLabel.sentence, SentenceLabel.label, SentenceLabel.retracted)
+                .join(SampleRow, SampleRow.id == SentenceLabel.sample_id)
+                .where(SampleRow.external_id == sample_id).order_by(SentenceLabel.id)).all()
+    finally:
+        store.close()
+    return [(sentence, "retracted" if retracted else label) for sentence, label, retracted in rows]
+
+
+def test_sentence_labels_by_keyboard_undo_and_a_double_click(
+        page: Page, prepared: PreparedStore, settings) -> None:
+    """Issue 57: j enters sentence mode on the first sentence, 1 and 2 mark the sentences
+    one after the other, u takes the last mark back, a double click on a mark stores one
+    label, and Esc gives 1 back to the sample's label."""
+    from ragshield.pipeline import RunModels, execute_run, start_run
+    from ragshield.run_config import RunConfig
+    from ragshield.store.database import open_store
+    from ragshield.store.sample_import import import_samples
+    from ragshield.types import Passage, Sample
+    from tests.fakes import ScriptedLLM
+
+    dataset, first, second = "sentence-keys", "Rollo led the Normans.", "He was a king."
+    store = open_store(prepared.database_url)
+    import_samples(store, dataset, [Sample(id=f"k{i}", question=f"Who led them {i}?",
+                                           passages=[Passage(text="Rollo led the Normans.")])
+                                    for i in range(2)])
+    run = start_run(store, RunConfig(dataset=dataset, judges=["trivial"], rule="trivial"))
+    execute_run(store, run, settings, progress=False, models=RunModels(
+        main=ScriptedLLM(respond=lambda m: f"Answer: {first} {second}")))
+    store.close()
+
+    start_annotating(page, "keys-ann")
+    pick(page, "Dataset", dataset)
+    page.get_by_label("Show the answer of the newest run").check()
+    item = page.locator("#annotate-item .annotate-item[data-sample-id]")
+    expect(item).to_have_attribute("data-sample-id", "k0")
+    sentences = page.locator("#annotate-sentence-pick")
+    expect(sentences).to_contain_text(f"1. {first}")
+    expect(sentences).to_contain_text(f"2. {second}")
+    page.evaluate("document.activeElement && document.activeElement.blur()")
+    message = page.locator("#annotate-message")
+    page.keyboard.press("j")
+    expect(page.locator("#annotate-root")).to_have_class(re.compile("annotate-sentence-mode"))
+    page.keyboard.press("1")
+    expect(message).to_contain_text("Stored: sentence 1 of k0 is supported for keys-ann.")
+    expect(sentences).to_contain_text("yours: supported")
+    page.keyboard.press("2")  # the pick moved on to sentence 2
+    expect(message).to_contain_text("Stored: sentence 2 of k0 is unsupported for keys-ann.")
+    page.keyboard.press("u")
+    expect(message).to_contain_text("Undone on k0.")
+    assert sentence_rows(prepared.database_url, dataset, "k0") == [
+        (first, "supported"), (second, "unsupported"), (second, "retracted")]
+    page.keyboard.press("j")
+    page.keyboard.press("j")
+    expect(sentences.locator("input[type=radio]").nth(1)).to_be_checked()
+    page.locator("#annotate-sentence-unsure").dblclick()
+    expect(message).to_contain_text("sentence 2 of k0 is unsure for keys-ann.")
+    page.wait_for_timeout(1000)  # the second click's request lands too
+    assert sentence_rows(prepared.database_url, dataset, "k0")[3:] == [(second, "unsure")]
+    page.keyboard.press("Escape")
+    expect(page.locator("#annotate-root")).not_to_have_class(
+        re.compile("annotate-sentence-mode"))
+    page.keyboard.press("1")
+    expect(message).to_contain_text("Stored: k0 is answerable for keys-ann.")
+    expect(item).to_have_attribute("data-sample-id", "k1")
+    no_traceback(page)
+
+
 # -- Browse ---------------------------------------------------------------------------------
 
 def table_rows(page: Page) -> Locator:

@@ -45,7 +45,8 @@ def annotation_item(store: Store, dataset: str, sample_id: str, annotator: str, 
         answer = session.scalar(select(AnswerRow).where(
             AnswerRow.run_id == run_id, AnswerRow.sample_id == row_id,
             AnswerRow.role == MAIN)) if run_id is not None else None
-        passages = (list(answer.passages) if answer is not None and answer.passages else
+        passages = ([_shown_fields(p) for p in answer.passages if isinstance(p, dict)]
+                    if answer is not None and answer.passages else
                     [{"text": p.text, "title": p.title, "doc_id": p.doc_id}
                      for p in sample.passages])
         item = AnnotationItem(dataset=dataset, sample_id=sample_id, question=sample.question,
@@ -71,3 +72,10 @@ def annotation_item(store: Store, dataset: str, sample_id: str, annotator: str, 
         elif not blind:
             item.others.append(entry)
     return item
+
+
+def _shown_fields(passage: dict[str, Any]) -> dict[str, Any]:
+    """A run's passage as an annotator is shown it and a label records it: its plain fields
+    (text, title, id, score), without the nested metadata a retriever may add."""
+    return {key: value for key, value in passage.items()
+            if value is None or isinstance(value, (str, int, float))}

@@ -17,13 +17,16 @@
     const pick = document.getElementById(pickId);
     return pick && isShown(pick) ? [...pick.querySelectorAll("input[type=radio]")] : [];
   };
-  // j / k and the arrows move between the answer's sentences and enter sentence mode, where
-  // 1 / 2 / 3 mark the picked sentence; Esc leaves it, and 1 / 2 / 3 label the sample again.
+  // j / k and the arrows enter sentence mode on the picked sentence, then move between the
+  // answer's sentences; there 1 / 2 / 3 mark the picked one. Esc leaves sentence mode, and
+  // 1 / 2 / 3 label the sample again.
   const move = (step) => {
     const inputs = sentenceInputs();
     if (!inputs.length) return false;
+    const entering = !root().classList.contains(modeClass);
     const now = inputs.findIndex((input) => input.checked);
-    const next = now < 0 ? 0 : Math.min(Math.max(now + step, 0), inputs.length - 1);
+    const next = now < 0 ? 0 : entering ? now
+      : Math.min(Math.max(now + step, 0), inputs.length - 1);
     root().classList.add(modeClass);
     if (next !== now) inputs[next].click();
     inputs[next].closest("label")?.scrollIntoView({block: "nearest"});
@@ -50,7 +53,7 @@
       return;
     }
     const inSentences = root().classList.contains(modeClass) && sentenceInputs().length > 0;
-    const id = (inSentences ? sentenceTargets : targets)[key];
+    const id = (inSentences && sentenceTargets[key]) || targets[key];
     if (!id) return;
     const el = document.getElementById(id);
     if (!el) return;
