@@ -39,8 +39,8 @@ from ragshield.metrics.labels import (majority_flag, majority_label, passages_su
 from ragshield.store.database import Store
 from ragshield.store.labels import CurrentLabel, current_labels
 from ragshield.store.runs import MAIN, answer_records, get_run, verdict_records
-from ragshield.store.sentence_labels import (current_sentence_labels, person_flag,
-                                             with_sentence_labels)
+from ragshield.store.sentence_labels import (answer_flag, current_sentence_labels,
+                                             person_flag, with_sentence_labels)
 
 Truth = Literal["auto", "human"]
 TRUTHS: tuple[str, ...] = ("auto", "human")
@@ -195,8 +195,13 @@ def _labelled_samples(records: RunRecords, labels: Labels, truth: str) -> pd.Dat
         annotators[position] = len(current)
         if truth == "human":
             correct[position] = flag if flag is not None else correct[position]
-            # the automatic support already is the dataset's flag, else the reference check
-            support[position] = passages_support(label, None, support[position])
+            # People who found every sentence of the answer in the passages say that the
+            # passages support an answer (where nobody labelled answerability); the
+            # automatic support already is the dataset's flag, else the reference check.
+            faithful = majority_flag([answer_flag(answer, list(c.sentences))
+                                      for c in current if c.sentences]) if answer else None
+            support[position] = passages_support(label, True if faithful else None,
+                                                 support[position])
     # Built as pd.DataFrame(rows) builds them, so that the columns' dtypes are the same.
     label_columns = pd.DataFrame(list(zip(human_label, human_correct, annotators)),
                                  columns=LABEL_COLUMNS, index=samples.index)

@@ -4,6 +4,7 @@ from its sentences, in the run's tables under truth "human"; on SQLite and Postg
 
 from __future__ import annotations
 
+import re
 import threading
 
 import pytest
@@ -245,3 +246,123 @@ def test_the_majority_and_the_judges_figures_on_plain_mappings():
     assert 0 <= low <= result["auroc"] <= high <= 1
     one_class = judge_against_majority(scores, marks, {1: "supported", 2: "supported"})
     assert one_class["auroc"] is None and one_class["auroc_interval"] is None
+
+
+def test_a_policy_fits_on_answers_labelled_by_their_sentences(answered):
+    """Issue 57, item 4: sentence labels are people's truth for a policy's calibration: an
+    answer every sentence of which is supported is good (its passages support it), one with
+    an unsupported sentence is not."""
+    from ragshield.services.learning.policies import run_calibration
+
+    for sample, scores in (("s0", [0.9, 0.8]), ("s1", [0.7, 0.2]), ("s2", [0.6, 0.6])):
+        add_support_verdict(answered, sample, scores)
+    label(answered, "ann", 0, "supported", sample="s0")
+    label(answered, "ann", 1, "supported", sample="s0")
+    label(answered, "ann", 0, "unsupported", sample="s1")
+    label(answered, "ann", 0, "supported", sample="s2")  # one sentence only: says nothing
+    calibration = run_calibration(answered, 1, "support", holdout=0.0)
+    data = dict(zip(calibration.data.sample_ids, zip(calibration.data.good,
+                                                     calibration.data.source)))
+    assert data == {"s0": (True, "person"), "s1": (False, "person")}
+
+
+# -- import and export ----------------------------------------------------------------------
+
+def test_export_then_import_into_another_store_keeps_every_version(answered, tmp_path):
+    from ragshield.store.database import open_store
+    from ragshield.store.sentence_label_transfer import (export_sentence_labels,
+                                                         export_sentence_rows,
+                                                         import_sentence_labels)
+
+    label(answered, "ann", 0, "supported")
+    label(answered, "ann", 0, "unsupported")
+    label(answered, "bob", 1, "unsure", sample="s1")
+    rows = export_sentence_rows(answered)
+    for format in ("csv", "jsonl", "parquet"):
+        path = tmp_path / f"sentences.{format}"
+        assert export_sentence_labels(answered, path, format) == 3
+        other = open_store(f"sqlite:///{tmp_path / f'other-{format}.db'}")
+        import_samples(other, "toy", [Sample(id=f"s{i}", question=f"q{i}?",
+                                             passages=[Passage(text="Paris is in France.")])
+                                      for i in range(3)])
+        assert import_sentence_labels(other, path) == (3, 0)
+        assert import_sentence_labels(other, path) == (0, 3)  # a second import adds nothing
+        again = export_sentence_rows(other)
+        assert [{k: r[k] for k in r if k != "answer"} for r in again] == [
+            {k: r[k] for k in r if k != "answer"} for r in rows]
+        current = current_sentence_labels(other, 1)
+        assert sorted(l.label for rows_ in current.values() for l in rows_) == [
+            "unsupported", "unsure"]
+        other.close()
+
+
+def test_a_formula_in_a_sentence_is_written_as_text_and_read_back_as_it_was(store, settings,
+                                                                            tmp_path):
+    from ragshield.store.sentence_label_transfer import (export_sentence_labels,
+                                                         import_sentence_labels)
+
+    import_samples(store, "toy", [Sample(id="s0", question="q?", passages=[Passage(text="p")])])
+    add_annotator(store, "ann")
+    run = start_run(store, RunConfig(dataset="toy", judges=["trivial"], rule="trivial"))
+    execute_run(store, run, settings, progress=False, models=RunModels(
+        main=ScriptedLLM(respond=lambda m: "Answer: =HYPERLINK(1) is it. Fine.")))
+    with store.session() as session:
+        answer_id, text = session.execute(select(AnswerRow.id, AnswerRow.text)).one()
+    add_sentence_label(store, "toy", "s0", "ann", answer_id=answer_id, start=0,
+                       end=text.index(".") + 1, label="supported")
+    path = tmp_path / "s.csv"
+    export_sentence_labels(store, path, "csv")
+    assert ",'=HYPERLINK(1) is it.," in path.read_text()
+    assert import_sentence_labels(store, path) == (0, 1)  # the same label, read back whole
+
+
+def write_jsonl(path, rows) -> None:
+    import json
+
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+
+
+def test_a_bad_row_is_named_by_line_and_field_and_nothing_is_stored(answered, tmp_path):
+    from ragshield.store.label_transfer import LabelImportError
+    from ragshield.store.sentence_label_transfer import import_sentence_labels
+
+    good = {"dataset": "toy", "sample_id": "s0", "annotator": "ann", "label": "supported",
+            "sentence_index": 1}
+    cases = [({"label": "true"}, "line 2: field 'label' must be one of supported"),
+             ({"start": 0, "end": 999, "sentence_index": None}, "line 2: fields 'start' and "
+              "'end': span 0..999 is outside the answer"),
+             ({"sentence_index": None, "sentence": "Lyon is big."},
+              "line 2: field 'sentence': 'Lyon is big.' is not in the answer"),
+             ({"sentence_index": 3}, "line 2: field 'sentence_index': the answer has 2"),
+             ({"sample_id": "s9"}, "line 2: no sample 's9' in dataset 'toy'"),
+             ({"annotator": None}, "line 2: field 'annotator' is missing")]
+    for change, message in cases:
+        path = tmp_path / "bad.jsonl"
+        write_jsonl(path, [good, {**good, **change}])
+        with pytest.raises(LabelImportError, match=re.escape(f"{path}, {message}")):
+            import_sentence_labels(answered, path)
+    with answered.session() as session:
+        assert session.scalar(select(func.count(SentenceLabel.id))) == 0
+
+
+def test_lfqa_verification_rows_become_one_label_per_annotator_and_sentence(answered, tmp_path):
+    """LFQA-Verification's shape (sentences with their annotators' labels, 'partially'
+    counted as unsupported), on answers the row carries; our own example text."""
+    from ragshield.store.sentence_label_transfer import import_sentence_labels
+
+    path = tmp_path / "lfqa.jsonl"
+    write_jsonl(path, [{"id": "s2", "answer": ANSWER, "label": False, "sentences": [
+        {"text": "Paris is the capital of France.",
+         "annotator_labels": ["supported", "supported", "partially"]},
+        {"text": "It has two million people.",
+         "annotator_labels": ["not_supported", "supported", "not_supported"]}]}])
+    assert import_sentence_labels(answered, path, dataset="toy") == (6, 0)
+    labels = {(who, l.start, l.label) for _, l in sentence_labels_of(answered, "toy", "s2", ANSWER)
+              for who in [l.annotator_id]}
+    ids = {name: i for i, name in enumerate(["ann", "bob", "cid", "lfqa-1", "lfqa-2", "lfqa-3"],
+                                            start=1)}
+    assert labels == {(ids["lfqa-1"], 0, "supported"), (ids["lfqa-2"], 0, "supported"),
+                      (ids["lfqa-3"], 0, "unsupported"), (ids["lfqa-1"], 32, "unsupported"),
+                      (ids["lfqa-2"], 32, "supported"), (ids["lfqa-3"], 32, "unsupported")}
+    agreed = sentence_agreement(answered, "toy")
+    assert agreed.people == 3 and agreed.sentences == 2

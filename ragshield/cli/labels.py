@@ -303,23 +303,38 @@ def _sentence_agreement(dataset: Optional[str], as_json: bool) -> None:
 @app.command("export")
 def export(format: str = typer.Option(..., "--format", help="csv | jsonl | parquet"),
            out: Path = typer.Option(..., "--out"),
-           dataset: Optional[str] = typer.Option(None, "--dataset", help="Default: all.")) -> None:
+           dataset: Optional[str] = typer.Option(None, "--dataset", help="Default: all."),
+           sentences: bool = typer.Option(False, "--sentences",
+                                          help="The sentence labels instead.")) -> None:
     """Write every label version (the whole history) to a file."""
     from ragshield.services.annotation.labelling import export_labels
+    from ragshield.services.annotation.sentence_labelling import export_sentence_labels
 
     with user_errors(), opened_store() as store:
-        count = export_labels(store, out, format, dataset)
-    typer.echo(f"wrote {count} label rows to {out}")
+        count = (export_sentence_labels if sentences else export_labels)(
+            store, out, format, dataset)
+    typer.echo(f"wrote {count} {'sentence ' if sentences else ''}label rows to {out}")
 
 
 @app.command("import")
 def import_(path: Path = typer.Argument(...),
             format: Optional[str] = typer.Option(None, "--format",
-                                                 help="Default: from the extension.")
+                                                 help="Default: from the extension."),
+            sentences: bool = typer.Option(
+                False, "--sentences", help="Sentence labels: a file of `export --sentences`, "
+                "one label a row (sample_id, annotator, label, and start/end, sentence_index "
+                "or sentence), or LFQA-Verification rows."),
+            dataset: Optional[str] = typer.Option(
+                None, "--dataset", help="With --sentences: the dataset of rows that name none.")
             ) -> None:
     """Import a label file made by `labels export` (all rows or none)."""
     from ragshield.services.annotation.labelling import import_label_file
+    from ragshield.services.annotation.sentence_labelling import import_sentence_label_file
 
     with user_errors(), opened_store() as store:
-        added, present = import_label_file(store, path, format)
-    typer.echo(f"{added} label rows added, {present} already there")
+        if sentences:
+            added, present = import_sentence_label_file(store, path, format, dataset=dataset)
+        else:
+            added, present = import_label_file(store, path, format)
+    kind = "sentence label" if sentences else "label"
+    typer.echo(f"{added} {kind} rows added, {present} already there")

@@ -58,7 +58,7 @@ class LabelExportError(UserError, ValueError):
     """The export file cannot be written; nothing was changed."""
 
 
-def _utc(moment: datetime) -> str:
+def utc_text(moment: datetime) -> str:
     return as_utc(moment).astimezone(timezone.utc).isoformat()
 
 
@@ -79,12 +79,12 @@ def export_rows(store: Store, dataset: str | None = None,
              "note": label.note if notes_of is None or person in notes_of else None,
              "passages_shown": json.dumps(label.passages_shown),
              "retracted": label.retracted, "request_id": label.request_id,
-             "reverts_label_id": label.reverts_id, "created_at": _utc(label.created_at)}
+             "reverts_label_id": label.reverts_id, "created_at": utc_text(label.created_at)}
             for label, name, sample, person, role in session.execute(query).tuples()
         ]
 
 
-def _csv_cell(value: Any) -> str:
+def csv_cell(value: Any) -> str:
     """A cell a spreadsheet shows as text. Cells starting with = + - @ (or a tab or carriage
     return) would be run as formulas, so they get a leading apostrophe, which spreadsheets
     hide; a cell that itself starts with an apostrophe gets one more, so that the import
@@ -101,34 +101,38 @@ def _csv_value(cell: str | None) -> str | None:
     return cell[1:] if cell and cell.startswith("'") else cell
 
 
-def _write_csv(rows: list[dict[str, Any]], path: Path) -> None:
+def write_csv(rows: list[dict[str, Any]], path: Path, columns: tuple[str, ...]) -> None:
     with open(path, "w", newline="", encoding="utf-8") as out:
         writer = csv.writer(out)
-        writer.writerow(COLUMNS)
-        writer.writerows([_csv_cell(row[c]) for c in COLUMNS] for row in rows)
+        writer.writerow(columns)
+        writer.writerows([csv_cell(row[c]) for c in columns] for row in rows)
 
 
-def _write_jsonl(rows: list[dict[str, Any]], path: Path) -> None:
+def write_jsonl(rows: list[dict[str, Any]], path: Path) -> None:
     with open(path, "w", encoding="utf-8") as out:
         out.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
 
 
-def _write_parquet(rows: list[dict[str, Any]], path: Path) -> None:
+def write_parquet(rows: list[dict[str, Any]], path: Path,
+                  columns: tuple[tuple[str, str], ...]) -> None:
+    """`columns`: (name, pyarrow type name: int64, string or bool_)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    schema = pa.schema([("label_id", pa.int64()), ("dataset", pa.string()),
-                        ("sample_id", pa.string()), ("annotator", pa.string()),
-                        ("annotator_role", pa.string()), ("label", pa.string()),
-                        ("answer_correct", pa.bool_()), ("note", pa.string()),
-                        ("passages_shown", pa.string()), ("retracted", pa.bool_()),
-                        ("request_id", pa.string()), ("reverts_label_id", pa.int64()),
-                        ("created_at", pa.string())])
+    schema = pa.schema([(name, getattr(pa, kind)()) for name, kind in columns])
     pq.write_table(pa.Table.from_pylist(rows, schema=schema), path)
 
 
-WRITERS: dict[str, Callable[[list[dict[str, Any]], Path], None]] = {
-    "csv": _write_csv, "jsonl": _write_jsonl, "parquet": _write_parquet}
+PARQUET_COLUMNS = (("label_id", "int64"), ("dataset", "string"), ("sample_id", "string"),
+                   ("annotator", "string"), ("annotator_role", "string"), ("label", "string"),
+                   ("answer_correct", "bool_"), ("note", "string"),
+                   ("passages_shown", "string"), ("retracted", "bool_"),
+                   ("request_id", "string"), ("reverts_label_id", "int64"),
+                   ("created_at", "string"))
+Writer = Callable[[list[dict[str, Any]], Path], None]
+WRITERS: dict[str, Writer] = {
+    "csv": lambda rows, path: write_csv(rows, path, COLUMNS), "jsonl": write_jsonl,
+    "parquet": lambda rows, path: write_parquet(rows, path, PARQUET_COLUMNS)}
 
 
 def export_labels(store: Store, path: Path, format: str, dataset: str | None = None,
@@ -147,7 +151,7 @@ def export_labels(store: Store, path: Path, format: str, dataset: str | None = N
 
 # -- import -------------------------------------------------------------------------------
 
-def _read(path: Path, format: str) -> Iterator[tuple[str, Any]]:
+def read_rows(path: Path, format: str) -> Iterator[tuple[str, Any]]:
     """(where the row is, as a person finds it: "line N" of a text file, where a CSV row
     starts, or "row N" of a Parquet table; the row)."""
     if format == "csv":
@@ -199,7 +203,7 @@ def format_of(path: Path) -> str:
     return suffix
 
 
-def _flag(value: Any, field: str) -> bool | None:
+def flag_field(value: Any, field: str) -> bool | None:
     if value is None or value == "":
         return None
     if isinstance(value, bool):
@@ -209,7 +213,7 @@ def _flag(value: Any, field: str) -> bool | None:
     raise LabelValueError(f"field {field!r} must be true, false or empty, got {value!r:.80}")
 
 
-def _text(value: Any, field: str, required: bool = False,
+def text_field(value: Any, field: str, required: bool = False,
           max_length: int | None = None) -> str | None:
     if value is None or value == "":
         if required:
@@ -226,7 +230,7 @@ def _text(value: Any, field: str, required: bool = False,
     return value
 
 
-def _int(value: Any, field: str) -> int | None:
+def int_field(value: Any, field: str) -> int | None:
     if value is None or value == "":
         return None
     if isinstance(value, int) and not isinstance(value, bool):
@@ -248,8 +252,8 @@ def _passages(value: Any) -> list[Any]:
     return check_passages_shown(value)
 
 
-def _time(value: Any) -> datetime:
-    text = _text(value, "created_at", required=True) or ""
+def time_field(value: Any) -> datetime:
+    text = text_field(value, "created_at", required=True) or ""
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
@@ -262,19 +266,20 @@ def _parsed(row: Any) -> dict[str, Any]:
         raise LabelValueError(f"a row must be an object of fields, got {type(row).__name__}")
     role = row.get("annotator_role")
     return {
-        "label_id": _int(row.get("label_id"), "label_id"),
-        "dataset": _text(row.get("dataset"), "dataset", True),
-        "sample_id": _text(row.get("sample_id"), "sample_id", True),
-        "annotator": check_name(_text(row.get("annotator"), "annotator", True), "annotator"),
+        "label_id": int_field(row.get("label_id"), "label_id"),
+        "dataset": text_field(row.get("dataset"), "dataset", True),
+        "sample_id": text_field(row.get("sample_id"), "sample_id", True),
+        "annotator": check_name(text_field(row.get("annotator"), "annotator", True), "annotator"),
         "annotator_role": check_name(role, "annotator_role", ROLE_MAX_LENGTH) if role else None,
-        "label": check_label_value(_text(row.get("label"), "label", True) or ""),
-        "answer_correct": _flag(row.get("answer_correct"), "answer_correct"),
-        "note": _text(row.get("note"), "note"),
+        "label": check_label_value(text_field(row.get("label"), "label", True) or ""),
+        "answer_correct": flag_field(row.get("answer_correct"), "answer_correct"),
+        "note": text_field(row.get("note"), "note"),
         "passages_shown": _passages(row.get("passages_shown")),
-        "retracted": bool(_flag(row.get("retracted"), "retracted")),
-        "request_id": _text(row.get("request_id"), "request_id", max_length=REQUEST_ID_MAX_LENGTH),
-        "reverts_label_id": _int(row.get("reverts_label_id"), "reverts_label_id"),
-        "created_at": _time(row.get("created_at")),
+        "retracted": bool(flag_field(row.get("retracted"), "retracted")),
+        "request_id": text_field(row.get("request_id"), "request_id",
+                                 max_length=REQUEST_ID_MAX_LENGTH),
+        "reverts_label_id": int_field(row.get("reverts_label_id"), "reverts_label_id"),
+        "created_at": time_field(row.get("created_at")),
     }
 
 
@@ -345,7 +350,7 @@ def import_labels(store: Store, path: Path, format: str | None = None) -> tuple[
     try:
         with store.session() as session:
             state = _Import(session)
-            for where, raw in _read(path, format):
+            for where, raw in read_rows(path, format):
                 try:
                     row = _parsed(raw)
                     sample = state.sample(row["dataset"], row["sample_id"])
@@ -375,6 +380,6 @@ def _existing(session: Session, sample: int, annotator: int, row: dict[str, Any]
         Label.sample_id == sample, Label.annotator_id == annotator,
         Label.label == row["label"], Label.retracted == row["retracted"]))
     for label in candidates:
-        if _utc(label.created_at) == _utc(row["created_at"]) and label.note == row["note"]:
+        if utc_text(label.created_at) == utc_text(row["created_at"]) and label.note == row["note"]:
             return label.id
     return None

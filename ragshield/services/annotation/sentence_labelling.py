@@ -9,6 +9,7 @@ marked is what people check), else the answer split as that judge would split it
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
@@ -16,15 +17,19 @@ from sqlalchemy import select
 from ragshield.claims import split_claims
 from ragshield.errors import UserError
 from ragshield.store.annotation_item import AnnotationItem, annotation_item
+from ragshield.services.data.datasets import ensure_demo_dataset
 from ragshield.store.database import Store
 from ragshield.store.labels import LabelValueError, annotator_id_of, annotator_names
 from ragshield.store.models import SENTENCE_LABEL_VALUES, VerdictRow
+from ragshield.store.sentence_label_transfer import (export_sentence_labels,
+                                                    import_sentence_labels)
 from ragshield.store.sentence_labels import (SentenceLabelRecord, add_sentence_label,
                                              sentence_labels_of)
 
 SUPPORT_JUDGE = "support"
-__all__ = ["SENTENCE_LABEL_VALUES", "AnswerSentence", "SentenceView", "item_sentences",
-           "label_sentence", "sentence_view", "sentences_of"]
+__all__ = ["SENTENCE_LABEL_VALUES", "AnswerSentence", "SentenceView", "export_sentence_labels",
+           "import_sentence_label_file", "item_sentences", "label_sentence", "sentence_view",
+           "sentences_of"]
 
 
 @dataclass(frozen=True)
@@ -133,3 +138,11 @@ def label_sentence(store: Store, dataset: str, sample_id: str, annotator: str, l
     return add_sentence_label(store, dataset, sample_id, annotator,
                               answer_id=view.item.answer_id, start=span[0], end=span[1],
                               label=label, answer_text=answer_text, request_id=request_id)
+
+
+def import_sentence_label_file(store: Store, path: Path, format: str | None = None, *,
+                               dataset: str | None = None) -> tuple[int, int]:
+    """Import sentence labels (store/sentence_label_transfer.py), all rows or none; (added,
+    already there). The demo set is put in first, as its labels may be in the file."""
+    ensure_demo_dataset(store)
+    return import_sentence_labels(store, path, format, dataset=dataset)
