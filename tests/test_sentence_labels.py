@@ -366,3 +366,20 @@ def test_lfqa_verification_rows_become_one_label_per_annotator_and_sentence(answ
                       (ids["lfqa-2"], 32, "supported"), (ids["lfqa-3"], 32, "unsupported")}
     agreed = sentence_agreement(answered, "toy")
     assert agreed.people == 3 and agreed.sentences == 2
+
+
+def test_the_uncertain_sentence_queue_hands_out_the_answer_nearest_the_threshold(answered):
+    from ragshield.store.annotation_queue import next_sample
+
+    for sample, scores in (("s0", [0.9, 0.1]), ("s1", [0.9, 0.55]), ("s2", [0.8, 0.7])):
+        add_support_verdict(answered, sample, scores)
+
+    def queue(who: str) -> str | None:
+        return next_sample(answered, "toy", who, strategy="uncertain_sentence")
+
+    assert queue("ann") == "s1"  # weakest 0.55: nearest 0.5, then s2 (0.7), then s0 (0.1)
+    label(answered, "ann", 1, "supported", sample="s1")
+    assert queue("ann") == "s2" and queue("bob") == "s1"
+    label(answered, "ann", 0, "supported", sample="s2")
+    label(answered, "ann", 0, "supported", sample="s0")
+    assert queue("ann") == "s0"  # every judged answer done: the unlabelled queue's first

@@ -4,7 +4,10 @@ Strategies: `unlabelled` (samples with the fewest current labels first, in datas
 `disagreement` (samples whose judges disagree most in a run first, so labels go where they
 teach most; among equals, the later sample first), `random` (a seeded pseudo-random walk),
 `value` (a mix, `ValueMix`: samples in a policy's defer band, samples the judges disagree
-on, and samples of the random slice kept apart for checking the policy). `overlap` k hands
+on, and samples of the random slice kept apart for checking the policy), `uncertain_sentence`
+(the answers whose weakest sentence the support judge scored nearest its threshold first, so
+sentence labels go where its mark is least sure; a sample whose sentences the annotator
+labelled is done for them). `overlap` k hands
 each sample to k different annotators (for agreement); a sample the annotator labelled or
 skipped is not offered again. Each query stops at the first eligible sample, so it stays fast
 on large datasets (see scripts/bench_labels.py).
@@ -23,13 +26,17 @@ from ragshield.errors import OptionError
 from ragshield.holdout import HOLDOUT_SHARE, in_holdout
 from ragshield.store.database import Store, remembered
 from ragshield.store.labels import annotator_id_of
-from ragshield.store.models import AnswerRow, Label, Run, Sample, Skip, VerdictRow
+from ragshield.store.models import (AnswerRow, Label, Run, Sample, SentenceLabel, Skip,
+                                    VerdictRow)
 from ragshield.store.run_errors import UnknownRunError
 from ragshield.store.runs import MAIN
 from ragshield.store.samples import dataset_id_of
 
-Strategy = Literal["unlabelled", "disagreement", "random", "value"]
-STRATEGIES: tuple[str, ...] = ("unlabelled", "disagreement", "random", "value")
+Strategy = Literal["unlabelled", "disagreement", "random", "value", "uncertain_sentence"]
+STRATEGIES: tuple[str, ...] = ("unlabelled", "disagreement", "random", "value",
+                               "uncertain_sentence")
+SUPPORT_JUDGE = "support"
+SUPPORT_THRESHOLD = 0.5  # the support judge's own, for verdicts that do not record theirs
 BATCH = 64  # candidate ids read at a time where some are passed over in Python
 
 
@@ -125,6 +132,20 @@ _IN_BAND = (_JUDGED.join(VerdictRow, and_(VerdictRow.answer_id == AnswerRow.id,
                                           VerdictRow.judge == bindparam("judge")))
             .where(VerdictRow.score >= bindparam("low"), VerdictRow.score < bindparam("high"))
             .order_by(Sample.id))
+
+# Answers of the run by how near the support judge's score (its weakest sentence's) is to
+# the threshold it used, nearest first; none the annotator labelled sentences of.
+_MINE_SENTENCE = aliased(SentenceLabel)
+_UNCERTAIN = (
+    _JUDGED.join(VerdictRow, and_(VerdictRow.answer_id == AnswerRow.id,
+                                  VerdictRow.judge == SUPPORT_JUDGE))
+    .where(VerdictRow.score.is_not(None),
+           ~exists().where(_MINE_SENTENCE.sample_id == Sample.id,
+                           _MINE_SENTENCE.annotator_id == bindparam("annotator_id"),
+                           _MINE_SENTENCE.retracted.is_(False)))
+    .order_by(func.abs(VerdictRow.score - func.coalesce(
+        VerdictRow.details["threshold"].as_float(), SUPPORT_THRESHOLD)), Sample.id)
+    .limit(1))
 
 
 def _unlabelled(session: Session, params: dict[str, int]) -> str | None:
@@ -238,19 +259,13 @@ def run_for_dataset(session: Session, dataset_id: int, run_id: int | None) -> in
     return run_id
 
 
-def _disagreement(session: Session, params: dict[str, int], run_id: int | None) -> str | None:
-    if run_id is None:
-        return None
-    return session.scalar(_MOST_DISAGREED, {**params, "run_id": run_id})
-
-
 def next_sample(store: Store, dataset: str, annotator: str, *, strategy: str = "unlabelled",
                 overlap: int = 1, seed: int = 0, run_id: int | None = None,
                 mix: ValueMix | None = None) -> str | None:
     """The id of the sample to label next, or None when the annotator is done.
-    `disagreement` uses `run_id` (default: the dataset's newest run) and falls back to
-    `unlabelled` once no judged sample is left; `value` draws from `mix` (default: no
-    band) on that run."""
+    `disagreement` and `uncertain_sentence` use `run_id` (default: the dataset's newest run)
+    and fall back to `unlabelled` once no judged sample is left; `value` draws from `mix`
+    (default: no band) on that run."""
     if strategy not in STRATEGIES:
         raise OptionError(f"strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
     if overlap < 1:
@@ -258,7 +273,7 @@ def next_sample(store: Store, dataset: str, annotator: str, *, strategy: str = "
     with store.session() as session:
         dataset_id = dataset_id_of(session, dataset)
         person = annotator_id_of(session, annotator)
-        if strategy not in ("disagreement", "value"):
+        if strategy not in ("disagreement", "value", "uncertain_sentence"):
             run_for_dataset(session, dataset_id, run_id)  # a wrong --run is an error anyway
         params = {"dataset_id": dataset_id, "annotator_id": person, "overlap": overlap}
         if strategy == "random":
@@ -266,8 +281,10 @@ def next_sample(store: Store, dataset: str, annotator: str, *, strategy: str = "
         if strategy == "value":
             return _value(session, params, seed, run_for_dataset(session, dataset_id, run_id),
                           mix or ValueMix())
-        if strategy == "disagreement":
-            found = _disagreement(session, params, run_for_dataset(session, dataset_id, run_id))
+        if strategy in ("disagreement", "uncertain_sentence"):
+            run = run_for_dataset(session, dataset_id, run_id)
+            query = _MOST_DISAGREED if strategy == "disagreement" else _UNCERTAIN
+            found = session.scalar(query, {**params, "run_id": run}) if run is not None else None
             if found is not None:
                 return found
         return _unlabelled(session, params)
