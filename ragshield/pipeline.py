@@ -21,6 +21,7 @@ from ragshield.answerers.base import Answerer
 from ragshield.answerers.norag import NoRagAnswerer
 from ragshield.answerers.registry import make_answerer
 from ragshield.config import Settings
+from ragshield.conversation import in_conversation
 from ragshield.errors import UserError
 from ragshield.judges.base import Judge
 from ragshield.judges.registry import make_judges
@@ -131,6 +132,7 @@ class _SampleWorker:
                                         noise=config.noise, seed=config.seed, settings=settings)
 
     def __call__(self, sample: Sample) -> tuple[dict[str, RoleAnswer], list[Verdict]]:
+        sample = in_conversation(sample)  # a row's earlier turns, as /v1/judge reads them
         if self.finder is not None:
             sample = replace(sample, passages=self.finder.find(sample.question))
         main = self.models.main
@@ -275,7 +277,8 @@ def rejudge_run(store: Store, run_id: int, judges: str, settings: Settings | Non
         saved = run_store.iter_main_answers(store, run_id)
         for item in tqdm(saved, total=run.samples_total, disable=not progress, file=sys.stderr,
                          desc=f"re-judge run {run_id}"):
-            verdicts = [judge.judge(item.sample, item.answer, models.reader(judge.name))
+            sample = in_conversation(item.sample)
+            verdicts = [judge.judge(sample, item.answer, models.reader(judge.name))
                         for judge in chosen if judge.name not in item.judges]
             good = [v for v in verdicts if not v.error]
             run_store.add_verdicts(store, item.answer_id, good)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ragshield.config import Settings
 from ragshield.services.questions.settlement import MAX_QUESTION_CHARS
-from ragshield.services.questions.conversation import (MAX_CONTEXT_CHARS, MAX_TURN_CHARS, Turn,
+from ragshield.conversation import (MAX_CONTEXT_CHARS, MAX_TURN_CHARS, Turn,
                                                        is_follow_up, judged_question)
 from ragshield.services.questions.live_runs import LIVE_DATASET
 from ragshield.store.database import Store

@@ -440,3 +440,19 @@ def test_the_import_command_takes_the_format(tmp_path, monkeypatch):
         store.close()
     listed = CliRunner().invoke(app, ["datasets", "formats", "--json"])
     assert "openinference" in {row["name"] for row in json.loads(listed.stdout)}
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_the_llm_spans_earlier_turns_become_the_samples_history(tmp_path, shape):
+    """Issue 57, item 5: a chat's earlier user and assistant turns (the LLM span's input
+    messages before its last user message; system messages left out) are the history."""
+    spans = rag_spans(question="And the second largest?")
+    spans[3]["attributes"]["llm.input_messages"] = [
+        {"message.role": "system", "message.content": "Answer from the context."},
+        {"message.role": "user", "message.content": "Which city is the capital of France?"},
+        {"message.role": "assistant", "message.content": "Paris."},
+        {"message.role": "user", "message.content": "Context: ...\nAnd the second largest?"}]
+    (sample,) = load_dataset(write_lines(tmp_path / "spans.jsonl", SHAPES[shape](spans)))
+    assert sample.meta["history"] == [
+        {"role": "user", "content": "Which city is the capital of France?"},
+        {"role": "assistant", "content": "Paris."}]

@@ -6,8 +6,9 @@ The sample fields (FIELDS) left out are read from the column of the same name wh
 one. The answer an outside system gave (ANSWER_FIELDS: `answer`, `answer_model`,
 `answer_logprobs`, `cited_passages`; see given_answers) and `passage_scores` (one retrieval
 score per passage, a list of numbers or nulls) are read only where the mapping names them:
-`answer=response,answer_logprobs=lp`. Passages given as objects may carry their own `score`.
-Columns that are not mapped go into Sample.meta.
+`answer=response,answer_logprobs=lp`; so is `history`, the conversation before the question
+(a list of {role, content}, JSON text in a CSV cell: datasets/history.py). Passages given as
+objects may carry their own `score`. Columns that are not mapped go into Sample.meta.
 """
 
 from __future__ import annotations
@@ -15,13 +16,15 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from ragshield.conversation import HISTORY
 from ragshield.datasets.errors import DatasetError
 from ragshield.datasets.given_answers import ANSWER_FIELDS, given_answer
+from ragshield.datasets.history import history_field
 from ragshield.datasets.records import Record, passage_from_record
 from ragshield.types import Passage, Sample
 
 FIELDS = ("id", "question", "answers", "passages", "answerable")
-OPTIONAL_FIELDS = (*ANSWER_FIELDS, "passage_scores")  # read only when mapped
+OPTIONAL_FIELDS = (*ANSWER_FIELDS, "passage_scores", HISTORY)  # read only when mapped
 TRUE_WORDS = {"true", "yes", "1", "answerable"}
 FALSE_WORDS = {"false", "no", "0", "unanswerable"}
 
@@ -122,6 +125,10 @@ def mapped_sample(record: Record, mapping: ColumnMapping, fallback_id: str,
     has_id = record.has(mapping["id"]) and record.data[mapping["id"]] != ""
     passages = _with_scores(record, mapping.get("passage_scores"),
                             _passages(record, mapping["passages"]))
+    if HISTORY in mapping:
+        history = history_field(record, mapping[HISTORY])
+        if history:
+            meta[HISTORY] = history
     return Sample(
         id=record.identifier(mapping["id"]) if has_id else fallback_id,
         question=record.text(mapping["question"]),

@@ -1,6 +1,6 @@
 """Cells of table files (CSV, Parquet) as the column mapping reads them: text that holds a
-JSON list read as one, the JSON of the given answer's log-probs, cited passages and passage
-scores parsed, and an empty cell of a mapped optional column read as none."""
+JSON list read as one, the JSON of the given answer's log-probs, cited passages, passage
+scores and history parsed, and an empty cell of a mapped optional column read as none."""
 
 from __future__ import annotations
 
@@ -8,12 +8,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ragshield.conversation import HISTORY
 from ragshield.datasets.column_mapping import OPTIONAL_FIELDS, ColumnMapping
 from ragshield.datasets.errors import DatasetFormatError
 from ragshield.datasets.reading import parse_json
 
 LIST_FIELDS = ("answers", "passages")  # a cell holding a JSON list is read as one
-JSON_FIELDS = ("answer_logprobs", "cited_passages", "passage_scores")  # text cells are JSON
+# Text cells of these are JSON.
+JSON_FIELDS = ("answer_logprobs", "cited_passages", "passage_scores", HISTORY)
 LIST, JSON, OPTIONAL = "list", "json", "optional"  # how a column's text cells are read
 
 

@@ -31,6 +31,7 @@ class AnnotationItem:
     mine: dict[str, Any] | None = None
     guidelines: str | None = None
     blind: bool = False
+    meta: dict[str, Any] = field(default_factory=dict)  # the sample's (its `history`, ...)
 
 
 def annotation_item(store: Store, dataset: str, sample_id: str, annotator: str, *,
@@ -52,7 +53,8 @@ def annotation_item(store: Store, dataset: str, sample_id: str, annotator: str, 
         item = AnnotationItem(dataset=dataset, sample_id=sample_id, question=sample.question,
                               passages=passages, answer=answer.text if answer else None,
                               answer_id=answer.id if answer else None,
-                              guidelines=dataset_row.guidelines, blind=blind)
+                              guidelines=dataset_row.guidelines, blind=blind,
+                              meta=dict(sample.meta or {}))
         if answer is not None and not blind:
             item.verdicts = [
                 {"judge": v.judge, "keep": v.keep, "score": v.score, "rationale": v.rationale,

@@ -30,7 +30,8 @@ from ragshield.services.data.datasets import dataset_names
 from ragshield.services.questions.claim_marks import claim_marks
 from ragshield.ui import people_panel
 from ragshield.ui.context import UiContext
-from ragshield.ui.html_render import esc, marked_answer_html, message_html, table_html
+from ragshield.ui.html_render import (conversation_html, esc, marked_answer_html, message_html,
+                                     table_html)
 from ragshield.ui.picker_refresh import datasets_unless_shown, shown_choices
 
 VALUE_INFO = ("value: 2 in 5 labels where the newest policy would ask a person, 2 in 5 where "
@@ -175,6 +176,7 @@ def item_html(item: AnnotationItem, *, show_answer: bool) -> str:
     parts = [
         f'<div class="annotate-meta">sample <code>{esc(item.sample_id)}</code> in '
         f'{esc(item.dataset)}{" · blind" if item.blind else ""}</div>',
+        conversation_html(item.meta),
         f'<div class="annotate-question"><b>Question:</b> {esc(item.question)}</div>',
         '<ol class="annotate-passages">' + "".join(map(_passage_html, item.passages)) + "</ol>"
         if item.passages else "<p><i>No passages.</i></p>",

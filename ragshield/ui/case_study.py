@@ -10,12 +10,13 @@ from typing import Any, Sequence
 
 import pandas as pd
 
+from ragshield.conversation import HISTORY
 from ragshield.services.annotation.labelling import LabelRecord
 from ragshield.services.questions.claim_marks import ClaimMark, claim_marks
 from ragshield.services.rendering import fmt
 from ragshield.services.runs.case_studies import MAIN, CaseStudy, judge_detail_view
 from ragshield.types import DetailTable, evidence_labels, keep_word, passage_label
-from ragshield.ui.html_render import esc, marked_answer_html, table_html
+from ragshield.ui.html_render import conversation_html, esc, marked_answer_html, table_html
 
 ROLE_TITLES = {"norag": "No-RAG answer (no passages)", "larger": "Larger model's answer"}
 
@@ -96,8 +97,9 @@ def _sample_section(study: CaseStudy) -> str:
         rows.append([f"decision ({decision.rule})",
                      f"{keep_word(decision.keep)}: {decision.reason}"])
     meta = sample.get("meta") or {}
-    rows += [[key, value] for key, value in meta.items()]
-    return _section("Question", _pre(sample["question"]) + table_html(["field", "value"], rows))
+    rows += [[key, value] for key, value in meta.items() if key != HISTORY]
+    return _section("Question", conversation_html(meta) + _pre(sample["question"])
+                    + table_html(["field", "value"], rows))
 
 
 def passages_html(passages: Sequence[dict[str, Any]], cited: Sequence[Any]) -> str:

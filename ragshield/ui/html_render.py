@@ -6,6 +6,7 @@ from __future__ import annotations
 import html
 from typing import Any, Sequence
 
+from ragshield.conversation import SPEAKERS, history_of
 from ragshield.services.questions.claim_marks import ClaimMark, unsupported
 from ragshield.types import passage_label
 
@@ -70,3 +71,15 @@ def marked_answer_html(text: str, marks: Sequence[ClaimMark]) -> str:
     legend = (f"support: {len(marks) - failing} of {len(marks)} sentences supported by the "
               f"passages" + (" (the others are underlined and flagged)" if failing else ""))
     return "".join(parts) + f'<div class="rs-claim-legend">{esc(legend)}</div>'
+
+
+def conversation_html(meta: dict[str, Any]) -> str:
+    """The conversation a sample's question came in (its row's `history`), oldest turn
+    first, escaped; empty without one."""
+    turns = history_of(meta)
+    if not turns:
+        return ""
+    items = "".join(f'<li><b>{esc(SPEAKERS.get(turn.role, turn.role))}:</b> '
+                    f'<span class="rs-turn-text">{esc(turn.text)}</span></li>' for turn in turns)
+    return (f'<div class="rs-conversation"><b>Earlier in the conversation</b> ({len(turns)} '
+            f'turn{"s" if len(turns) != 1 else ""}):<ol>{items}</ol></div>')

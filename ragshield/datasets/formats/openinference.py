@@ -22,7 +22,8 @@ span object per line, in the shapes Phoenix gives out:
 The attributes read, as named by the OpenInference semantic conventions
 (openinference-semantic-conventions), and nothing else: `openinference.span.kind` (else the
 span's `span_kind`), `input.value`, `output.value`, `llm.output_messages.N.message.content`,
-`llm.model_name`, and for each retrieved document `retrieval.documents.N.document.content`,
+`llm.input_messages.N.message.role` and `.content`, `llm.model_name`, and for each retrieved
+document `retrieval.documents.N.document.content`,
 `.document.id`, `.document.score` and `.document.metadata`.
 
 Spans are grouped by trace id. A trace is a question answered with retrieved passages when one
@@ -36,6 +37,8 @@ sample:
   `answer`, `output`, `response` or `result` key; a root without `output.value` gives the
   content of its last `llm.output_messages`. Its model: the `llm.model_name` of the trace's
   last LLM span that names one. No token log-probs: OpenInference has no attribute for them;
+- history (meta["history"]): the user and assistant turns the trace's last LLM span with input
+  messages was given before its last user message: the conversation the question came in;
 - passages: the documents of the trace's RETRIEVER spans, span after span, each span's in
   index order: content, id and score become Passage.text, doc_id and score, the metadata
   (an object, or a JSON text of one, kept as it is otherwise) Passage.meta["metadata"].
@@ -67,7 +70,9 @@ from pathlib import Path
 from typing import Any, Generic, Iterator, TypeVar
 
 from ragshield import strict_json
+from ragshield.conversation import HISTORY
 from ragshield.datasets.errors import DatasetFormatError
+from ragshield.datasets.history import MAX_TURN_CHARS, MAX_TURNS
 from ragshield.datasets.formats.openinference_spans import (DOCUMENTS, PARENT_ID, SPAN_ID,
                                                           START_TIME, TRACE_ID, attributes_of,
                                                           first_present, identifier_of, kind_of,
@@ -88,6 +93,7 @@ QUESTION_KEYS = ("query", "question", "input")
 ANSWER_KEYS = ("answer", "output", "response", "result")
 
 _MESSAGE_CONTENT = re.compile(r"llm\.output_messages\.([0-9]{1,9})\.message\.content")
+_INPUT_MESSAGE = re.compile(r"llm\.input_messages\.([0-9]{1,9})\.message\.(role|content)")
 
 T = TypeVar("T")
 
@@ -115,6 +121,7 @@ class _Trace:
     roots: list[_Timed[_Root]] = field(default_factory=list)
     retrievals: list[_Timed[list[Passage]]] = field(default_factory=list)
     models: list[_Timed[str]] = field(default_factory=list)
+    conversations: list[_Timed[list[dict[str, str]]]] = field(default_factory=list)
     passages: int = 0
     retrieves_below_root: bool = False
 
@@ -159,8 +166,28 @@ def _add_span(traces: dict[str, _Trace], path: Path, number: int, value: Any) ->
                                               f"{MAX_PASSAGES} documents")
         trace.retrievals.append(_Timed(start, number, passages))
         trace.retrieves_below_root |= parent is not None
-    elif kind == LLM and attributes.has(MODEL_NAME):
-        trace.models.append(_Timed(start, number, attributes.text(MODEL_NAME)))
+    elif kind == LLM:
+        if attributes.has(MODEL_NAME):
+            trace.models.append(_Timed(start, number, attributes.text(MODEL_NAME)))
+        earlier = _earlier_turns(attributes)
+        if earlier:
+            trace.conversations.append(_Timed(start, number, earlier))
+
+
+def _earlier_turns(attributes: Record) -> list[dict[str, str]]:
+    """The turns an LLM span's input messages hold before the last user message (the
+    question, with the passages as a rule): the conversation it answers in, system messages
+    left out. At most history.MAX_TURNS, the newest."""
+    parts: dict[int, dict[str, str]] = {}
+    for key, value in attributes.data.items():
+        match = _INPUT_MESSAGE.fullmatch(key)
+        if match and isinstance(value, str):
+            parts.setdefault(int(match.group(1)), {})[match.group(2)] = value
+    turns = [parts[n] for n in sorted(parts) if {"role", "content"} <= parts[n].keys()]
+    last_user = max((i for i, turn in enumerate(turns) if turn["role"] == "user"), default=-1)
+    return [{"role": turn["role"], "content": turn["content"][:MAX_TURN_CHARS]}
+            for turn in turns[:max(last_user, 0)]
+            if turn["role"] in ("user", "assistant")][-MAX_TURNS:]
 
 
 def _unwrapped(attributes: Record, name: str, keys: tuple[str, ...], what: str) -> str:
@@ -214,9 +241,12 @@ def _sample(path: Path, trace_id: str, trace: _Trace) -> _Timed[Sample]:
     given = GivenAnswer(_answer(attributes, trace_id), models[-1].value if models else None)
     passages = [passage for retrieval in _in_order(trace.retrievals)
                 for passage in retrieval.value]
+    conversations = _in_order(trace.conversations)
+    meta: dict[str, Any] = {"root_span_id": root.value.span_id}
+    if conversations:
+        meta[HISTORY] = conversations[-1].value
     return _Timed(root.start, root.line, Sample(
-        id=trace_id, question=question, passages=passages, given_answer=given,
-        meta={"root_span_id": root.value.span_id}))
+        id=trace_id, question=question, passages=passages, given_answer=given, meta=meta))
 
 
 def read(path: Path) -> Iterator[LocatedSample]:

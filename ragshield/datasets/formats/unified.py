@@ -1,10 +1,11 @@
 """ragshield's unified JSONL, one sample per line:
 
 {id, source, license, question, passages: [{title, text, id?, score?}], reference_answers,
-answerable: true|false|null, label, extra: {...},
+answerable: true|false|null, label, extra: {...}, history?,
 answer?, answer_model?, answer_logprobs?, cited_passages?}
 
-`source`, `license`, `label` and the keys of `extra` go into Sample.meta. A passage's `score`
+`source`, `license`, `label` and the keys of `extra` go into Sample.meta, and so does
+`history`, the conversation before the question (datasets/history.py). A passage's `score`
 is the retrieval score an outside system gave it (a number). `answer` and the fields after
 it are the answer an outside system gave, which `run --answers given` judges as it is:
 its text, the model that wrote it, its tokens' log-probs ([{"token", "logprob"}, ...] or
@@ -17,7 +18,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator
 
+from ragshield.conversation import HISTORY
 from ragshield.datasets.given_answers import SAME_NAMES, given_answer
+from ragshield.datasets.history import history_field
 from ragshield.datasets.loader_spec import LoaderSpec, LocatedSample
 from ragshield.datasets.reading import iter_json_lines
 from ragshield.datasets.records import Record, passage_from_record
@@ -37,6 +40,9 @@ def sniff(first: Any) -> bool:
 def sample_from_record(record: Record) -> Sample:
     meta = record.mapping("extra")
     meta.update({key: record.text(key) for key in TOP_LEVEL_META if record.has(key)})
+    history = history_field(record, HISTORY)
+    if history:
+        meta[HISTORY] = history
     passages = [passage_from_record(item, score_field="score")
                 for item in record.records("passages")]
     return Sample(
@@ -60,6 +66,7 @@ def to_record(sample: Sample) -> dict[str, Any]:
     """The unified JSON object of a sample (the inverse of sample_from_record)."""
     extra = dict(sample.meta)
     top = {key: extra.pop(key) for key in TOP_LEVEL_META if key in extra}
+    history = extra.pop(HISTORY, None)
     passages = [
         {**({"id": p.doc_id} if p.doc_id is not None else {}), "title": p.title, "text": p.text,
          **({"score": p.score} if p.score is not None else {})}
@@ -75,6 +82,7 @@ def to_record(sample: Sample) -> dict[str, Any]:
         "answerable": sample.answerable,
         "label": top.get("label"),
         "extra": extra,
+        **({HISTORY: history} if history else {}),
         **_answer_record(sample.given_answer),
     }
 

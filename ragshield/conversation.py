@@ -8,13 +8,20 @@ newest kept first, each cut to MAX_TURN_CHARS and all of them to MAX_CONTEXT_CHA
 read a bounded prefix, never the whole conversation. System messages are instructions, not
 content, and are left out. A question that stands alone is judged alone, so its passages and
 its live-run sample are the same as if it had been asked first.
+
+A dataset row carries its conversation as `history` (Sample.meta, HISTORY: a list of
+{"role", "content"}, oldest first); a run answers and judges such a sample as the guard API
+does a request with `history` (`in_conversation`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ragshield.types import Sample
 
 MAX_TURNS = 4  # earlier messages read, at most
 MAX_TURN_CHARS = 400  # of each (its end is kept: the latest words carry the referent)
@@ -25,6 +32,10 @@ _REFERS_BACK = re.compile(
 _JOINS = re.compile(r"^\W*(and|but|or|so|then|also|what about|how about|what of)\b",
                     re.IGNORECASE)
 SPEAKERS = {"user": "User", "assistant": "Assistant"}
+ROLES = ("user", "assistant", "system")
+HISTORY = "history"  # the Sample.meta key of a dataset row's earlier turns
+MAX_HISTORY_TURNS = 50  # kept of a row's history (the judges read MAX_TURNS of them)
+JUDGED_QUESTION_CHARS = 2000  # a run's question as the judges read it, at most
 
 
 @dataclass(frozen=True)
@@ -62,3 +73,25 @@ def judged_question(question: str, earlier: Sequence[Turn], limit: int) -> str:
     if not lines:
         return question
     return "Earlier in the conversation:\n" + "\n".join(lines) + f"\nQuestion now: {question}"
+
+
+def history_of(meta: Mapping[str, Any]) -> list[Turn]:
+    """The earlier turns a sample's meta carries (`HISTORY`), read tolerantly: entries that
+    are not {"role", "content"} with a known role and text are left out."""
+    turns = meta.get(HISTORY)
+    if not isinstance(turns, list):
+        return []
+    return [Turn(turn["role"], turn["content"]) for turn in turns
+            if isinstance(turn, dict) and turn.get("role") in ROLES
+            and isinstance(turn.get("content"), str)]
+
+
+def in_conversation(sample: Sample) -> Sample:
+    """The sample as a run answers and judges it: its question with the turns it leans on
+    (`judged_question`), when its row carries a history."""
+    earlier = history_of(sample.meta)
+    if not earlier:
+        return sample
+    return replace(sample, question=judged_question(sample.question, earlier,
+                                                    max(JUDGED_QUESTION_CHARS,
+                                                        len(sample.question) + 60)))
