@@ -14,7 +14,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "ragshield"
 LAYERS: list[tuple[str, set[str]]] = [
     ("base", {"types", "config", "home", "names", "errors", "strict_json", "version",
               "construct", "refusal", "html_to_markdown", "holdout", "csv_fields",
-              "output_files", "claims"}),
+              "output_files", "claims", "conversation"}),
     ("metrics", {"metrics"}),
     ("datasets", {"datasets"}),  # files -> Samples; they do not write to the store
     ("store", {"store"}),

@@ -35,7 +35,7 @@ from ragshield.config import Settings
 from ragshield.services.guarding.guard import CallContext, Guard, ProxyRequest, judge_catalogue
 from ragshield.services.guarding.key_defaults import key_judges, rule_fits
 from ragshield.services.questions.ask_types import AskRequest
-from ragshield.conversation import Turn, judged_question
+from ragshield.services.questions.conversation import Turn, judged_question
 from ragshield.services.questions.settlement import MAX_QUESTION_CHARS
 from ragshield.types import GivenAnswer, Passage, TokenLogprob
 

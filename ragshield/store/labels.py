@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from sqlalchemy import Select, delete, func, select
 from sqlalchemy.exc import IntegrityError
@@ -23,9 +23,6 @@ from ragshield.store.database import Store, remembered
 from ragshield.store.models import (LABEL_VALUES, Annotator, AnswerRow, Dataset, Label, Sample,
                                     Skip, utcnow)
 from ragshield.store.samples import UnknownSampleError, dataset_id_of
-
-if TYPE_CHECKING:
-    from ragshield.store.sentence_labels import CurrentSentenceLabel
 
 
 class UnknownAnnotatorError(UserError, LookupError):
@@ -71,6 +68,16 @@ class LabelRecord:
     retracted: bool
     created_at: datetime
     stored: bool = True  # False: an identical submission was already there
+
+
+@dataclass(frozen=True)
+class CurrentSentenceLabel:
+    """A person's current label on one span of one answer text (store/sentence_labels.py)."""
+    annotator_id: int
+    answer_sha256: str
+    start: int
+    end: int
+    label: str  # supported | unsupported | unsure
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,8 @@ from sqlalchemy.orm import Session, aliased
 from ragshield.claims import split_claims
 from ragshield.store.database import Store
 from ragshield.store.labels import (REQUEST_ID_MAX_LENGTH, REQUEST_ID_REUSED, UNDO_RACED,
-                                    ConcurrentLabelChangeError, CurrentLabel, LabelValueError,
+                                    ConcurrentLabelChangeError, CurrentLabel,
+                                    CurrentSentenceLabel, LabelValueError,
                                     RequestIdReusedError, annotator_id_of, sample_row_id,
                                     settle_races)
 from ragshield.store.models import SENTENCE_LABEL_VALUES, AnswerRow, Sample, SentenceLabel
@@ -50,15 +51,6 @@ class SentenceLabelRecord:
     retracted: bool
     created_at: datetime
     stored: bool = True  # False: an identical submission was already there
-
-
-@dataclass(frozen=True)
-class CurrentSentenceLabel:
-    annotator_id: int
-    answer_sha256: str
-    start: int
-    end: int
-    label: str
 
 
 def text_digest(text: str) -> str:

@@ -10,7 +10,7 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from ragshield.conversation import HISTORY
+from ragshield.services.questions.conversation import HISTORY
 from ragshield.services.annotation.labelling import LabelRecord
 from ragshield.services.questions.claim_marks import ClaimMark, claim_marks
 from ragshield.services.rendering import fmt

@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 from typing import Any, Sequence
 
-from ragshield.conversation import SPEAKERS, history_of
+from ragshield.services.questions.conversation import SPEAKERS, history_of
 from ragshield.services.questions.claim_marks import ClaimMark, unsupported
 from ragshield.types import passage_label
 

@@ -20,8 +20,9 @@ from sqlalchemy import func, select, text
 from ragshield.store.database import open_store
 from ragshield.store.label_transfer import (LabelExportError, LabelImportError, export_labels,
                                             export_rows, import_labels)
+from ragshield.store.label_undo import undo
 from ragshield.store.labels import (LabelValueError, RequestIdReusedError, add_annotator,
-                                    add_label, label_history, undo)
+                                    add_label, label_history)
 from ragshield.store.models import Label
 from ragshield.store.sample_import import import_samples
 from ragshield.types import Passage, Sample
