@@ -122,7 +122,7 @@ def main() -> None:
     data: dict[str, Any] = {"settings": {}}
     with tempfile.TemporaryDirectory() as folder:
         for setting in SEEN_PASSAGES:
-            name = f"lfqa-{setting}"
+            name = f"lfqa-{setting}-{args.per_setting}"  # a size of its own: its samples
             mine = [r for r in chosen if r["meta"]["setting"] == setting]
             path, labels = Path(folder) / f"{setting}.jsonl", Path(folder) / f"{setting}-s.jsonl"
             path.write_text("".join(json.dumps({k: r[k] for k in DATASET_FIELDS}) + "\n"
