@@ -17,6 +17,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -347,31 +348,38 @@ def import_labels(store: Store, path: Path, format: str | None = None) -> tuple[
     labels the database holds, as new versions."""
     format = format or format_of(path)
     added = skipped = 0
+    with import_errors(path), store.session() as session:
+        state = _Import(session)
+        for where, raw in read_rows(path, format):
+            try:
+                row = _parsed(raw)
+                sample = state.sample(row["dataset"], row["sample_id"])
+                person = state.annotator(row["annotator"], row["annotator_role"])
+                label_id = _existing(session, sample, person, row)
+                if label_id is None:
+                    label_id, added = state.add(row, sample, person), added + 1
+                else:
+                    skipped += 1
+            except (ValueError, LookupError) as exc:  # a field's value: name the row
+                raise LabelImportError(f"{path}, {where}: {exc}") from None
+            if row["label_id"] is not None:
+                state.new_ids[row["label_id"]] = label_id
+    return added, skipped
+
+
+@contextmanager
+def import_errors(path: Path, what: str = "labels") -> Iterator[None]:
+    """An import's failures as LabelImportError naming the file: it cannot be read, is not
+    UTF-8, or `what` of its samples changed meanwhile (a race: nothing was kept)."""
     try:
-        with store.session() as session:
-            state = _Import(session)
-            for where, raw in read_rows(path, format):
-                try:
-                    row = _parsed(raw)
-                    sample = state.sample(row["dataset"], row["sample_id"])
-                    person = state.annotator(row["annotator"], row["annotator_role"])
-                    label_id = _existing(session, sample, person, row)
-                    if label_id is None:
-                        label_id, added = state.add(row, sample, person), added + 1
-                    else:
-                        skipped += 1
-                except (ValueError, LookupError) as exc:  # a field's value: name the row
-                    raise LabelImportError(f"{path}, {where}: {exc}") from None
-                if row["label_id"] is not None:
-                    state.new_ids[row["label_id"]] = label_id
+        yield
     except OSError as exc:
         raise LabelImportError(f"cannot read {path}: {exc}") from None
     except UnicodeDecodeError:
         raise LabelImportError(f"{utf8_problem(path)}; save the file as UTF-8") from None
     except IntegrityError:
-        raise LabelImportError(f"{path}: labels of these samples changed while importing; "
+        raise LabelImportError(f"{path}: {what} of these samples changed while importing; "
                                "nothing was imported, run the import again") from None
-    return added, skipped
 
 
 def _existing(session: Session, sample: int, annotator: int, row: dict[str, Any]) -> int | None:

@@ -98,6 +98,11 @@ class Progress:
     total: int
 
 
+def check_request_id(request_id: str | None) -> None:
+    if request_id is not None and not 0 < len(request_id) <= REQUEST_ID_MAX_LENGTH:
+        raise LabelValueError(f"field 'request_id' must be 1 to {REQUEST_ID_MAX_LENGTH} characters")
+
+
 def check_label_value(label: str) -> str:
     if label not in LABEL_VALUES:
         raise LabelValueError(f"field 'label' must be one of {', '.join(LABEL_VALUES)}, "
@@ -224,8 +229,7 @@ def add_label(store: Store, dataset: str, sample_id: str, annotator: str, label:
     check_label_value(label)
     note = note.strip() or None if note else None
     shown = check_passages_shown(list(passages_shown or []))
-    if request_id is not None and not 0 < len(request_id) <= REQUEST_ID_MAX_LENGTH:
-        raise LabelValueError(f"field 'request_id' must be 1 to {REQUEST_ID_MAX_LENGTH} characters")
+    check_request_id(request_id)
 
     def attempt() -> LabelRecord:
         with store.session() as session:

@@ -26,17 +26,16 @@ from pathlib import Path
 from typing import Any, Callable
 
 from sqlalchemy import func, select
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from ragshield.claims import split_claims
-from ragshield.datasets.reading import utf8_problem
 from ragshield.names import check_name
 from ragshield.output_files import writable_target, write_atomically
 from ragshield.store.annotation_queue import latest_run_id
 from ragshield.store.database import Store
 from ragshield.store.label_transfer import (FORMATS, LabelExportError, LabelImportError,
-                                            flag_field, format_of, int_field, read_rows,
+                                            flag_field, format_of, import_errors, int_field,
+                                            read_rows,
                                             text_field, time_field, utc_text, write_csv,
                                             write_jsonl, write_parquet)
 from ragshield.store.labels import REQUEST_ID_MAX_LENGTH, LabelValueError
@@ -292,23 +291,15 @@ def import_sentence_labels(store: Store, path: Path, format: str | None = None, 
     samples must exist; people are added when new."""
     format = format or format_of(path)
     added = present = 0
-    try:
-        with store.session() as session:
-            state = _Import(session)
-            for where, raw in read_rows(path, format):
-                try:
-                    for row in _rows(raw, dataset, lfqa_prefix):
-                        if state.add(row, state.sample(row.dataset, row.sample_id)):
-                            added += 1
-                        else:
-                            present += 1
-                except (ValueError, LookupError) as exc:
-                    raise LabelImportError(f"{path}, {where}: {exc}") from None
-    except OSError as exc:
-        raise LabelImportError(f"cannot read {path}: {exc}") from None
-    except UnicodeDecodeError:
-        raise LabelImportError(f"{utf8_problem(path)}; save the file as UTF-8") from None
-    except IntegrityError:
-        raise LabelImportError(f"{path}: sentence labels of these samples changed while "
-                               "importing; nothing was imported, run the import again") from None
+    with import_errors(path, "sentence labels"), store.session() as session:
+        state = _Import(session)
+        for where, raw in read_rows(path, format):
+            try:
+                for row in _rows(raw, dataset, lfqa_prefix):
+                    if state.add(row, state.sample(row.dataset, row.sample_id)):
+                        added += 1
+                    else:
+                        present += 1
+            except (ValueError, LookupError) as exc:
+                raise LabelImportError(f"{path}, {where}: {exc}") from None
     return added, present

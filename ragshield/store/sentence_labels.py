@@ -24,10 +24,11 @@ from sqlalchemy.orm import Session, aliased
 
 from ragshield.claims import split_claims
 from ragshield.store.database import Store
-from ragshield.store.labels import (REQUEST_ID_MAX_LENGTH, REQUEST_ID_REUSED, UNDO_RACED,
+from ragshield.store.labels import (REQUEST_ID_REUSED, UNDO_RACED,
                                     ConcurrentLabelChangeError, CurrentLabel,
                                     CurrentSentenceLabel, LabelValueError,
-                                    RequestIdReusedError, annotator_id_of, sample_row_id,
+                                    RequestIdReusedError, annotator_id_of, check_request_id,
+                                    sample_row_id,
                                     settle_races)
 from ragshield.store.models import SENTENCE_LABEL_VALUES, AnswerRow, Sample, SentenceLabel
 from ragshield.store.samples import dataset_id_of
@@ -115,8 +116,7 @@ def add_sentence_label(store: Store, dataset: str, sample_id: str, annotator: st
     person's current label again, or a request id seen before with the same content, stores
     nothing (stored=False); a request id seen with other content is an error."""
     check_sentence_label(label)
-    if request_id is not None and not 0 < len(request_id) <= REQUEST_ID_MAX_LENGTH:
-        raise LabelValueError(f"field 'request_id' must be 1 to {REQUEST_ID_MAX_LENGTH} characters")
+    check_request_id(request_id)
 
     def attempt() -> SentenceLabelRecord:
         with store.session() as session:
