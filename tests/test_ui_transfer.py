@@ -260,3 +260,42 @@ def test_the_panel_builds_and_fills_its_pickers_on_load(context, run_id):
     # a page that shows these choices already is sent only the notes
     again = transfer_panel.pickers_update(context, None, 999, "a removed set", None, shown)
     assert again == (*[gr.skip()] * 4, "", shown)
+
+
+@SQLITE_ONLY
+def test_sentence_labels_go_out_and_come_back_through_the_panel(context, settings, tmp_path):
+    """Issue 57, item 6: the Data tab's sentence labels are the CLI's export; an upload of
+    LFQA-Verification rows (into the dataset picked) is an admin's, all or nothing."""
+    from ragshield.pipeline import RunModels, execute_run, start_run
+    from ragshield.run_config import RunConfig
+    from ragshield.services.annotation.sentence_labelling import label_sentence
+    from tests.fakes import ScriptedLLM
+
+    answer = "Nobody came. The door stayed shut."
+    import_samples(context.store, OTHER, [Sample(id="o1", question="Who?",
+                                                 passages=[Passage(text="Nobody.")])])
+    run = start_run(context.store, RunConfig(dataset=OTHER, judges=["trivial"], rule="trivial"))
+    execute_run(context.store, run, settings, progress=False,
+                models=RunModels(main=ScriptedLLM(respond=lambda m: f"Answer: {answer}")))
+    add_annotator(context.store, "ann")
+    label_sentence(context.store, OTHER, "o1", "ann", "supported", index=1)
+    path, message = download_labels(context, OTHER, "jsonl", sentences=True)
+    assert "1 sentence label rows" in message
+    [row] = [json.loads(line) for line in Path(path).read_text().splitlines()]
+    assert (row["sentence"], row["label"], row["answer"]) == ("Nobody came.", "supported",
+                                                              answer)
+    lfqa = tmp_path / "lfqa.jsonl"
+    lfqa.write_text(json.dumps({"id": "o1", "sentences": [
+        {"text": "The door stayed shut.", "annotator_labels": ["supported", "partially"]}]})
+        + "\n", encoding="utf-8")
+    context.access = Access(logins=True, file_roles={"ann": "annotator", "boss": "admin"})
+    refused = transfer_panel.import_sentence_label_file(context, str(lfqa), OTHER, "ann")
+    assert "Only an admin may upload labels" in _error_line(refused)
+    stored = transfer_panel.import_sentence_label_file(context, str(lfqa), OTHER, "boss")
+    assert "2 sentence label rows added, 0 already there" in stored
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"id": "o1", "sentences": [
+        {"text": "Somebody came.", "annotator_labels": ["supported"]}]}) + "\n")
+    message = _error_line(transfer_panel.import_sentence_label_file(context, str(bad), OTHER,
+                                                                    "boss"))
+    assert "bad.jsonl, line 1: field 'sentence': 'Somebody came.' is not in the answer" in message

@@ -16,7 +16,8 @@ from ragshield.services.annotation.people import notes_shown_to, require_admin
 from ragshield.services.data.datasets import dataset_names
 from ragshield.services.data.downloads import (ALL_DATASETS, PolicyChoice, labels_download,
                                                policy_choices, policy_download, report_download,
-                                               run_bundle_download, upload_policy, upload_run)
+                                               run_bundle_download, upload_policy, upload_run,
+                                               upload_sentence_labels)
 from ragshield.services.runs.run_choices import RunChoice, pick_run, run_choices
 from ragshield.services.runs.run_tables import TRUTHS
 from ragshield.ui.context import UiContext
@@ -59,16 +60,31 @@ def _offered(make: Callable[[], tuple[Path, str]]) -> Offered:
 
 
 def download_labels(context: UiContext, dataset: str | None, format: str,
-                    by: str | None = None) -> Offered:
+                    by: str | None = None, sentences: bool = False) -> Offered:
     """Every label version of the dataset (or of all), as `ragshield labels export`; with
-    logins, an annotator gets their own notes only."""
+    logins, an annotator gets their own notes only. `sentences`: the sentence labels."""
     notes_of = notes_shown_to(context.store, context.access, by)
 
     def make() -> tuple[Path, str]:
-        path, rows = labels_download(context.store, format, dataset, notes_of)
+        path, rows = labels_download(context.store, format, dataset, notes_of,
+                                     sentences=bool(sentences))
+        if sentences:
+            return path, f"{path.name}: {rows} sentence label rows (every version)."
         notes = "" if notes_of is None else "; the notes are your own only"
         return path, f"{path.name}: {rows} label rows (every version, oldest first{notes})."
     return _offered(make)
+
+
+def import_sentence_label_file(context: UiContext, path: str | None, dataset: str | None,
+                               by: str | None = None) -> str:
+    """Import an uploaded sentence label file (with logins, an admin's action)."""
+    try:
+        require_admin(context.store, context.access, by, "upload labels")
+        added, present = upload_sentence_labels(context.store, path, dataset)
+    except UserError as error:
+        return message_html(str(error), "error")
+    return message_html(f"{_upload_name(path)}: {added} sentence label rows added, {present} "
+                        "already there.")
 
 
 def download_run(context: UiContext, run_id: Any, calls: bool) -> Offered:
@@ -163,9 +179,18 @@ def build(context: UiContext, page: gr.Blocks) -> None:
             labels_format = gr.Radio(FORMAT_CHOICES, value="csv", label="Format",
                                      info="CSV cells that a spreadsheet would run as formulas "
                                           "start with an apostrophe")
+            labels_sentences = gr.Checkbox(False, label="Sentence labels",
+                                           info="what people said of each sentence")
             labels_button = gr.Button("Prepare labels", scale=0)
         labels_file = gr.File(label="Labels file", interactive=False)
         labels_message = gr.HTML()
+        with gr.Row():
+            sentences_upload = gr.File(
+                label="A sentence label file (labels export --sentences, one label a row, or "
+                      "LFQA-Verification rows; rows naming no dataset go to the one picked "
+                      "above)", file_types=[".csv", ".jsonl", ".parquet"], type="filepath")
+            sentences_import = gr.Button("Import sentence labels", scale=0)
+        sentences_message = gr.HTML()
         gr.HTML("<h3>A run</h3>")
         with gr.Row():
             bundle_run = gr.Dropdown([], label="Run", allow_custom_value=True, scale=3)
@@ -223,11 +248,21 @@ def build(context: UiContext, page: gr.Blocks) -> None:
     refresh_button.click(refresh, picker_inputs, pickers, api_name="transfer_choices",
                          api_visibility="private")
     page.load(refresh, [*picker_inputs, shown], pickers, api_visibility="private")
-    def labels(dataset: str | None, format: str, request: gr.Request) -> Offered:
-        return download_labels(context, dataset, format, getattr(request, "username", None))
+    def labels(dataset: str | None, format: str, sentences: bool,
+               request: gr.Request) -> Offered:
+        return download_labels(context, dataset, format, getattr(request, "username", None),
+                               sentences)
 
-    labels_button.click(labels, [labels_dataset, labels_format], [labels_file, labels_message],
-                        api_name="transfer_labels", api_visibility="private")
+    def sentence_labels(path: str | None, dataset: str | None, request: gr.Request) -> str:
+        return import_sentence_label_file(context, path, dataset,
+                                          getattr(request, "username", None))
+
+    labels_button.click(labels, [labels_dataset, labels_format, labels_sentences],
+                        [labels_file, labels_message], api_name="transfer_labels",
+                        api_visibility="private")
+    sentences_import.click(sentence_labels, [sentences_upload, labels_dataset],
+                           sentences_message, api_name="transfer_import_sentence_labels",
+                           api_visibility="private")
     bundle_button.click(lambda run_id, calls: download_run(context, run_id, calls),
                         [bundle_run, bundle_calls], [bundle_file, bundle_message],
                         api_name="transfer_run", api_visibility="private")

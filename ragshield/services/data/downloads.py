@@ -24,6 +24,8 @@ from ragshield.config import Settings
 from ragshield.errors import UserError
 from ragshield.policies.policy import Policy
 from ragshield.services.annotation.labelling import export_labels
+from ragshield.services.annotation.sentence_labelling import (export_sentence_labels,
+                                                           import_sentence_label_file)
 from ragshield.services.data.run_bundles import export_run, import_run
 from ragshield.services.data.uploads import UploadTooLargeError, by_own_name
 from ragshield.services.defaults import TRANSFER_MAX_BYTES, TRANSFER_MAX_UNPACKED
@@ -73,16 +75,35 @@ def _run_id(value: Any) -> int:
 
 
 def labels_download(store: Store, format: str, dataset: str | None = None,
-                    notes_of: Collection[str] | None = None) -> tuple[Path, int]:
+                    notes_of: Collection[str] | None = None, *,
+                    sentences: bool = False) -> tuple[Path, int]:
     """The label history of `dataset` (None or ALL_DATASETS: of every dataset) in `format`
     (csv, jsonl, parquet), the file `ragshield labels export` writes, with the notes of
-    `notes_of` only (None: everyone's; people.notes_shown_to); (file, rows)."""
-    chosen = None if dataset in (None, "", ALL_DATASETS) else dataset
+    `notes_of` only (None: everyone's; people.notes_shown_to); with `sentences`, the
+    sentence labels (`labels export --sentences`, which hold no notes); (file, rows)."""
+    chosen = _dataset_chosen(dataset)
     if not isinstance(format, str):  # a client of the endpoint sent none (or a number)
         raise UserError(f"format must be csv, jsonl or parquet, got {format!r}")
-    name = f"labels-{_file_part(chosen) if chosen else 'all'}.{_file_part(format)}"
+    kind = "sentence-labels" if sentences else "labels"
+    name = f"{kind}-{_file_part(chosen) if chosen else 'all'}.{_file_part(format)}"
     path = fresh_folder() / name
+    if sentences:
+        return path, export_sentence_labels(store, path, format, chosen)
     return path, export_labels(store, path, format, chosen, notes_of)
+
+
+def _dataset_chosen(dataset: str | None) -> str | None:
+    return None if dataset in (None, "", ALL_DATASETS) else dataset
+
+
+def upload_sentence_labels(store: Store, path: Path | str | None,
+                           dataset: str | None = None) -> tuple[int, int]:
+    """Import an uploaded sentence label file (`labels import --sentences`: an export, a
+    one-label-a-row mapping or LFQA-Verification rows, rows naming no dataset going to
+    `dataset`), all rows or none; (added, already there)."""
+    checked = _within_limit(path, "a sentence label file", "labels import --sentences")
+    with by_own_name(checked):
+        return import_sentence_label_file(store, checked, dataset=_dataset_chosen(dataset))
 
 
 def run_bundle_download(store: Store, run_id: Any, *, calls: bool = False) -> Path:
@@ -156,4 +177,5 @@ def upload_run(store: Store, path: Path | str | None) -> ImportedRun:
 
 __all__ = ["ALL_DATASETS", "KEEP_SECONDS", "ImportedRun", "PolicyChoice",
            "fresh_folder", "labels_download", "policy_choices", "policy_download",
-           "report_download", "run_bundle_download", "upload_policy", "upload_run"]
+           "report_download", "run_bundle_download", "upload_policy", "upload_run",
+           "upload_sentence_labels"]
