@@ -1,7 +1,8 @@
 """The whole loop in a real browser, on one launched app with a new database (which loads the
 demo set and the shipped demo run): a dataset file whose line 7 is bad is refused with that
 line named and imports nothing; the fixed file is checked (12 to add) and imported; three of
-its samples are labelled in Annotate; a policy is previewed (first a promise the labels
+its samples are labelled in Annotate; two people mark the sentences of a demo answer by
+keyboard and the Dashboard shows their agreement; a policy is previewed (first a promise the labels
 cannot keep, then one they can), saved and pinned on the Dashboard; a typed Demo question is
 decided by the pinned policy; the labels CSV of "Results out" is byte for byte the one
 `ragshield labels export` writes; and a dataset name made of HTML shows as text.
@@ -169,6 +170,54 @@ def test_three_samples_are_labelled_in_annotate(page: Page, database_url: str) -
         labelled[sample_id] = label
     for sample_id, label in labelled.items():
         assert current_label(database_url, DATASET, sample_id, ANNOTATOR) == label
+    no_traceback(page)
+
+
+def mark_sentences(page: Page, name: str, keys: str) -> str:
+    """In Annotate on the demo run's answers, with the answer shown: enter sentence mode and
+    mark the first sentences of the first answer with `keys`, by keyboard only; the sample."""
+    open_tab(page, "Annotate")
+    pick(page, "Dataset", "demo")
+    name_box = page.get_by_label("Your name (annotator)")
+    name_box.fill(name)
+    name_box.blur()
+    page.get_by_label("Show the answer of the newest run").check()
+    item = page.locator("#annotate-item .annotate-item[data-sample-id]")
+    expect(page.locator("#annotate-sentence-pick input[type=radio]").first).to_be_visible()
+    sample_id = item.get_attribute("data-sample-id")
+    assert sample_id is not None
+    page.evaluate("document.activeElement && document.activeElement.blur()")
+    page.keyboard.press("j")
+    message = page.locator("#annotate-message")
+    labels = {"1": "supported", "2": "unsupported", "3": "unsure"}
+    for number, key in enumerate(keys, start=1):
+        page.keyboard.press(key)
+        expect(message).to_contain_text(
+            f"Stored: sentence {number} of {sample_id} is {labels[key]} for {name}.")
+    return sample_id
+
+
+def test_two_people_label_sentences_and_the_dashboard_shows_their_agreement(
+        page: Page, browser: Any, app_url: str) -> None:
+    """Issue 57: two people mark the same answer's sentences with the keyboard; the
+    Dashboard's agreement on sentence labels counts them both."""
+    first = mark_sentences(page, "sentence-ann", "1")
+    other = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        second_page = other.new_page()
+        second_page.goto(app_url)
+        expect(second_page.locator("#demo-result")).to_be_visible()
+        assert mark_sentences(second_page, "sentence-bob", "2") == first
+        no_traceback(second_page)
+    finally:
+        other.close()
+    open_tab(page, "Dashboard")
+    agreement = page.locator("#dashboard-agreement")
+    expect(agreement).to_contain_text("Agreement on sentence labels")
+    table = agreement.locator("table", has=page.locator("th", has_text="statistic")).filter(
+        has_text="sentences labelled")
+    expect(table).to_contain_text(re.compile(r"people\s*2"))
+    expect(agreement).to_contain_text("The support judge against people's sentence labels")
     no_traceback(page)
 
 

@@ -74,6 +74,9 @@ def sentence_agreement(store: Store, dataset: str, judge: str = "support",
     """The agreement on the dataset's sentence labels, and that of the `judge`'s marks in the
     run (default: the dataset's newest) with the people's majority."""
     ratings = sentence_ratings(store, dataset)
+    if not ratings:  # the common case: no need to read the run's claims
+        return SentenceAgreement(0, 0, agreement_summary([]) | {"gwet_ac1_interval": None},
+                                 {}, {"judge": judge, **judge_against_majority({}, {}, {})})
     keyed = [(str(sentence), person, label) for sentence, person, label in ratings]
     among = agreement_summary(keyed)
     among["gwet_ac1_interval"] = gwet_ac1_interval(keyed)
