@@ -305,7 +305,7 @@ def test_annotate_refuses_bad_labels_and_missing_names(client: Client,
         client.predict(HOSTILE_DATASET, "hostile-2", "answerable", "", uuid.uuid4().hex, "",
                        api_name="/annotate_label")
     assert current_label(prepared.database_url, HOSTILE_DATASET, "hostile-2", "carol") is None
-    message, _ = annotate(client, "/annotate_next", "  ")
+    message, *_ = annotate(client, "/annotate_next", "  ")
     assert "No annotator name" in message and "rs-msg-warning" in message
 
 
@@ -366,7 +366,7 @@ def test_auth_labels_carry_the_login_name(auth_app: str, prepared: PreparedStore
     assert current_label(prepared.database_url, HOSTILE_DATASET, "hostile-2",
                          "alice") == "answerable"
     assert current_label(prepared.database_url, HOSTILE_DATASET, "hostile-2", "mallory") is None
-    message, item = annotate(alice, "/annotate_next", "")
+    message, item, *_ = annotate(alice, "/annotate_next", "")
     assert "No annotator name" not in message and "annotate-item" in item
 
 
