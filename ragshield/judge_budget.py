@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragshield.errors import UserError
-from ragshield.judges.base import Judge
+from ragshield.judges.base import Judge, cost_for
 from ragshield.llm.base import LLM, LLMError, WrappedLLM
 from ragshield.types import (Answer, Completion, ContinuationScore, Message, RuleDecision, Sample,
                              Verdict)
@@ -148,7 +148,7 @@ def _free_verdict(judge: Judge, sample: Sample, answer: Answer, reader: ReaderOf
     call that queued through its budget is decided by the trivial judge, or a given answer's
     log-probs, rather than withheld for want of them); a judge that would call a model, or
     costs more, is unfinished."""
-    if judge.cost != "free":
+    if cost_for(judge, sample.given_answer) != "free":
         return unfinished_verdict(judge, budget)
     stopped = threading.Event()
     stopped.set()  # a model call raises JudgeStopped at once

@@ -18,11 +18,11 @@ from ragshield.answerers.base import Answerer
 from ragshield.config import DEFAULT_DECISION_RULE, GROUNDED_JUDGES, GROUNDED_RULE
 from ragshield.errors import OptionError
 from ragshield.judge_budget import Budget, ReaderOf, budget_decision, judge_within
-from ragshield.judges.base import COSTS, Judge
+from ragshield.judges.base import COSTS, Judge, cost_for
 from ragshield.judges.registry import known_judge
 from ragshield.llm.base import LLM
 from ragshield.policies.rules import parse_rule
-from ragshield.types import Answer, RuleDecision, Sample, Verdict
+from ragshield.types import Answer, GivenAnswer, RuleDecision, Sample, Verdict
 
 POOLED_RULES = ("majority", "all")
 # A judge's keep on one sample as a small integer, for deciding many samples at once;
@@ -73,14 +73,20 @@ def rule_judges(rule: Rule, judges: Sequence[str]) -> set[str]:
     return set(judges) if rule in POOLED_RULES else {rule}
 
 
-def deciding_first(judges: Sequence[Judge], rule: Rule) -> list[Judge]:
+def deciding_first(judges: Sequence[Judge], rule: Rule,
+                   given: GivenAnswer | None = None) -> list[Judge]:
     """The order of an ask's judges, for a person waiting for the decision (the Demo, a guard
     call with a budget): the free judges, then those `rule` reads, then the rest; within each,
-    by cost (judges.base.COSTS), then in judging order. Under a pooled rule: cheapest first."""
+    by cost (judges.base.COSTS) for this answer (`given`: the answer an ask judges, which
+    may lack the log-probs a free judge reads), then in judging order. Under a pooled rule:
+    cheapest first."""
     reads = rule_judges(rule, [judge.name for judge in judges])
+
+    def cost(judge: Judge) -> str:
+        return cost_for(judge, given)
     return sorted(judges, key=lambda judge: (
-        0 if judge.cost == "free" else 1 if judge.name in reads else 2,
-        COSTS.index(judge.cost), _prefix_group(judge)))
+        0 if cost(judge) == "free" else 1 if judge.name in reads else 2,
+        COSTS.index(cost(judge)), _prefix_group(judge)))
 
 
 def check_rule_name(rule: str) -> None:

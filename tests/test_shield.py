@@ -150,7 +150,10 @@ def test_one_default_judge_set_in_every_face():
     with ragshield.Shield.open() as shield:
         scripted(shield)
         decision = shield.judge(QUESTION, [PASSAGE], "France.")
-    assert sorted(v.judge for v in decision.verdicts) == sorted(expected)
+    # A given answer without log-probs: token_prob would re-read it, so it is no default
+    # there (issue 58: costs that are true); the rest of the set is the same.
+    assert sorted(v.judge for v in decision.verdicts) == sorted(
+        judge for judge in expected if judge != "token_prob")
     assert decision.rule == settings.decision_rule
 
 

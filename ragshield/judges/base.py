@@ -13,7 +13,7 @@ from typing import Any, ClassVar, Literal, Sequence
 from ragshield.answerers.context import PromptOptions
 from ragshield.llm.base import CHAT, LLM, LLMError
 from ragshield.llm.traced import TracedLLM
-from ragshield.types import Answer, DetailTable, Sample, Verdict
+from ragshield.types import Answer, DetailTable, GivenAnswer, Sample, Verdict
 
 
 # What a judge costs on top of the base answer, as the faces present it. On a small CPU
@@ -25,6 +25,15 @@ from ragshield.types import Answer, DetailTable, Sample, Verdict
 # costly: many calls or a long generation (counterfactual rounds, samples, reasoning).
 Cost = Literal["free", "cheap", "moderate", "costly"]
 COSTS: tuple[str, ...] = ("free", "cheap", "moderate", "costly")
+
+
+def cost_for(judge: type[Judge] | Judge, given: GivenAnswer | None) -> Cost:
+    """What judging an answer costs, which is not always the judge's class: a judge whose
+    cheap reading is the answer's own log-probs (`reads_answer_logprobs`) re-reads the whole
+    prompt and answer for a given answer that came without them (a moderate call)."""
+    if judge.reads_answer_logprobs and given is not None and not given.tokens:
+        return "moderate"
+    return judge.cost
 
 
 class Judge(ABC):

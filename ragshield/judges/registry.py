@@ -10,22 +10,27 @@ from typing import Any, Mapping
 from ragshield.config import GROUNDED_JUDGES, GROUNDED_RULE, Settings
 from ragshield.construct import construct
 from ragshield.errors import OptionError
-from ragshield.judges.base import COSTS, Judge
+from ragshield.judges.base import COSTS, Judge, cost_for
 from ragshield.judges.builtin import JUDGES
 from ragshield.judges.nli import ClassifierNLIJudge
 from ragshield.judges.trained import PREFIX as TRAINED
 from ragshield.judges.trained import TrainedJudge, judges_dir, valid_name
 from ragshield.judges.unavailable import UnavailableJudge
+from ragshield.types import GivenAnswer
 
 
-def quick_judges(rule: str | None = None, settings: Settings | None = None) -> list[str]:
+def quick_judges(rule: str | None = None, settings: Settings | None = None,
+                 given: GivenAnswer | None = None) -> list[str]:
     """The judges worth waiting for in a live demo and in front of a live system: every free
     or cheap one (cheapest first) that `settings` can build, plus the judges that `rule` reads
-    (the judge it names, or the grounded rule's: they decide, whatever they cost)."""
+    (the judge it names, or the grounded rule's: they decide, whatever they cost). Costs are
+    for the answer judged (`given`, base.cost_for): token_prob re-reads a given answer that
+    came without log-probs, so it is then no quick judge."""
     order = {cost: rank for rank, cost in enumerate(COSTS)}
-    quick = sorted((name for name, cls in JUDGES.items() if cls.cost in ("free", "cheap")
+    quick = sorted((name for name, cls in JUDGES.items()
+                    if cost_for(cls, given) in ("free", "cheap")
                     and (settings is None or unavailable_reason(name, settings) is None)),
-                   key=lambda name: order[JUDGES[name].cost])
+                   key=lambda name: order[cost_for(JUDGES[name], given)])
     reads = GROUNDED_JUDGES if rule == GROUNDED_RULE else (rule,) if rule in JUDGES else ()
     return quick + [judge for judge in reads if judge not in quick]
 

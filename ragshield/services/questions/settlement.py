@@ -65,7 +65,8 @@ def settle(store: Store, settings: Settings, request: AskRequest) -> Settlement:
     rule, note = _settled_rule(request.rule, names, default, read)
     readers = honour_fitted(readers, rule, names, settings, answer_model, backend)
     judges = deciding_first(
-        make_judges(",".join(names), settings, readers.options(answer_model)), rule)
+        make_judges(",".join(names), settings, readers.options(answer_model)), rule,
+        request.given_answer)
     return Settlement(
         request=request, judges=tuple(judges), readers=readers, rule=rule, rule_note=note,
         rule_reason=rule_reason(rule, request.rule, settings, note, default),
@@ -208,8 +209,11 @@ def _stored_judges(rule: str, read: ReadPolicy | None) -> tuple[str, ...] | None
         return None
 
 
-def _default_judges(settings: Settings, rule: str, read: ReadPolicy | None) -> tuple[str, ...]:
-    judges = quick_judges(rule, settings)
+def _default_judges(settings: Settings, rule: str, read: ReadPolicy | None,
+                    given: GivenAnswer | None = None) -> tuple[str, ...]:
+    """The quick judges of `rule` for the answer judged (`given`: registry.quick_judges),
+    and a stored policy's judges."""
+    judges = quick_judges(rule, settings, given)
     judges += [judge for judge in _stored_judges(rule, read) or () if judge not in judges]
     return tuple(judges)
 
@@ -248,7 +252,8 @@ def _judge_names(settings: Settings, request: AskRequest, default: DefaultRule,
                  read: ReadPolicy) -> list[str]:
     """The judges of the ask, checked: the request's, else the default set of its rule (the
     default where it names none); redacting adds the support judge, whose claims it cuts."""
-    chosen = request.judges or _default_judges(settings, request.rule or default.rule, read)
+    chosen = request.judges or _default_judges(settings, request.rule or default.rule, read,
+                                               request.given_answer)
     if request.on_unsupported == REDACT and SUPPORT not in chosen:
         chosen = (*chosen, SUPPORT)
     return judge_names(",".join(chosen))
