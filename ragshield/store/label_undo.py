@@ -5,6 +5,7 @@ new version (store/labels.py, store/sentence_labels.py), so the history shows ev
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import exists, func, select
 from sqlalchemy.exc import IntegrityError
@@ -14,7 +15,7 @@ from ragshield.store import sentence_labels
 from ragshield.store.database import Store
 from ragshield.store.labels import (UNDO_RACED, ConcurrentLabelChangeError, annotator_id_of,
                                     newest_label)
-from ragshield.store.models import Label, Sample, Skip
+from ragshield.store.models import Label, Sample, SentenceLabel, Skip
 from ragshield.store.samples import dataset_id_of
 
 
@@ -33,8 +34,8 @@ def _undo(store: Store, dataset: str, annotator: str) -> str | None:
     with store.session() as session:
         dataset_id = dataset_id_of(session, dataset)
         person = annotator_id_of(session, annotator)
-        label = _newest_label_step(session, dataset_id, person)
-        sentence = sentence_labels.newest_undoable(session, dataset_id, person)
+        label = _newest_undoable(session, Label, dataset_id, person)
+        sentence = _newest_undoable(session, SentenceLabel, dataset_id, person)
         skipped = session.execute(
             select(Skip, Sample.external_id).join(Sample, Sample.id == Skip.sample_id)
             .where(Sample.dataset_id == dataset_id, Skip.annotator_id == person)
@@ -50,21 +51,35 @@ def _undo(store: Store, dataset: str, annotator: str) -> str | None:
             session.delete(skipped[0])
         elif kind == 1:
             sentence_labels.revert(session, sentence[0])
+            _one_revert(session, SentenceLabel, sentence[0].id)
         else:
             _revert_label(session, label[0])
+            _one_revert(session, Label, label[0].id)
         return external
 
 
-def _newest_label_step(session: Session, dataset_id: int, person: int
-                       ) -> tuple[Label, str] | None:
-    undone = aliased(Label)
+Versioned = type[Label] | type[SentenceLabel]
+
+
+def _newest_undoable(session: Session, table: Versioned, dataset_id: int, person: int
+                     ) -> tuple[Any, str] | None:
+    """The person's newest row of `table` in the dataset that is no undo and is not undone
+    yet, with its sample's own id."""
+    undone = aliased(table)
     found = session.execute(
-        select(Label, Sample.external_id).join(Sample, Sample.id == Label.sample_id)
-        .where(Sample.dataset_id == dataset_id, Label.annotator_id == person,
-               Label.reverts_id.is_(None),
-               ~exists().where(undone.reverts_id == Label.id))
-        .order_by(Label.id.desc()).limit(1)).first()
+        select(table, Sample.external_id).join(Sample, Sample.id == table.sample_id)
+        .where(Sample.dataset_id == dataset_id, table.annotator_id == person,
+               table.reverts_id.is_(None), ~exists().where(undone.reverts_id == table.id))
+        .order_by(table.id.desc()).limit(1)).first()
     return (found[0], found[1]) if found is not None else None
+
+
+def _one_revert(session: Session, table: Versioned, row_id: int) -> None:
+    """Another undo may have reverted the same row since it was read (its revert then
+    became the newest version, so previous_id did not collide): one revert each."""
+    session.flush()
+    if session.scalar(select(func.count()).where(table.reverts_id == row_id)) > 1:
+        raise ConcurrentLabelChangeError(UNDO_RACED)
 
 
 def _revert_label(session: Session, row: Label) -> None:
@@ -77,8 +92,3 @@ def _revert_label(session: Session, row: Label) -> None:
         passages_shown=list(before.passages_shown) if before else [],
         retracted=before.retracted if before else True,
         previous_id=newest_label(session, row.sample_id, row.annotator_id).id))
-    session.flush()
-    # Another undo may have reverted the same row since it was read (its revert then
-    # became the newest version, so previous_id did not collide): one revert each.
-    if session.scalar(select(func.count()).where(Label.reverts_id == row.id)) > 1:
-        raise ConcurrentLabelChangeError(UNDO_RACED)

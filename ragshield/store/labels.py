@@ -180,7 +180,7 @@ def _record(label: Label, sample_id: str, annotator: str, stored: bool = True) -
 
 
 def newest_label(session: Session, sample: int, annotator: int,
-            before: int | None = None) -> Label | None:
+                 before: int | None = None) -> Label | None:
     query = select(Label).where(Label.sample_id == sample, Label.annotator_id == annotator)
     if before is not None:
         query = query.where(Label.id < before)

@@ -7,7 +7,7 @@ people, or two clicks, racing for the same version are settled by the database. 
 the answer's text and the sentence's span in it: the client says which text it showed, and a
 label for an answer whose text has changed since, or for a span outside it, is refused.
 
-An answer's label follows from its sentences (`answer_flags`): every sentence of the answer
+An answer's label follows from its sentences (`answer_flag`): every sentence of the answer
 (claims.split_claims) covered by "supported" labels makes it faithful, one "unsupported"
 sentence makes it unfaithful, anything else says nothing.
 """
@@ -20,16 +20,13 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, select
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy.orm import Session
 
 from ragshield.claims import split_claims
 from ragshield.store.database import Store
-from ragshield.store.labels import (REQUEST_ID_REUSED, UNDO_RACED,
-                                    ConcurrentLabelChangeError, CurrentLabel,
-                                    CurrentSentenceLabel, LabelValueError,
-                                    RequestIdReusedError, annotator_id_of, check_request_id,
-                                    sample_row_id,
-                                    settle_races)
+from ragshield.store.labels import (REQUEST_ID_REUSED, CurrentLabel, CurrentSentenceLabel,
+                                    LabelValueError, RequestIdReusedError, annotator_id_of,
+                                    check_request_id, sample_row_id, settle_races)
 from ragshield.store.models import SENTENCE_LABEL_VALUES, AnswerRow, Sample, SentenceLabel
 from ragshield.store.samples import dataset_id_of
 
@@ -76,7 +73,7 @@ def _answer_text(session: Session, sample: int, answer_id: int) -> str:
 
 
 def _check_span(text: str, start: int, end: int) -> None:
-    if not (isinstance(start, int) and isinstance(end, int)) or isinstance(start, bool):
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end)):
         raise LabelValueError("fields 'start' and 'end' must be whole numbers")
     if not 0 <= start < end <= len(text):
         raise LabelValueError(f"span {start}..{end} is outside the answer (0..{len(text)}); "
@@ -150,24 +147,9 @@ def add_sentence_label(store: Store, dataset: str, sample_id: str, annotator: st
     return settle_races(attempt)
 
 
-def newest_undoable(session: Session, dataset_id: int, person: int
-                    ) -> tuple[SentenceLabel, str] | None:
-    """The person's newest sentence label row in the dataset that is not an undo and is not
-    undone yet, with its sample's own id."""
-    undone = aliased(SentenceLabel)
-    found = session.execute(
-        select(SentenceLabel, Sample.external_id)
-        .join(Sample, Sample.id == SentenceLabel.sample_id)
-        .where(Sample.dataset_id == dataset_id, SentenceLabel.annotator_id == person,
-               SentenceLabel.reverts_id.is_(None),
-               ~select(undone.id).where(undone.reverts_id == SentenceLabel.id).exists())
-        .order_by(SentenceLabel.id.desc()).limit(1)).first()
-    return (found[0], found[1]) if found is not None else None
-
-
 def revert(session: Session, row: SentenceLabel) -> None:
     """Take back `row` with a new version: the one before it, or a retracted row when there
-    was none. Raises ConcurrentLabelChangeError when another undo reverted it meanwhile."""
+    was none (label_undo checks that no other undo reverted it meanwhile)."""
     before = _newest(session, _key_of(row), before=row.id)
     newest = _newest(session, _key_of(row))
     session.add(SentenceLabel(
@@ -175,9 +157,6 @@ def revert(session: Session, row: SentenceLabel) -> None:
         label=before.label if before else row.label,
         retracted=before.retracted if before else True, reverts_id=row.id,
         previous_id=newest.id if newest is not None else None))
-    session.flush()
-    if session.scalar(select(func.count()).where(SentenceLabel.reverts_id == row.id)) > 1:
-        raise ConcurrentLabelChangeError(UNDO_RACED)
 
 
 # -- reading ------------------------------------------------------------------------------
