@@ -191,15 +191,18 @@ def _labelled_samples(records: RunRecords, labels: Labels, truth: str) -> pd.Dat
         label = human_label[position] = majority_label([c.label for c in current])
         # A flag on another answer (another run's, worded otherwise) says nothing of this one.
         answer = samples["answer"].iat[position]
-        flag = human_correct[position] = majority_flag([person_flag(c, answer) for c in current])
+        # Each person's sentence labels on this answer, as a label of the whole answer.
+        sentences_say = {c.annotator_id: answer_flag(answer, list(c.sentences))
+                         for c in current if c.sentences and answer}
+        flag = human_correct[position] = majority_flag([
+            person_flag(c, answer, sentences_say.get(c.annotator_id)) for c in current])
         annotators[position] = len(current)
         if truth == "human":
             correct[position] = flag if flag is not None else correct[position]
             # People who found every sentence of the answer in the passages say that the
             # passages support an answer (where nobody labelled answerability); the
             # automatic support already is the dataset's flag, else the reference check.
-            faithful = majority_flag([answer_flag(answer, list(c.sentences))
-                                      for c in current if c.sentences]) if answer else None
+            faithful = majority_flag(sentences_say.values())
             support[position] = passages_support(label, True if faithful else None,
                                                  support[position])
     # Built as pd.DataFrame(rows) builds them, so that the columns' dtypes are the same.

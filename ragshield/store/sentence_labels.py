@@ -231,10 +231,11 @@ def with_sentence_labels(labels: dict[int, list[CurrentLabel]],
     return joined
 
 
-def person_flag(label: CurrentLabel, answer_text: str | None) -> bool | None:
+def person_flag(label: CurrentLabel, answer_text: str | None,
+                sentences_say: bool | None) -> bool | None:
     """What one person says of the whole answer `answer_text`: their own flag on it when they
     gave one (a flag on another answer says nothing of this one), else what their sentence
-    labels on it add up to (`answer_flag`)."""
+    labels on it add up to (`sentences_say`: answer_flag of them)."""
     if label.answer_correct is not None and label.answer_text in (None, answer_text):
         return label.answer_correct
-    return answer_flag(answer_text, list(label.sentences)) if answer_text else None
+    return sentences_say
