@@ -16,8 +16,9 @@ from sqlalchemy import select
 
 from ragshield.claims import split_claims
 from ragshield.errors import UserError
-from ragshield.store.annotation_item import AnnotationItem, annotation_item
 from ragshield.services.data.datasets import ensure_demo_dataset
+from ragshield.services.questions.claim_marks import SUPPORT
+from ragshield.store.annotation_item import AnnotationItem, annotation_item
 from ragshield.store.database import Store
 from ragshield.store.labels import LabelValueError, annotator_id_of, annotator_names
 from ragshield.store.models import SENTENCE_LABEL_VALUES, VerdictRow
@@ -26,7 +27,6 @@ from ragshield.store.sentence_label_transfer import (export_sentence_labels,
 from ragshield.store.sentence_labels import (SentenceLabelRecord, add_sentence_label,
                                              sentence_labels_of)
 
-SUPPORT_JUDGE = "support"
 __all__ = ["SENTENCE_LABEL_VALUES", "AnswerSentence", "SentenceView", "export_sentence_labels",
            "import_sentence_label_file", "item_sentences", "label_sentence", "sentence_view",
            "sentences_of"]
@@ -56,7 +56,7 @@ def _judge_claims(store: Store, answer_id: int, answer: str) -> list[dict[str, A
     its sentences are still the judge's)."""
     with store.session() as session:
         details = session.scalar(select(VerdictRow.details).where(
-            VerdictRow.answer_id == answer_id, VerdictRow.judge == SUPPORT_JUDGE)
+            VerdictRow.answer_id == answer_id, VerdictRow.judge == SUPPORT)
             .order_by(VerdictRow.id.desc()).limit(1))
     claims = details.get("claims") if isinstance(details, dict) else None
     if isinstance(claims, list) and claims and all(
@@ -125,19 +125,19 @@ def label_sentence(store: Store, dataset: str, sample_id: str, annotator: str, l
     `answer_text` is the text the person saw: a label on a changed answer is refused."""
     if (index is None) == (span is None):
         raise LabelValueError("give the sentence's number or its span, one of the two")
-    view = sentence_view(store, dataset, sample_id, annotator, blind=True, run_id=run_id)
-    if view.item.answer_id is None:
+    item = annotation_item(store, dataset, sample_id, annotator, blind=True, run_id=run_id)
+    if item.answer_id is None or not item.answer:
         raise LabelValueError(f"{sample_id} has no answer to label sentences of")
-    if index is not None:
-        if not 1 <= index <= len(view.sentences):
-            raise SentenceMissingError(f"the answer of {sample_id} has {len(view.sentences)} "
+    if index is not None:  # the sentences as numbered on screen; the labels on them unread
+        sentences = sentences_of(item.answer, _judge_claims(store, item.answer_id, item.answer))
+        if not 1 <= index <= len(sentences):
+            raise SentenceMissingError(f"the answer of {sample_id} has {len(sentences)} "
                                        f"sentence(s); there is no sentence {index}")
-        chosen = view.sentences[index - 1]
-        span = (chosen.start, chosen.end)
+        span = (sentences[index - 1].start, sentences[index - 1].end)
     assert span is not None
-    return add_sentence_label(store, dataset, sample_id, annotator,
-                              answer_id=view.item.answer_id, start=span[0], end=span[1],
-                              label=label, answer_text=answer_text, request_id=request_id)
+    return add_sentence_label(store, dataset, sample_id, annotator, answer_id=item.answer_id,
+                              start=span[0], end=span[1], label=label,
+                              answer_text=answer_text, request_id=request_id)
 
 
 def import_sentence_label_file(store: Store, path: Path, format: str | None = None, *,
