@@ -20,7 +20,7 @@ from ragshield.errors import OptionError
 from ragshield.judge_budget import Budget, ReaderOf, budget_decision, judge_within
 from ragshield.judges.base import COSTS, Judge, cost_for
 from ragshield.judges.registry import known_judge
-from ragshield.llm.base import LLM
+from ragshield.llm.base import LLM, serves_at_once
 from ragshield.policies.rules import parse_rule
 from ragshield.types import Answer, GivenAnswer, RuleDecision, Sample, Verdict
 
@@ -240,7 +240,7 @@ def parallelism(llm: LLM, concurrency: int) -> int:
     """Worker count for judging many samples. In-process models serve one call at a time
     and keep one KV cache, so interleaving samples would only evict each other's prefix;
     servers (OpenAI-compatible) take `concurrency` samples at once."""
-    return max(1, concurrency) if llm.backend == "openai" else 1
+    return max(1, concurrency) if serves_at_once(llm) else 1
 
 
 def judge_samples(

@@ -1,9 +1,10 @@
 """Benchmark the guard API (`python app.py --api-only`), each part against a real server:
 
-1. POST /v1/judge with the fast judge set on demo samples (their reference answer given as
-   the answer), embedded model, call cache off: latency p50/p95, and each call as a ratio to
-   the time the embedded model takes to read the same prompt once (measured afterwards, in
-   this process, with one generated token). Target: p50 ratio <= 1.5.
+1. POST /v1/judge (`judge`, or `--judge`) with the product's defaults on given answers of three
+   lengths (one phrase, about 60 and about 150 words), embedded model, call cache off: each
+   call's seconds and each judge's, and the call as a ratio to its floor: the default reader
+   reading the same prompt and answer once (measured afterwards, in this process). Targets:
+   <= 1.3x on a phrase, <= 1.5x on 150 words (issue 58).
 2. Throughput at 1, 4 and 8 concurrent clients with a llama.cpp server as the judges'
    backend (judges trivial, token_prob and p_true, so that 8 calls per level take minutes,
    not an hour): requests per second, p50 latency, failures, and whether every answered call
@@ -32,8 +33,8 @@ Each part is a section, one function returning its table rows; `--only` picks se
 a quiet machine.
 
     python scripts/bench_guard.py [--only proxy,stream,budget,judge,throughput,replicas]
-        [--samples 10] [--requests 8] [--proxy-calls 60] [--rounds 3] [--calls 2000]
-        [--budget-ms 2000] [--judge-s 5]
+        [--judge] [--per-length 3] [--data-dir DIR] [--samples 10] [--requests 8]
+        [--proxy-calls 60] [--rounds 3] [--calls 2000] [--budget-ms 2000] [--judge-s 5]
 """
 
 from __future__ import annotations
@@ -68,19 +69,15 @@ from ragshield.answerers.vanilla import INSTRUCTIONS  # noqa: E402
 from ragshield.config import Settings  # noqa: E402
 from ragshield.datasets import load_dataset  # noqa: E402
 from ragshield.datasets.demo import DEMO_SAMPLES  # noqa: E402
-from ragshield.judges.judge_readers import SELF  # noqa: E402
 from ragshield.llm.factory import make_llm  # noqa: E402
 from ragshield.llm.packaged_models import QWEN_05B, ensure_model  # noqa: E402
-from ragshield.services.guarding.guard import default_judges  # noqa: E402
-from ragshield.services.questions.ask_types import AskRequest  # noqa: E402
-from ragshield.services.questions.settlement import ask_readers  # noqa: E402
 from ragshield.services.questions.live_runs import LIVE_DATASET, LIVE_STATUS  # noqa: E402
 from ragshield.store.database import open_store  # noqa: E402
 from ragshield.store.runs import list_runs  # noqa: E402
 from ragshield.store.samples import count_samples  # noqa: E402
 from ragshield.testing.replicas import api_replicas, fresh_postgres  # noqa: E402
 from ragshield.testing.servers import free_port, running_server  # noqa: E402
-from ragshield.types import Message, Sample  # noqa: E402
+from ragshield.types import Message, Passage, Sample  # noqa: E402
 
 CANNED = {"id": "c", "object": "chat.completion", "created": 0, "model": "canned",
           "choices": [{"index": 0, "finish_reason": "stop",
@@ -115,35 +112,37 @@ def guard_server(folder: Path, env: dict[str, str], *extra: str) -> Iterator[str
         yield f"http://127.0.0.1:{port}"
 
 
-def judge_latencies(folder: Path, warm_up: Sample, samples: list[Sample],
-                    judge_model: str | None = None) -> list[float]:
-    """Seconds per /v1/judge call on the embedded model, one sample at a time, after one
-    call on `warm_up` (a sample not measured: its passages must not be in the cache); the
-    judges read from their default readers, or every one from `judge_model`."""
-    env = {"RAGSHIELD_BACKEND": "embedded",
-           **({"RAGSHIELD_JUDGE_MODEL": judge_model} if judge_model else {})}
-    with guard_server(folder, env) as base, \
-            httpx.Client(base_url=base, timeout=600) as http:
-        http.post("/v1/judge", json=judge_body(warm_up)).raise_for_status()
-        seconds = []
-        for sample in samples:
+def judge_latencies(folder: Path, bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each /v1/judge call on the embedded model with the product's defaults, one at a time,
+    after one warm-up call (the first body, not measured: it loads the model): its seconds
+    and each verdict's own (its judge's calls)."""
+    with guard_server(folder, {"RAGSHIELD_BACKEND": "embedded"}) as base, \
+            httpx.Client(base_url=base, timeout=900) as http:
+        http.post("/v1/judge", json=bodies[0]).raise_for_status()
+        calls = []
+        for body in bodies[1:]:
             started = time.perf_counter()
-            http.post("/v1/judge", json=judge_body(sample)).raise_for_status()
-            seconds.append(time.perf_counter() - started)
-    return seconds
+            response = http.post("/v1/judge", json=body)
+            response.raise_for_status()
+            calls.append({"seconds": time.perf_counter() - started,
+                          "judges": {v["judge"]: v["cost"]["seconds"]
+                                     for v in response.json()["verdicts"]}})
+    return calls
 
 
-def prompt_read_seconds(warm_up: Sample, samples: list[Sample]) -> list[float]:
-    """Seconds for the embedded model to read each sample's answer prompt (question,
-    passages and the given answer) and write one token, after reading `warm_up`'s; the
-    samples are read in turn, so no prompt finds itself in llama.cpp's cache."""
-    llm = make_llm(Settings(llm_cache=False))
+def read_seconds(bodies: list[dict[str, Any]]) -> list[float]:
+    """The floor of each call: seconds for the judges' default reader to read the body's
+    prompt (passages and question, as the answerer is asked) and its answer once, with one
+    token written after them; the first body is read first and not counted, and no two
+    bodies share a prompt, so none finds itself in llama.cpp's cache."""
+    llm = make_llm(Settings(llm_cache=False))  # the defaults' reader: the answering model
     seconds = []
-    for sample in [warm_up, *samples]:
-        answer = judge_body(sample)["answer"]
+    for body in bodies:
+        sample = Sample(id="floor", question=body["question"],
+                        passages=[Passage(text=p["text"], title=p.get("title"))
+                                  for p in body["passages"]])
         messages: list[Message] = [*shared_messages(sample, INSTRUCTIONS),
-                                   {"role": "assistant", "content": answer},
-                                   {"role": "user", "content": "Is it right?"}]
+                                   {"role": "assistant", "content": body["answer"]}]
         started = time.perf_counter()
         llm.chat(messages, max_tokens=1)
         seconds.append(time.perf_counter() - started)
@@ -423,27 +422,90 @@ def proxy_section(args: argparse.Namespace, folder: Path) -> Section:
                      "<= 20 ms")], {"proxy_overhead_ms_rounds": proxy})
 
 
+# Given answers of three lengths (words), where each comes from, and the target of the call's
+# time over its floor (issue 58).
+LENGTHS = {"one phrase": ((1, 6), "<= 1.3x"), "60 words": ((45, 75), ""),
+           "150 words": ((120, 180), "<= 1.5x")}
+
+
+def given_body(question: str, answer: str, passages: list[Any]) -> dict[str, Any]:
+    return {"question": question, "answer": answer,
+            "passages": [{"text": p["text"], "title": p.get("title")} if isinstance(p, dict)
+                         else {"text": p.text, "title": p.title} for p in passages]}
+
+
+def length_bodies(args: argparse.Namespace) -> tuple[dict[str, list[dict[str, Any]]], str]:
+    """`--per-length` /v1/judge bodies for each length of LENGTHS, and where they came from:
+    SQuAD 2.0 gold phrases and ClapNQ's answers from the repository's test data; 150-word
+    answers from LFQA-Verification under `--data-dir` where it is there, else ClapNQ's
+    longest (85 words and more)."""
+    rng = random.Random(args.seed)
+    data = ROOT / "tests" / "data"
+    squad = [given_body(s.question, s.reference_answers[0], s.passages)
+             for s in load_dataset(data / "squad2_dev_part_a.jsonl")
+             if s.answerable and s.reference_answers]
+    clapnq = [given_body(s.question, s.reference_answers[0], s.passages)
+              for s in load_dataset(data / "clapnq_dev.jsonl") if s.reference_answers]
+    lfqa_path = args.data_dir / "faithfulness" / "lfqa_verification.jsonl"
+    lfqa = ([given_body(r["question"], r["answer"], r["passages"])
+             for r in map(json.loads, lfqa_path.read_text(encoding="utf-8").splitlines())]
+            if lfqa_path.is_file() else [])
+
+    def words(body: dict[str, Any]) -> int:
+        return len(body["answer"].split())
+
+    pools = {"one phrase": squad, "60 words": clapnq, "150 words": lfqa}
+    chosen = {}
+    for length, ((low, high), _target) in LENGTHS.items():
+        pool = [b for b in pools[length] if low <= words(b) <= high]
+        if not pool and length == "150 words":
+            pool = sorted(clapnq, key=words)[-args.per_length:]
+        wanted = args.per_length + (length == "one phrase")  # and the warm-up
+        chosen[length] = rng.sample(pool, min(wanted, len(pool)))
+    where = ("one phrase: SQuAD 2.0 dev gold answers; 60 words: ClapNQ dev answers; 150 words: "
+             + ("LFQA-Verification answers (--data-dir)" if lfqa else
+                "ClapNQ's longest answers (no LFQA-Verification under --data-dir)"))
+    return chosen, where
+
+
 def judge_section(args: argparse.Namespace, folder: Path) -> Section:
-    warm_up, samples = demo_samples(args)
-    latencies = judge_latencies(folder, warm_up, samples)
-    own = judge_latencies(folder, warm_up, samples, judge_model=SELF)
-    reads = prompt_read_seconds(warm_up, samples)
-    ratios = [latency / read for latency, read in zip(own, reads)]
-    rows = [(f"/v1/judge p50 (embedded, {len(samples)} demo samples, default readers)",
-             f"{statistics.median(latencies):.2f} s", ""),
-            ("/v1/judge p95, default readers", f"{percentile(latencies, 0.95):.2f} s", ""),
-            ("/v1/judge p50, every judge read by the 0.5B (self)",
-             f"{statistics.median(own):.2f} s", ""),
-            ("/v1/judge p95, self", f"{percentile(own, 0.95):.2f} s", ""),
-            ("prompt read once by the 0.5B, p50", f"{statistics.median(reads):.2f} s", ""),
-            ("/v1/judge (self) / prompt read, p50", f"{statistics.median(ratios):.2f}x",
-             "<= 1.5x")]
-    settings = Settings(backend="embedded")
-    readers = ask_readers(AskRequest(), settings).describe()
-    return Section(rows, {"judge_s": latencies, "judge_self_s": own, "prompt_read_s": reads,
-                          "ratios": ratios},
-                   f"Fast judge set ({', '.join(default_judges(settings))}); the call cache off. "
-                   f"Default readers: {readers}.")
+    chosen, where = length_bodies(args)
+    # The warm-up (not measured) loads the model; it is the phrase pool's last, judged first.
+    warm_up = chosen["one phrase"].pop()
+    bodies = [body for length in LENGTHS for body in chosen[length]]
+    load = os.getloadavg()[0]
+    calls = judge_latencies(folder, [warm_up, *bodies])
+    floors = read_seconds([warm_up, *bodies])
+    rows: list[Row] = []
+    data: dict[str, Any] = {"judge_lengths": {}}
+    done = 0
+    for length, (_words, target) in LENGTHS.items():
+        count = len(chosen[length])
+        mine, floor = calls[done:done + count], floors[done:done + count]
+        done += count
+        if not mine:
+            continue
+        seconds = [call["seconds"] for call in mine]
+        ratios = [took / read for took, read in zip(seconds, floor)]
+        judges = sorted({judge for call in mine for judge in call["judges"]})
+        by_judge = {judge: statistics.median(call["judges"].get(judge, 0.0) for call in mine)
+                    for judge in judges}
+        rows += [(f"{length}: /v1/judge, median of {len(mine)}",
+                  f"{statistics.median(seconds):.2f} s", ""),
+                 (f"{length}: one read of prompt and answer (the floor)",
+                  f"{statistics.median(floor):.2f} s", ""),
+                 (f"{length}: call / floor, median", f"{statistics.median(ratios):.2f}x", target),
+                 (f"{length}: seconds by judge, medians",
+                  ", ".join(f"{judge} {value:.1f}" for judge, value in by_judge.items()), "")]
+        data["judge_lengths"][length] = {"calls": mine, "floor_s": floor, "ratios": ratios,
+                                         "words": [len(b["answer"].split())
+                                                   for b in chosen[length]]}
+    return Section(rows, data,
+                   f"/v1/judge with the product's defaults (no judges or rule named) on given "
+                   f"answers ({where}), one call at a time from an empty call cache, the "
+                   f"embedded model; the floor is the default reader reading the answerer's "
+                   f"prompt and the answer once, afterwards in this process. Load average "
+                   f"(1 min) before the calls: {load:.1f}.")
 
 
 def throughput_section(args: argparse.Namespace, folder: Path) -> Section:
@@ -652,12 +714,18 @@ def main() -> None:
     parser.add_argument("--postgres-admin", default=os.environ.get(
         "RAGSHIELD_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"),
         help="replicas: a PostgreSQL URL that may create databases")
+    parser.add_argument("--per-length", type=int, default=3,
+                        help="judge: given answers measured per length")
+    parser.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data",
+                        help="judge: where faithfulness/lfqa_verification.jsonl is, if anywhere")
+    parser.add_argument("--judge", action="store_true", help="the same as --only judge")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json-out", type=Path, help="default: docs/bench/guard.json, or "
                         "guard-SECTIONS.json for some sections")
     parser.add_argument("--no-append", action="store_true")
     args = parser.parse_args()
-    chosen = [name.strip() for name in args.only.split(",") if name.strip()]
+    chosen = ["judge"] if args.judge else [
+        name.strip() for name in args.only.split(",") if name.strip()]
     unknown = sorted(set(chosen) - set(SECTIONS))
     if unknown:
         parser.error(f"--only: no section {', '.join(unknown)}; there are {', '.join(SECTIONS)}")

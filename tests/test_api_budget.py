@@ -170,9 +170,12 @@ def test_an_in_process_model_is_never_shared_when_a_budget_cuts_a_judge_off(
 def test_the_settings_give_the_default_budget(settings: Settings, sqlite_store: Store) -> None:
     settings.guard_budget_ms, settings.guard_on_budget = 200, "keep"
     client = client_for(settings, sqlite_store, llm=CountingSlowLLM(2.0))
-    # The first call imports and opens what a server opens once (1.3 s on busy cores): not
-    # within the measured call's budget.
-    client.post("/v1/judge", json=judge_body(judges=["trivial"], rule="trivial", store=False))
+    # The first call imports and opens what a server opens once (1.3 s on busy cores; CI once
+    # took 1.83 s when the warm-up asked only the trivial judge and stored nothing): a call of
+    # the measured kind, on another question, then the slow model is left to finish it.
+    client.post("/v1/judge", json=judge_body(question="Warm-up?", rule="p_true",
+                                             judges=["p_true"]))
+    time.sleep(2.1)
     took, response = timed_post(client, judge_body(rule="p_true", judges=["p_true"]))
     assert took < 0.2 + SLACK_S
     assert response.json()["kept"] and "on_budget keep" in response.json()["reason"]

@@ -1,7 +1,9 @@
 """Costs that are true (issue 58, item 1): token_prob is free only where the answer carries
 its log-probs; for a given answer without them it re-reads the prompt and the answer (a
 moderate call), so an ask that names no judges leaves it out unless its rule reads it, and a
-budget orders it after the rule's own judges."""
+budget orders it after the rule's own judges. A judge that continues the answer's
+conversation (calibration) finds nothing cached for a given answer either: it reads the
+answerer's prompt and the answer again."""
 
 from __future__ import annotations
 
@@ -25,6 +27,26 @@ def test_token_prob_costs_a_read_for_a_given_answer_without_log_probs():
     assert cost_for(token_prob, WITH_LOGPROBS) == "free"
     assert cost_for(token_prob, BARE) == "moderate"
     assert cost_for(JUDGES["p_true"], BARE) == JUDGES["p_true"].cost  # others as they are
+
+
+def test_a_judge_that_continues_the_answer_costs_a_read_for_any_given_answer():
+    calibration = JUDGES["calibration"]
+    assert calibration.cost == "cheap" and cost_for(calibration, None) == "cheap"
+    assert cost_for(calibration, BARE) == cost_for(calibration, WITH_LOGPROBS) == "moderate"
+    assert cost_for(JUDGES["self_consistency"], BARE) == "costly"  # never cheaper than it was
+    assert "calibration" in quick_judges(GROUNDED_RULE)
+    assert "calibration" not in quick_judges(GROUNDED_RULE, given=WITH_LOGPROBS)
+
+
+def test_a_judge_that_quotes_the_answer_is_cheap_for_a_short_one_only():
+    p_true = JUDGES["p_true"]
+    long = GivenAnswer(" ".join(["The Seine flows through Paris and on to the sea."] * 4))
+    assert cost_for(p_true, BARE) == cost_for(p_true, None) == "cheap"
+    assert cost_for(p_true, long) == "moderate"
+    assert "p_true" in quick_judges(GROUNDED_RULE, given=BARE)
+    assert "p_true" not in quick_judges(GROUNDED_RULE, given=long)
+    assert "p_true" in quick_judges("p_true", given=long)  # the rule reads it
+    assert cost_for(JUDGES["pre_answer"], long) == "cheap"  # it never reads the answer
 
 
 def test_the_quick_set_leaves_it_out_unless_the_rule_reads_it():

@@ -10,7 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar, Literal, Sequence
 
-from ragshield.answerers.context import PromptOptions
+from ragshield.answerers.context import PromptOptions, estimated_tokens
 from ragshield.llm.base import CHAT, LLM, LLMError
 from ragshield.llm.traced import TracedLLM
 from ragshield.types import Answer, DetailTable, GivenAnswer, Sample, Verdict
@@ -27,12 +27,23 @@ Cost = Literal["free", "cheap", "moderate", "costly"]
 COSTS: tuple[str, ...] = ("free", "cheap", "moderate", "costly")
 
 
+# The most tokens of answer a cheap call reads beside its question (about 20 words): a longer
+# answer makes the call as long as a re-read of the answer, a moderate one.
+CHEAP_ANSWER_TOKENS = 30
+
+
 def cost_for(judge: type[Judge] | Judge, given: GivenAnswer | None) -> Cost:
-    """What judging an answer costs, which is not always the judge's class: a judge whose
-    cheap reading is the answer's own log-probs (`reads_answer_logprobs`) re-reads the whole
-    prompt and answer for a given answer that came without them (a moderate call)."""
-    if judge.reads_answer_logprobs and given is not None and not given.tokens:
-        return "moderate"
+    """What judging an answer costs, which is not always the judge's class. For a given
+    answer nothing of a generation is cached: a judge that continues the answer's
+    conversation (`continues_answer`) reads the answerer's prompt and the whole answer again,
+    and so does one whose cheap reading is the answer's own log-probs
+    (`reads_answer_logprobs`) where the answer came without them; a judge whose question
+    quotes the answer (`quotes_answer`) reads all of a long one. Each is then at least a
+    moderate call. (A generated answer's length is not known when its judges are chosen.)"""
+    if given is not None and (
+            judge.continues_answer or (judge.reads_answer_logprobs and not given.tokens)
+            or (judge.quotes_answer and estimated_tokens(given.text) > CHEAP_ANSWER_TOKENS)):
+        return max(judge.cost, "moderate", key=COSTS.index)  # type: ignore[return-value]
     return judge.cost
 
 
@@ -50,6 +61,9 @@ class Judge(ABC):
     # True for judges that read the answer's own token log-probs where it came with them:
     # the guard's proxy then asks its upstream for them (judges/token_prob.py).
     reads_answer_logprobs: ClassVar[bool] = False
+    # True for judges whose question quotes the whole answer after the shared prefix (P(True)):
+    # a long answer is read whole, at the cost of a re-read (cost_for).
+    quotes_answer: ClassVar[bool] = False
 
     def __init__(self, options: PromptOptions = PromptOptions()) -> None:
         self.options = options

@@ -10,6 +10,7 @@ from ragshield.types import Answer, Sample
 class PTrueJudge(YesNoJudge):
     name = "p_true"
     claim = "the proposed answer is true"
+    quotes_answer = True
 
     def instructions(self, sample: Sample, answer: Answer) -> str:
         return (f"Proposed answer: {answer.text}\n\n"

@@ -4,7 +4,8 @@ says supported by the passages?
 The answer is split into claims (ragshield/claims.py: sentences and list items; a short answer
 is one claim; a refusal has none). Each claim is asked about after the sample's shared prefix,
 so the passages are read once and each claim costs only its own tokens: P(yes) that the
-passages support the sentence, as part of an answer to the question (yes_no module). The
+passages support the sentence, as part of an answer to the question (yes_no module). A model
+server takes up to CLAIMS_AT_ONCE claims side by side; an in-process model reads them in turn. The
 answer's score is the least supported claim's (min): an answer is as trustworthy as its
 weakest sentence. keep = score >= threshold (for a short answer, at least SHORT_SUPPORT_FLOOR).
 
@@ -25,6 +26,7 @@ or wrong, so its coverage says nothing; whether the passages give it as the answ
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Sequence
 
 from scipy.special import expit
@@ -37,7 +39,7 @@ from ragshield.judges.short_answer import (SHORT_SUPPORT_FLOOR, is_short_answer,
                                            read_short_answer)
 from ragshield.judges.signals import word_reader
 from ragshield.judges.yes_no import REPLY_YES_OR_NO, ask_yes_no
-from ragshield.llm.base import CHAT, LOGPROBS
+from ragshield.llm.base import CHAT, LOGPROBS, serves_at_once
 from ragshield.llm.traced import TracedLLM
 from ragshield.types import Answer, DetailTable, Passage, Sample, Verdict, passage_label
 
@@ -61,6 +63,9 @@ INSTRUCTIONS = ("Is the following statement true according to the passages above
 # development rows (docs/QUALITY.md, "Support judge wordings"), each set weighted equally, on
 # the packaged 1.5B's readings (another reader gets the same weights; none was fitted for it).
 SENTENCE_FIT = (-3.85, 0.81, 4.84)
+# A server backend's claims asked side by side: each is a short call after the same prefix,
+# which a server batches; more would crowd out the other judges' and callers' calls.
+CLAIMS_AT_ONCE = 4
 
 
 def claim_score(p_yes: float, coverage: float) -> float:
@@ -121,12 +126,8 @@ class SupportJudge(Judge):
             details["claims"].append(self._short_json(sample, claims[0], llm, passages,
                                                       threshold))
         else:
-            for number, claim in enumerate(claims, start=1):
-                reading = ask_yes_no(llm, shared_messages(sample, INSTRUCTIONS + claim.text,
-                                                          self.options),
-                                     purpose=f"{self.name}: claim {number} of {len(claims)}")
-                details["claims"].append(self._claim_json(claim, reading.p_yes, passages,
-                                                          threshold))
+            for claim, p_yes in zip(claims, self._claim_readings(sample, claims, llm)):
+                details["claims"].append(self._claim_json(claim, p_yes, passages, threshold))
         unread = sum(c["score"] is None for c in details["claims"])
         scores = [c["score"] for c in details["claims"] if c["score"] is not None]
         error = f"{unread} of {len(claims)} claims could not be read" if unread else None
@@ -145,6 +146,25 @@ class SupportJudge(Judge):
                          f"sentence {weakest}, scored {score:.2f} ({compared})")
         return Verdict(judge=self.name, keep=keep, score=score, details=details,
                        parse_error=error, rationale=rationale)
+
+    def _claim_readings(self, sample: Sample, claims: Sequence[Claim],
+                        llm: TracedLLM) -> list[float | None]:
+        """P(yes) of each claim. A server takes up to CLAIMS_AT_ONCE of them side by side,
+        each traced on its own and the traces joined in claim order; an in-process model
+        reads them in turn, each after the one before in its cache."""
+        def read(number: int, claim: Claim, traced: TracedLLM) -> float | None:
+            messages = shared_messages(sample, INSTRUCTIONS + claim.text, self.options)
+            return ask_yes_no(traced, messages,
+                              purpose=f"{self.name}: claim {number} of {len(claims)}").p_yes
+
+        if not serves_at_once(llm) or len(claims) == 1:
+            return [read(number, claim, llm) for number, claim in enumerate(claims, start=1)]
+        own = [TracedLLM(llm.inner) for _ in claims]
+        with ThreadPoolExecutor(min(CLAIMS_AT_ONCE, len(claims))) as pool:
+            readings = list(pool.map(read, range(1, len(claims) + 1), claims, own))
+        for traced in own:
+            llm.calls.extend(traced.calls)
+        return readings
 
     def _claim_json(self, claim: Claim, p_yes: float | None, passages: Sequence[set[str]],
                     threshold: float) -> dict[str, Any]:

@@ -13,6 +13,13 @@ LOGPROBS = "logprobs"  # next-token log-probs with top alternatives on chat call
 SCORE = "score"  # log-probability of a given continuation after given messages
 
 
+def serves_at_once(llm: LLM) -> bool:
+    """Whether `llm` takes several calls at once: a model server (the openai backend) does;
+    an in-process model serves one call at a time and keeps one KV cache, which calls
+    interleaved would only evict from each other."""
+    return llm.backend == "openai"
+
+
 class LLMError(UserError, RuntimeError):
     """A backend could not serve a call (after its retries, if any)."""
 

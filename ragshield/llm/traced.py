@@ -20,6 +20,10 @@ class TracedLLM:
         return self.inner.capabilities
 
     @property
+    def backend(self) -> str:
+        return self.inner.backend
+
+    @property
     def name(self) -> str:
         return self.inner.name
 
