@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
 import pytest
 
@@ -58,31 +57,8 @@ def test_ask_yes_no_reads_the_first_token_distribution_and_records_it() -> None:
     reading = ask_yes_no(traced, [{"role": "user", "content": "?"}], purpose="q")
     assert reading.p_yes == pytest.approx(0.6 / 0.9) and reading.parse_error is None
     assert llm.params[0]["logprobs"] is True and llm.params[0]["top_logprobs"] == TOP_LOGPROBS
-    assert llm.params[0]["max_tokens"] == 1  # the word read is the first token: one is asked
+    assert llm.params[0]["max_tokens"] == YES_NO_MAX_TOKENS
     assert traced.calls[0].parsed == pytest.approx(0.6 / 0.9) and traced.calls[0].purpose == "q"
-
-
-class CutLLM(ScriptedLLM):
-    """A scripted model whose reply stops at `max_tokens` tokens, as a real one's does."""
-
-    def chat(self, messages, *, max_tokens=256, **params):  # type: ignore[override]
-        completion = super().chat(messages, max_tokens=max_tokens, **params)
-        tokens = (completion.tokens or [])[:max_tokens]
-        cut = len(completion.tokens or []) > max_tokens
-        return replace(completion, tokens=tokens, text="".join(t.token for t in tokens),
-                       finish_reason="length" if cut else completion.finish_reason)
-
-
-def test_a_first_token_that_is_no_word_asks_for_a_few_more():
-    first = ScriptedReply("** Yes", top={"**": -0.1})
-    llm = CutLLM([first, first])
-    reading = ask_yes_no(TracedLLM(llm), [{"role": "user", "content": "?"}], purpose="q")
-    assert [params["max_tokens"] for params in llm.params] == [1, YES_NO_MAX_TOKENS]
-    assert reading.p_yes is not None and reading.reply == "** Yes"
-    once = CutLLM([ScriptedReply("No", top=TOP)])
-    assert ask_yes_no(TracedLLM(once), [{"role": "user", "content": "?"}],
-                      purpose="q").p_yes == pytest.approx(0.6 / 0.9)
-    assert len(once.params) == 1
 
 
 def test_ask_yes_no_falls_back_to_the_text_and_flags_it() -> None:

@@ -16,8 +16,7 @@ from __future__ import annotations
 
 from ragshield.answerers.context import PromptOptions
 from ragshield.judges.base import Judge
-from ragshield.judges.readers import expected_digit, read_confidence_digit
-from ragshield.judges.yes_no import first_word_reading
+from ragshield.judges.readers import expected_digit, first_word_token, read_confidence_digit
 from ragshield.llm.base import LOGPROBS
 from ragshield.llm.traced import TracedLLM
 from ragshield.types import Answer, Sample, Verdict
@@ -40,13 +39,12 @@ class CalibrationJudge(Judge):
 
     def decide(self, sample: Sample, answer: Answer, llm: TracedLLM) -> Verdict:
         messages = [*answer.conversation, {"role": "user", "content": QUESTION}]
-        purpose = f"{self.name}: confidence"
-        if LOGPROBS in llm.capabilities:
-            completion, p = first_word_reading(llm, messages, purpose=purpose,
-                                               read=expected_digit, max_tokens=MAX_TOKENS,
-                                               top_logprobs=TOP_LOGPROBS)
-        else:
-            completion, p = llm.chat(messages, purpose=purpose, max_tokens=MAX_TOKENS), None
+        with_logprobs = LOGPROBS in llm.capabilities
+        completion = llm.chat(messages, purpose=f"{self.name}: confidence", max_tokens=MAX_TOKENS,
+                              logprobs=with_logprobs,
+                              top_logprobs=TOP_LOGPROBS if with_logprobs else 0)
+        first = first_word_token(completion.tokens or [])
+        p = expected_digit(first) if first is not None else None
         source = "the digits' distribution"
         if p is None:
             p, source = read_confidence_digit(completion.text), "the reply's text"

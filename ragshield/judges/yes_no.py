@@ -6,9 +6,6 @@ Shared by the judges that turn a yes/no question into a score: pre-answering pre
 The distribution is read at the reply's first word: leading tokens without a letter or a
 digit (a space, "**", a quote) are skipped. When that distribution holds neither yes nor no,
 the reply's text is read instead (P(yes) becomes 1.0 or 0.0) and the reading is flagged.
-The model is asked for one token first (`first_word_reading`): it nearly always is the word
-read, and each further token is one more pass of the model; only when it is not are a few
-more asked for.
 
 Unreadable replies: a judge built on `YesNoJudge` then discards (keep=False, score None,
 parse_error set). A judge that could not vouch for an answer withholds it, the conservative
@@ -19,14 +16,14 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from dataclasses import dataclass
-from typing import Callable, ClassVar, TypeVar
+from typing import ClassVar
 
 from ragshield.answerers.context import PromptOptions, shared_messages
 from ragshield.judges.base import Judge
 from ragshield.judges.readers import first_word_token, read_yes_no, yes_probability
 from ragshield.llm.base import CHAT, LOGPROBS
 from ragshield.llm.traced import TracedLLM
-from ragshield.types import Answer, Completion, Message, Sample, TokenLogprob, Verdict
+from ragshield.types import Answer, Message, Sample, Verdict
 
 REPLY_YES_OR_NO = "Reply with one word: yes or no."
 YES_NO_MAX_TOKENS = 4  # enough for "Yes." and a text fallback; the score is read at token 1
@@ -40,32 +37,12 @@ class YesNoReading:
     parse_error: str | None = None
 
 
-Read = TypeVar("Read")
-
-
-def first_word_reading(llm: TracedLLM, messages: list[Message], *, purpose: str,
-                       read: Callable[[TokenLogprob], Read | None], max_tokens: int,
-                       top_logprobs: int) -> tuple[Completion, Read | None]:
-    """Ask for one token and read the value from its alternatives (`read`); when that token
-    is no word, or holds no value, ask again for `max_tokens` and read the first word's. The
-    value is the same either way (greedy decoding, the same prompt, which the second call
-    finds cached); the first call spares the model the tokens after the word."""
-    value: Read | None = None
-    for tokens in (1, max_tokens):
-        completion = llm.chat(messages, purpose=purpose, max_tokens=tokens, logprobs=True,
-                              top_logprobs=top_logprobs)
-        first = first_word_token(completion.tokens or [])
-        value = read(first) if first is not None else None
-        if value is not None or completion.finish_reason == "stop":
-            break
-    return completion, value
-
-
 def ask_yes_no(llm: TracedLLM, messages: list[Message], *, purpose: str) -> YesNoReading:
     """Ask, then read P(yes) from the first word's top alternatives (text as a fallback)."""
-    completion, p_yes = first_word_reading(llm, messages, purpose=purpose, read=yes_probability,
-                                           max_tokens=YES_NO_MAX_TOKENS,
-                                           top_logprobs=TOP_LOGPROBS)
+    completion = llm.chat(messages, purpose=purpose, max_tokens=YES_NO_MAX_TOKENS,
+                          logprobs=True, top_logprobs=TOP_LOGPROBS)
+    first = first_word_token(completion.tokens or [])
+    p_yes = yes_probability(first) if first is not None else None
     error = None
     if p_yes is None:
         said = read_yes_no(completion.text)
