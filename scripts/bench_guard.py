@@ -422,8 +422,8 @@ def proxy_section(args: argparse.Namespace, folder: Path) -> Section:
                      "<= 20 ms")], {"proxy_overhead_ms_rounds": proxy})
 
 
-# Given answers of three lengths (words), where each comes from, and the target of the call's
-# time over its floor (issue 58).
+# Given answers of three lengths: the range of words each takes, and the target of the
+# call's time over its floor (issue 58). Where they come from: length_bodies.
 LENGTHS = {"one phrase": ((1, 6), "<= 1.3x"), "60 words": ((45, 75), ""),
            "150 words": ((120, 180), "<= 1.5x")}
 
