@@ -33,6 +33,7 @@ import pandas as pd
 from ragshield.errors import OptionError
 from ragshield.grading import LLMGrader, rule_llm_agreement
 from ragshield.judges.registry import run_rescored
+from ragshield.judges.support import SupportJudge
 from ragshield.metrics.correctness import is_correct
 from ragshield.metrics.labels import (majority_flag, majority_label, passages_support,
                                       reference_in_passages)
@@ -64,6 +65,8 @@ class RunRecords:
     verdicts: pd.DataFrame  # RunTables.verdicts under truth auto
     positions: dict[int, int]  # sample row id (what labels refer to) -> row in samples
     grader_agreement: dict[str, Any] | None = None
+    # The support judge's verdict details by the dataset's sample id: its marks per sentence.
+    support_details: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -160,10 +163,15 @@ def run_records(store: Store, run_id: int, grader: LLMGrader | None = None) -> R
         positions[sample_row_id] = len(rows)
         rows.append(_sample_row(main, roles, grader))
     samples = pd.DataFrame(rows)
-    verdicts = pd.DataFrame(verdict_records(store, run_id, details_of=set(run_rescored())),
+    # Details are read for the judges a run rescores and for support (its marks per
+    # sentence, which Browse counts): decoding every verdict's JSON costs most on large runs.
+    read = {*run_rescored(), SupportJudge.name}
+    verdicts = pd.DataFrame(verdict_records(store, run_id, details_of=read),
                             columns=["sample_id", "judge", "keep", "score", "details",
                                      "available", "error"])
     verdicts["sample_id"] = verdicts["sample_id"].map(external)
+    support = verdicts[verdicts["judge"] == SupportJudge.name]
+    support_details = dict(zip(support["sample_id"].astype(str), support["details"]))
     verdicts = _with_truth(_rescored(verdicts), samples)
     agreement = None
     if grader is not None:
@@ -172,7 +180,7 @@ def run_records(store: Store, run_id: int, grader: LLMGrader | None = None) -> R
                                        [row["llm_correct"] for row in graded])
     return RunRecords(run_id=run_id, dataset_id=run.dataset_id, config=run.config,
                       samples=samples, verdicts=verdicts, positions=positions,
-                      grader_agreement=agreement)
+                      grader_agreement=agreement, support_details=support_details)
 
 
 def _labelled_samples(records: RunRecords, labels: Labels, truth: str) -> pd.DataFrame:

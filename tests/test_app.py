@@ -115,15 +115,16 @@ def test_browse_detail_shows_the_case_or_a_readable_error(client: Client,
 
 def test_dashboard_refresh_shows_metrics_figures_progress_agreement(
         client: Client, prepared: PreparedStore) -> None:
-    tables, figures, annotation, agreement = client.predict(
+    headline, tables, figures, annotation, agreement = client.predict(
         prepared.run_id, "auto", 100, api_name="/dashboard_refresh")
+    assert 'data-card="wrong"' in headline and 'data-figure="tradeoff"' in headline
     assert "Risk control" in tables and all(judge in tables for judge in SYNTHETIC_JUDGES)
     assert len(re.findall(r'src="data:image/png;base64,', figures)) >= 2
     assert "synthetic-annotator" in annotation and prepared.synthetic_dataset in annotation
     assert "Fleiss" in agreement
 
-    human_tables, *_ = client.predict(prepared.run_id, "human", 0,
-                                      api_name="/dashboard_refresh")
+    _, human_tables, *_ = client.predict(prepared.run_id, "human", 0,
+                                         api_name="/dashboard_refresh")
     assert "human" in human_tables and human_tables != tables
 
 
@@ -131,9 +132,10 @@ def test_dashboard_live_refresh_sends_only_what_changed(client: Client,
                                                         prepared: PreparedStore) -> None:
     live = Client(client.src, verbose=False)  # its own session: the page's shown view
     first = live.predict(prepared.run_id, "auto", 100, api_name="/dashboard_live_refresh")
-    assert "Risk control" in first[0] and "data:image/png" in first[1]
-    tables, figures, annotation, agreement = live.predict(
+    assert "data-card" in first[0] and "Risk control" in first[1] and "data:image/png" in first[2]
+    headline, tables, figures, annotation, agreement = live.predict(
         prepared.run_id, "auto", 100, api_name="/dashboard_live_refresh")
+    assert "data-card" not in str(headline)
     assert "Risk control" not in str(tables) and "data:image/png" not in str(figures)
     assert "synthetic-annotator" in annotation and "Fleiss" not in str(agreement)
 
@@ -385,7 +387,8 @@ def test_a_run_made_after_launch_reaches_the_dashboard(client: Client,
     runs = session.predict(prepared.run_id, api_name="/dashboard_runs")
     values = [value for _, value in runs["choices"]]  # newest first; Demo asks add live runs
     assert values[0] == new_run and prepared.run_id in values
-    tables, figures, _, _ = session.predict(new_run, "auto", 0, api_name="/dashboard_refresh")
+    _, tables, figures, _, _ = session.predict(new_run, "auto", 0,
+                                               api_name="/dashboard_refresh")
     assert "p_true" in tables and "token_prob" not in tables and "data:image/png" in figures
     _, rows = browse(session, new_run)
     assert len(rows) == 6

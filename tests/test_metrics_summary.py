@@ -399,7 +399,7 @@ def test_what_people_see_leaves_refusals_out_of_the_answers_shown():
     """"I don't know" shows no answer: it counted as a wrong answer shown, which inflated
     keep-all's wrong share and credited a judge for hiding it."""
     from ragshield.evaluation import RunTables
-    from ragshield.services.runs.decision_view import KEEP_ALL_ROW, decision_table
+    from ragshield.services.runs.decision_view import KEEP_ALL_ROW, decision_picture
 
     samples = pd.DataFrame({"sample_id": ["a", "b", "c", "d"],
                             "answer_correct": [True, False, False, False],
@@ -411,6 +411,6 @@ def test_what_people_see_leaves_refusals_out_of_the_answers_shown():
                              "passages_support": True})
     tables = RunTables(run_id=1, truth="auto", config={"rule": "j", "judges": ["j"]},
                        samples=samples, verdicts=verdicts)
-    rows = {row[0]: row[1:] for row in decision_table(tables).rows}
+    rows = {row[0]: row[1:] for row in decision_picture(tables, {}).table.rows}
     assert rows[KEEP_ALL_ROW] == ["50%", "50%", "100%"]  # a and b shown, b wrong
     assert rows["j"] == ["50%", "50%", "100%"]  # d's refusal is kept by j, but shows nothing

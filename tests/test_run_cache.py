@@ -121,7 +121,11 @@ def fresh_view(context: UiContext, run: int, truth: str) -> tuple[str, str, str]
     """The view computed from scratch: a new tables cache and a new view cache."""
     fresh = UiContext(settings=context.settings, store=context.store)
     shown = refresh_dashboard(fresh, DashboardCache(), run, truth, 50)
-    return shown.tables_html, shown.figures_html, shown.agreement_html
+    return shown.headline_html, shown.tables_html, shown.figures_html, shown.agreement_html
+
+
+# What the AwF part draws: the Dashboard's two pictures and the PR curves.
+AWF_FIGURES = ["tradeoff", "judges", "pr"]
 
 
 @SQLITE_ONLY
@@ -131,8 +135,8 @@ def test_the_dashboard_redraws_only_the_parts_a_label_changed(context, run_id, d
     def refresh(truth: str):
         shown = refresh_dashboard(context, cache, run_id, truth, 50)
         counted = len(drawn)
-        assert (shown.tables_html, shown.figures_html, shown.agreement_html) \
-            == fresh_view(context, run_id, truth)
+        assert (shown.headline_html, shown.tables_html, shown.figures_html,
+                shown.agreement_html) == fresh_view(context, run_id, truth)
         del drawn[counted:]  # what the fresh view drew
         return shown
 
@@ -140,7 +144,7 @@ def test_the_dashboard_redraws_only_the_parts_a_label_changed(context, run_id, d
         return unlabelled_sample(context.tables.get(run_id, "human"), support)["sample_id"]
 
     auto, human = refresh("auto"), refresh("human")
-    assert drawn == ["metrics", "pr", "risk_coverage"] * 2
+    assert drawn == ["metrics", *AWF_FIGURES, "risk_coverage"] * 2
     # An Annotate-tab label (no answer flag) that turns "passages support an answer" over
     label(context.store, run_id, unlabelled(support=True), "unanswerable")
     drawn.clear()
@@ -148,7 +152,8 @@ def test_the_dashboard_redraws_only_the_parts_a_label_changed(context, run_id, d
     assert drawn == [] and new_auto.view_serial != auto.view_serial
     assert new_auto.agreement_html != auto.agreement_html  # one more majority label
     new_human = refresh("human")
-    assert drawn == ["metrics", "pr"] and new_human.figures_html != human.figures_html
+    assert drawn == ["metrics", *AWF_FIGURES] and new_human.figures_html != human.figures_html
+    assert new_human.headline_html != human.headline_html
     # A label that agrees with the automatic truth leaves every part as it was.
     label(context.store, run_id, unlabelled(support=False), "unanswerable")
     drawn.clear()
@@ -160,7 +165,7 @@ def test_the_dashboard_redraws_only_the_parts_a_label_changed(context, run_id, d
           correct=not sample["auto_correct"])
     drawn.clear()
     refresh("human")
-    assert drawn == ["metrics", "pr", "risk_coverage"]
+    assert drawn == ["metrics", *AWF_FIGURES, "risk_coverage"]
 
 
 @SQLITE_ONLY

@@ -30,6 +30,10 @@ from ragshield.services.runs.run_tables import RunTablesCache
 from ragshield.services.runs.runs import record_run
 from ragshield.store.policies import UnknownPolicyError
 from ragshield.store.runs import get_run
+from ragshield.claims import split_claims
+from ragshield.services.annotation.sentence_labelling import label_sentence
+from ragshield.store.labels import add_annotator
+from ragshield.ui import policy_panel
 from tests.fakes import FakeModels, ScriptedLLM
 from tests.test_api import API_GUARD_POLICY, client_for, judge_body
 from tests.judged_demo import JUDGE, judged_demo_run
@@ -58,6 +62,8 @@ def test_a_preview_stores_nothing_and_saving_stores_its_thresholds(store, settin
     assert preview.labels == {PERSON: preview.calibration_size, REFERENCE: 0,
                               UNANSWERABLE_FLAG: 0}
     assert preview.calibration_size == policy.calibration.labels + preview.unscored
+    assert preview.authors.people == {"flag-reader": preview.calibration_size}
+    assert preview.authors.by_sentences == 0
     c = policy.calibration
     assert c.answered + c.deferred + c.withheld == c.labels and 0 < c.answered < c.labels
     assert preview.histogram.startswith(PNG)
@@ -87,6 +93,27 @@ def test_references_and_flags_are_counted_by_kind_and_the_stacked_judge_too(stor
                            holdout=0.2)
     assert stacked.policy is not None and saved.answer_at == stacked.policy.answer_at
     assert saved.stacker == stacked.policy.stacker
+
+
+@SQLITE_ONLY
+def test_the_preview_says_whose_labels_and_which_came_from_sentences(store, settings):
+    """A person who marked an answer's sentences only (no label of the whole answer) counts
+    among the authors, and that answer as judged by sentence labels; "can't tell" on its one
+    sentence says nothing of the whole."""
+    world, run_id = judged_demo_run(store, settings, [JUDGE], labelled=False)
+    add_annotator(store, "sentence-reader")
+    judged = [s for s in world.samples.values() if not in_holdout(s.id, 0.2)][:3]
+    assert all(len(split_claims(world.answer_of(s))) == 1 for s in judged)  # one sentence
+    for sample in judged[:2]:
+        label_sentence(store, "demo", sample.id, "sentence-reader", "supported", index=1)
+    label_sentence(store, "demo", judged[2].id, "sentence-reader", "unsure", index=1)
+    preview = preview_policy(store, run_id, JUDGE, alpha=0.3, delta=0.1, holdout=0.2)
+    assert preview.authors.people == {"sentence-reader": 2}
+    assert preview.authors.by_sentences == 2
+    assert preview.labels[PERSON] == 2
+    text = policy_panel._labels_text(preview)
+    assert "People's labels are by sentence-reader (2)" in text
+    assert "2 of these answers were judged by their sentence labels" in text
 
 
 @SQLITE_ONLY

@@ -23,7 +23,7 @@ from ragshield.services.runs.case_studies import case_study
 from ragshield.services.runs.run_choices import ALL_DATASETS
 from ragshield.store.database import Store, open_store
 from ragshield.store.labels import add_annotator, add_label
-from ragshield.store.runs import iter_main_answers
+from ragshield.store.runs import add_verdicts, iter_main_answers
 from ragshield.store.sample_import import import_samples
 from ragshield.testing.synthetic_run import fill_synthetic_run
 from ragshield.types import Passage, Sample, Verdict
@@ -177,8 +177,67 @@ def test_folds_decision_and_keeps_match_the_hand_computed_values(shared):
                                         "s3": "abstain"}
     assert rows[keep_column("p_true")].to_dict() == {"s0": "keep", "s1": "keep",
                                                      "s2": "abstain", "s3": "abstain"}
-    assert list(table.columns[:5]) == ["sample", "question", "answer", DECISION,
-                                       f"fold ({DECISION})"]
+    assert list(table.columns[:8]) == ["sample", "shown?", "answer is", "unsupported",
+                                       "judges against", "people say", "question", "answer"]
+    # The badges, a sign and a word each: s3's "I don't know" is a refusal; no support judge
+    # ran, so no sentence was marked; s1 was withheld where trivial and p_true kept it.
+    badges = table.set_index("sample")[["shown?", "answer is", "unsupported",
+                                        "judges against"]].T.to_dict("list")
+    assert badges == {"s0": ["✓ kept", "✓ right", "–", "agree"],
+                      "s1": ["✗ withheld", "✗ wrong", "–", "⚡ 2 of 3"],
+                      "s2": ["✓ kept", "✓ right", "–", "⚡ 1 of 3"],
+                      "s3": ["✗ withheld", "– refused", "–", "⚡ 1 of 3"]}
+
+
+def support_marks(store: Store, run_id: int, marks: dict[str, list[bool | None]]) -> None:
+    """A support verdict on the samples' answers: one claim per flag, splitting the answer's
+    text into equal parts (None: a claim the judge could not read)."""
+    for saved in iter_main_answers(store, run_id):
+        flags = marks.get(saved.sample.id)
+        if flags is None:
+            continue
+        text, size = saved.answer.text, len(saved.answer.text) // len(flags)
+        claims = [{"start": i * size, "end": (i + 1) * size if i < len(flags) - 1 else len(text),
+                   "score": None if flag is None else float(flag), "supported": flag}
+                  for i, flag in enumerate(flags)]
+        add_verdicts(store, saved.answer_id, [Verdict("support", all(f is True for f in flags),
+                                                      0.5, details={"claims": claims})])
+
+
+def test_badges_filters_and_sorts_on_the_decision_truth_and_sentences(context, frames, toy_run,
+                                                                       store):
+    """Browse counts the support judge's unsupported sentences (an unread one among them),
+    filters on the decision, the truth and those sentences, and sorts by them."""
+    support_marks(store, toy_run, {"s0": [True], "s2": [True, False, None]})
+
+    def shown(**filters):
+        summary, table, _ = browse_filter(
+            context, frames, toy_run, "auto", DECISION, [], False, "any", False, "",
+            filters.get("decisions"), filters.get("truth", "any"),
+            filters.get("unsupported", False), filters.get("sort", "sample"))
+        assert "rs-msg-error" not in summary, summary
+        return table
+
+    table = shown()
+    assert dict(zip(table["sample"], table["unsupported"])) == {
+        "s0": "✓ 0 of 1", "s1": "–", "s2": "⚠ 2 of 3", "s3": "–"}
+    assert list(shown(decisions=["withheld"])["sample"]) == ["s1", "s3"]
+    assert list(shown(decisions=["kept", "deferred"])["sample"]) == ["s0", "s2"]
+    assert list(shown(truth="wrong")["sample"]) == ["s1", "s3"]
+    assert list(shown(unsupported=True)["sample"]) == ["s2"]
+    assert list(shown(sort="unsupported first")["sample"]) == ["s2", "s0", "s1", "s3"]
+    assert list(shown(sort="disagreement first")["sample"]) == ["s1", "s2", "s3", "s0"]
+    summary, _, _ = browse_filter(context, frames, toy_run, "auto", DECISION, [], False, "any",
+                                  False, "", ["shown"], "any", False, "sample")
+    assert "rs-msg-error" in summary and "unknown decision &#x27;shown&#x27;" in summary
+
+
+def test_people_say_shows_their_majority_label(context, frames, toy_run, store):
+    label_toy(store)
+    _, table, _ = browse_filter(context, frames, toy_run, "auto", DECISION, [], False, "any",
+                                False, "")
+    assert dict(zip(table["sample"], table["people say"])) == {
+        "s0": "answerable", "s1": "answerable, right", "s2": "", "s3": ""}  # unsure: no say
 
 
 def test_fold_filter_per_judge(shared):
@@ -254,7 +313,8 @@ def test_table_cells_are_plain_text(shared):
     assert table.loc[0, "question"] == XSS_QUESTION and table.loc[0, "answer"] == XSS_ANSWER
     component = gr.Dataframe(interactive=False, datatype="str")
     data = component.postprocess(table).model_dump()
-    assert data["data"][0][1] == XSS_QUESTION  # sent as text, shown by the table as text
+    question = list(table.columns).index("question")
+    assert data["data"][0][question] == XSS_QUESTION  # sent as text, shown as text
     assert component.get_config()["datatype"] == "str"
 
 
@@ -465,7 +525,7 @@ def test_named_endpoints_through_gradio_client(shared):
                                                "any", False, "", api_name="/browse_filter")
         assert "showing 2 of 2" in summary and judge["value"] == "p_true"
         assert [row[0] for row in table["data"]] == ["s1", "s2"]
-        assert table["data"][1][1] == XSS_QUESTION  # a plain text cell
+        assert table["data"][1][table["headers"].index("question")] == XSS_QUESTION  # text
         html = client.predict(run_id, "auto", "s2", api_name="/browse_detail")
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script" not in html
         html = client.predict(run_id, "auto", "missing", api_name="/browse_detail")

@@ -110,6 +110,41 @@ def label(store, sample_id: str, annotator: str, value: str, correct: bool | Non
     add_label(store, DATASET, sample_id, annotator, value, answer_correct=correct)
 
 
+def card(page: str, key: str) -> str:
+    """The text of a headline card, its tags taken out."""
+    found = re.search(rf'<div class="rs-card" data-card="{key}">(.*?)</div></div>', page)
+    assert found, f"no card {key}"
+    return html.unescape(re.sub(r"<[^>]+>", " ", found.group(1)))
+
+
+def test_the_dashboard_opens_on_cards_and_the_trade_off_picture(context, run_id):
+    """Samples 0 and 2 are good (right, and their passages say so); p_true keeps the even
+    ones: 4 of 8 shown, 2 of them wrong, both good ones shown; showing everything: 6 of 8
+    wrong. The cards say so with intervals; the pictures carry their numbers in words."""
+    shown = refresh_dashboard(context, DashboardCache(), run_id, "auto", 0)
+    page = shown.headline_html
+    assert "With the shield: 50% of answers shown, 1 in 2 of them wrong; without it: all " \
+           "shown, 3 in 4 wrong." in html.unescape(page)
+    assert " ".join(card(page, "shown").split()) == (
+        "Answers shown 50% 95% interval 16% to 84%; 4 of 8 questions showing everything: 100%")
+    assert "2 of 4 shown" in card(page, "wrong") and "showing everything: 75% wrong" in \
+        card(page, "wrong")
+    assert "2 of 2 right answers" in card(page, "right")
+    pictures = figures_of(page)
+    assert set(pictures) == {"tradeoff", "judges"}
+    assert all(png.startswith(b"\x89PNG") for png in pictures.values())
+    alts = dict(re.findall(r'alt="([^"]*)" data-figure="(\w+)"', page))
+    tradeoff = html.unescape(next(a for a, name in alts.items() if name == "tradeoff"))
+    assert "The shield (p_true) shows 50% of answers, 50% of them wrong; showing everything " \
+           "shows 100%, 75% wrong." in tradeoff
+    judges = html.unescape(next(a for a, name in alts.items() if name == "judges"))
+    assert "p_true: 50% shown, 50% wrong" in judges and "trivial: 100% shown" in judges
+    # The tables sit behind their titles, closed; the research curves too.
+    assert shown.tables_html.count('<details class="rs-section">') >= 5
+    assert "<h2>What people see</h2>" in shown.tables_html
+    assert shown.figures_html.startswith('<details class="rs-section')
+
+
 def test_metric_tables_equal_judge_metrics_with_intervals_and_fold_counts(context, run_id):
     cache = DashboardCache()
     shown = refresh_dashboard(context, cache, run_id, "auto", 200)
@@ -324,9 +359,10 @@ def test_errors_are_readable_messages(context, run_id):
                                             # past SQL's integers: a traceback before
                                             ("1e30", "auto", 0, "run: give a whole number")):
         shown = refresh_dashboard(context, cache, run, truth, resamples)
-        assert "rs-msg-error" in shown.tables_html and expected in html.unescape(shown.tables_html)
+        assert "rs-msg-error" in shown.headline_html
+        assert expected in html.unescape(shown.headline_html) and shown.tables_html == ""
         assert shown.view_serial is None and shown.figures_html == ""
-    assert "No run yet" in refresh_dashboard(context, cache, None, "auto", 0).tables_html
+    assert "No run yet" in refresh_dashboard(context, cache, None, "auto", 0).headline_html
 
 
 @SQLITE_ONLY
@@ -345,7 +381,8 @@ def test_a_judge_unavailable_everywhere_is_listed_without_curves(context, settin
 def test_a_run_without_saved_samples_says_so(context, settings):
     pending = make_run(context.store, settings, execute=False)
     shown = refresh_dashboard(context, DashboardCache(), pending, "auto", 1000)
-    assert "no saved samples yet" in shown.tables_html and shown.figures_html == ""
+    assert "no saved samples yet" in shown.headline_html
+    assert shown.tables_html == shown.figures_html == ""
 
 
 def test_started_run_finishes_in_the_background_and_shows_its_progress(context):
@@ -441,8 +478,9 @@ def dashboard_client(context) -> Iterator[Client]:
 @SQLITE_ONLY
 def test_named_endpoints(settings, store, run_id, context):
     with dashboard_client(context) as client:
-        tables, figures, progress, agreement = client.predict(
+        headline, tables, figures, progress, agreement = client.predict(
             run_id, "auto", 50, api_name="/dashboard_refresh")
+        assert 'data-card="shown"' in headline
         assert "p_true" in table_rows(tables, RISK) and set(figures_of(figures)) >= {"pr"}
         assert "No labels yet" in progress and "Agreement among annotators" in agreement
         message, runs_html, *_ = client.predict(

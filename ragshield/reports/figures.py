@@ -33,7 +33,7 @@ MAX_POINTS = 400  # per curve drawn
 MARGINS = {"left": 0.105, "right": 0.975, "bottom": 0.127, "top": 0.92}
 
 
-def _save(figure, path: Path, dpi: int) -> Path:
+def save_figure(figure, path: Path, dpi: int) -> Path:
     figure.savefig(path, dpi=dpi)
     plt.close(figure)
     return path
@@ -47,7 +47,7 @@ def _axes(title: str, xlabel: str, ylabel: str):
     return figure, axes
 
 
-def _thinned(*values: np.ndarray) -> tuple[np.ndarray, ...]:
+def thinned(*values: np.ndarray) -> tuple[np.ndarray, ...]:
     """The arrays (a curve's coordinates) at no more than MAX_POINTS evenly spaced indices,
     the first and the last included."""
     size = len(values[0])
@@ -59,7 +59,7 @@ def _thinned(*values: np.ndarray) -> tuple[np.ndarray, ...]:
 
 def _plot(axes, judge: str, series: JudgeSeries, x: np.ndarray, y: np.ndarray) -> None:
     if series.scored:
-        axes.plot(*_thinned(x, y), drawstyle="steps-post", label=judge)
+        axes.plot(*thinned(x, y), drawstyle="steps-post", label=judge)
     else:  # a hard judge is one operating point: its keep decisions
         axes.plot(x, y, "o", label=judge)
 
@@ -76,7 +76,7 @@ def pr_figure(tables: RunTables, series: dict[str, JudgeSeries], path: Path, *,
                 else (curve.recall[:1], curve.precision[:1]))
         _plot(axes, judge, s, x, y)
     axes.legend(fontsize=7, loc="best")
-    return _save(figure, path, dpi)
+    return save_figure(figure, path, dpi)
 
 
 def risk_coverage_figure(tables: RunTables, series: dict[str, JudgeSeries], path: Path, *,
@@ -88,7 +88,7 @@ def risk_coverage_figure(tables: RunTables, series: dict[str, JudgeSeries], path
         x, y = (curve.coverage, curve.risk) if s.scored else (curve.coverage[:1], curve.risk[:1])
         _plot(axes, judge, s, x, y)
     axes.legend(fontsize=7, loc="best")
-    return _save(figure, path, dpi)
+    return save_figure(figure, path, dpi)
 
 
 def _replacement_figure(tables: RunTables, series: dict[str, JudgeSeries], path: Path, *,
@@ -103,10 +103,10 @@ def _replacement_figure(tables: RunTables, series: dict[str, JudgeSeries], path:
         axes.plot(rates, random_switch_accuracy(rates, own, new), "k--", label="random")
     for judge, s in series.items():
         curve = replacement_curve(s.score, own[s.rows], new[s.rows])
-        axes.plot(*_thinned(curve.rate, curve.accuracy), marker="." if not s.scored else None,
+        axes.plot(*thinned(curve.rate, curve.accuracy), marker="." if not s.scored else None,
                   label=judge)
     axes.legend(fontsize=7, loc="best")
-    return _save(figure, path, dpi)
+    return save_figure(figure, path, dpi)
 
 
 def fallback_figure(tables: RunTables, series: dict[str, JudgeSeries], path: Path, *,

@@ -56,13 +56,23 @@ def _cell_html(cell: str | SampleLinks) -> str:
     return f"{len(cell.ids)}: {links}" + (f", +{more} more" if more > 0 else "")
 
 
-def table_html(table: Table) -> str:
+def _note_and_table(table: Table) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in table.headers)
     body = "".join("<tr>" + "".join(f"<td>{_cell_html(c)}</td>" for c in row) + "</tr>"
                    for row in table.rows)
     note = f'<p class="note">{html.escape(table.note)}</p>' if table.note else ""
-    return (f"<h2>{html.escape(table.title)}</h2>{note}"
-            f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+    return f"{note}<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def table_html(table: Table) -> str:
+    return f"<h2>{html.escape(table.title)}</h2>{_note_and_table(table)}"
+
+
+def table_section_html(table: Table, opened: bool = False) -> str:
+    """The table behind its title, as a section a reader opens (closed unless `opened`)."""
+    state = " open" if opened else ""
+    return (f'<details class="rs-section"{state}><summary><h2>{html.escape(table.title)}</h2>'
+            f"</summary>{_note_and_table(table)}</details>")
 
 
 def html_page(title: str, tables: list[Table], figures: list[Path]) -> str:

@@ -3,7 +3,7 @@ with these rather than reaching into ragshield.reports."""
 
 from __future__ import annotations
 
-from ragshield.reports.render import table_html
+from ragshield.reports.render import table_html, table_section_html
 from ragshield.reports.tables import fmt
 
-__all__ = ["fmt", "table_html"]
+__all__ = ["fmt", "table_html", "table_section_html"]

@@ -1,5 +1,6 @@
-"""The Browse tab: pick a run, filter its samples (fold per judge, judge disagreement, label
-state, human vs automatic label, text), and open any sample's full case study.
+"""The Browse tab: pick a run, see each sample's decision at a glance (badges: shown or not,
+right or wrong, unsupported sentences, judges against the decision, people's label), sort
+and filter on them and on folds, labels and text, and open any sample's full case study.
 
 Handlers are plain functions of the UiContext, the tab's frame cache and plain values;
 `build` wires them to components with named endpoints browse_runs, browse_filter,
@@ -16,8 +17,9 @@ import pandas as pd
 from ragshield.errors import UserError
 from ragshield.services.annotation.people import notes_shown_to
 from ragshield.services.form_values import LARGEST, whole_number
-from ragshield.services.runs.browse import (DECISION, FOLDS, LABEL_STATES, BrowseFilters,
-                                            BrowseFrames, browse_samples)
+from ragshield.services.runs.browse import (DECISION, DECISIONS, FOLDS, LABEL_STATES, SORTS,
+                                            TRUTH_STATES, BrowseFilters, BrowseFrames,
+                                            browse_samples)
 from ragshield.services.runs.case_studies import case_study
 from ragshield.services.runs.run_choices import (ALL_DATASETS, datasets_with_runs, pick_run,
                                                  run_choices)
@@ -88,20 +90,24 @@ def browse_link(context: UiContext, frames: BrowseFrames, query: dict[str, str],
 
 # -- the filtered table ------------------------------------------------------------------
 
-EMPTY_TABLE = pd.DataFrame(columns=["sample", "question", "answer", DECISION])
+EMPTY_TABLE = pd.DataFrame(columns=["sample", "shown?", "answer is", "question", "answer"])
 
 
 def browse_filter(context: UiContext, frames: BrowseFrames, run: int | str | None,
                   truth: str, fold_judge: str | None, folds: list[str] | None,
                   disagree: bool, label_state: str, human_differs: bool,
-                  search: str | None) -> tuple[str, pd.DataFrame, dict[str, Any]]:
+                  search: str | None, decisions: list[str] | None = None,
+                  truth_state: str | None = "any", unsupported: bool = False,
+                  sort: str | None = SORTS[0]) -> tuple[str, pd.DataFrame, dict[str, Any]]:
     """(the "showing n of m" line, the rows shown, an update of the fold judge picker)."""
     if run is None or str(run).strip() == "":
         return message_html(NO_RUN), EMPTY_TABLE, gr.update()
     try:
         filters = BrowseFilters(fold_judge=fold_judge or DECISION, folds=tuple(folds or ()),
                                 disagree=bool(disagree), label_state=label_state or "any",
-                                human_differs=bool(human_differs), search=search or "")
+                                human_differs=bool(human_differs), search=search or "",
+                                decisions=tuple(decisions or ()), truth=truth_state or "any",
+                                unsupported=bool(unsupported), sort=sort or SORTS[0])
         shown = browse_samples(context.tables, frames, _run_id(run), truth, filters)
     except UserError as error:
         return message_html(str(error), "error"), EMPTY_TABLE, gr.update()
@@ -149,9 +155,11 @@ def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
     """Components and events of the tab (called inside its gr.Tab of `page`, the app's
     Blocks, whose load event fills the tab)."""
     frames = BrowseFrames()
-    gr.Markdown("Browse a run's samples: filter by fold, judge disagreement, labels or "
-                "text, then pick a row for its full case study (passages, answer, every "
-                "judge's verdict and model calls, labels).")
+    gr.Markdown("Each row: was the answer shown, was it right, how many of its sentences "
+                "the support judge could not find in the passages, how many judges went the "
+                "other way, and what people said. Sort and filter on them; pick a row for its "
+                "full case study (passages, answer, every judge's verdict and model calls, "
+                "labels).")
     # Choices arrive with the page's load and refreshes; the handlers check any value (a
     # client of the named endpoints may send one the page has not listed yet).
     with gr.Row():
@@ -161,6 +169,12 @@ def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
                           allow_custom_value=True)
         truth = gr.Radio(list(TRUTHS), value="auto", label="Ground truth")
         refresh = gr.Button("Refresh", scale=0)
+    with gr.Row():
+        decisions = gr.Dropdown(list(DECISIONS), value=[], multiselect=True, label="Shown?",
+                                elem_id="browse-decisions")
+        truth_state = gr.Radio(list(TRUTH_STATES), value="any", label="Answer is")
+        unsupported = gr.Checkbox(label="Has unsupported sentences")
+        sort = gr.Dropdown(list(SORTS), value=SORTS[0], label="Sort by")
     with gr.Row():
         fold_judge = gr.Dropdown([DECISION], value=DECISION, label="Fold of",
                                  allow_custom_value=True)
@@ -172,7 +186,8 @@ def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
         search = gr.Textbox(label="Search (question, answer, sample id)", max_lines=1)
     summary = gr.HTML()
     table = gr.Dataframe(interactive=False, wrap=True, max_height=520, datatype="str",
-                         label="Samples (pick a row for its case study)")
+                         label="Samples (pick a row for its case study)",
+                         elem_id="browse-samples")
     with gr.Row():
         sample = gr.Textbox(label="Sample id", max_lines=1, scale=3)
         show = gr.Button("Show case study", scale=0)
@@ -207,10 +222,13 @@ def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
     # opens it once the pickers are filled.
     page.load(runs_handler, pickers, pickers, api_visibility="private").then(
         link_handler, None, [run, sample, detail], api_visibility="private")
+    # Newer filters come last, so that callers of the endpoint from before them still work.
     gr.on([run.change, refresh.click, truth.input, fold_judge.input, folds.input,
-           label_state.input, disagree.input, human_differs.input, search.submit],
+           label_state.input, disagree.input, human_differs.input, search.submit,
+           decisions.input, truth_state.input, unsupported.input, sort.input],
           filter_handler,
-          [run, truth, fold_judge, folds, disagree, label_state, human_differs, search],
+          [run, truth, fold_judge, folds, disagree, label_state, human_differs, search,
+           decisions, truth_state, unsupported, sort],
           [summary, table, fold_judge], api_name="browse_filter", trigger_mode="always_last")
     gr.on([sample.submit, show.click], detail_handler, [run, truth, sample], detail,
           api_name="browse_detail")

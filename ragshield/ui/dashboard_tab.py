@@ -1,7 +1,10 @@
-"""The Dashboard tab: a run's metric tables with 95% bootstrap intervals, its curves (PR,
-risk-coverage, No-RAG fallback, switch to a larger model), the annotation progress and the
-agreement of annotators and judges, refreshed live while runs and labels arrive; and runs
-started from the page, with a progress bar per run. What it shows is computed by
+"""The Dashboard tab. It opens on what the shield does: headline cards (answers shown, wrong
+among shown, right answers shown, each beside showing everything, with its interval), one
+large picture of the trade-off and a small one per judge. Below them, behind their titles:
+the research tables with 95% bootstrap intervals and the curves (PR, risk-coverage, No-RAG
+fallback, switch to a larger model); then the annotation progress and the agreement of
+annotators and judges. All refreshed live while runs and labels arrive; and runs started
+from the page, with a progress bar per run. What it shows is computed by
 ragshield.services.runs.run_views and ragshield.services.runs.runs; this module renders it."""
 
 from __future__ import annotations
@@ -20,11 +23,12 @@ from ragshield.services.learning.judge_training import JudgeTrainer, held_out_se
 from ragshield.services.questions.ask_choices import (ANSWERERS, CONFIGURED_MODEL, GIVEN,
                                                       MODEL_CHOICES, MODEL_NOTE, RETRIEVAL_CHOICES,
                                                       judge_choices)
-from ragshield.services.rendering import table_html
+from ragshield.services.rendering import table_html, table_section_html
+from ragshield.services.runs.decision_view import Headline, Share
 from ragshield.services.runs.run_choices import pick_run, run_choices
 from ragshield.services.runs.run_tables import TRUTHS
-from ragshield.services.runs.run_views import (MAX_RESAMPLES, Dashboard, DashboardCache, RunView,
-                                               dashboard)
+from ragshield.services.runs.run_views import (MAX_RESAMPLES, Dashboard, DashboardCache, Figure,
+                                               RunView, dashboard)
 from ragshield.services.runs.runs import (RunForm, RunLauncher, form_config, form_defaults,
                                           given_answers, rule_names)
 from ragshield.types import Table
@@ -43,6 +47,19 @@ CSS = """
 .rs-figures img { width: 440px; max-width: 100%; }
 .rs-run-progress { margin: 0.3em 0; }
 .rs-run-progress progress { width: 100%; height: 1em; }
+.rs-headline-words { font-size: 1.15em; margin: 0.2em 0 0.5em; }
+.rs-cards { display: flex; flex-wrap: wrap; gap: 0.8em; margin-bottom: 0.6em; }
+.rs-card { flex: 1 1 220px; border: 1px solid #ccc; border-radius: 8px; padding: 0.5em 0.8em;
+  background: var(--background-fill-secondary, #f7f7f7); }
+.rs-card-label { font-size: 0.9em; color: #444; }
+.rs-card-value { font-size: 2em; font-weight: 700; line-height: 1.2; }
+.rs-card-detail { font-size: 0.85em; color: #444; }
+.rs-card-reference { font-size: 0.9em; margin-top: 0.2em; }
+.rs-picture img { max-width: 100%; }
+.rs-picture .rs-tradeoff { width: 920px; }
+.rs-picture .rs-judges { width: 912px; }
+.rs-section > summary { cursor: pointer; }
+.rs-section > summary h2 { display: inline; }
 """
 HEAD = ""
 
@@ -67,13 +84,66 @@ def _tables_html(tables: list[Table]) -> str:
     return '<div class="rs-dashboard">' + "".join(table_html(t) for t in tables) + "</div>"
 
 
+def _sections_html(tables: list[Table]) -> str:
+    """The research tables, each behind its title (the first one, what people see, too: the
+    cards above say it in short)."""
+    return ('<div class="rs-dashboard">' + "".join(table_section_html(t) for t in tables)
+            + "</div>")
+
+
+def _image_html(figure: Figure, css_class: str = "") -> str:
+    data = base64.b64encode(figure.png).decode("ascii")
+    return (f'<img class="{esc(css_class)}" alt="{esc(figure.alt)}" '
+            f'data-figure="{esc(figure.name)}" src="data:image/png;base64,{data}">')
+
+
 def _figures_html(view: RunView) -> str:
-    images = "".join(
-        f'<img alt="{esc(figure.name)} curves" data-figure="{esc(figure.name)}" '
-        f'src="data:image/png;base64,{base64.b64encode(figure.png).decode("ascii")}">'
-        for figure in view.figures)
+    images = "".join(_image_html(figure) for figure in view.figures)
     notes = "".join(message_html(MISSING_CURVES[name]) for name in view.missing_curves)
-    return f'<div class="rs-figures">{images}</div>{notes}'
+    return ('<details class="rs-section rs-dashboard"><summary><h2>Research curves (PR, '
+            'risk-coverage, No-RAG fallback, switch to a larger model)</h2></summary>'
+            f'<div class="rs-figures">{images}</div>{notes}</details>')
+
+
+def _percent(share: float) -> str:
+    return "n/a" if share != share else f"{share:.0%}"  # NaN: nothing to count
+
+
+def _card(key: str, label: str, share: Share, counted: str, reference: str) -> str:
+    low, high = share.interval
+    interval = ("" if share.of == 0 else
+                f"95% interval {_percent(low)} to {_percent(high)}; ")
+    return (f'<div class="rs-card" data-card="{esc(key)}"><div class="rs-card-label">'
+            f'{esc(label)}</div><div class="rs-card-value">{esc(_percent(share.value))}</div>'
+            f'<div class="rs-card-detail">{esc(interval)}{share.count} of {share.of} '
+            f'{esc(counted)}</div><div class="rs-card-reference">{esc(reference)}</div></div>')
+
+
+def headline_html(headline: Headline, picture: list[Figure]) -> str:
+    """The cards, in plain words first, and the pictures under them."""
+    words = f"{headline.words[0].upper()}{headline.words[1:]}."
+    about = (f"Decided by the run's rule, {headline.rule or '-'}, on {headline.questions} "
+             "questions; a wrong answer is one that is not right or not supported by its "
+             "passages.")
+    cards = "".join([
+        _card("shown", "Answers shown", headline.shown, "questions",
+              f"showing everything: {_percent(headline.all_shown.value)}"),
+        _card("wrong", "Wrong among the answers shown", headline.wrong_shown, "shown",
+              f"showing everything: {_percent(headline.all_wrong.value)} wrong"),
+        _card("right", "Right answers shown", headline.right_shown, "right answers",
+              "showing everything: all of them")])
+    figures = {figure.name: figure for figure in picture}
+    parts = [f'<p class="rs-headline-words">{esc(words)}</p>',
+             f'<p class="note">{esc(about)}</p><div class="rs-cards">{cards}</div>']
+    if "tradeoff" in figures:
+        figure = figures["tradeoff"]
+        parts.append(f'<div class="rs-picture">{_image_html(figure, "rs-tradeoff")}'
+                     f'<p class="note">{esc(figure.alt)}</p></div>')
+    if "judges" in figures:
+        parts.append('<details class="rs-section" open><summary><h2>Each judge alone</h2>'
+                     f'</summary><div class="rs-picture">'
+                     f'{_image_html(figures["judges"], "rs-judges")}</div></details>')
+    return f'<div class="rs-dashboard rs-headline">{"".join(parts)}</div>'
 
 
 def annotation_html(table: Table) -> str:
@@ -85,6 +155,7 @@ def annotation_html(table: Table) -> str:
 
 
 class Refresh(NamedTuple):
+    headline_html: str
     tables_html: str
     figures_html: str
     progress_html: str
@@ -94,13 +165,14 @@ class Refresh(NamedTuple):
 
 def _rendered(shown: Dashboard) -> Refresh:
     view = shown.view
-    if view.empty:
-        tables = message_html(f"Run {shown.run_id} has no saved samples yet: the dashboard "
-                              "fills in as they arrive.")
-        figures = ""
+    if view.empty or view.headline is None:
+        headline = message_html(f"Run {shown.run_id} has no saved samples yet: the dashboard "
+                                "fills in as they arrive.")
+        tables = figures = ""
     else:
-        tables, figures = _tables_html(view.tables), _figures_html(view)
-    return Refresh(tables, figures, annotation_html(shown.annotation),
+        headline = headline_html(view.headline, view.picture)
+        tables, figures = _sections_html(view.tables), _figures_html(view)
+    return Refresh(headline, tables, figures, annotation_html(shown.annotation),
                    _tables_html([*view.agreement, shown.policy_watch]), view.serial)
 
 
@@ -109,11 +181,11 @@ def _dashboard(context: UiContext, cache: DashboardCache, run_id: Any, truth: st
     """The dashboard's data, or the message shown instead."""
     if run_id in (None, ""):
         return Refresh(message_html("No run yet: start one below, or with "
-                                    "\"python -m ragshield run\"."), "", "", "", None)
+                                    "\"python -m ragshield run\"."), "", "", "", "", None)
     try:
         return dashboard(context.store, context.tables, cache, run_id, truth, resamples)
     except UserError as error:
-        return Refresh(message_html(str(error), "error"), "", "", "", None)
+        return Refresh(message_html(str(error), "error"), "", "", "", "", None)
 
 
 def refresh_dashboard(context: UiContext, cache: DashboardCache, run_id: Any, truth: str,
@@ -266,12 +338,13 @@ def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
                                   label="Bootstrap resamples (0: no intervals)")
         live_box = gr.Checkbox(value=True, label=f"Live (every {LIVE_SECONDS:g} s)")
         refresh_button = gr.Button("Refresh", scale=0)
-    run_progress = gr.HTML(elem_id="dashboard-runs")
+    headline_out = gr.HTML(elem_id="dashboard-headline")
     tables_out = gr.HTML(elem_id="dashboard-tables")
     figures_out = gr.HTML(elem_id="dashboard-figures")
     with gr.Row():
         annotation_out = gr.HTML(elem_id="dashboard-annotation")
         agreement_out = gr.HTML(elem_id="dashboard-agreement")
+    run_progress = gr.HTML(elem_id="dashboard-runs")
     build_policy_panel(context, run_picker)
     with gr.Accordion("Start a run", open=False):
         with gr.Row():
@@ -326,7 +399,8 @@ def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
         if isinstance(shown, Refresh):
             return tuple(shown)
         if shown.view.serial == shown_serial:
-            return gr.skip(), gr.skip(), annotation_html(shown.annotation), gr.skip(), gr.skip()
+            return (gr.skip(), gr.skip(), gr.skip(), annotation_html(shown.annotation),
+                    gr.skip(), gr.skip())
         return tuple(_rendered(shown))
 
     def runs_update(run_id: Any, known: list, select: int | None = None, *,
@@ -369,7 +443,7 @@ def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
                               getattr(request, "username", None))
 
     view_inputs = [run_picker, truth_radio, resamples_box]
-    view_outputs = [tables_out, figures_out, annotation_out, agreement_out, shown]
+    view_outputs = [headline_out, tables_out, figures_out, annotation_out, agreement_out, shown]
     picker = [run_picker, known_runs]
     gr.on([page.load, refresh_button.click, run_picker.change, truth_radio.change,
            resamples_box.submit], refresh, view_inputs, view_outputs,

@@ -98,6 +98,14 @@ def _labels_text(preview: Preview) -> str:
     text = f"Calibration labels: {preview.calibration_size} ({kinds})"
     if preview.unscored:
         text += f"; the judge gave {preview.unscored} of them no score (a policy defers those)"
+    authors = preview.authors
+    if authors.people:
+        shown = ", ".join(f"{name} ({count})" for name, count in list(authors.people.items())[:5])
+        more = len(authors.people) - 5
+        text += f". People's labels are by {shown}" + (f" and {more} more" if more > 0 else "")
+        if authors.by_sentences:
+            text += (f"; {authors.by_sentences} of these answers were judged by their "
+                     "sentence labels (every sentence supported, or one not)")
     if preview.trained_on:
         text += (f". The stacked judge learnt from {preview.trained_on} other labels, kept "
                  "apart from these")

@@ -7,11 +7,12 @@ CalibrationSet.fit), not stored: saving it with the same choices stores these th
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from ragshield.evaluation import RunTables
+from ragshield.evaluation import RunTables, dataset_labels, run_tables
 from ragshield.holdout import HOLDOUT_SHARE
 from ragshield.judging import KEPT
 from ragshield.policies.fitting import PERSON, REFERENCE, UNANSWERABLE_FLAG
@@ -23,11 +24,13 @@ from ragshield.reports.figures import MAX_POINTS
 from ragshield.reports.policy_figures import score_histogram, watch_figure
 from ragshield.reports.tables import fmt
 from ragshield.services.learning.pinned_policy import pinned
-from ragshield.services.learning.policies import (interval_text, labelled_scores, list_policies,
-                                                  policies_in_use, policy_scores, reads_run,
-                                                  run_calibration, watch_run)
+from ragshield.services.learning.policies import (TRUTH, interval_text, labelled_scores,
+                                                  list_policies, policies_in_use, policy_scores,
+                                                  reads_run, run_calibration, watch_run)
 from ragshield.services.runs.run_views import FIGURE_DPI
 from ragshield.store.database import Store
+from ragshield.store.labels import annotator_names
+from ragshield.store.sentence_labels import answer_flag
 from ragshield.store.truth_times import truth_times
 from ragshield.types import Table
 
@@ -75,6 +78,7 @@ class Preview:
     problem: str | None  # why not (PolicyFitError's message)
     more_labels: int | None  # about how many more labels would do, at the current error rate
     histogram: bytes  # PNG: good and bad calibration answers by score, under the bands
+    authors: LabelAuthors = field(default_factory=lambda: LabelAuthors({}, 0))
 
     @property
     def promise(self) -> str:
@@ -85,11 +89,45 @@ class Preview:
         return sum(self.labels.values())
 
 
+@dataclass(frozen=True)
+class LabelAuthors:
+    """Whose labels the people's calibration answers rest on."""
+
+    people: dict[str, int]  # annotator -> calibration answers they labelled, most first
+    by_sentences: int  # calibration answers some person judged by sentence labels alone
+
+
+def label_authors(store: Store, tables: RunTables, sample_ids: np.ndarray) -> LabelAuthors:
+    """Who labelled the calibration answers `sample_ids` (the dataset's ids) of the run, and
+    on how many of them a person's verdict came from their sentence labels (no label of the
+    whole answer, sentences that add up to one)."""
+    records = tables.records
+    if records is None or len(sample_ids) == 0:
+        return LabelAuthors({}, 0)
+    wanted = set(np.asarray(sample_ids).astype(str).tolist())
+    with store.session() as session:
+        names = annotator_names(session)
+    people: Counter[str] = Counter()
+    by_sentences = 0
+    samples = tables.samples
+    for row_id, current in dataset_labels(store, records).items():
+        position = records.positions.get(row_id)
+        if position is None or str(samples["sample_id"].iat[position]) not in wanted:
+            continue
+        answer = samples["answer"].iat[position] or ""
+        people.update(names.get(c.annotator_id, "?") for c in current)
+        by_sentences += any(c.answer_correct is None and c.sentences
+                            and answer_flag(answer, list(c.sentences)) is not None
+                            for c in current)
+    return LabelAuthors(dict(people.most_common()), by_sentences)
+
+
 def preview_policy(store: Store, run_id: int, judge: str, *, alpha: float, delta: float,
                    beta: float | None = None, holdout: float = HOLDOUT_SHARE,
                    tables: RunTables | None = None) -> Preview:
     """The policy fit_run_policy would store with these choices, without storing it
     (`tables`: the run's under truth "human", when the caller has them)."""
+    tables = tables if tables is not None else run_tables(store, run_id, TRUTH)
     calibration = run_calibration(store, run_id, judge, holdout, tables)
     data = calibration.data
     policy, problem, more = None, None, None
@@ -103,7 +141,8 @@ def preview_policy(store: Store, run_id: int, judge: str, *, alpha: float, delta
     return Preview(judge, alpha, delta, beta, holdout,
                    {kind: int(np.count_nonzero(data.source == kind)) for kind in KINDS},
                    int(np.isnan(data.scores).sum()), len(calibration.trained_on), policy,
-                   problem, more, histogram)
+                   problem, more, histogram,
+                   label_authors(store, tables, data.sample_ids[data.source == PERSON]))
 
 
 def _observed(tables: RunTables, policy: Policy, dataset: str | None) -> str:

@@ -26,20 +26,29 @@ from ragshield.evaluation import RunTables
 from ragshield.judges.short_answer import answer_is_short
 from ragshield.judging import (ABSTAINED, DEFERRED, KEPT, NOT_RUN, UNDECIDED, decision_codes,
                                keep_counts)
-from ragshield.metrics.labels import ANSWERABLE, UNANSWERABLE
+from ragshield.metrics.labels import ANSWERABLE, UNANSWERABLE, awf_truth
 from ragshield.metrics.risk import FOLDS
 from ragshield.policies.answer_rule import shipped_rule
 from ragshield.policies.policy import DEFER, Policy, config_rule
 from ragshield.policies.stacked_score import run_features
 from ragshield.services.learning.policies import policy_scores
+from ragshield.services.questions.claim_marks import SUPPORT, claim_marks, unsupported
 from ragshield.services.runs.run_tables import RunTablesCache, remember
 from ragshield.types import ABSTAIN, KEEP
 
 DECISION = "decision"  # the run's decision rule, shown beside the judges in the fold filter
 LABEL_STATES = ("any", "labelled", "unlabelled")
+TRUTH_STATES = ("any", "right", "wrong")  # under the chosen truth (right: and supported)
+SORTS = ("sample", "unsupported first", "disagreement first", "wrong shown first")
 NONE = "-"
 KEEP_WORDS = {KEPT: KEEP, ABSTAINED: ABSTAIN, UNDECIDED: NONE, NOT_RUN: NONE,
               DEFERRED: DEFER}
+# The decision in words (the decision filter's choices) and as a badge people read without
+# colour: a sign and the word.
+DECISION_NAMES = {KEPT: "kept", ABSTAINED: "withheld", DEFERRED: "deferred",
+                  UNDECIDED: "undecided", NOT_RUN: "undecided"}
+DECISIONS = ("kept", "withheld", "deferred", "undecided")
+DECISION_BADGES = dict(zip(DECISIONS, ("✓ kept", "✗ withheld", "? deferred", "– undecided")))
 SHOWN_ROWS = 500
 CELL_CHARS = 300  # question and answer cells are cut here; the case study shows all
 
@@ -122,6 +131,43 @@ def _grounded_codes(tables: RunTables) -> np.ndarray:
     return np.where(samples["refusal"].to_numpy(dtype=bool), ABSTAINED, codes)
 
 
+def _unsupported_sentences(tables: RunTables, sample_ids: pd.Series,
+                           answers: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Per sample: how many of its answer's sentences the support judge marked unsupported
+    (or could not read: nothing vouched for them) and how many it marked at all (-1 for
+    both where it gave no marks)."""
+    details = tables.records.support_details if tables.records is not None else {}
+    counted: dict[str, tuple[int, int]] = {}
+    for sample, answer in zip(sample_ids, answers):
+        if sample in details:
+            claims = claim_marks(answer, [{"judge": SUPPORT, "details": details[sample]}])
+            if claims:
+                counted[sample] = (len(unsupported(claims)), len(claims))
+    pairs = [counted.get(sample, (-1, -1)) for sample in sample_ids]
+    return (np.asarray([p[0] for p in pairs], dtype=int),
+            np.asarray([p[1] for p in pairs], dtype=int))
+
+
+def _dissent(codes: np.ndarray, decision: np.ndarray) -> np.ndarray:
+    """Per sample: how many judges that decided it went the other way from the decision
+    (kept where it was not shown, or withheld where it was)."""
+    decided = np.isin(codes, (KEPT, ABSTAINED))
+    shown = (decision == KEPT)[:, None]
+    return (decided & ((codes == KEPT) != shown)).sum(axis=1)
+
+
+def _person_words(samples: pd.DataFrame) -> np.ndarray:
+    """People's majority on the sample in words: their label, and whether the answer is right
+    where they said ("" without labels)."""
+    flags = {True: "right", False: "wrong"}
+    words = []
+    for label, correct in zip(samples["human_label"], samples["human_answer_correct"]):
+        said = [str(label)] if isinstance(label, str) else []
+        said += [flags[correct]] if isinstance(correct, (bool, np.bool_)) else []
+        words.append(", ".join(said))
+    return np.asarray(words, dtype=object)
+
+
 def build_frame(tables: RunTables, auto_tables: RunTables) -> BrowseFrame:
     """One row per sample of `tables` (the chosen truth); `auto_tables` are the same run's
     tables under truth auto (the same object when the truth is auto)."""
@@ -129,19 +175,26 @@ def build_frame(tables: RunTables, auto_tables: RunTables) -> BrowseFrame:
     rule = str(tables.config.get("rule", ""))
     samples = tables.samples
     if samples.empty:
-        columns = ["sample_id", "question", "answer", DECISION, fold_column(DECISION),
+        columns = ["sample_id", "question", "answer", DECISION, "decided", "good", "refusal",
+                   "unsupported", "sentences", "dissent", fold_column(DECISION),
                    *map(keep_column, judges), *map(fold_column, judges),
-                   "disagree", "labelled", "human_differs", "text"]
+                   "disagree", "labelled", "person", "human_differs", "text"]
         return BrowseFrame(tables.run_id, rule, judges, pd.DataFrame(columns=columns))
     codes = keep_codes(tables.verdicts, samples["sample_id"], judges)
     answerable = samples["answer_correct"].fillna(False).astype(bool).to_numpy()
     decision = run_decisions(tables, codes, judges)
     question, answer = samples["question"].fillna(""), samples["answer"].fillna("")
     sample_id = samples["sample_id"].astype(str)
+    flagged, marked = _unsupported_sentences(tables, sample_id, answer)
     columns: dict[str, object] = {
         "sample_id": sample_id.to_numpy(), "question": question.to_numpy(),
         "answer": answer.to_numpy(),
         DECISION: pd.Series(decision).map(KEEP_WORDS).to_numpy(),
+        "decided": pd.Series(decision).map(DECISION_NAMES).to_numpy(),
+        "good": awf_truth(answerable, samples["passages_support"].to_numpy(dtype=bool)),
+        "refusal": samples["refusal"].to_numpy(dtype=bool),
+        "unsupported": flagged, "sentences": marked,
+        "dissent": _dissent(codes, decision),
         fold_column(DECISION): _folds(decision, answerable),
     }
     for index, judge in enumerate(judges):
@@ -151,6 +204,7 @@ def build_frame(tables: RunTables, auto_tables: RunTables) -> BrowseFrame:
     keeps, deciding = keep_counts(codes)
     columns["disagree"] = (keeps > 0) & (keeps < deciding)
     columns["labelled"] = samples["human_label"].notna().to_numpy()
+    columns["person"] = _person_words(samples)
     columns["human_differs"] = _human_differs(samples, auto_tables.samples)
     columns["text"] = (sample_id + "\n" + question + "\n" + answer).str.lower().to_numpy()
     return BrowseFrame(tables.run_id, rule, judges, pd.DataFrame(columns))
@@ -201,11 +255,40 @@ class BrowseFilters:
     label_state: str = "any"
     human_differs: bool = False
     search: str = ""
+    decisions: tuple[str, ...] = ()  # of DECISIONS; empty: any
+    truth: str = "any"  # of TRUTH_STATES
+    unsupported: bool = False  # only answers with a sentence the support judge did not vouch for
+    sort: str = SORTS[0]
+
+
+def _check(filters: BrowseFilters) -> None:
+    for name, values, choices in (("decision", filters.decisions, DECISIONS),
+                                  ("truth", (filters.truth,), TRUTH_STATES),
+                                  ("sort", (filters.sort,), SORTS)):
+        unknown = sorted(set(values) - set(choices))
+        if unknown:
+            raise FilterError(f"unknown {name} {', '.join(map(repr, unknown))}; choose from "
+                              f"{', '.join(choices)}")
+
+
+def _sorted(rows: pd.DataFrame, sort: str) -> pd.DataFrame:
+    """`rows` in the order `sort` names, sample order breaking ties (a stable sort)."""
+    if sort == "unsupported first":
+        key = -rows["unsupported"].to_numpy(dtype=int)
+    elif sort == "disagreement first":
+        key = -rows["dissent"].to_numpy(dtype=int)
+    elif sort == "wrong shown first":
+        shown_wrong = (rows["decided"] == "kept").to_numpy() & ~rows["good"].to_numpy(bool)
+        key = np.where(shown_wrong, 0, 1)
+    else:
+        return rows
+    return rows.iloc[np.argsort(key, kind="stable")]
 
 
 def filter_rows(frame: BrowseFrame, filters: BrowseFilters) -> pd.DataFrame:
-    """The rows of `frame` that pass every filter, in sample order."""
+    """The rows of `frame` that pass every filter, in the order filters.sort names."""
     rows = frame.rows
+    _check(filters)
     if filters.fold_judge not in (DECISION, *frame.judges):
         raise FilterError(f"run {frame.run_id} has no judge {filters.fold_judge!r}; "
                           f"choose {DECISION} or one of {', '.join(frame.judges) or 'none'}")
@@ -225,25 +308,56 @@ def filter_rows(frame: BrowseFrame, filters: BrowseFilters) -> pd.DataFrame:
         mask &= labelled if filters.label_state == "labelled" else ~labelled
     if filters.human_differs:
         mask &= rows["human_differs"].to_numpy(dtype=bool)
+    if filters.decisions:
+        mask &= rows["decided"].isin(filters.decisions).to_numpy()
+    if filters.truth != "any":
+        good = rows["good"].to_numpy(dtype=bool)
+        mask &= good if filters.truth == "right" else ~good
+    if filters.unsupported:
+        mask &= rows["unsupported"].to_numpy(dtype=int) > 0
     needle = filters.search.strip().lower()
     if needle:
         mask &= rows["text"].str.contains(needle, regex=False).to_numpy(dtype=bool)
-    return rows[mask]
+    return _sorted(rows[mask], filters.sort)
 
 
 def _cut(text: str) -> str:
     return text if len(text) <= CELL_CHARS else text[:CELL_CHARS - 1] + "…"
 
 
+def _truth_badge(good: bool, refusal: bool) -> str:
+    return "– refused" if refusal else "✓ right" if good else "✗ wrong"
+
+
+def _sentence_badge(unsupported: int, sentences: int) -> str:
+    if sentences < 0:
+        return "–"  # the support judge gave no marks
+    return f"⚠ {unsupported} of {sentences}" if unsupported else f"✓ 0 of {sentences}"
+
+
+def _dissent_badge(dissent: int, judges: int) -> str:
+    return f"⚡ {dissent} of {judges}" if dissent else "agree"
+
+
 def shown_table(frame: BrowseFrame, rows: pd.DataFrame, fold_judge: str,
                 limit: int = SHOWN_ROWS) -> pd.DataFrame:
-    """The first `limit` rows as plain text: sample, question, answer, decision, the fold
-    of `fold_judge`, each judge's keep, and the flags."""
+    """The first `limit` rows as plain text: the sample, its badges (the decision, right or
+    wrong, unsupported sentences, judges against the decision, people's label: a sign and
+    a word each, never colour alone), question, answer, the fold of `fold_judge`, each
+    judge's keep, and the flags."""
     head = rows.head(limit)
     flag = {True: "yes", False: ""}
+    decided = np.isin(head[[keep_column(j) for j in frame.judges]].to_numpy(),
+                      (KEEP, ABSTAIN)).sum(axis=1) if frame.judges else np.zeros(len(head), int)
     shown = {
-        "sample": head["sample_id"], "question": head["question"].map(_cut),
-        "answer": head["answer"].map(_cut), DECISION: head[DECISION],
+        "sample": head["sample_id"],
+        "shown?": head["decided"].map(DECISION_BADGES),
+        "answer is": [_truth_badge(g, r) for g, r in zip(head["good"], head["refusal"])],
+        "unsupported": [_sentence_badge(u, n)
+                        for u, n in zip(head["unsupported"], head["sentences"])],
+        "judges against": [_dissent_badge(d, n) for d, n in zip(head["dissent"], decided)],
+        "people say": head["person"],
+        "question": head["question"].map(_cut), "answer": head["answer"].map(_cut),
         f"fold ({fold_judge})": head[fold_column(fold_judge)],
         **{judge: head[keep_column(judge)] for judge in frame.judges},
         "disagree": head["disagree"].map(flag), "labelled": head["labelled"].map(flag),

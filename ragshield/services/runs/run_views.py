@@ -26,6 +26,7 @@ from ragshield.evaluation import RunRecords, RunTables
 from ragshield.label_agreement import automatic_labels
 from ragshield.metrics.summary import judge_metrics
 from ragshield.reports.stacking import with_stacked_judge
+from ragshield.reports.tradeoff import judges_text, tradeoff_text
 from ragshield.reports.tables import (JudgeSeries, SampleLinks, fallback_table, fmt, grader_table,
                                       judge_series, overview_table, quality_table,
                                       risk_table, switch_table, threshold_table)
@@ -34,7 +35,7 @@ from ragshield.services.annotation.sentence_agreement import (SentenceAgreement,
                                                             sentence_agreement)
 from ragshield.services.form_values import whole_number
 from ragshield.services.learning.policies import policy_watch_table
-from ragshield.services.runs.decision_view import decision_table
+from ragshield.services.runs.decision_view import Headline, decision_picture
 from ragshield.services.runs.run_tables import RunTablesCache, remember
 from ragshield.store.database import Store
 from ragshield.store.labels import progress as label_progress
@@ -50,10 +51,15 @@ FIGURE_DPI = 80  # smaller and faster than the report's
 SEED = 0  # bootstrap seed, as in the report
 
 
+# The figures that open the Dashboard (the rest are the research curves below the tables).
+PICTURE = ("tradeoff", "judges")
+
+
 @dataclass(frozen=True)
 class Figure:
-    name: str  # pr, risk_coverage, fallback or switch
+    name: str  # one of PICTURE, or pr, risk_coverage, fallback or switch
     png: bytes
+    alt: str = ""  # the text alternative: what the figure shows, with its numbers
 
 
 @dataclass(frozen=True)
@@ -64,9 +70,11 @@ class RunView:
     serial: int
     empty: bool  # the run has no saved samples yet: no tables, figures or missing curves
     tables: list[Table]
-    figures: list[Figure]
+    figures: list[Figure]  # the research curves
     missing_curves: list[str]  # the curves the run stored no answers for: fallback, switch
     agreement: list[Table]
+    headline: Headline | None = None  # None: no samples yet
+    picture: list[Figure] = field(default_factory=list)  # the PICTURE figures
 
 
 @dataclass(frozen=True)
@@ -81,6 +89,7 @@ class TruthPart:
     tables: list[Table]
     figures: list[Figure]
     missing_curves: list[str] = field(default_factory=list)
+    headline: Headline | None = None
 
     def fits(self, tables: RunTables) -> bool:
         return (self.records is not None and tables.records is not None
@@ -90,39 +99,54 @@ class TruthPart:
 
 
 def _truth_part(tables: RunTables, columns: tuple[str, ...], sections: list[Table],
-                figures: list[Figure], missing: list[str] | None = None) -> TruthPart:
+                figures: list[Figure], missing: list[str] | None = None,
+                headline: Headline | None = None) -> TruthPart:
     records = weakref.ref(tables.records) if tables.records is not None else None
     return TruthPart(records, columns, tuple(tables.samples[c].to_numpy() for c in columns),
-                     sections, figures, missing or [])
+                     sections, figures, missing or [], headline)
 
 
-FigureFunction = Callable[..., Path]  # (tables, series, path, *, dpi) -> path
+def _figure(name: str, draw: Callable[[Path], Path], alt: str = "") -> Figure:
+    """A figure `draw` writes to the path it is given, in a temporary folder (which goes at
+    once); `alt`: its text alternative (default: its name)."""
+    with tempfile.TemporaryDirectory(prefix="ragshield-dashboard-") as folder:
+        path = draw(Path(folder) / f"{name}.png")
+        return Figure(name, path.read_bytes(), alt or f"{name} curves")
 
 
-def _figure(name: str, tables: RunTables, series: dict[str, JudgeSeries]) -> Figure:
-    """One of the curves, drawn into a temporary folder (which goes at once)."""
+def _curves(name: str, tables: RunTables, series: dict[str, JudgeSeries]) -> Figure:
+    """One of the research curves."""
     from ragshield.reports import figures  # matplotlib: imported on the first figure only
 
-    drawers: dict[str, FigureFunction] = {
+    drawers: dict[str, Callable[..., Path]] = {
         "pr": figures.pr_figure, "risk_coverage": figures.risk_coverage_figure,
         "fallback": figures.fallback_figure, "switch": figures.switch_figure}
-    with tempfile.TemporaryDirectory(prefix="ragshield-dashboard-") as folder:
-        path = drawers[name](tables, series, Path(folder) / f"{name}.png", dpi=FIGURE_DPI)
-        return Figure(name, path.read_bytes())
+    return _figure(name, lambda path: drawers[name](tables, series, path, dpi=FIGURE_DPI))
 
 
 def awf_part(tables: RunTables, series: dict[str, JudgeSeries], resamples: int) -> TruthPart:
-    """What people see (the decision view, the Dashboard's first table), the metric tables
+    """What people see (the decision view: the Dashboard's headline, its pictures and first
+    table), the metric tables
     (judge_metrics with `resamples` bootstrap resamples, the stacked judge among them once
     there are enough labels, as in reports) and the PR curves: they read whether each answer
     is correct and whether its passages support one."""
+    from ragshield.reports import tradeoff_figures as drawn  # matplotlib: on first use
+
     verdicts, stacking_note = with_stacked_judge(tables.verdicts, seed=SEED)
     metrics = judge_metrics(verdicts, n_resamples=resamples, seed=SEED)
     risk = risk_table(metrics)
     risk.note += " " + stacking_note
+    picture = decision_picture(tables, series)
+    tradeoff = picture.tradeoff
+    figures = [
+        _figure("tradeoff", lambda path: drawn.tradeoff_figure(tradeoff, path, dpi=FIGURE_DPI),
+                tradeoff_text(tradeoff)),
+        _figure("judges", lambda path: drawn.judges_figure(tradeoff, path, dpi=FIGURE_DPI),
+                judges_text(tradeoff)),
+        _curves("pr", tables, series)]
     return _truth_part(tables, ("answer_correct", "passages_support"),
-                       [decision_table(tables), risk, quality_table(metrics)],
-                       [_figure("pr", tables, series)])
+                       [picture.table, risk, quality_table(metrics)], figures,
+                       headline=picture.headline)
 
 
 def correctness_part(tables: RunTables, series: dict[str, JudgeSeries]) -> TruthPart:
@@ -130,7 +154,7 @@ def correctness_part(tables: RunTables, series: dict[str, JudgeSeries]) -> Truth
     fallback and switch curves: they read whether each answer is correct only (labels from
     the Annotate tab, which say nothing of it, leave them as they are)."""
     sections = [threshold_table(tables, series)]
-    figures = [_figure("risk_coverage", tables, series)]
+    figures = [_curves("risk_coverage", tables, series)]
     missing = []
     for name, make in (("fallback", fallback_table), ("switch", switch_table)):
         table = make(tables, series)
@@ -138,7 +162,7 @@ def correctness_part(tables: RunTables, series: dict[str, JudgeSeries]) -> Truth
             missing.append(name)
         else:
             sections.append(table)
-            figures.append(_figure(name, tables, series))
+            figures.append(_curves(name, tables, series))
     grader = grader_table(tables)
     if grader is not None:
         sections.append(grader)
@@ -252,9 +276,12 @@ class DashboardCache:
         awf, correctness = parts
         shown, *metrics = awf.tables  # what people see opens the page, above the run's facts
         sections = [shown, overview_table(tables), *metrics, *correctness.tables]
+        figures = [figure for part in parts for figure in part.figures]
         return RunView(serial, False, sections,
-                       [figure for part in parts for figure in part.figures],
-                       [name for part in parts for name in part.missing_curves], agreed), parts
+                       [figure for figure in figures if figure.name not in PICTURE],
+                       [name for part in parts for name in part.missing_curves], agreed,
+                       awf.headline, [figure for figure in figures if figure.name in PICTURE]
+                       ), parts
 
     @staticmethod
     def _parts(tables: RunTables, resamples: int, series: dict[str, JudgeSeries],

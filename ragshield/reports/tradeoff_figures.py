@@ -1,0 +1,88 @@
+"""The Dashboard's pictures of what a shield trades: wrong answers among those shown against
+the share of answers shown. One large figure for the rule's operating point, showing
+everything as the reference and the strongest judges' curves; and small multiples, one
+panel per judge on the same axes. Colours are the Okabe-Ito palette (told apart with the
+common colour-vision deficiencies) and every line also differs in dash and marker, so no
+curve is told by colour alone. Each figure carries a text alternative with its numbers."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from ragshield.reports.figures import plt, save_figure, thinned
+from ragshield.reports.tradeoff import JudgeCurve, Tradeoff, shown_percent
+
+# Okabe & Ito (2008), "Color universal design": black is kept for the rule.
+PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442"]
+DASHES = ["-", "--", "-.", ":", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1)), (0, (1, 1))]
+MARKERS = ["o", "s", "^", "D", "v", "P", "X"]
+KEEP_ALL_COLOUR = "#666666"
+PANEL_COLUMNS = 4
+
+
+def _style(index: int) -> dict:
+    return {"color": PALETTE[index % len(PALETTE)], "linestyle": DASHES[index % len(DASHES)]}
+
+
+def _curve(axes, curve: JudgeCurve, index: int, *, label: str | None, width: float) -> None:
+    style = _style(index)
+    if not math.isnan(curve.area):
+        axes.plot(*thinned(curve.shown, curve.wrong), drawstyle="steps-post",
+                  linewidth=width, label=label, **style)
+        label = None  # the curve carries the legend entry
+    axes.plot(*curve.point, marker=MARKERS[index % len(MARKERS)], color=style["color"],
+              markersize=6, linestyle="none", label=label)
+
+
+def _keep_all_line(axes, keep_all: tuple[float, float], label: str | None) -> None:
+    if not math.isnan(keep_all[1]):
+        axes.axhline(keep_all[1], color=KEEP_ALL_COLOUR, linestyle="--", linewidth=1,
+                     label=label)
+
+
+def tradeoff_figure(tradeoff: Tradeoff, path: Path, *, dpi: int) -> Path:
+    figure, axes = plt.subplots(figsize=(11.5, 4.3))
+    figure.subplots_adjust(left=0.06, right=0.77, bottom=0.13, top=0.93)
+    axes.set(title="What the shield trades: wrong answers among those shown",
+             xlabel="answers shown (share of all questions)",
+             ylabel="wrong among shown", xlim=(0, 1.02), ylim=(0, 1.02))
+    axes.grid(alpha=0.3)
+    for index, curve in enumerate(tradeoff.drawn()):
+        _curve(axes, curve, index, label=curve.judge, width=1.8)
+    _keep_all_line(axes, tradeoff.keep_all, None)
+    keep_shown, keep_wrong = tradeoff.keep_all
+    axes.plot(keep_shown, keep_wrong, marker="s", markersize=10, color=KEEP_ALL_COLOUR,
+              linestyle="none", label=f"everything shown ({shown_percent(keep_wrong)} wrong)")
+    shown, wrong = tradeoff.rule_point
+    axes.plot(shown, wrong, marker="*", markersize=18, color="black", linestyle="none",
+              label=f"the shield: {shown_percent(shown)} shown, {shown_percent(wrong)} wrong")
+    axes.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    return save_figure(figure, path, dpi)
+
+
+def judges_figure(tradeoff: Tradeoff, path: Path, *, dpi: int) -> Path:
+    """One small panel per judge (at least one, saying there are none)."""
+    count = max(len(tradeoff.judges), 1)
+    rows = math.ceil(count / PANEL_COLUMNS)
+    columns = min(count, PANEL_COLUMNS)
+    figure, grid = plt.subplots(rows, columns, figsize=(2.85 * columns, 2.1 * rows),
+                                sharex=True, sharey=True, squeeze=False)
+    figure.subplots_adjust(left=0.07, right=0.98, bottom=0.5 / (2.1 * rows) + 0.04,
+                           top=1 - 0.35 / (2.1 * rows), wspace=0.12, hspace=0.5)
+    for index, axes in enumerate(grid.flat):
+        if index >= len(tradeoff.judges):
+            axes.set_axis_off()
+            if not tradeoff.judges:
+                axes.text(0.5, 0.5, "no judge decided any answer", ha="center")
+            continue
+        curve = tradeoff.judges[index]
+        axes.set(xlim=(0, 1.02), ylim=(0, 1.02))
+        axes.grid(alpha=0.3)
+        _keep_all_line(axes, tradeoff.keep_all, None)
+        _curve(axes, curve, 0, label=None, width=1.4)
+        axes.set_title(f"{curve.judge}: {shown_percent(curve.point[0])} shown, "
+                       f"{shown_percent(curve.point[1])} wrong", fontsize=8)
+        axes.tick_params(labelsize=7)
+    return save_figure(figure, path, dpi)
+
