@@ -5,18 +5,14 @@ app it drives."""
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 VIEWPORT = {"width": 1280, "height": 900}
 WAIT_MS = 30_000  # a 2-core machine shared with other test runs: wait generously
-SCREENSHOTS = Path(__file__).resolve().parents[1] / "docs" / "screenshots"
-SCREENSHOT_MAX_HEIGHT = 2000  # px: keeps each PNG well under 400 KB
 
 expect.set_options(timeout=WAIT_MS)
 
@@ -39,17 +35,3 @@ def pick(page: Page, label: str, option: str) -> None:
     # Typed key by key, the text filters the choices (a long list shows its first 100 only).
     dropdown.press_sequentially(option)
     page.get_by_role("option", name=re.compile(re.escape(option))).first.click()
-
-
-def save_screenshot(page: Page, name: str) -> None:
-    """docs/screenshots/<name>.png, the whole page up to SCREENSHOT_MAX_HEIGHT, written only
-    with RAGSHIELD_SCREENSHOTS=1 (so a plain test run leaves the repository alone)."""
-    if os.environ.get("RAGSHIELD_SCREENSHOTS") != "1":
-        return
-    page.wait_for_timeout(500)  # let the last re-render settle
-    height = page.evaluate("document.documentElement.scrollHeight")
-    path = SCREENSHOTS / f"{name}.png"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(path), full_page=True, clip={
-        "x": 0, "y": 0, "width": VIEWPORT["width"], "height": min(height, SCREENSHOT_MAX_HEIGHT)})
-    assert path.stat().st_size < 400_000, f"{path} is {path.stat().st_size} bytes"

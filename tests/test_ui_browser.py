@@ -2,8 +2,7 @@
 renders; a stored demo question yields verdict badges; a label keyed with a hotkey lands in
 the database and `u` takes it back; a Browse filter narrows the table; the Dashboard shows
 figures and its metric table; hostile dataset text shows as text and runs no script; errors
-are readable messages. With RAGSHIELD_SCREENSHOTS=1 the Annotate tab's screenshot is saved
-to docs/screenshots/, for the README (the other tabs' come from test_ui_first_launch.py)."""
+are readable messages."""
 
 from __future__ import annotations
 
@@ -21,8 +20,7 @@ if os.environ.get("RAGSHIELD_SKIP_BROWSER") == "1":
 
 from playwright.sync_api import Locator, Page, expect  # noqa: E402
 
-from tests.browser_support import (no_traceback, open_tab, pick,  # noqa: E402
-                                   save_screenshot)
+from tests.browser_support import no_traceback, open_tab, pick  # noqa: E402
 
 ANSWER_WAIT_MS = 150_000  # the embedded model answers and judges a demo question
 # -- every tab ------------------------------------------------------------------------------
@@ -79,7 +77,6 @@ def test_annotate_hotkey_label_lands_in_the_database_and_u_undoes(
         page: Page, prepared: PreparedStore) -> None:
     item = start_annotating(page, "hotkey-tester")
     sample_id = item.get_attribute("data-sample-id")
-    save_screenshot(page, "annotate")
 
     page.evaluate("document.activeElement && document.activeElement.blur()")
     page.keyboard.press("1")
@@ -239,6 +236,7 @@ def test_browse_unknown_sample_is_a_readable_error(page: Page) -> None:
 
 def test_dashboard_shows_figures_and_the_metric_table(page: Page) -> None:
     open_tab(page, "Dashboard")
+    page.locator("#dashboard-figures summary").click()  # the research curves, behind a title
     figures = page.locator('#dashboard-figures img[src^="data:image/png;base64,"]')
     expect(figures.first).to_be_visible()
     assert figures.count() >= 2

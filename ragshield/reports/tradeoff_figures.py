@@ -43,7 +43,7 @@ def _keep_all_line(axes, keep_all: tuple[float, float], label: str | None) -> No
 
 def tradeoff_figure(tradeoff: Tradeoff, path: Path, *, dpi: int) -> Path:
     figure, axes = plt.subplots(figsize=(11.5, 4.3))
-    figure.subplots_adjust(left=0.06, right=0.77, bottom=0.13, top=0.93)
+    figure.subplots_adjust(left=0.06, right=0.73, bottom=0.13, top=0.93)
     axes.set(title="What the shield trades: wrong answers among those shown",
              xlabel="answers shown (share of all questions)",
              ylabel="wrong among shown", xlim=(0, 1.02), ylim=(0, 1.02))
@@ -56,7 +56,7 @@ def tradeoff_figure(tradeoff: Tradeoff, path: Path, *, dpi: int) -> Path:
               linestyle="none", label=f"everything shown ({shown_percent(keep_wrong)} wrong)")
     shown, wrong = tradeoff.rule_point
     axes.plot(shown, wrong, marker="*", markersize=18, color="black", linestyle="none",
-              label=f"the shield: {shown_percent(shown)} shown, {shown_percent(wrong)} wrong")
+              label=f"the shield ({shown_percent(shown)} shown, {shown_percent(wrong)} wrong)")
     axes.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return save_figure(figure, path, dpi)
 

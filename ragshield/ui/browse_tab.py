@@ -44,9 +44,15 @@ CSS = """
 .rs-cs-flag { color: #8a1010; }
 .rs-cs-detail { margin: 0.5em 0; }
 .rs-cs-answer { white-space: pre-wrap; overflow-wrap: anywhere; margin: 0.3em 0; }
+#browse-samples th, #browse-samples th * { white-space: nowrap !important;
+  word-break: normal !important; }
 """
 HEAD = ""
 
+# The sample and its badges stay narrow and one line each; question and answer take the rest
+# (cut at CELL_CHARS characters in the table: the case study shows them whole).
+COLUMN_WIDTHS = ["190px", "115px", "105px", "125px", "145px", "140px", "320px", "320px"]
+CELL_CHARS = 140
 NO_RUN = "No run to browse yet: start one with `python -m ragshield run`."
 PICK_SAMPLE = "Pick a row in the table or type a sample id to see its case study."
 
@@ -186,8 +192,10 @@ def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
         search = gr.Textbox(label="Search (question, answer, sample id)", max_lines=1)
     summary = gr.HTML()
     table = gr.Dataframe(interactive=False, wrap=True, max_height=520, datatype="str",
-                         label="Samples (pick a row for its case study)",
-                         elem_id="browse-samples")
+                         label="Samples (pick a row for its case study; click a header to "
+                               "sort the rows shown)",
+                         elem_id="browse-samples", column_widths=COLUMN_WIDTHS,
+                         pinned_columns=1, max_chars=CELL_CHARS)
     with gr.Row():
         sample = gr.Textbox(label="Sample id", max_lines=1, scale=3)
         show = gr.Button("Show case study", scale=0)

@@ -85,10 +85,10 @@ def _tables_html(tables: list[Table]) -> str:
 
 
 def _sections_html(tables: list[Table]) -> str:
-    """The research tables, each behind its title (the first one, what people see, too: the
-    cards above say it in short)."""
-    return ('<div class="rs-dashboard">' + "".join(table_section_html(t) for t in tables)
-            + "</div>")
+    """The tables, each behind its title; the first (what people see, every judge beside
+    the rule: the cards' numbers in full) open, the research tables closed."""
+    return ('<div class="rs-dashboard">' + "".join(
+        table_section_html(t, opened=index == 0) for index, t in enumerate(tables)) + "</div>")
 
 
 def _image_html(figure: Figure, css_class: str = "") -> str:
