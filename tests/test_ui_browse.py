@@ -429,6 +429,19 @@ def test_an_annotator_reads_only_their_own_notes_in_a_case_study(context, frames
     assert "<td>bea</td><td>unanswerable</td>" in html  # the label itself is shown
 
 
+def test_the_case_study_opens_on_the_answer_at_a_glance(shared):
+    """Issue 59: the panel a person shows on a screen comes first: s0 was shown and cites its
+    one passage, whose sentence naming Paris is highlighted; s3's refusal was withheld."""
+    context, frames, toy_run = shared
+    html = browse_detail(context, frames, toy_run, "auto", "s0")
+    assert html.index("For a screen: the answer at a glance") < html.index("Passages shown")
+    panel = html.split('<div class="rs-panel"', 1)[1].split("</details></div>", 1)[0]
+    assert 'data-outcome="shown"' in panel and "What is the capital of France?" in panel
+    assert "<mark>Paris is the capital of France.</mark>" in panel
+    refusal = browse_detail(context, frames, toy_run, "auto", "s3")
+    assert "Withheld: the model said it does not know." in refusal
+
+
 def test_case_study_of_a_refusal_explains_the_counterfactual_shortcut(shared):
     context, frames, toy_run = shared
     html = browse_detail(context, frames, toy_run, "auto", "s3")

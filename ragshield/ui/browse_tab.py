@@ -44,6 +44,15 @@ CSS = """
 .rs-cs-flag { color: #8a1010; }
 .rs-cs-detail { margin: 0.5em 0; }
 .rs-cs-answer { white-space: pre-wrap; overflow-wrap: anywhere; margin: 0.3em 0; }
+.rs-panel { border: 1px solid #bbb; border-radius: 8px; padding: 0.8em 1em; max-width: 60em; }
+.rs-panel-question { font-size: 1.3em; font-weight: 600; margin-bottom: 0.4em; }
+.rs-panel-answer { font-size: 1.15em; white-space: pre-wrap; overflow-wrap: anywhere; }
+.rs-panel-outcome { font-size: 1.1em; margin: 0.6em 0; padding: 0.3em 0.6em;
+  border-left: 4px solid #555; background: var(--background-fill-secondary, #f6f6f6); }
+.rs-panel[data-outcome="shown"] .rs-panel-outcome { border-left-color: #0072B2; }
+.rs-panel[data-outcome="withheld"] .rs-panel-outcome { border-left-color: #D55E00; }
+.rs-panel-passage { margin: 0.4em 0; white-space: pre-wrap; overflow-wrap: anywhere; }
+.rs-panel-passage mark { background: #fde68a; color: inherit; padding: 0 2px; }
 #browse-samples th, #browse-samples th * { white-space: nowrap !important;
   word-break: normal !important; }
 """

@@ -14,6 +14,7 @@ from ragshield.services.questions.conversation import HISTORY
 from ragshield.services.annotation.labelling import LabelRecord
 from ragshield.services.questions.claim_marks import ClaimMark, claim_marks
 from ragshield.services.rendering import fmt
+from ragshield.services.runs.answer_panel import AnswerPanel
 from ragshield.services.runs.case_studies import MAIN, CaseStudy, judge_detail_view
 from ragshield.types import DetailTable, evidence_labels, keep_word, passage_label
 from ragshield.ui.html_render import conversation_html, esc, marked_answer_html, table_html
@@ -211,6 +212,31 @@ def _truth_html(truth: str, frame_row: pd.Series | None, sample_row: pd.Series |
     return table_html(["field", "value"], rows)
 
 
+def _highlighted(text: str, spans: Sequence[tuple[int, int]]) -> str:
+    parts, position = [], 0
+    for start, end in spans:
+        parts += [esc(text[position:start]), f"<mark>{esc(text[start:end])}</mark>"]
+        position = end
+    return "".join(parts) + esc(text[position:])
+
+
+def panel_html(panel: AnswerPanel) -> str:
+    """The answer as a person shows it on a screen: question, marked answer, the outcome and
+    its one reason, the passages with their supporting sentences highlighted."""
+    passages = "".join(
+        f'<div class="rs-panel-passage"><b>{esc(passage_label(index))}'
+        f'{esc(" · " + passage.title) if passage.title else ""}</b>'
+        f"<div>{_highlighted(passage.text, passage.highlights)}</div></div>"
+        for index, passage in enumerate(panel.passages))
+    return (f'<div class="rs-panel" data-outcome="{esc(panel.outcome)}">'
+            f'<div class="rs-panel-question">{esc(panel.question)}</div>'
+            f'<div class="rs-panel-answer">{marked_answer_html(panel.answer, panel.marks)}</div>'
+            f'<div class="rs-panel-outcome">{esc(panel.reason)}</div>'
+            f'<details class="rs-panel-passages" open><summary>Passages (the sentences that '
+            f"support the answer highlighted)</summary>{passages or esc('No passages.')}"
+            "</details></div>")
+
+
 def case_study_html(study: CaseStudy) -> str:
     """The whole case study: each judge's fold comes from the sample's row of the Browse
     frame, the labels behind the folds from its row of the run tables under the truth."""
@@ -218,7 +244,10 @@ def case_study_html(study: CaseStudy) -> str:
     main = case.answers[MAIN]
     others = "".join(_section(ROLE_TITLES.get(role, f"{role} answer"), answer_html(answer))
                      for role, answer in case.answers.items() if role != MAIN)
+    panel = ("" if study.panel is None else
+             _section("For a screen: the answer at a glance", panel_html(study.panel)))
     return ('<div class="rs-case">'
+            + panel
             + _sample_section(study)
             + _section("Passages shown to the answerer",
                        passages_html(main.get("passages") or [], main.get("evidence") or []))

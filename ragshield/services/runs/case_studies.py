@@ -11,6 +11,8 @@ import pandas as pd
 from ragshield.judges.registry import judge_class
 from ragshield.judging import decide
 from ragshield.policies.policy import config_rule
+from ragshield.services.questions.claim_marks import claim_marks
+from ragshield.services.runs.answer_panel import AnswerPanel, answer_panel
 from ragshield.services.runs.browse import BrowseFrames, fold_column, run_frame
 from ragshield.services.runs.run_tables import RunTablesCache
 from ragshield.store.database import Store
@@ -31,6 +33,7 @@ class CaseStudy:
     folds: dict[str, str]  # judge -> its fold on the sample, for the judges in the frame
     frame_row: pd.Series | None  # the sample's row of the Browse frame
     sample_row: pd.Series | None  # its row of the run tables under `truth`
+    panel: AnswerPanel | None = None  # the answer as shown on a screen (None: no answer)
 
 
 def _first(rows: pd.DataFrame) -> pd.Series | None:
@@ -57,8 +60,13 @@ def case_study(store: Store, cache: RunTablesCache, frames: BrowseFrames, run_id
     folds = {} if frame_row is None else {
         v["judge"]: frame_row[fold_column(v["judge"])] for v in case.verdicts
         if fold_column(v["judge"]) in frame_row.index}
+    main = case.answers.get(MAIN)
+    panel = None if main is None else answer_panel(
+        str(case.sample["question"]), main.get("text") or "", main.get("passages") or [],
+        claim_marks(main.get("text") or "", case.verdicts), decision,
+        refusal=bool(main.get("refusal")), cited=main.get("evidence") or [])
     return CaseStudy(case=case, decision=decision, history=history, truth=truth, folds=folds,
-                     frame_row=frame_row, sample_row=sample_row)
+                     frame_row=frame_row, sample_row=sample_row, panel=panel)
 
 
 def judge_detail_view(judge: str, details: dict[str, Any],
