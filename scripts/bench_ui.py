@@ -2,7 +2,8 @@
 x 10 judges in the store: a Browse filter, a Dashboard refresh and the Annotate next item.
 Prints a table, writes JSON, appends to docs/BENCHMARKS.md.
 
-    python scripts/bench_ui.py [--samples 10000] [--judges 10] [--calls 20]
+    python scripts/bench_ui.py [--samples 10000] [--judges 10] [--calls 20] [--paints 7]
+                               [--views-only]
                                [--database-url postgresql+psycopg://.../an_empty_db]
 
 The app runs as `python -m ragshield serve` on a temporary SQLite database filled with a
@@ -10,9 +11,12 @@ synthetic run (ragshield/testing/synthetic_run.py: random verdicts, every 10th s
 labelled). Times are client round trips on 127.0.0.1 (server time plus a little transport),
 medians and p95 over `--calls` calls; "server ms" subtracts the median round trip of an
 endpoint that does nothing (the Demo's fast-judges button), which is gradio_client's own
-queue-and-stream overhead. The first view of a run builds its tables (one read of every
-answer and verdict); that build is timed on its own, and the Dashboard is also timed right
-after a new label, when its tables and figures must be rebuilt.
+queue-and-stream overhead. The Dashboard's first paint (metrics with 1000 resamples, the
+headline cards, the trade-off picture and its small multiples, the tables and curves) is
+timed on views never shown before, of the shipped demo run and of the synthetic run. The
+first view of a run builds its tables (one read of every answer and verdict); that build is
+timed on its own, and the Dashboard is also timed right after a new label, when its tables
+and figures must be rebuilt.
 
 Labels are sent the way the page sends them (one POST per label, no queue, a session per
 tab; ragshield/testing/app_client.py `call_like_browser`): by one annotator, by 8 at once without a
@@ -45,6 +49,7 @@ from bench_report import publish  # noqa: E402
 from gradio_client import Client  # noqa: E402
 
 from ragshield.services.data.datasets import ensure_demo_dataset  # noqa: E402
+from ragshield.services.data.demo_run import load_demo_run  # noqa: E402
 from ragshield.store.database import masked, open_store  # noqa: E402
 from ragshield.store.labels import add_annotator, add_label  # noqa: E402
 from ragshield.store.runs import get_run, list_runs  # noqa: E402
@@ -53,6 +58,10 @@ from ragshield.testing.app_client import browser_like_client, call_like_browser 
 from ragshield.testing.servers import launched_app  # noqa: E402
 from ragshield.testing.synthetic_run import fill_synthetic_run  # noqa: E402
 
+# Medians of the server's share; the first paints and the Browse filter also have a p95
+# target (issue 59: the Dashboard's cards and pictures drawn anew within 2 s, a filter within 1).
+P95_TARGETS_MS = {"browse filter": 1000.0, "dashboard first paint, shipped demo run": 2000.0,
+                  "dashboard first paint, synthetic run": 2000.0}
 TARGETS_MS = {"browse filter": 300.0, "dashboard refresh": 1000.0,
               "dashboard refresh, after a new label, auto truth": 1000.0,
               "dashboard refresh, after a new label, human truth": 1000.0,
@@ -134,6 +143,11 @@ def main() -> None:
                         help="runs of each label row; the table shows their medians")
     parser.add_argument("--database-url", default=None,
                         help="an empty database to use instead of a new SQLite file")
+    parser.add_argument("--paints", type=int, default=7,
+                        help="first paints of the Dashboard timed on each run (a view never "
+                             "shown before: each asks for another number of resamples)")
+    parser.add_argument("--views-only", action="store_true",
+                        help="time Browse and the Dashboard only (no labels, no run beside)")
     parser.add_argument("--no-append", action="store_true",
                         help="print only: write neither BENCHMARKS.md nor the JSON")
     args = parser.parse_args()
@@ -143,6 +157,7 @@ def main() -> None:
     database = make_url(url).get_backend_name()
     store = open_store(url)
     ensure_demo_dataset(store)
+    demo_run = load_demo_run(store)
     started = time.perf_counter()
     run_id = fill_synthetic_run(store, args.samples, [f"judge{j}" for j in range(args.judges)],
                                 seed=0)
@@ -159,8 +174,13 @@ def main() -> None:
             return client.predict(run_id, "auto", "judge0", folds, False, "any", False, search,
                                   api_name="/browse_filter")
 
-        def dashboard(truth: str = "auto") -> Any:
-            return client.predict(run_id, truth, 1000, api_name="/dashboard_refresh")
+        def dashboard(truth: str = "auto", run: int = run_id, resamples: int = 1000) -> Any:
+            return client.predict(run, truth, resamples, api_name="/dashboard_refresh")
+
+        def first_paints(run: int) -> list[float]:
+            """A view computed from nothing each time: the cache keys views by resamples."""
+            return [timed(lambda: dashboard("auto", run, 1000 - 1 - i), 1)[0]
+                    for i in range(args.paints)]
 
         def noop() -> Any:
             return client.predict(api_name="/demo_fast_judges")
@@ -176,9 +196,16 @@ def main() -> None:
         dashboard_first = timed(dashboard, 1)[0]
         rows.append(("dashboard refresh", *summary(timed(dashboard, args.calls)),
                      "unchanged run (cached view)"))
+        if demo_run is not None:
+            dashboard("auto", demo_run)  # its tables read once (Browse's first view does that)
+            rows.append(("dashboard first paint, shipped demo run",
+                         *summary(first_paints(demo_run)),
+                         f"{args.paints} views never shown: metrics, cards, pictures"))
+        rows.append(("dashboard first paint, synthetic run", *summary(first_paints(run_id)),
+                     f"{args.paints} views never shown: metrics, cards, pictures"))
         add_annotator(store, "bench-annotator")
         labelled = iter(sample_ids)
-        for truth in ("auto", "human"):
+        for truth in (() if args.views_only else ("auto", "human")):
             dashboard(truth)
             changed = []
             for _ in range(max(3, args.calls // 4)):
@@ -193,23 +220,24 @@ def main() -> None:
             return client.predict(dataset, "unlabelled", 1, True, False, "bench-annotator",
                                   api_name="/annotate_next")
 
-        timed(next_item, 1)
-        rows.append(("annotate next item", *summary(timed(next_item, args.calls)),
-                     "unlabelled queue, overlap 1"))
-
-        pool = sample_ids[100:200]
-        runs = range(args.label_runs)
-        label_rows = [
-            ("label, one annotator", [label_latencies(app_url, dataset, pool, 1,
-                                                      args.label_seconds / 2) for _ in runs]),
-            (f"label, {ANNOTATORS} annotators at once",
-             [label_latencies(app_url, dataset, pool, ANNOTATORS, args.label_seconds)
-              for _ in runs])]
-        start_demo_run(client, url, 200)
-        load_with_run = os.getloadavg()[0]
-        label_rows.append((f"label, {ANNOTATORS} annotators at once, a run going on",
-                           [label_latencies(app_url, dataset, pool, ANNOTATORS,
-                                            args.label_seconds) for _ in runs]))
+        load_with_run = load
+        label_rows: list[tuple[str, list[list[float]]]] = []
+        if not args.views_only:
+            timed(next_item, 1)
+            rows.append(("annotate next item", *summary(timed(next_item, args.calls)),
+                         "unlabelled queue, overlap 1"))
+            pool, runs = sample_ids[100:200], range(args.label_runs)
+            label_rows += [
+                ("label, one annotator", [label_latencies(app_url, dataset, pool, 1,
+                                                          args.label_seconds / 2) for _ in runs]),
+                (f"label, {ANNOTATORS} annotators at once",
+                 [label_latencies(app_url, dataset, pool, ANNOTATORS, args.label_seconds)
+                  for _ in runs])]
+            start_demo_run(client, url, 200)
+            load_with_run = os.getloadavg()[0]
+            label_rows.append((f"label, {ANNOTATORS} annotators at once, a run going on",
+                               [label_latencies(app_url, dataset, pool, ANNOTATORS,
+                                                args.label_seconds) for _ in runs]))
     rows.insert(0, ("first view of the run (browse)", first_build, first_build,
                     "reads every answer and verdict once"))
     rows.insert(2, ("first dashboard refresh", dashboard_first, dashboard_first,
@@ -220,11 +248,16 @@ def main() -> None:
     lines = [f"| gradio_client overhead (no-op endpoint) | {overhead[0]:.0f} | {overhead[1]:.0f} | "
              f"0 | | | subtracted to get server ms |"]
     for what, median, p95, note in rows:
-        target = TARGETS_MS.get(what)
         server = max(0.0, median - overhead[0])
-        met = "" if target is None else ("met" if server <= target else "NOT met")
+        targets, met = [], []
+        if what in TARGETS_MS:
+            targets.append(f"{TARGETS_MS[what]:.0f}")
+            met.append("met" if server <= TARGETS_MS[what] else "NOT met")
+        if what in P95_TARGETS_MS:
+            targets.append(f"p95 {P95_TARGETS_MS[what]:.0f}")
+            met.append("p95 met" if p95 <= P95_TARGETS_MS[what] else "p95 NOT met")
         lines.append(f"| {what} | {median:.0f} | {p95:.0f} | {server:.0f} | "
-                     f"{'' if target is None else f'{target:.0f}'} | {met} | {note} |")
+                     f"{', '.join(targets)} | {', '.join(met)} | {note} |")
     label_lines = ["| what | labels per run | p50 ms | p95 ms | p95 of each run ms | target p95 ms "
                    "| met |", "|---|---|---|---|---|---|---|"]
     label_figures = []
@@ -242,8 +275,9 @@ def main() -> None:
     body = "\n".join([header, *lines, "", *label_lines])
     print(body)
     command = f"python scripts/bench_ui.py --samples {args.samples} --judges {args.judges} " \
-              f"--calls {args.calls} --label-seconds {args.label_seconds:g} " \
-              f"--label-runs {args.label_runs}" + \
+              f"--calls {args.calls} --paints {args.paints} " + \
+              ("--views-only" if args.views_only else
+               f"--label-seconds {args.label_seconds:g} --label-runs {args.label_runs}") + \
               (f" --database-url {masked(url)}" if args.database_url else "")
     notes = (f"{args.samples:,} synthetic samples x {args.judges} judges in {database} (filled in "
              f"{fill_s:.0f} s), app launched with `python -m ragshield serve`, times are "

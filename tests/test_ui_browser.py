@@ -26,7 +26,7 @@ ANSWER_WAIT_MS = 150_000  # the embedded model answers and judges a demo questio
 # -- every tab ------------------------------------------------------------------------------
 
 TAB_LANDMARKS = {"Demo": "#demo-result", "Annotate": "#annotate-help",
-                 "Browse": "text=Browse a run's samples", "Dashboard": "#dashboard-tables"}
+                 "Browse": "#browse-samples", "Dashboard": "#dashboard-tables"}
 
 
 def test_each_tab_renders(page: Page) -> None:
