@@ -119,3 +119,15 @@ def test_an_option_means_the_same_everywhere():
             shape = (param.is_flag, param.name)
             first = seen.setdefault(option, (*shape, name))
             assert shape == first[:2], f"{option} differs in `{name}` and `{first[2]}`"
+
+
+def test_the_model_option_names_the_default_that_answers():
+    """`run --help` said the 0.5B answers by default; the 1.5B does where it is installed
+    (packaged_models.default_answer_model), and the help must say so."""
+    from ragshield.llm.packaged_models import LARGER_MODEL, SMALLER_MODEL
+
+    run = typer.main.get_command(app).commands["run"]
+    usage = next(p.help for p in run.params if "--model" in p.opts)
+    assert f"{LARGER_MODEL} (default where its package is installed, else {SMALLER_MODEL})" \
+        in usage
+    assert f"{SMALLER_MODEL} (default)" not in usage

@@ -14,7 +14,7 @@ from ragshield.api.errors import error_response
 from ragshield.api.keys import KeyCheck
 
 # Open without a key: liveness, and the OpenAPI page with its schema (a browser showing the
-# page sends no key; what it shows is in the README too).
+# page sends no key; what it shows is in docs/API.md too).
 PUBLIC = frozenset({"/v1/health", "/v1/docs", "/v1/docs/oauth2-redirect", "/v1/openapi.json"})
 
 

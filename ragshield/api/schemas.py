@@ -148,7 +148,7 @@ class JudgeBody(Judging):
         default_factory=list, max_length=MAX_TURNS_GIVEN,
         description="the conversation before the question, oldest first: a follow-up "
                     "(\"and the second one?\") is judged with the turns it leans on (bounded; "
-                    "README, Conversations)")
+                    "docs/API.md, Conversations)")
     passages: list[PassageIn] = Field(default_factory=list, max_length=MAX_PASSAGES)
     answer: str = Field(min_length=1, max_length=MAX_ANSWER_CHARS)
     answer_model: str | None = Field(default=None, max_length=MAX_MODEL_LENGTH)

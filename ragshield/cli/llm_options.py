@@ -17,8 +17,9 @@ Backend = Annotated[Optional[str], typer.Option(
 BaseUrl = Annotated[Optional[str], typer.Option(
     "--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1.")]
 Model = Annotated[Optional[str], typer.Option(
-    "--model", help="Embedded: qwen-0.5b (default), qwen-1.5b, smollm2-135m or a GGUF path; "
-             "openai: the served model name; transformers: an HF name or path.")]
+    "--model", help="Embedded: qwen-1.5b (default where its package is installed, else "
+             "qwen-0.5b), qwen-0.5b, smollm2-135m or a GGUF path; openai: the served model "
+             "name; transformers: an HF name or path.")]
 JudgeModel = Annotated[Optional[str], typer.Option(
     "--judge-model", help="The model every judge reads its probabilities from "
                           "(RAGSHIELD_JUDGE_MODEL): qwen-1.5b, qwen-0.5b, smollm2-135m, a GGUF "

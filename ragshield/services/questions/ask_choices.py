@@ -41,7 +41,7 @@ JUDGE_MODEL_NOTE = (f"the model every judge reads its probabilities from; {CONFI
                     f"RAGSHIELD_JUDGE_MODEL, else the answer model, except where the "
                     f"{SMALLER_MODEL} answers: pre_answer, p_true and support then read from "
                     f"the {LARGER_MODEL}; {SELF}: the answer model. A larger reader judges "
-                    "better and costs more (README, Models).")
+                    "better and costs more (docs/DEPLOYMENT.md, Models).")
 
 
 def judge_choices(settings: Settings) -> list[str]:
