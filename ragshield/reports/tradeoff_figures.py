@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
+
 from ragshield.reports.figures import plt, save_figure, thinned
 from ragshield.reports.tradeoff import JudgeCurve, Tradeoff, shown_percent
 
@@ -19,6 +21,7 @@ DASHES = ["-", "--", "-.", ":", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1)), (0, (1, 1)
 MARKERS = ["o", "s", "^", "D", "v", "P", "X"]
 KEEP_ALL_COLOUR = "#666666"
 PANEL_COLUMNS = 4
+CELL, CELL_HIGH = 1.12, 1.22  # a panel's width and height with the gaps, in its own units
 
 
 def _style(index: int) -> dict:
@@ -62,27 +65,40 @@ def tradeoff_figure(tradeoff: Tradeoff, path: Path, *, dpi: int) -> Path:
 
 
 def judges_figure(tradeoff: Tradeoff, path: Path, *, dpi: int) -> Path:
-    """One small panel per judge (at least one, saying there are none)."""
+    """One small panel per judge, PANEL_COLUMNS a row, each with its curve, its own point and
+    the dashed line of showing everything, on the same scales: answers shown 0 to 1 left to
+    right, wrong among shown 0 to 1 bottom to top. The panels are cells of one plot (a plot
+    each took most of a Dashboard paint's time)."""
     count = max(len(tradeoff.judges), 1)
-    rows = math.ceil(count / PANEL_COLUMNS)
-    columns = min(count, PANEL_COLUMNS)
-    figure, grid = plt.subplots(rows, columns, figsize=(2.85 * columns, 2.1 * rows),
-                                sharex=True, sharey=True, squeeze=False)
-    figure.subplots_adjust(left=0.07, right=0.98, bottom=0.5 / (2.1 * rows) + 0.04,
-                           top=1 - 0.35 / (2.1 * rows), wspace=0.12, hspace=0.5)
-    for index, axes in enumerate(grid.flat):
-        if index >= len(tradeoff.judges):
-            axes.set_axis_off()
-            if not tradeoff.judges:
-                axes.text(0.5, 0.5, "no judge decided any answer", ha="center")
-            continue
-        curve = tradeoff.judges[index]
-        axes.set(xlim=(0, 1.02), ylim=(0, 1.02))
-        axes.grid(alpha=0.3)
-        _keep_all_line(axes, tradeoff.keep_all, None)
-        _curve(axes, curve, 0, label=None, width=1.4)
-        axes.set_title(f"{curve.judge}: {shown_percent(curve.point[0])} shown, "
-                       f"{shown_percent(curve.point[1])} wrong", fontsize=8)
-        axes.tick_params(labelsize=7)
+    rows, columns = math.ceil(count / PANEL_COLUMNS), min(count, PANEL_COLUMNS)
+    figure = plt.figure(figsize=(2.85 * columns, 2.1 * rows))
+    axes = figure.add_axes((0.01, 0.01, 0.98, 0.98))
+    axes.set_axis_off()
+    axes.set(xlim=(-0.05, columns * CELL - 0.1), ylim=(-0.3, rows * CELL_HIGH))
+    axes.text(0, -0.2, "Each panel: answers shown from 0 to 100% left to right, wrong among them "
+              "from 0 to 100% bottom to top; dashed: showing everything; the dot: the judge's "
+              "own decisions.", fontsize=7, color="#444444")
+    if not tradeoff.judges:
+        axes.text(0.5, 0.5, "no judge decided any answer", ha="center")
+    style = _style(0)
+    for index, curve in enumerate(tradeoff.judges):
+        x0, y0 = (index % PANEL_COLUMNS) * CELL, (rows - 1 - index // PANEL_COLUMNS) * CELL_HIGH
+        axes.add_patch(plt.Rectangle((x0, y0), 1, 1, fill=False, linewidth=0.6,
+                                     edgecolor="#999999"))
+        axes.plot([x0 + 0.5, x0 + 0.5], [y0, y0 + 1], color="#dddddd", linewidth=0.5)
+        axes.plot([x0, x0 + 1], [y0 + 0.5, y0 + 0.5], color="#dddddd", linewidth=0.5)
+        keep_wrong = tradeoff.keep_all[1]
+        if not math.isnan(keep_wrong):
+            axes.plot([x0, x0 + 1], [y0 + keep_wrong] * 2, color=KEEP_ALL_COLOUR, linestyle="--",
+                      linewidth=0.8)
+        if not math.isnan(curve.area):
+            shown, wrong = thinned(curve.shown, curve.wrong)
+            axes.plot(x0 + shown, y0 + np.clip(wrong, 0, 1), drawstyle="steps-post",
+                      linewidth=1.2, **style)
+        if not math.isnan(curve.point[1]):
+            axes.plot(x0 + curve.point[0], y0 + curve.point[1], marker=MARKERS[0],
+                      color=style["color"], markersize=5, linestyle="none")
+        axes.text(x0 + 0.5, y0 + 1.04, f"{curve.judge}: {shown_percent(curve.point[0])} shown, "
+                  f"{shown_percent(curve.point[1])} wrong", ha="center", fontsize=8)
     return save_figure(figure, path, dpi)
 
