@@ -134,4 +134,6 @@ def test_sentence_labels_from_the_command_line_and_their_agreement(tmp_path):
     assert pair["annotators"] == ["ann", "bob"] and pair["shared"] == 3
     # kappa: p_o = 2/3; ann 2 supported of 3, bob 1: p_e = (2*1 + 1*2) / 9 = 4/9 -> 2/5
     assert abs(pair["kappa"] - 0.4) < 1e-12
-    assert agreement["judge"]["n"] == 0  # the shipped demo run has no support verdicts
+    # The shipped demo run's support marks against the people's majority: the two sentences
+    # they agree on (a tie has no majority).
+    assert agreement["judge"]["n"] == 2

@@ -231,8 +231,17 @@ def python_example() -> str:
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
 
+def shown_output() -> list[str]:
+    """The lines the README says its Python example prints."""
+    section = README.read_text(encoding="utf-8").split("## Use from Python", 1)[1]
+    return re.search(r"```text\n(.*?)```", section, re.S).group(1).splitlines()
+
+
 def test_the_readme_example_runs_on_the_embedded_model(qwen_path, capsys):
     exec(compile(python_example(), "README.md", "exec"), {})
-    printed = capsys.readouterr().out
-    assert re.search(r"^(keep|abstain|defer) ", printed, re.M), printed
-    assert "p_true" in printed
+    printed = capsys.readouterr().out.splitlines()
+    shown = shown_output()
+    # The decision and each judge's keep are what the README shows; scores may move a little
+    # with the CPU's build of llama.cpp.
+    assert printed[0] == shown[0] and len(printed) == len(shown), printed
+    assert [line.split()[:2] for line in printed] == [line.split()[:2] for line in shown]
