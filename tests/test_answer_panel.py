@@ -76,3 +76,14 @@ def test_the_panel_escapes_dataset_text():
     assert "<script" not in page and "<img" not in page and "<b>t" not in page
     assert "&lt;script&gt;" in page and "<mark>" in page
     assert 'data-outcome="shown"' in page
+
+
+def test_the_demo_links_a_kept_question_to_its_case_study_for_a_screen():
+    """Issue 59: from the Demo, a question kept in the live run opens in Browse, whose case
+    study starts with this panel (the page's ?run=R&sample=ID link selects the tab)."""
+    from ragshield.services.questions.live_runs import LiveRecord
+    from ragshield.ui.demo_render import record_html
+
+    page = record_html(LiveRecord(run_id=7, dataset="live", sample_id="q&<1>", stored=True))
+    assert 'href="?run=7&amp;sample=q%26%3C1%3E"' in page and 'target="_top"' in page
+    assert "Show it on a screen (Browse)" in page and "<1>" not in page

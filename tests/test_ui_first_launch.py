@@ -126,3 +126,17 @@ def test_browse_rows_carry_their_badges(glance: Page) -> None:
     expect(glance.get_by_text(re.compile(r"showing \d+ of \d+ matching"))).not_to_contain_text(
         "of 160 matching")
     no_traceback(glance)
+
+
+def test_a_demo_answer_opens_on_a_screen_in_browse(glance: Page) -> None:
+    """From the Demo, the kept question's link opens its case study in Browse, which starts
+    with the answer at a glance: question, answer, outcome and reason, passages."""
+    glance.get_by_role("button", name="A kept answer").click()
+    link = glance.locator("#demo-result .rs-demo-screen")
+    expect(link).to_be_visible()
+    link.click()
+    expect(glance.get_by_role("tab", name="Browse")).to_have_attribute("aria-selected", "true")
+    panel = glance.locator(".rs-panel")
+    expect(panel).to_be_visible()
+    expect(panel.locator(".rs-panel-outcome")).to_contain_text(re.compile(r"^(Shown|Withheld)"))
+    no_traceback(glance)

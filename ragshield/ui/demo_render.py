@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Sequence
+from urllib.parse import urlencode
 
 from ragshield.services.learning.policies import is_policy_rule
 from ragshield.services.questions.ask_types import Fallback
@@ -140,6 +141,15 @@ def record_text(record: LiveRecord) -> str:
             else f"Already kept today with these settings as {where}.")
 
 
+def record_html(record: LiveRecord) -> str:
+    """Where the ask was kept, and a link to its case study in Browse, which opens on the
+    answer as a person shows it on a screen."""
+    link = urlencode({"run": record.run_id, "sample": record.sample_id})
+    return (f'<div class="rs-demo-record">{esc(record_text(record))} '
+            f'<a class="rs-demo-screen" href="?{esc(link)}" target="_top">Show it on a screen '
+            "(Browse)</a></div>")
+
+
 def section(title: str, body: str, css: str) -> str:
     return f'<div class="rs-demo-section {css}"><h4>{esc(title)}</h4>{body}</div>'
 
@@ -203,7 +213,7 @@ class AskView:
             parts.append(section(f"Fallback ({self.fallback.strategy})",
                                  fallback_html(self.fallback), "rs-demo-fallback"))
         if self.record is not None:
-            parts.append(f'<div class="rs-demo-record">{esc(record_text(self.record))}</div>')
+            parts.append(record_html(self.record))
         if self.error is not None:
             parts.append(message_html(self.error, "error"))
         return f'<div class="rs-demo">{"".join(parts)}</div>'
