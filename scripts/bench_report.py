@@ -1,11 +1,15 @@
-"""Where benchmark figures go: a JSON file and a section appended to docs/BENCHMARKS.md,
-both stamped with the machine and the date."""
+"""Where benchmark figures go: a JSON file and a section appended to docs/BENCHMARKS.md (or
+QUALITY.md), both stamped with the machine and the date; and, at the top of each page, an
+index of the newest section of every benchmark, so today's figure is one click away.
+
+    python scripts/bench_report.py --index   # write the two pages' indexes again"""
 
 from __future__ import annotations
 
 import argparse
 import json
 import platform
+import re
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -62,3 +66,53 @@ def publish(title: str, command: str, notes: str, body: str, data: dict[str, Any
         with open(markdown, "a") as out:
             out.write(f"\n## {title} ({stamp})\n\nMachine: {machine()}. Command: `{command}`. "
                       f"{notes}\n\n{body}\n")
+        write_index(markdown)
+
+
+INDEX_START = "<!-- newest: written by scripts/bench_report.py, do not edit -->"
+INDEX_END = "<!-- /newest -->"
+# A dated section, as publish writes it ("## Title (2026-12-03 12:48 UTC)") or by hand
+# ("## Title (2026-12-02, issue 58)").
+DATED = re.compile(r"^## (.+?) \((\d{4}-\d\d-\d\d[^)]*)\)[ \t]*$", re.M)
+
+
+def anchor(heading: str) -> str:
+    """The link target GitHub gives a heading: lower case, punctuation dropped, spaces to
+    hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def newest_index(text: str) -> str:
+    """A table of the newest dated section of each title in `text`, newest first."""
+    newest: dict[str, str] = {}
+    for title, stamp in DATED.findall(text):
+        newest[title] = max(stamp, newest.get(title, stamp))
+    rows = [f"| [{title}](#{anchor(f'{title} ({stamp})')}) | {stamp} |"
+            for title, stamp in sorted(newest.items(), key=lambda item: item[1], reverse=True)]
+    return "\n".join(["The newest section of each benchmark (the older ones stay below, in the "
+                      "order they were written):", "", "| benchmark | newest |", "|---|---|",
+                      *rows])
+
+
+def with_index(text: str) -> str:
+    """`text` with its index written again: in place of the old one, else before its first
+    section."""
+    block = f"{INDEX_START}\n{newest_index(text)}\n{INDEX_END}"
+    if INDEX_START in text and INDEX_END in text:
+        before, rest = text.split(INDEX_START, 1)
+        return before + block + rest.split(INDEX_END, 1)[1]
+    first = re.search(r"^## ", text, re.M)
+    at = first.start() if first else len(text)
+    return text[:at] + block + "\n\n" + text[at:]
+
+
+def write_index(markdown: Path) -> None:
+    markdown.write_text(with_index(markdown.read_text(encoding="utf-8")), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    command = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    command.add_argument("--index", action="store_true", help="write the pages' indexes again")
+    if command.parse_args().index:
+        for page in (BENCHMARKS_MD, QUALITY_MD):
+            write_index(page)
