@@ -5,5 +5,6 @@ from __future__ import annotations
 
 from ragshield.reports.render import table_html, table_section_html
 from ragshield.reports.tables import fmt
+from ragshield.reports.tradeoff import shown_percent
 
-__all__ = ["fmt", "table_html", "table_section_html"]
+__all__ = ["fmt", "shown_percent", "table_html", "table_section_html"]

@@ -12,7 +12,7 @@ import pandas as pd
 
 from ragshield.services.questions.conversation import HISTORY
 from ragshield.services.annotation.labelling import LabelRecord
-from ragshield.services.questions.claim_marks import ClaimMark, claim_marks
+from ragshield.services.questions.claim_marks import ClaimMark
 from ragshield.services.rendering import fmt
 from ragshield.services.runs.answer_panel import AnswerPanel
 from ragshield.services.runs.case_studies import MAIN, CaseStudy, judge_detail_view
@@ -251,8 +251,7 @@ def case_study_html(study: CaseStudy) -> str:
             + _sample_section(study)
             + _section("Passages shown to the answerer",
                        passages_html(main.get("passages") or [], main.get("evidence") or []))
-            + _section("Answer", answer_html(main, claim_marks(main.get("text") or "",
-                                                               case.verdicts)))
+            + _section("Answer", answer_html(main, study.panel.marks if study.panel else ()))
             + _section("Ground truth", _truth_html(study.truth, study.frame_row,
                                                    study.sample_row))
             + _section("Verdicts", _verdict_summary(case.verdicts, study.folds)

@@ -23,7 +23,7 @@ from ragshield.services.learning.judge_training import JudgeTrainer, held_out_se
 from ragshield.services.questions.ask_choices import (ANSWERERS, CONFIGURED_MODEL, GIVEN,
                                                       MODEL_CHOICES, MODEL_NOTE, RETRIEVAL_CHOICES,
                                                       judge_choices)
-from ragshield.services.rendering import table_html, table_section_html
+from ragshield.services.rendering import shown_percent, table_html, table_section_html
 from ragshield.services.runs.decision_view import Headline, Share
 from ragshield.services.runs.run_choices import pick_run, run_choices
 from ragshield.services.runs.run_tables import TRUTHS
@@ -105,16 +105,12 @@ def _figures_html(view: RunView) -> str:
             f'<div class="rs-figures">{images}</div>{notes}</details>')
 
 
-def _percent(share: float) -> str:
-    return "n/a" if share != share else f"{share:.0%}"  # NaN: nothing to count
-
-
 def _card(key: str, label: str, share: Share, counted: str, reference: str) -> str:
     low, high = share.interval
     interval = ("" if share.of == 0 else
-                f"95% interval {_percent(low)} to {_percent(high)}; ")
+                f"95% interval {shown_percent(low)} to {shown_percent(high)}; ")
     return (f'<div class="rs-card" data-card="{esc(key)}"><div class="rs-card-label">'
-            f'{esc(label)}</div><div class="rs-card-value">{esc(_percent(share.value))}</div>'
+            f'{esc(label)}</div><div class="rs-card-value">{esc(shown_percent(share.value))}</div>'
             f'<div class="rs-card-detail">{esc(interval)}{share.count} of {share.of} '
             f'{esc(counted)}</div><div class="rs-card-reference">{esc(reference)}</div></div>')
 
@@ -127,9 +123,9 @@ def headline_html(headline: Headline, picture: list[Figure]) -> str:
              "passages.")
     cards = "".join([
         _card("shown", "Answers shown", headline.shown, "questions",
-              f"showing everything: {_percent(headline.all_shown.value)}"),
+              f"showing everything: {shown_percent(headline.all_shown.value)}"),
         _card("wrong", "Wrong among the answers shown", headline.wrong_shown, "shown",
-              f"showing everything: {_percent(headline.all_wrong.value)} wrong"),
+              f"showing everything: {shown_percent(headline.all_wrong.value)} wrong"),
         _card("right", "Right answers shown", headline.right_shown, "right answers",
               "showing everything: all of them")])
     figures = {figure.name: figure for figure in picture}

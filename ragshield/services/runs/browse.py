@@ -148,14 +148,6 @@ def _unsupported_sentences(tables: RunTables, sample_ids: pd.Series,
             np.asarray([p[1] for p in pairs], dtype=int))
 
 
-def _dissent(codes: np.ndarray, decision: np.ndarray) -> np.ndarray:
-    """Per sample: how many judges that decided it went the other way from the decision
-    (kept where it was not shown, or withheld where it was)."""
-    decided = np.isin(codes, (KEPT, ABSTAINED))
-    shown = (decision == KEPT)[:, None]
-    return (decided & ((codes == KEPT) != shown)).sum(axis=1)
-
-
 def _person_words(samples: pd.DataFrame) -> np.ndarray:
     """People's majority on the sample in words: their label, and whether the answer is right
     where they said ("" without labels)."""
@@ -176,7 +168,7 @@ def build_frame(tables: RunTables, auto_tables: RunTables) -> BrowseFrame:
     samples = tables.samples
     if samples.empty:
         columns = ["sample_id", "question", "answer", DECISION, "decided", "good", "refusal",
-                   "unsupported", "sentences", "dissent", fold_column(DECISION),
+                   "unsupported", "sentences", "dissent", "deciding", fold_column(DECISION),
                    *map(keep_column, judges), *map(fold_column, judges),
                    "disagree", "labelled", "person", "human_differs", "text"]
         return BrowseFrame(tables.run_id, rule, judges, pd.DataFrame(columns=columns))
@@ -186,6 +178,7 @@ def build_frame(tables: RunTables, auto_tables: RunTables) -> BrowseFrame:
     question, answer = samples["question"].fillna(""), samples["answer"].fillna("")
     sample_id = samples["sample_id"].astype(str)
     flagged, marked = _unsupported_sentences(tables, sample_id, answer)
+    keeps, deciding = keep_counts(codes)
     columns: dict[str, object] = {
         "sample_id": sample_id.to_numpy(), "question": question.to_numpy(),
         "answer": answer.to_numpy(),
@@ -194,14 +187,14 @@ def build_frame(tables: RunTables, auto_tables: RunTables) -> BrowseFrame:
         "good": awf_truth(answerable, samples["passages_support"].to_numpy(dtype=bool)),
         "refusal": samples["refusal"].to_numpy(dtype=bool),
         "unsupported": flagged, "sentences": marked,
-        "dissent": _dissent(codes, decision),
+        # The judges that decided the sample and went the other way from the decision.
+        "dissent": np.where(decision == KEPT, deciding - keeps, keeps), "deciding": deciding,
         fold_column(DECISION): _folds(decision, answerable),
     }
     for index, judge in enumerate(judges):
         column = codes[:, index]
         columns[keep_column(judge)] = pd.Series(column).map(KEEP_WORDS).to_numpy()
         columns[fold_column(judge)] = _folds(column, answerable)
-    keeps, deciding = keep_counts(codes)
     columns["disagree"] = (keeps > 0) & (keeps < deciding)
     columns["labelled"] = samples["human_label"].notna().to_numpy()
     columns["person"] = _person_words(samples)
@@ -347,15 +340,14 @@ def shown_table(frame: BrowseFrame, rows: pd.DataFrame, fold_judge: str,
     judge's keep, and the flags."""
     head = rows.head(limit)
     flag = {True: "yes", False: ""}
-    decided = np.isin(head[[keep_column(j) for j in frame.judges]].to_numpy(),
-                      (KEEP, ABSTAIN)).sum(axis=1) if frame.judges else np.zeros(len(head), int)
     shown = {
         "sample": head["sample_id"],
         "shown?": head["decided"].map(DECISION_BADGES),
         "answer is": [_truth_badge(g, r) for g, r in zip(head["good"], head["refusal"])],
         "unsupported": [_sentence_badge(u, n)
                         for u, n in zip(head["unsupported"], head["sentences"])],
-        "judges against": [_dissent_badge(d, n) for d, n in zip(head["dissent"], decided)],
+        "judges against": [_dissent_badge(d, n)
+                           for d, n in zip(head["dissent"], head["deciding"])],
         "people say": head["person"],
         "question": head["question"].map(_cut), "answer": head["answer"].map(_cut),
         f"fold ({fold_judge})": head[fold_column(fold_judge)],

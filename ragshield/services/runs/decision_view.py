@@ -36,7 +36,7 @@ class Share:
 
     @property
     def value(self) -> float:
-        return self.count / self.of if self.of else math.nan
+        return ratio(self.count, self.of)
 
     @property
     def interval(self) -> tuple[float, float]:
@@ -71,14 +71,14 @@ def _row(name: str, shown: ShownAnswers) -> list[str]:
     return [name, share(shown.shown), share(shown.wrong_shown), share(shown.right_shown)]
 
 
-def _headline(rule: str, keep: np.ndarray, answers: np.ndarray, good: np.ndarray) -> Headline:
+def _headline(rule: str, keep: np.ndarray, answers: np.ndarray, good: np.ndarray,
+              words: str) -> Headline:
     kept = int(keep.sum())
     return Headline(rule, int(keep.size), Share(kept, int(keep.size)),
                     Share(int((keep & ~good).sum()), kept),
                     Share(int((keep & good).sum()), int(good.sum())),
                     Share(int(answers.sum()), int(answers.size)),
-                    Share(int((answers & ~good).sum()), int(answers.sum())),
-                    in_plain_words(shown_answers(keep, good), shown_answers(answers, good)))
+                    Share(int((answers & ~good).sum()), int(answers.sum())), words)
 
 
 def _judge_curve(judge: str, series: JudgeSeries, answers: np.ndarray,
@@ -110,7 +110,7 @@ def decision_picture(tables: RunTables, series: dict[str, JudgeSeries]) -> Decis
     rows = [_row(f"the run's rule: {rule}", shield), _row(KEEP_ALL_ROW, keep_all)]
     rows += [_row(judge, shown_answers((codes[:, index] == KEPT) & answers, good))
              for index, judge in enumerate(judges)]
-    headline = _headline(rule, keep, answers, good)
+    headline = _headline(rule, keep, answers, good, in_plain_words(shield, keep_all))
     note = (f"{headline.words[0].upper()}{headline.words[1:]} (the run's rule, {rule}). A "
             "wrong answer is one that is not right or not supported by its passages; a "
             "withheld, undecided or deferred answer is not shown, nor is a refusal (\"I don't "
