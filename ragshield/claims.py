@@ -46,6 +46,7 @@ _BULLET = r"(?:[-*+\u2022]|\d{1,3}[.)])"  # a list item's marker: - * + or a bul
 _HEADING_MARK = r"#{1,6}(?:[ \t]+|$)"  # a markdown heading's: # to ######
 # What starts a line before its words: a heading's marker, a list item's, or both.
 _MARKER = re.compile(r"[ \t]*(?P<heading>" + _HEADING_MARK + r")?(?:" + _BULLET + r"[ \t]+)?")
+
 _CLOSING_HASHES = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")  # "## Title ##"
 _BARE_BULLET = re.compile(r"(?m)^[ \t]*" + _BULLET + r"[ \t]*$\n?")  # an item cut empty
 # A sentence end: punctuation, closing quotes or brackets, citation marks, then white space.
@@ -94,6 +95,13 @@ class Claim:
     end: int
 
 
+def _marker_at(text: str, start: int = 0, end: int | None = None) -> re.Match[str]:
+    """_MARKER at `start`: it matches everywhere (every part of it is optional)."""
+    match = _MARKER.match(text, start, len(text) if end is None else end)
+    assert match is not None
+    return match
+
+
 def _ends_abbreviation(text: str, dot: int) -> bool:
     """Whether the "." at `dot` ends an abbreviation or an initial, not a sentence. Reads
     back over the letters and dots before it only (a sentence end is followed by white
@@ -107,7 +115,7 @@ def _ends_abbreviation(text: str, dot: int) -> bool:
 
 def _sentences(answer: str, start: int, end: int) -> Iterator[tuple[int, int]]:
     cut = start
-    marker = _MARKER.match(answer, start, end)  # "1. " starts an item, ends no sentence
+    marker = _marker_at(answer, start, end)  # "1. " starts an item, ends no sentence
     for match in _END.finditer(answer, marker.end(), end):
         if answer[match.start()] == "." and _ends_abbreviation(answer, match.start()):
             continue
@@ -120,7 +128,7 @@ def claim_text(span: str) -> str:
     """What the judge reads of a span: no heading or list marker, citation marks or
     emphasis markup."""
     text = span.strip()
-    marker = _MARKER.match(text)
+    marker = _marker_at(text)
     text = text[marker.end():]
     if marker.group("heading") is not None:
         text = _CLOSING_HASHES.sub("", text)
@@ -153,7 +161,7 @@ def _line_pieces(answer: str, start: int, end: int) -> Iterator[tuple[Claim, str
     its kind (a model's sentence does not run over a line break; a list item is a line of
     its own)."""
     for line in answer[start:end].splitlines(keepends=True):
-        heading = _MARKER.match(answer, start, start + len(line)).group("heading") is not None
+        heading = _marker_at(answer, start, start + len(line)).group("heading") is not None
         for a, b in _sentences(answer, start, start + len(line)):
             text = claim_text(answer[a:b])
             if any(c.isalnum() for c in text):

@@ -26,20 +26,12 @@ GROUNDED_JUDGES = ("pre_answer", "support")
 # The default decision rule: the shipped fitted rule, where its judges read from the
 # packaged 1.5B. It was measured against pre_answer alone (the default before it) with each of
 # eight labelled sets held out (scripts/bench_default_rule.py, docs/QUALITY.md): it showed far
-# more of the right answers and, on the median set, fewer wrong ones.
+# more of the right answers and, on the median set, fewer wrong ones. Why it decides, with its
+# figures, is written beside the fitted rule (policies/rule_figures.py).
 DEFAULT_DECISION_RULE = GROUNDED_RULE
 # The default where the judges read from another model than the 1.5B (RAGSHIELD_JUDGE_MODEL=self
 # with the 0.5B answering, a served model): the judge measured best there.
 SELF_READ_RULE = "pre_answer"
-DEFAULT_RULE_REASON = (
-    "the default rule: whether the passages can answer the question (pre_answer) and whether "
-    "they say what the answer says (support), read by the packaged 1.5B and combined as fitted "
-    "on eight public labelled sets (docs/QUALITY.md). Each set decided by the rule fitted on "
-    "the other seven, it showed 0.45 times the share of wrong answers that showing every answer "
-    "gives on the median set (0.33 to 0.79) and 79% of the right answers (21% to 97%); "
-    "pre_answer alone showed 45%. A short answer is kept only where support reaches 0.73: "
-    "fitted on four SQuAD 2.0 articles, that kept 86% of their right short answers and 5% of "
-    "the wrong ones, most of them other spans of the same passage")
 # Why SELF_READ_RULE decides where the judges read from the 0.5B (RAGSHIELD_JUDGE_MODEL=self).
 DEFAULT_RULE_SELF_READ_REASON = (
     "the default rule: the judge our benchmark ranks best on what people see (docs/QUALITY.md)."

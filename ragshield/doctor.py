@@ -12,6 +12,7 @@ from ragshield.llm.factory import make_llm
 from ragshield.llm.packaged_models import LARGER_MODEL, SMALLEST_MODEL
 from ragshield.retrieval.embeddings import load_embedder
 from ragshield.store.database import masked, open_store
+from ragshield.types import Message
 
 DOCTOR_QUESTION = (
     "Context: Paris is the capital of France. Question: What is the capital of France? "
@@ -30,7 +31,7 @@ def generation_speed(llm: LLM) -> float | None:
     """Tokens per second of generation alone, or None when the reply was too short to time.
     The prompt is read once before the two timed calls, so that both find it in the
     backend's prompt cache (llama.cpp's KV cache, a server's prefix cache) alike."""
-    messages = [{"role": "user", "content": SPEED_PROMPT}]
+    messages: list[Message] = [{"role": "user", "content": SPEED_PROMPT}]
     llm.chat(messages, max_tokens=1)
     short = llm.chat(messages, max_tokens=1)
     long = llm.chat(messages, max_tokens=SPEED_TOKENS)

@@ -134,7 +134,9 @@ def _rescored(verdicts: pd.DataFrame) -> pd.DataFrame:
         rows = verdicts.index[verdicts["judge"] == name]
         if len(rows):
             scores = judge.rescore_run(list(verdicts.loc[rows, "details"]))
-            verdicts.loc[rows, "score"] = [float("nan") if s is None else s for s in scores]
+            if scores is not None:
+                verdicts.loc[rows, "score"] = [float("nan") if s is None else s
+                                               for s in scores]
     return verdicts
 
 
@@ -154,7 +156,9 @@ def run_records(store: Store, run_id: int, grader: LLMGrader | None = None) -> R
     by_sample: dict[int, dict[str, dict[str, Any]]] = {}
     for answer in answer_records(store, run_id):
         by_sample.setdefault(answer["sample_id"], {})[answer["role"]] = answer
-    rows, external, positions = [], {}, {}
+    rows: list[dict[str, Any]] = []
+    external: dict[int, str] = {}
+    positions: dict[int, int] = {}
     for sample_row_id, roles in by_sample.items():
         if MAIN not in roles:
             continue

@@ -155,7 +155,7 @@ def decide(verdicts: Sequence[Verdict], rule: Rule = DEFAULT_DECISION_RULE,
     if rule in POOLED_RULES:
         if not deciding:
             return RuleDecision(None, rule, "no judge reached a decision")
-        keeps = sum(v.keep for v in deciding)
+        keeps = sum(bool(v.keep) for v in deciding)
         keep = keeps == len(deciding) if rule == "all" else keeps * 2 > len(deciding)
         return RuleDecision(keep, rule, f"{keeps} of {len(deciding)} deciding judges keep")
     chosen = next((v for v in verdicts if v.judge == rule), None)

@@ -60,7 +60,7 @@ def newest_run_keeps(store: Store, dataset: str) -> dict[str, dict[int, bool]]:
                    VerdictRow.keep.is_not(None))).tuples().all()
     keeps: dict[str, dict[int, bool]] = {}
     for judge, sample, keep in rows:
-        keeps.setdefault(judge, {})[sample] = keep
+        keeps.setdefault(judge, {})[sample] = bool(keep)  # never None: the query leaves those
     return keeps
 
 

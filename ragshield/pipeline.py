@@ -110,8 +110,8 @@ def open_models(config: RunConfig, settings: Settings, store: Store) -> RunModel
         if name not in opened:
             opened[name] = make_reader(settings, name, store=store)
     return RunModels(main=main, larger=opened.get(LARGER_MODEL) if config.switch else None,
-                     readers={judge: opened[name] for judge in config.judges
-                              if (name := readers.reader(judge)) is not None})
+                     readers={judge: opened[model] for judge in config.judges
+                              if (model := readers.reader(judge)) is not None})
 
 
 class _SampleWorker:

@@ -60,4 +60,4 @@ def is_refusal(text: str | None) -> bool:
 
 def is_invalid_question(text: str | None) -> bool:
     """CRAG's false-premise answer."""
-    return bool(text) and "invalid question" in text.lower()
+    return text is not None and "invalid question" in text.lower()

@@ -262,7 +262,7 @@ class Table:
 
     title: str
     headers: list[str]
-    rows: list[list[str]]
+    rows: list[list[Any]]  # text and numbers; a face renders any other cell its own way
     note: str = ""
 
 

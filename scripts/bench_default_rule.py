@@ -33,7 +33,7 @@ import json
 import sys
 import time
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench_quality import dataset_samples, quality_run, sample_groups  # noqa: E402
-from bench_report import QUALITY_MD, bench_parser, bench_settings, publish  # noqa: E402
+from bench_report import QUALITY_MD, bench_parser, bench_settings, publish, stamp  # noqa: E402
 from bench_support import draw, lfqa_rows, read_rows, sample_of  # noqa: E402
 from ragshield.claims import split_claims  # noqa: E402
 from ragshield.config import Settings  # noqa: E402
@@ -55,8 +55,9 @@ from ragshield.judges.registry import make_judge  # noqa: E402
 from ragshield.llm.factory import make_reader  # noqa: E402
 from ragshield.metrics.decision_view import shown_answers  # noqa: E402
 from ragshield.metrics.stacked import NotEnoughLabels  # noqa: E402
-from ragshield.policies.answer_rule import (RIGHT_SHOWN_AIM, RULE_FILE,  # noqa: E402
-                                            fit_answer_rule)
+from ragshield.policies.answer_rule import RIGHT_SHOWN_AIM, fit_answer_rule  # noqa: E402
+from ragshield.policies.rule_figures import (RULE_FILE, HeldOut, Spread,  # noqa: E402
+                                             read_held_out)
 from ragshield.services.runs.llm_grading import configured_grader  # noqa: E402
 from ragshield.store.database import open_store  # noqa: E402
 from ragshield.types import Sample  # noqa: E402
@@ -313,6 +314,20 @@ def summary(rows: list[dict[str, Any]]) -> tuple[list[str], dict[str, Any]]:
     return lines, data
 
 
+def held_out_figures(data: dict[str, Any], written: str, baseline: str,
+                     before: HeldOut) -> HeldOut:
+    """The written rule's figures over the held-out sets (the reason the faces show,
+    policies/rule_figures.py), beside the baseline judge's; the short-answer floor's figures
+    stay those of `before` (bench_short_answers.py --fit measures them)."""
+    def spread(values: list[float]) -> Spread:
+        return Spread(float(np.median(values)), float(min(values)), float(max(values)))
+
+    mine = data[written]
+    return replace(before, sets=len(mine["right_shown"]), times=spread(mine["times"]),
+                   right_shown=spread(mine["right_shown"]), baseline=baseline.split()[0],
+                   baseline_right_shown=float(np.median(data[baseline]["right_shown"])))
+
+
 def main() -> None:
     parser = bench_parser(__doc__, "default_rule.json", runs=1)
     parser.add_argument("--data-dir", type=Path, required=True)
@@ -375,8 +390,13 @@ def main() -> None:
             {"summary": data, "rows": rows, "ceilings": bounds}, args.json_out,
             append=not args.no_append, show=True, markdown=QUALITY_MD)
     if args.write:
-        rule = fit_answer_rule(frame, args.write.split("+"))
-        RULE_FILE.write_text(json.dumps(rule.to_dict(), indent=1) + "\n", encoding="utf-8")
+        judges = args.write.split("+")
+        rule = fit_answer_rule(frame, judges)
+        figures = held_out_figures(data, f"fitted: {' + '.join(judges)}",
+                                   candidates()[1].name, read_held_out())
+        body = {**rule.to_dict(), "held_out": {**figures.to_dict(),
+                                                "measured": stamp(), "command": command}}
+        RULE_FILE.write_text(json.dumps(body, indent=1) + "\n", encoding="utf-8")
         print(f"wrote {RULE_FILE}")
 
 

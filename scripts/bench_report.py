@@ -1,6 +1,7 @@
 """Where benchmark figures go: a JSON file and a section appended to docs/BENCHMARKS.md (or
 QUALITY.md), both stamped with the machine and the date; and, at the top of each page, an
-index of the newest section of every benchmark, so today's figure is one click away.
+index of the newest section of every benchmark and a table of today's figures read from the
+JSON records (current_figures.py), so today's figure is on the first screen.
 
     python scripts/bench_report.py --index   # write the two pages' indexes again"""
 
@@ -15,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+
+from current_figures import BENCHMARKS, QUALITY, current_table
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS_MD = ROOT / "docs" / "BENCHMARKS.md"
@@ -50,6 +53,11 @@ def machine() -> str:
     return f"{platform.machine()}, {psutil.cpu_count()} cores, {memory:.0f} GiB"
 
 
+def stamp() -> str:
+    """Now, as every record of a benchmark is dated."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
 def publish(title: str, command: str, notes: str, body: str, data: dict[str, Any],
             json_out: Path, append: bool = True, show: bool = False,
             markdown: Path = BENCHMARKS_MD) -> None:
@@ -58,13 +66,13 @@ def publish(title: str, command: str, notes: str, body: str, data: dict[str, Any
     (what the numbers are) and the body; with `show`, print the body and the notes first."""
     if show:
         print(f"{body}\n{notes}")
-    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    when = stamp()
     json_out.parent.mkdir(parents=True, exist_ok=True)
-    json_out.write_text(json.dumps({"date": stamp, "machine": machine(), "command": command,
+    json_out.write_text(json.dumps({"date": when, "machine": machine(), "command": command,
                                     **data}, indent=2))
     if append:
         with open(markdown, "a") as out:
-            out.write(f"\n## {title} ({stamp})\n\nMachine: {machine()}. Command: `{command}`. "
+            out.write(f"\n## {title} ({when})\n\nMachine: {machine()}. Command: `{command}`. "
                       f"{notes}\n\n{body}\n")
         write_index(markdown)
 
@@ -94,10 +102,11 @@ def newest_index(text: str) -> str:
                       *rows])
 
 
-def with_index(text: str) -> str:
-    """`text` with its index written again: in place of the old one, else before its first
-    section."""
-    block = f"{INDEX_START}\n{newest_index(text)}\n{INDEX_END}"
+def with_index(text: str, current: str = "") -> str:
+    """`text` with its index (and above it the `current` figures) written again: in place of
+    the old one, else before its first section."""
+    opening = f"{current}\n\n" if current else ""
+    block = f"{INDEX_START}\n{opening}{newest_index(text)}\n{INDEX_END}"
     if INDEX_START in text and INDEX_END in text:
         before, rest = text.split(INDEX_START, 1)
         return before + block + rest.split(INDEX_END, 1)[1]
@@ -106,8 +115,15 @@ def with_index(text: str) -> str:
     return text[:at] + block + "\n\n" + text[at:]
 
 
+def current_for(markdown: Path) -> str:
+    """The table of today's figures that opens the page (current_figures.py)."""
+    rows = {QUALITY_MD: QUALITY, BENCHMARKS_MD: BENCHMARKS}.get(markdown)
+    return current_table(rows) if rows else ""
+
+
 def write_index(markdown: Path) -> None:
-    markdown.write_text(with_index(markdown.read_text(encoding="utf-8")), encoding="utf-8")
+    markdown.write_text(with_index(markdown.read_text(encoding="utf-8"), current_for(markdown)),
+                        encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import pytest
 from pydantic import SecretStr
@@ -30,54 +30,11 @@ from ragshield.services.questions.live_runs import LIVE_DATASET
 from ragshield.store.database import Store
 from ragshield.store.runs import list_runs
 from ragshield.store.samples import load_sample
-from ragshield.types import Message
 from tests.fakes import FakeModels, ScriptedLLM, ScriptedReply
 from tests.reliability.fake_openai import ANSWER, Fault, FakeOpenAIServer
-
-KEY = "k" * 24
-SURE, UNSURE = -0.01, -4.0  # per-token log-probs: p 0.99 (token_prob keeps), 0.02 (withholds)
-UNSURE_UPSTREAM = Fault(token_logprob=UNSURE)  # its answer's log-probs, asked for: withheld
-
-
-def p_true_reply(messages: Sequence[Message]) -> ScriptedReply:
-    """p_true's yes/no question, answered "Yes" with P(yes) 0.9."""
-    return ScriptedReply("Yes", top={"Yes": -0.105, "No": -2.3})
-
-
-class SlowLLM(ScriptedLLM):
-    """Each chat call holds the model `seconds`; `busy` is set when the first begins."""
-
-    def __init__(self, seconds: float) -> None:
-        super().__init__(respond=p_true_reply)
-        self.seconds, self.busy = seconds, threading.Event()
-
-    def chat(self, messages, **params):  # type: ignore[no-untyped-def, override]
-        self.busy.set()
-        time.sleep(self.seconds)
-        return super().chat(messages, **params)
-
-
-def client_for(settings: Settings, store: Store, llm: LLM | None = None,
-               keys: Sequence[str] = ()) -> TestClient:
-    llm = llm or ScriptedLLM(respond=p_true_reply)
-    guard = Guard(settings, store, FakeModels(llm), ModelGate(settings))
-    return TestClient(build_api(settings, guard, KeyCheck(list(keys))),
-                      raise_server_exceptions=False)
-
-
-def judge_body(question: str = "Who gave their name to Normandy?", **extra: Any) -> dict:
-    return {"question": question, "answer": "The Normans",
-            "passages": [{"text": "The Normans gave their name to Normandy.", "id": "d1",
-                          "score": 0.9}],
-            "judges": ["trivial", "token_prob", "p_true"], **extra}
-
-
-def live_answers(store: Store) -> int:
-    return sum(run.done for run in list_runs(store) if run.status == "live")
-
-
-def error_of(response: Any) -> dict:
-    return response.json()["error"]
+from tests.api_support import (API_GUARD_POLICY, KEY, SURE, SlowLLM, UNSURE, UNSURE_UPSTREAM,
+                               chat_body, client_for, error_of, judge_body, live_answers,
+                               p_true_reply, proxy_settings)
 
 
 def post_json(client: TestClient, path: str, body: Any, **headers: str) -> Any:
@@ -127,17 +84,6 @@ def test_judge_withholds_an_unsure_answer_and_can_skip_storing(
     assert result["shown"] == ABSTAIN_MESSAGE and result["fallback"]["strategy"]
     assert result["record"] is None and live_answers(sqlite_store) == 0
     assert result["verdicts"][2]["trace"][0]["messages"]  # the p_true prompt, with trace on
-
-
-# A stored policy on token_prob: keep at >= 0.9, withhold below 0.1, defer between.
-API_GUARD_POLICY = {
-    "format": "ragshield-policy/1", "name": "api-guard", "source": "token_prob",
-    "answer_at": 0.9, "withhold_below": 0.1, "alpha": 0.1, "delta": 0.1, "beta": 0.2,
-    "calibration": {"labels": 40, "answered": 20, "withheld": 10, "deferred": 10,
-                    "bad_answered": 1, "good_withheld": 1},
-    "fitted_on": {"truth": "human", "human_labels": 40, "automatic_labels": 0,
-                  "unscored": 0, "fingerprint": "f", "sample_ids": []},
-    "code_version": "test", "created_at": "2026-11-25T00:00:00+00:00"}
 
 
 def test_a_stored_policy_decides_in_the_api(settings: Settings, sqlite_store: Store) -> None:
@@ -333,18 +279,6 @@ def test_ask_with_given_passages(settings: Settings, sqlite_store: Store) -> Non
 
 
 # The proxy, against a real HTTP upstream.
-
-def proxy_settings(settings: Settings, upstream: FakeOpenAIServer) -> Settings:
-    settings.upstream_base_url = upstream.url
-    settings.upstream_api_key = SecretStr("upstream-secret-key-123")
-    return settings
-
-
-def chat_body(**extra: Any) -> dict:
-    return {"model": "fake-model", "messages": [{"role": "user", "content": "Capital?"}],
-            "ragshield": {"passages": [{"text": "Paris is the capital of France."}],
-                          "judges": ["trivial", "token_prob"], "rule": "token_prob"},
-            **extra}
 
 
 def test_proxy_keeps_a_sure_answer_and_forwards_the_request_as_it_came(

@@ -24,8 +24,8 @@ from ragshield.services.learning.policies import save_policy
 from ragshield.store.database import Store
 from ragshield.store.guard_decisions import read_decisions
 from tests.fakes import ScriptedLLM, ScriptedReply
-from tests.test_api import API_GUARD_POLICY, SURE, judge_body, p_true_reply
-from tests.test_decision_log import bearer, guarded_client
+from tests.api_support import (API_GUARD_POLICY, SURE, bearer, guarded_client, judge_body,
+                               p_true_reply)
 
 SUPPORT, LEGAL, PLAIN = "s" * 24, "l" * 24, "p" * 24
 

@@ -13,7 +13,7 @@ from starlette.testclient import TestClient
 
 from ragshield.config import Settings
 from ragshield.store.database import Store
-from tests.test_api import KEY, SURE, UNSURE, SlowLLM, client_for, judge_body
+from tests.api_support import KEY, SURE, UNSURE, SlowLLM, client_for, judge_body
 
 AUTH = {"Authorization": f"Bearer {KEY}"}
 Labels = frozenset[tuple[str, str]]

@@ -26,20 +26,10 @@ from ragshield.store.database import Store
 from ragshield.testing.servers import served_in_thread
 from tests.fakes import FakeModels, ScriptedLLM
 from tests.reliability.fake_openai import ANSWER, Fault, FakeOpenAIServer
-from tests.test_api import (UNSURE_UPSTREAM, SlowLLM, chat_body, client_for, error_of,
-                            live_answers, p_true_reply, proxy_settings)
+from tests.api_support import (UNSURE_UPSTREAM, SlowLLM, chat_body, chunk, client_for, error_of,
+                               events, live_answers, p_true_reply, proxy_settings, streamed_text)
 
 pytestmark = pytest.mark.server  # a real upstream, and for the timings a real API server
-
-
-def events(text: str) -> list[Any]:
-    """The data of each server-sent event: parsed JSON, or the string [DONE]."""
-    found = []
-    for block in text.split("\n\n"):
-        if block.startswith("data: "):
-            data = block[len("data: "):]
-            found.append(data if data == "[DONE]" else json.loads(data))
-    return found
 
 
 def live_body() -> dict[str, Any]:
@@ -47,11 +37,6 @@ def live_body() -> dict[str, Any]:
     body = chat_body(stream=True)
     body["ragshield"]["stream_mode"] = "live"
     return body
-
-
-def streamed_text(chunks: list[Any]) -> str:
-    return "".join(choice["delta"].get("content") or "" for chunk in chunks
-                   if isinstance(chunk, dict) for choice in chunk.get("choices", []))
 
 
 def test_hold_streams_the_kept_answer_after_judging_it(settings: Settings,
@@ -161,11 +146,6 @@ def sse(*events: Any) -> bytes:
     """Server-sent events: each a JSON value's data (raw bytes go as they are)."""
     return b"".join(event if isinstance(event, bytes) else
                     b"data: " + json.dumps(event).encode() + b"\n\n" for event in events)
-
-
-def chunk(created: int = 7, **choice: Any) -> dict[str, Any]:
-    return {"id": "c", "object": "chat.completion.chunk", "created": created, "model": "m",
-            "choices": [{"index": 0, **choice}] if choice else []}
 
 
 def test_live_mode_passes_no_forged_decision_and_no_unjudged_choice(

@@ -25,16 +25,8 @@ from ragshield.store.runs import list_runs
 from ragshield.testing.synthetic_run import fill_synthetic_run
 from tests.ui_launch import (CHEAP_JUDGES, HOSTILE_DATASET, HOSTILE_SCRIPT, SYNTHETIC_JUDGES,
                              SYNTHETIC_SAMPLES, PreparedStore, current_label)
+from tests.app_support import ENDPOINTS
 
-ENDPOINTS = {
-    "/demo_ask", "/demo_samples", "/demo_rules", "/demo_all_judges", "/demo_fast_judges",
-    "/demo_runs", "/demo_threshold_judges", "/demo_threshold_judge", "/demo_threshold",
-    "/annotate_next", "/annotate_skip", "/annotate_undo", "/annotate_label",
-    "/annotate_progress", "/annotate_guidelines", "/annotate_guidelines_save",
-    "/browse_runs", "/browse_filter", "/browse_detail",
-    "/dashboard_refresh", "/dashboard_live_refresh", "/dashboard_runs", "/dashboard_progress",
-    "/dashboard_datasets", "/dashboard_live", "/dashboard_start_run",
-}
 ERROR = 'class="rs-msg rs-msg-error"'
 
 

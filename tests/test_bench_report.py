@@ -50,5 +50,20 @@ def test_the_index_links_the_newest_section_of_each_benchmark():
 def test_the_shipped_pages_carry_their_index_up_to_date():
     for page in (bench_report.BENCHMARKS_MD, bench_report.QUALITY_MD):
         text = page.read_text(encoding="utf-8")
-        assert bench_report.with_index(text) == text, (
+        assert bench_report.with_index(text, bench_report.current_for(page)) == text, (
             f"{page.name}: python scripts/bench_report.py --index")
+
+
+def test_todays_figures_read_every_shipped_record_and_say_what_is_missing(tmp_path):
+    import current_figures
+
+    for rows in (current_figures.QUALITY, current_figures.BENCHMARKS):
+        table = current_figures.current_table(rows)
+        assert table.count("\n| ") == len(rows) + 1  # the header and one row a record
+        assert "cannot read" not in table and "no result yet" not in table
+    (tmp_path / "ui.json").write_text('{"date": "2026-12-03", "rows": [{"what": "x"}]}')
+    missing, broken = current_figures.current_table(
+        [("tests.json", "Tests", current_figures.test_lanes),
+         ("ui.json", "App views", current_figures.interface)], tmp_path).splitlines()[-2:]
+    assert "| Tests | no result yet | - |" in missing
+    assert "| App views | cannot read its result (KeyError: 'p95_ms') | - |" in broken

@@ -7,38 +7,15 @@ what only a process shows. A test whose command loads a model asks for `packaged
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner, Result
 
 from ragshield import __version__
-from ragshield.cli import app
-from ragshield.datasets.demo import DEMO_SAMPLES
 from ragshield.testing.servers import free_port
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def invoke(*args: str, env: dict[str, str] | None = None) -> Result:
-    """`python -m ragshield ARGS` run in this process, with `env` added to the environment;
-    its stdout and stderr apart. An exception other than the command's exit is a bug: it
-    propagates with its traceback."""
-    return CliRunner().invoke(app, list(args), env=env, catch_exceptions=False)
-
-
-def run_cli(*args: str, env: dict[str, str] | None = None,
-            timeout: float = 300) -> subprocess.CompletedProcess:
-    """`python -m ragshield ARGS` in a process of its own (ask for `python_processes`)."""
-    full_env = {**os.environ, **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "ragshield", *args], cwd=ROOT, env=full_env,
-        capture_output=True, text=True, timeout=timeout,
-    )
+from tests.cli_support import ROOT, first_demo_sample_id, invoke, run_cli
 
 
 def test_doctor_reports_every_part_ok(tmp_path, packaged_models):
@@ -131,10 +108,6 @@ def test_version_is_printed_by_the_installed_entry_point(python_processes):
     assert invoke("--version").stdout == f"ragshield {__version__}\n"
     launched = run_cli("--version")
     assert (launched.returncode, launched.stdout) == (0, f"ragshield {__version__}\n")
-
-
-def first_demo_sample_id() -> str:
-    return json.loads(DEMO_SAMPLES.open().readline())["id"]
 
 
 def test_ask_judges_a_demo_sample_and_prints_the_documented_json(tmp_path, packaged_models):

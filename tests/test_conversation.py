@@ -13,7 +13,7 @@ from ragshield.store.database import Store
 from ragshield.store.samples import load_sample
 from tests.fakes import ScriptedLLM
 from tests.reliability.fake_openai import FakeOpenAIServer
-from tests.test_api import chat_body, client_for, judge_body, p_true_reply, proxy_settings
+from tests.api_support import chat_body, client_for, judge_body, p_true_reply, proxy_settings
 
 EARLIER = [Turn("system", "You are a helpful assistant."),
            Turn("user", "Which two rivers meet at Paris?"),

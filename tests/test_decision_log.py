@@ -10,44 +10,21 @@ import json
 import time
 from datetime import date, datetime, timezone
 from pathlib import Path
-from typing import Sequence
 
 import pytest
-from starlette.testclient import TestClient
 
 from ragshield import strict_json
-from ragshield.api.app import build_api
-from ragshield.api.keys import ApiKey, KeyCheck, KeyEntry
+from ragshield.api.keys import ApiKey, KeyEntry
 from ragshield.config import Settings
-from ragshield.llm.base import LLM
 from ragshield.policies.policy import Policy
-from ragshield.services.guarding.decision_log import DecisionLog
-from ragshield.services.guarding.guard import Guard, Listener, ModelGate
 from ragshield.services.learning.policies import save_policy
 from ragshield.store.database import Store
 from ragshield.store.guard_decisions import LoggedDecision, add_decision, read_decisions
-from tests.fakes import FakeModels, ScriptedLLM
-from tests.test_api import API_GUARD_POLICY, SURE, SlowLLM, judge_body, p_true_reply
-from tests.test_cli import invoke
+from tests.api_support import (API_GUARD_POLICY, SURE, SlowLLM, bearer, guarded_client, judge_body)
+from tests.cli_support import invoke
 
 SUPPORT_KEY, LEGAL_KEY = "s" * 24, "l" * 24
 KEYS = [KeyEntry(SUPPORT_KEY, ApiKey("support")), KeyEntry(LEGAL_KEY, ApiKey("legal"))]
-
-
-def guarded_client(settings: Settings, store: Store, keys: Sequence[KeyEntry | str] = (),
-                   listeners: Sequence[Listener] | None = None,
-                   llm: LLM | None = None) -> TestClient:
-    """tests/test_api.py's client, its guard told of each call: by the decision log unless
-    `listeners` are given."""
-    guard = Guard(settings, store, FakeModels(llm or ScriptedLLM(respond=p_true_reply)),
-                  ModelGate(settings),
-                  listeners=(DecisionLog(store, settings),) if listeners is None else listeners)
-    return TestClient(build_api(settings, guard, KeyCheck(list(keys))),
-                      raise_server_exceptions=False)
-
-
-def bearer(key: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {key}"}
 
 
 def logged(store: Store, **filters: object) -> list[LoggedDecision]:

@@ -9,10 +9,10 @@ from dataclasses import replace
 
 import pytest
 
-from ragshield.config import DEFAULT_RULE_REASON
 from ragshield.judges.judge_readers import THRESHOLDS, JudgeReaders, answer_model_name
 from ragshield.llm import packaged_models
 from ragshield.llm.packaged_models import LARGER_MODEL, SMALLER_MODEL, default_answer_model
+from ragshield.policies.rule_figures import default_rule_reason
 from ragshield.run_config import RunConfig, RunConfigError, check_config
 from ragshield.services.questions.ask_types import LARGER_FALLBACK, AskRequest
 from ragshield.services.questions.asking import OpenedModels, ask
@@ -46,7 +46,7 @@ def test_an_ask_with_nothing_named_reads_every_judge_from_the_answering_1_5b(sto
     thresholds = {j.name: j.threshold for j in settled.judges if hasattr(j, "threshold")}
     assert {j: thresholds[j] for j in ("pre_answer", "p_true")} == {
         j: THRESHOLDS[LARGER_MODEL][j] for j in ("pre_answer", "p_true")}
-    assert default_rule(unnamed, store).reason == DEFAULT_RULE_REASON  # measured on the 1.5B
+    assert default_rule(unnamed, store).reason == default_rule_reason()  # measured on the 1.5B
     # The 0.5B named: the 1.5B reads pre_answer and p_true, as measured for that pairing.
     small = settle(store, unnamed, replace(QUESTION, model=SMALLER_MODEL))
     assert small.readers.reader("pre_answer") == LARGER_MODEL

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterator
 
-from tests.test_layers import PACKAGE, _imports
+from tests.code_support import PACKAGE, imports_of
 
 
 def _module(path: Path) -> str:
@@ -19,7 +19,7 @@ def _module(path: Path) -> str:
 def import_graph() -> dict[str, set[str]]:
     """Each module of ragshield -> the modules of ragshield it imports."""
     files = {_module(path): path for path in sorted(PACKAGE.rglob("*.py"))}
-    return {module: {target for _, target in _imports(path) if target in files} - {module}
+    return {module: {target for _, target in imports_of(path) if target in files} - {module}
             for module, path in files.items()}
 
 

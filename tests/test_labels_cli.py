@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from tests.test_cli import invoke
+from tests.cli_support import invoke
 
 
 def test_label_workflow_agreement_and_transfer(tmp_path):

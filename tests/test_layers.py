@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from tests.code_support import PACKAGE, imports_of
 
-PACKAGE = Path(__file__).resolve().parents[1] / "ragshield"
 
 # Lowest first. A name is a top-level module or package of ragshield.
 LAYERS: list[tuple[str, set[str]]] = [
@@ -45,29 +45,6 @@ def _part(module: str) -> str:
     return parts[1] if len(parts) > 1 else "__init__"
 
 
-def _imports(path: Path, prefix: str = "ragshield") -> list[tuple[int, str]]:
-    """(line, module) of every import in the file of a module starting with `prefix`; a name
-    imported from a package that is a module of its own is that module
-    (`from ragshield.store import runs` -> ragshield.store.runs)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names = dict.fromkeys(_module_of(node.module, alias.name) for alias in node.names)
-            found += [(node.lineno, name) for name in names if name.startswith(prefix)]
-        elif isinstance(node, ast.Import):
-            found += [(node.lineno, alias.name) for alias in node.names
-                      if alias.name.startswith(prefix)]
-    return found
-
-
-def _module_of(module: str, name: str) -> str:
-    """`module.name` where that is a module file or a package of ragshield, else `module`."""
-    path = PACKAGE.parent.joinpath(*module.split("."), name)
-    is_module = path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
-    return f"{module}.{name}" if is_module else module
-
-
 def _modules() -> list[tuple[Path, str]]:
     return [(path, _part("ragshield." + ".".join(path.relative_to(PACKAGE).with_suffix("").parts)))
             for path in sorted(PACKAGE.rglob("*.py"))]
@@ -83,7 +60,7 @@ def test_no_module_imports_a_higher_layer_or_another_face():
     for path, part in _modules():
         if part == "__init__":
             continue
-        for line, module in _imports(path):
+        for line, module in imports_of(path):
             target = _part(module)
             if target == "__init__":
                 continue
@@ -105,7 +82,7 @@ def _face_may_import(module: str, face: str, composes: bool = False) -> bool:
 def test_faces_import_only_services_types_settings_and_errors():
     reaching = [f"{path.relative_to(PACKAGE.parent)}:{line} imports {module}"
                 for path, part in _modules() if part in FACES
-                for line, module in _imports(path)
+                for line, module in imports_of(path)
                 if not _face_may_import(module, part, str(path.relative_to(PACKAGE.parent))
                                         in COMPOSES_FACES)]
     assert not reaching, "faces that bypass ragshield.services:\n" + "\n".join(reaching)
@@ -116,7 +93,7 @@ def test_the_face_rule_reads_every_kind_of_import(tmp_path):
     module.write_text("import ragshield.store.database\nfrom ragshield import judging\n"
                       "def f():\n    from ragshield.llm.base import LLM\n"
                       "from ragshield.services.asking import ask\nfrom ragshield.ui import x\n")
-    names = sorted(name for _, name in _imports(module))
+    names = sorted(name for _, name in imports_of(module))
     assert names == ["ragshield.judging", "ragshield.llm.base", "ragshield.services.asking",
                      "ragshield.store.database", "ragshield.ui"]
     assert [_face_may_import(name, "api") for name in names] == [False, False, True, False,

@@ -14,7 +14,7 @@ from ragshield.store.sample_import import import_samples
 from ragshield.types import Passage, Sample
 from ragshield.verdict_files import VerdictFileError, read_verdicts_file
 from tests.fakes import ScriptedLLM
-from tests.test_cli import invoke
+from tests.cli_support import invoke
 
 GOOD = [
     {"sample_id": "a", "judge": "j", "keep": True, "score": 0.9, "answer_correct": True,

@@ -161,7 +161,7 @@ def test_the_installed_wheel_works_from_any_folder(installed):
 
 
 def test_the_readme_example_runs_on_the_installed_wheel(installed):
-    from tests.test_shield import python_example
+    from tests.code_support import python_example
 
     example = run_there(installed, "python", "-c", python_example())
     assert example.returncode == 0, example.stderr

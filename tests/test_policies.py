@@ -44,7 +44,7 @@ from ragshield.ui.context import UiContext
 from ragshield.ui.dashboard_tab import refresh_dashboard
 from tests.fakes import ScriptedLLM, ScriptedReply
 from tests.judged_demo import JUDGE, judged_demo_run
-from tests.test_cli import invoke
+from tests.cli_support import invoke
 
 @pytest.fixture
 def demo_run(store, settings):

@@ -21,7 +21,7 @@ from ragshield.store.database import Store
 from ragshield.types import Answer, Message, Sample, Verdict
 from tests.fakes import FakeModels, ScriptedLLM, ScriptedReply
 from tests.reliability.fake_openai import ANSWER, FakeOpenAIServer
-from tests.test_api import chat_body, client_for, proxy_settings
+from tests.api_support import chat_body, client_for, proxy_settings
 
 YES = ScriptedReply("Yes", top={"Yes": -0.05, "No": -3.0})
 NO = ScriptedReply("No", top={"Yes": -3.0, "No": -0.05})

@@ -9,7 +9,7 @@ from pathlib import Path
 from typer.testing import Result
 
 from tests.retrieval_fixtures import DOCUMENTS, write_jsonl
-from tests.test_cli import invoke
+from tests.cli_support import invoke
 
 
 def corpus_cli(*args: str, corpora: Path) -> Result:

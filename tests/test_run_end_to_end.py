@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from tests.run_helpers import kill_when, saved_answers
-from tests.test_cli import ROOT, run_cli
+from tests.cli_support import ROOT, run_cli
 
 JUDGES = "trivial,p_true,token_prob"
 SAMPLES = 4  # the first 4 demo samples: answerable and unanswerable ones

@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragshield.config import DEFAULT_DECISION_RULE, DEFAULT_RULE_REASON
+from ragshield.config import DEFAULT_DECISION_RULE
+from ragshield.policies.rule_figures import default_rule_reason
 from ragshield.errors import OptionError
 from ragshield.holdout import in_holdout
 from ragshield.judging import KEPT
@@ -35,7 +36,7 @@ from ragshield.services.annotation.sentence_labelling import label_sentence
 from ragshield.store.labels import add_annotator
 from ragshield.ui import policy_panel
 from tests.fakes import FakeModels, ScriptedLLM
-from tests.test_api import API_GUARD_POLICY, client_for, judge_body
+from tests.api_support import API_GUARD_POLICY, client_for, judge_body
 from tests.judged_demo import JUDGE, judged_demo_run
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -129,7 +130,7 @@ def test_a_promise_the_labels_cannot_keep_says_how_many_more_labels_it_needs(sto
 def test_the_pin_is_the_default_rule_of_asks_and_runs_until_unpinned(store, settings):
     world, run_id = judged_demo_run(store, settings, [JUDGE])
     configured = default_rule(settings, store)
-    assert configured == (DEFAULT_DECISION_RULE, DEFAULT_RULE_REASON)
+    assert configured == (DEFAULT_DECISION_RULE, default_rule_reason())
     fit_run_policy(store, run_id, JUDGE, "guard", alpha=0.3, delta=0.1)
     with pytest.raises(OptionError, match="policy:NAME@VERSION"):
         pin_policy(store, "policy:guard")
@@ -166,7 +167,7 @@ def test_the_pin_is_the_default_rule_of_asks_and_runs_until_unpinned(store, sett
 
     unpin(store)
     assert pinned(store) is None and default_rule(settings, store) == configured
-    assert prepare(store, settings, request).rule_reason == DEFAULT_RULE_REASON
+    assert prepare(store, settings, request).rule_reason == default_rule_reason()
 
 
 @SQLITE_ONLY

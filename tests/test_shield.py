@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 import time
-from pathlib import Path
 
 import pytest
 
@@ -22,10 +21,9 @@ from ragshield.store.runs import list_runs
 from ragshield.types import Passage
 from ragshield.ui.demo_tab import DemoForm
 from tests.fakes import FakeModels, ScriptedLLM, ScriptedReply
-from tests.test_api import SURE, SlowLLM, client_for, p_true_reply
-from tests.test_api_budget import SLACK_S
+from tests.api_support import SLACK_S, SURE, SlowLLM, client_for, p_true_reply
+from tests.code_support import README, python_example
 
-README = Path(__file__).resolve().parents[1] / "README.md"
 QUESTION = "In what country is Normandy located?"
 PASSAGE = ("The Normans were the people who in the 10th and 11th centuries gave their name to "
            "Normandy, a region in France.")
@@ -222,13 +220,6 @@ def test_a_judge_cut_off_by_its_budget_calls_the_model_no_more():
         assert decision.to_dict()["unfinished"] == ["support"]
         time.sleep(1.5)  # seven more calls, had the judge gone on
     assert len(slow.seen) <= 3
-
-
-def python_example() -> str:
-    """The code block of README's "Use from Python" section."""
-    text = README.read_text(encoding="utf-8")
-    section = text.split("## Use from Python", 1)[1]
-    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
 
 def shown_output() -> list[str]:

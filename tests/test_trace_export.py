@@ -26,8 +26,7 @@ from ragshield.services.guarding.trace_export import EXPORT_TIMEOUT_S, TraceExpo
 from ragshield.services.learning.policies import save_policy
 from ragshield.store.database import Store
 from tests.conftest import lane
-from tests.test_api import API_GUARD_POLICY, SURE, error_of, judge_body
-from tests.test_decision_log import bearer, guarded_client
+from tests.api_support import API_GUARD_POLICY, SURE, bearer, error_of, guarded_client, judge_body
 
 TRACE_ID, SPAN_ID = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
 KEY = "s" * 24

@@ -26,7 +26,7 @@ from ragshield.services.data.datasets import dataset_names
 from ragshield.services.database import open_store
 from ragshield.services.learning.pinned_policy import pinned
 from ragshield.store.samples import list_samples
-from tests.test_cli import invoke
+from tests.cli_support import invoke
 from tests.ui_launch import current_label
 
 if os.environ.get("RAGSHIELD_SKIP_BROWSER") == "1":

@@ -10,15 +10,11 @@ import base64
 import html
 import re
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 
-import gradio as gr
 import pytest
 from sqlalchemy import select
 
 from ragshield.config import GROUNDED_JUDGES, GROUNDED_RULE
-from gradio_client import Client
 
 from ragshield.metrics.summary import judge_metrics
 from ragshield.pipeline import RunModels, execute_run, start_run
@@ -38,8 +34,8 @@ from ragshield.ui import dashboard_tab
 from ragshield.ui.context import UiContext
 from ragshield.ui.dashboard_tab import (MISSING_CURVES, refresh_dashboard, run_progress_html,
                                         start_run_from_form)
-from tests.conftest import free_port
 from tests.fakes import ScriptedLLM, ScriptedReply
+from tests.app_support import dashboard_client
 
 DATASET = "<img src=x onerror=alert(1)>toy"
 RISK = "Risk control (RC-RAG)"
@@ -460,20 +456,6 @@ def test_the_start_form_chooses_the_rule_as_every_run_does(settings):
     assert form_defaults(pooled) == RunForm(["trivial"], "all")
     unknown = settings.model_copy(update={"decision_rule": "oracle"})
     assert form_defaults(unknown) == RunForm(["trivial"], "majority")
-
-
-@contextmanager
-def dashboard_client(context) -> Iterator[Client]:
-    """The Dashboard tab alone, launched on a free port, and a gradio_client on it."""
-    with gr.Blocks() as app, gr.Tab(dashboard_tab.TITLE) as tab:
-        dashboard_tab.build(context, app, tab)
-    app.queue()
-    port = free_port()
-    app.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
-    try:
-        yield Client(f"http://127.0.0.1:{port}/", verbose=False)
-    finally:
-        app.close()
 
 
 @SQLITE_ONLY

@@ -24,7 +24,7 @@ from ragshield.types import GivenAnswer, Message, Passage, Sample
 from ragshield.ui.context import UiContext
 from ragshield.ui.dashboard_tab import (answer_source_form, answers_note, answers_update,
                                         start_run_from_form)
-from tests.test_ui_dashboard import dashboard_client
+from tests.app_support import dashboard_client
 from tests.fakes import ScriptedLLM, ScriptedReply
 
 SQLITE_ONLY = pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)

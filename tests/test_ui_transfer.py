@@ -35,7 +35,7 @@ from ragshield.ui.context import UiContext
 from ragshield.ui.transfer_panel import (choices, download_labels, download_policy,
                                          download_report, download_run, import_policy_file,
                                          import_run_file)
-from tests.test_cli import invoke
+from tests.cli_support import invoke
 from tests.judged_demo import JUDGE, judged_demo_run
 
 # The services behind the panel have their own PostgreSQL tests.

@@ -27,4 +27,5 @@ def make_answerer(name: str, **options: Any) -> Answerer:
     """The answerer registered as `name` (one of ANSWERERS, or GIVEN), built with `options`
     (its constructor arguments, e.g. options=PromptOptions(...), cot=True). Unknown names or
     options raise OptionError."""
-    return construct("answerer", {**ANSWERERS, GIVEN: GivenAnswerer}, name, options)
+    registry: dict[str, type[Answerer]] = {**ANSWERERS, GIVEN: GivenAnswerer}
+    return construct("answerer", registry, name, options)

@@ -14,7 +14,7 @@ counted like any run."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, Union, cast
 
 from fastapi import APIRouter, FastAPI, Request, Response, Security
 from fastapi.exceptions import RequestValidationError
@@ -28,13 +28,13 @@ from ragshield.api.limits import Arrival, BodyLimit, Deadlines
 from ragshield.api.metrics import add_metrics
 from ragshield.api.render import completion_json, judged_json
 from ragshield.api.routes import KeyedRoute
-from ragshield.api.schemas import (AskBody, ChatBody, ChatMessage, JudgeBody, PassageIn,
-                                   ProxyField, Traced)
+from ragshield.api.schemas import (AskBody, ChatBody, ChatMessage, JudgeBody, Judging,
+                                   PassageIn, ProxyField, Traced)
 from ragshield.api.streaming import LIVE, held_events, live_response, streamed
 from ragshield.config import Settings
 from ragshield.services.guarding.guard import CallContext, Guard, ProxyRequest, judge_catalogue
 from ragshield.services.guarding.key_defaults import key_judges, rule_fits
-from ragshield.services.questions.ask_types import AskRequest
+from ragshield.services.questions.ask_types import ASK_DEFAULTS, AskRequest
 from ragshield.services.questions.conversation import Turn, judged_question
 from ragshield.services.questions.settlement import MAX_QUESTION_CHARS
 from ragshield.types import GivenAnswer, Passage, TokenLogprob
@@ -55,7 +55,7 @@ def _judges(names: list[str] | None) -> tuple[str, ...] | None:
     return tuple(names) if names else None
 
 
-Part = TypeVar("Part", bound=Traced)
+Part = TypeVar("Part", bound=Union[Judging, ProxyField])
 
 
 def _keyed(request: Request, endpoint: str, part: Part) -> tuple[Part, CallContext]:
@@ -69,12 +69,12 @@ def _keyed(request: Request, endpoint: str, part: Part) -> tuple[Part, CallConte
         _check_fixed(part, given, ("body", "ragshield") if endpoint == "chat" else ("body",))
     defaults = {name: value for name, value in given
                 if value is not None and getattr(part, name) is None}
-    if "rule" in defaults and part.judges is not None and not rule_fits(defaults["rule"],
+    if "rule" in defaults and part.judges is not None and not rule_fits(str(defaults["rule"]),
                                                                         part.judges):
         del defaults["rule"]  # the body's own judges win: the default rule follows them
     context = CallContext(endpoint, key.name if key else None, part.trace_id, part.span_id,
                           getattr(request.state, "arrived", None))
-    return part.model_copy(update=defaults), context
+    return cast(Part, part.model_copy(update=defaults)), context  # model_copy keeps the type
 
 
 def _check_fixed(part: Traced, given: tuple[tuple[str, Any], ...],
@@ -98,9 +98,9 @@ def _question(question: str, earlier: list[Turn]) -> str:
     return judged_question(question, earlier, MAX_QUESTION_CHARS)
 
 
-def _on_unsupported(part: JudgeBody | AskBody | ProxyField) -> dict[str, str]:
+def _on_unsupported(part: JudgeBody | AskBody | ProxyField) -> str:
     """The request's (or its key's) on_unsupported; none given: the service's default."""
-    return {"on_unsupported": part.on_unsupported} if part.on_unsupported else {}
+    return part.on_unsupported or ASK_DEFAULTS.on_unsupported
 
 
 TOOL_FIELDS = ("tools", "functions")  # `functions`: the older name of `tools`
@@ -175,7 +175,7 @@ def build_api(settings: Settings, guard: Guard, keys: KeyCheck) -> FastAPI:
                                      body.cited_passages),
             judges=_judges(body.judges), rule=body.rule, keep_record=body.store,
             judge_model=body.judge_model, budget_ms=body.budget_ms, on_budget=body.on_budget,
-            **_on_unsupported(body))
+            on_unsupported=_on_unsupported(body))
         result = await deadlines.run(lambda outcome, deadline: guard.ask(
             request, outcome, deadline, context), http, context.arrived)
         return judged_json(result, trace=body.trace)
@@ -188,11 +188,11 @@ def build_api(settings: Settings, guard: Guard, keys: KeyCheck) -> FastAPI:
         request = AskRequest(
             question=body.question,
             passages=_passages(body.passages) if body.passages is not None else None,
-            **({"corpus": body.corpus} if body.corpus else {}), mode=body.mode, k=body.k,
+            corpus=body.corpus or ASK_DEFAULTS.corpus, mode=body.mode, k=body.k,
             noise=body.noise, answerer=body.answerer, judges=_judges(body.judges),
             rule=body.rule, fallback=body.fallback, model=body.model,
             judge_model=body.judge_model, keep_record=body.store, budget_ms=body.budget_ms,
-            on_budget=body.on_budget, **_on_unsupported(body))
+            on_budget=body.on_budget, on_unsupported=_on_unsupported(body))
         result = await deadlines.run(lambda outcome, deadline: guard.ask(
             request, outcome, deadline, context), http, context.arrived)
         return judged_json(result, trace=body.trace, passages=True)
@@ -211,7 +211,7 @@ def build_api(settings: Settings, guard: Guard, keys: KeyCheck) -> FastAPI:
             body=forwarded, question=extra.question or _question(*_conversation(body.messages)),
             passages=_passages(extra.passages), judges=_judges(extra.judges),
             rule=extra.rule, keep_record=extra.store, budget_ms=extra.budget_ms,
-            on_budget=extra.on_budget, **_on_unsupported(extra))
+            on_budget=extra.on_budget, on_unsupported=_on_unsupported(extra))
 
         def call(on_chunk: Callable[[dict[str, Any]], None] | None = None,
                  watched: Request | None = None) -> Any:

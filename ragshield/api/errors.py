@@ -60,7 +60,8 @@ def _field(location: tuple[Any, ...], body: Any = None) -> str:
 def _invalid(_request: Request, error: Exception) -> JSONResponse:
     assert isinstance(error, RequestValidationError)
     problems = error.errors()
-    first = problems[0] if problems else {"loc": ("body",), "msg": "invalid", "type": ""}
+    first: dict[str, Any] = (problems[0] if problems else
+                             {"loc": ("body",), "msg": "invalid", "type": ""})
     if first.get("type") == "json_invalid":
         return error_response(400, "the body is not valid JSON: "
                               f"{first.get('ctx', {}).get('error', 'cannot parse')}",

@@ -15,7 +15,7 @@ from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Di
 from ragshield.config import MAX_BUDGET_MS
 from ragshield.services.questions.ask_choices import (SMALLER_MODEL, LARGER_MODEL,
                                                       MAX_MODEL_LENGTH, PACKAGED_MODELS, SELF)
-from ragshield.services.questions.ask_types import FALLBACKS
+from ragshield.services.questions.ask_types import ASK_DEFAULTS, FALLBACKS
 from ragshield.services.questions.settlement import (MAX_ANSWER_CHARS, MAX_NOISE,
                                                      MAX_QUESTION_CHARS, RETRIEVAL_MODES)
 
@@ -175,9 +175,9 @@ class AskBody(Judging):
     question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
     passages: list[PassageIn] | None = Field(default=None, max_length=MAX_PASSAGES)
     corpus: Name | None = None
-    mode: str = Field(default="hybrid", description=" | ".join(RETRIEVAL_MODES))
-    k: StrictInt = Field(default=3, ge=1, le=MAX_PASSAGES)
-    noise: StrictInt = Field(default=0, ge=0, le=MAX_NOISE)
+    mode: str = Field(default=ASK_DEFAULTS.mode, description=" | ".join(RETRIEVAL_MODES))
+    k: StrictInt = Field(default=ASK_DEFAULTS.k, ge=1, le=MAX_PASSAGES)
+    noise: StrictInt = Field(default=ASK_DEFAULTS.noise, ge=0, le=MAX_NOISE)
     answerer: Name | None = Field(default=None,
                                   description="default: RAGSHIELD_ANSWERER, else evidence")
     fallback: str = Field(default=FALLBACKS[0], description=" | ".join(FALLBACKS))

@@ -76,8 +76,10 @@ async def live_response(request: Request, call: ProxyCall) -> StreamingResponse:
     any byte is sent); then passes the chunks on and ends with the decision."""
     loop = asyncio.get_running_loop()
     chunks: asyncio.Queue[Chunk] = asyncio.Queue()
-    task = asyncio.ensure_future(call(lambda chunk: loop.call_soon_threadsafe(
-        chunks.put_nowait, chunk)))
+    def put(chunk: Chunk) -> None:
+        loop.call_soon_threadsafe(chunks.put_nowait, chunk)
+
+    task = asyncio.ensure_future(call(put))
     first = asyncio.ensure_future(chunks.get())
     await asyncio.wait({task, first}, return_when=asyncio.FIRST_COMPLETED)
     if not first.done():
@@ -97,7 +99,8 @@ async def _live_events(request: Request, first: Chunk, chunks: asyncio.Queue[Chu
         yield event(first)
         while not (task.done() and chunks.empty()):
             getting = asyncio.ensure_future(chunks.get())
-            await asyncio.wait({getting, task}, return_when=asyncio.FIRST_COMPLETED)
+            either: set[asyncio.Future[Any]] = {getting, task}
+            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
             if getting.done():
                 yield event(getting.result())
             else:

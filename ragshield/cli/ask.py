@@ -11,18 +11,22 @@ from ragshield.cli.llm_options import (Backend, BaseUrl, JudgeModel, Model, NoLL
                                        settings_with)
 from ragshield.cli.output import emit_json
 from ragshield.cli.store import opened_store
+from ragshield.services.questions.ask_types import ASK_DEFAULTS
 from ragshield.types import RetrievalMode, outcome
 
 
 def ask(
     question: Optional[str] = typer.Option(None, "--question", help="Ask this question."),
     sample: Optional[str] = typer.Option(None, "--sample", help="Or judge this sample id."),
-    dataset: str = typer.Option("demo", "--dataset", help="The dataset of --sample."),
-    corpus: str = typer.Option("demo", "--corpus", help="Corpus to retrieve from for --question."),
-    retrieval: RetrievalMode = typer.Option("hybrid", "--retrieval",
+    dataset: str = typer.Option(ASK_DEFAULTS.dataset, "--dataset",
+                                help="The dataset of --sample."),
+    corpus: str = typer.Option(ASK_DEFAULTS.corpus, "--corpus",
+                               help="Corpus to retrieve from for --question."),
+    retrieval: RetrievalMode = typer.Option(ASK_DEFAULTS.mode, "--retrieval",
                                             help="Retrieval method for --question."),
-    k: int = typer.Option(3, "--k", help="Passages to retrieve for --question."),
-    noise: int = typer.Option(0, "--noise", help="Random corpus chunks added to the passages."),
+    k: int = typer.Option(ASK_DEFAULTS.k, "--k", help="Passages to retrieve for --question."),
+    noise: int = typer.Option(ASK_DEFAULTS.noise, "--noise",
+                              help="Random corpus chunks added to the passages."),
     answerer: Optional[str] = typer.Option(
         None, "--answerer", help="Answerer name (default: RAGSHIELD_ANSWERER, else evidence)."),
     judges: Optional[str] = typer.Option(
@@ -34,7 +38,7 @@ def ask(
     backend: Backend = None, base_url: BaseUrl = None, model: Model = None,
     judge_model: JudgeModel = None, no_llm_cache: NoLLMCache = False,
     on_unsupported: str = typer.Option(
-        "withhold", "--on-unsupported",
+        ASK_DEFAULTS.on_unsupported, "--on-unsupported",
         help="withhold (the rule decides on the whole answer) or redact (show it without the "
              "sentences the passages do not support; the support judge runs)."),
     no_record: bool = typer.Option(False, "--no-record",

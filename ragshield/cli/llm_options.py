@@ -34,7 +34,7 @@ def settings_with(backend: str | None, base_url: str | None, model: str | None,
                   no_llm_cache: bool, judge_model: str | None = None) -> Settings:
     """Settings from the environment, overridden by the flags that were given; OptionError
     naming the settings at fault (a flag or a RAGSHIELD_* variable)."""
-    overrides = {key: value for key, value in
+    overrides: dict[str, str | bool] = {key: value for key, value in
                  {"backend": backend, "openai_base_url": base_url, "model": model,
                   "judge_model": judge_model}.items()
                  if value is not None}

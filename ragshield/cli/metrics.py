@@ -53,6 +53,7 @@ def metrics(
         if verdicts is not None:
             result = file_metrics(verdicts, n_resamples=resamples, seed=seed)
         else:
+            assert run is not None  # a run id, or --verdicts
             settings = settings_with(backend, base_url, model, no_llm_cache)
             with opened_store(settings) as store:
                 result = run_metrics(store, settings, run, truth=truth, n_resamples=resamples,

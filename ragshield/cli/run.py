@@ -131,7 +131,9 @@ def run(
         settings = settings_with(backend, base_url, model, no_llm_cache, judge_model)
     with user_errors(), opened_store(settings) as store, _sigterm_interrupts():
         if dataset is None:
-            check_endpoint(store, resume if resume is not None else rejudge, base_url)
+            existing = resume if resume is not None else rejudge
+            assert existing is not None  # exactly one of the three was given
+            check_endpoint(store, existing, base_url)
         if rejudge is not None:
             try:
                 rejudged = add_judges(store, settings, rejudge, judges, progress=progress)
@@ -228,6 +230,8 @@ def export_run(
             typer.echo(f"wrote {count} decision(s) to {out}")
             return
         from ragshield.services.data.run_bundles import export_run as write_run
+
+        assert run is not None  # a RUN, or --decisions
 
         path = write_run(store, run, out, calls=calls)
     typer.echo(f"wrote run {run} to {path} ({path.stat().st_size:,} bytes)")

@@ -20,7 +20,7 @@ from ragshield import strict_json
 from ragshield.csv_fields import allow_long_fields
 from ragshield.datasets.errors import DatasetFileError, DatasetFormatError
 
-OPENERS: dict[str, Callable[..., BinaryIO]] = {".bz2": bz2.open, ".gz": gzip.open}
+OPENERS: dict[str, Callable[..., Any]] = {".bz2": bz2.open, ".gz": gzip.open}
 COMPRESSION_SUFFIXES = tuple(OPENERS)
 
 

@@ -7,25 +7,29 @@ from contextlib import closing
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Generator
 
 from ragshield.datasets.errors import DatasetError, DatasetFormatError
 from ragshield.datasets.formats import generic_csv, generic_jsonl, generic_parquet
 from ragshield.datasets.reading import check_readable, iter_csv_rows, iter_json_records
 
 
-def _csv_rows(path: Path) -> Iterator[dict[str, Any]]:
+# A reader of a file's rows: a generator, so that a preview can close it half-read.
+Rows = Generator[dict[str, Any], None, None]
+
+
+def _csv_rows(path: Path) -> Rows:
     return (row for _, row in iter_csv_rows(path))
 
 
-def _json_objects(path: Path) -> Iterator[dict[str, Any]]:
+def _json_objects(path: Path) -> Rows:
     for where, value in iter_json_records(path):
         if not isinstance(value, dict):
             raise DatasetFormatError(path, "expected a JSON object", where=where)
         yield value
 
 
-RAW_ROWS: dict[str, Callable[[Path], Iterator[dict[str, Any]]]] = {
+RAW_ROWS: dict[str, Callable[[Path], Rows]] = {
     generic_csv.SPEC.name: _csv_rows,
     generic_jsonl.SPEC.name: _json_objects,
     generic_parquet.SPEC.name: generic_parquet.rows,

@@ -43,7 +43,7 @@ def cost_for(judge: type[Judge] | Judge, given: GivenAnswer | None) -> Cost:
     if given is not None and (
             judge.continues_answer or (judge.reads_answer_logprobs and not given.tokens)
             or (judge.quotes_answer and estimated_tokens(given.text) > CHEAP_ANSWER_TOKENS)):
-        return max(judge.cost, "moderate", key=COSTS.index)  # type: ignore[return-value]
+        return max(judge.cost, "moderate", key=COSTS.index)
     return judge.cost
 
 

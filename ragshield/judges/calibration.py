@@ -19,7 +19,7 @@ from ragshield.judges.base import Judge
 from ragshield.judges.readers import expected_digit, first_word_token, read_confidence_digit
 from ragshield.llm.base import LOGPROBS
 from ragshield.llm.traced import TracedLLM
-from ragshield.types import Answer, Sample, Verdict
+from ragshield.types import Answer, Message, Sample, Verdict
 
 QUESTION = (
     "How likely is your answer to be correct? Reply with one digit, from 0 (surely wrong) "
@@ -38,7 +38,7 @@ class CalibrationJudge(Judge):
         self.threshold = threshold
 
     def decide(self, sample: Sample, answer: Answer, llm: TracedLLM) -> Verdict:
-        messages = [*answer.conversation, {"role": "user", "content": QUESTION}]
+        messages: list[Message] = [*answer.conversation, {"role": "user", "content": QUESTION}]
         with_logprobs = LOGPROBS in llm.capabilities
         completion = llm.chat(messages, purpose=f"{self.name}: confidence", max_tokens=MAX_TOKENS,
                               logprobs=with_logprobs,

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, bisect_right
-from typing import Any, Sequence
+from typing import Any, Sequence, TypeGuard
 
 from ragshield.answerers.context import PromptOptions
 from ragshield.answerers.norag import NoRagAnswerer
@@ -105,13 +105,15 @@ class DualGenerationJudge(Judge):
         verdict without both means (an empty answer) gets none."""
         means = [((d or {}).get("rag_mean_logprob"), (d or {}).get("norag_mean_logprob"))
                  for d in details]
-        scored = [i for i, (rag, norag) in enumerate(means) if _finite(rag) and _finite(norag)]
-        ranked = percentile_scores([means[i][0] for i in scored], [means[i][1] for i in scored])
+        found = [(i, rag, norag) for i, (rag, norag) in enumerate(means)
+                 if _finite(rag) and _finite(norag)]
+        scored = [i for i, _, _ in found]
+        ranked = percentile_scores([rag for _, rag, _ in found], [norag for _, _, norag in found])
         scores: list[float | None] = [None] * len(details)
         for i, score in zip(scored, ranked):
             scores[i] = score
         return scores
 
 
-def _finite(value: Any) -> bool:
+def _finite(value: Any) -> TypeGuard[float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

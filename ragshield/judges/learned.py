@@ -105,8 +105,7 @@ def area(scores: np.ndarray, labels: np.ndarray) -> float | None:
 def folds_of(groups: Sequence[str], max_folds: int = MAX_FOLDS) -> np.ndarray:
     """A fold number per sample: one fold per group when there are at most `max_folds`
     groups, else groups dealt into `max_folds` folds of about equal size (largest first)."""
-    groups = np.asarray(groups, dtype=object)
-    names, counts = np.unique(groups, return_counts=True)
+    names, counts = np.unique(np.asarray(groups, dtype=object), return_counts=True)
     if len(names) <= max_folds:
         fold = {name: index for index, name in enumerate(names)}
     else:

@@ -15,7 +15,7 @@ from typing import ClassVar
 
 from ragshield.answerers.context import shared_messages
 from ragshield.answerers.parsing import final_answer
-from ragshield.judges.base import Judge
+from ragshield.judges.base import Cost, Judge
 from ragshield.llm.traced import TracedLLM
 from ragshield.metrics.correctness import same_answer
 from ragshield.refusal import is_refusal
@@ -23,7 +23,7 @@ from ragshield.types import Answer, Sample, Verdict
 
 
 class OwnAnswerJudge(Judge):
-    cost = "moderate"  # it writes an answer of its own
+    cost: ClassVar[Cost] = "moderate"  # it writes an answer of its own
     max_tokens: ClassVar[int] = 48
     answer_prefix: ClassVar[str | None] = None  # the label before the final answer, if asked
 

@@ -5,6 +5,7 @@ itself (judges/base.py)."""
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Mapping
 
 from ragshield.config import GROUNDED_JUDGES, GROUNDED_RULE, Settings
@@ -46,8 +47,9 @@ def unavailable_reason(name: str, settings: Settings) -> str | None:
 
 def run_rescored() -> dict[str, type[Judge]]:
     """The judges whose scores the run rescores (Judge.rescore_run overridden), by name."""
+    own = inspect.getattr_static(Judge, "rescore_run")
     return {name: cls for name, cls in JUDGES.items()
-            if cls.rescore_run.__func__ is not Judge.rescore_run.__func__}
+            if inspect.getattr_static(cls, "rescore_run") is not own}
 
 
 def judge_class(name: str) -> type[Judge] | None:

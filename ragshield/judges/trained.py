@@ -25,7 +25,7 @@ import numpy as np
 
 from ragshield.answerers.context import PromptOptions
 from ragshield.errors import UserError
-from ragshield.judges.base import Judge
+from ragshield.judges.base import Cost, Judge
 from ragshield.judges.builtin import JUDGES
 from ragshield.judges.judge_readers import SELF
 from ragshield.judges.learned import FeatureModel, log_odds
@@ -84,7 +84,7 @@ class ModelCard:
         return asdict(self)
 
     @property
-    def cost(self) -> str:
+    def cost(self) -> Cost:
         """What the judge costs (judges.base.COSTS): its LLM reads are cheap calls."""
         return "cheap" if self.reads else "free"
 
@@ -169,7 +169,8 @@ def feature_rows(reader: SignalReader, target: str, samples: Sequence[Sample],
 class TrainedJudge(Judge):
     name: ClassVar[str] = "trained"  # an instance is named trained:NAME
     requires = frozenset()  # a signals model trained with LLM reads requires theirs
-    cost = "free"  # its own small model, 0.1-0.2 s a sample on 2 cores; with reads, cheap
+    # Its own small model, 0.1-0.2 s a sample on 2 cores; with reads, cheap.
+    cost: ClassVar[Cost] = "free"
 
     def __init__(self, directory: Path, options: PromptOptions = PromptOptions()) -> None:
         """Loads the model now, so a missing or stale judge fails before a run starts."""
@@ -191,7 +192,7 @@ class TrainedJudge(Judge):
         if unknown:
             raise TrainedJudgeError(f"{directory / CARD_FILE}: it reads judges this version "
                                     f"does not have: {', '.join(unknown)}")
-        self.reads = [JUDGES[read](options=options)  # type: ignore[misc]
+        self.reads = [JUDGES[read](options=options)
                       for read in self.card.reads]
         self.requires = frozenset().union(*(r.requires for r in self.reads))  # type: ignore[misc]
         self.cost = self.card.cost  # type: ignore[misc]

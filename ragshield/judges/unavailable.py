@@ -14,7 +14,7 @@ class UnavailableJudge(Judge):
 
     def __init__(self, name: str, reason: str) -> None:
         super().__init__()
-        self.name = name  # type: ignore[misc]  (instance name: the judge it stands for)
+        self.name = name  # type: ignore[misc]  # an instance name: the judge it stands for
         self.reason = reason
 
     def decide(self, sample: Sample, answer: Answer, llm: TracedLLM) -> Verdict:

@@ -13,7 +13,14 @@ LOGPROBS = "logprobs"  # next-token log-probs with top alternatives on chat call
 SCORE = "score"  # log-probability of a given continuation after given messages
 
 
-def serves_at_once(llm: LLM) -> bool:
+class Backed(Protocol):
+    """Anything that says which backend serves it: a model, or a model traced."""
+
+    @property
+    def backend(self) -> str: ...
+
+
+def serves_at_once(llm: Backed) -> bool:
     """Whether `llm` takes several calls at once: a model server (the openai backend) does;
     an in-process model serves one call at a time and keeps one KV cache, which calls
     interleaved would only evict from each other."""
@@ -37,7 +44,9 @@ class ServerFailed(LLMError):
 class LLM(Protocol):
     backend: str
     model: str
-    capabilities: frozenset[str]
+
+    @property
+    def capabilities(self) -> frozenset[str]: ...
 
     @property
     def name(self) -> str: ...

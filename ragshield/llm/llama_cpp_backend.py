@@ -13,16 +13,19 @@ import atexit
 import threading
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Any, Sequence, cast
 
 from ragshield.llm.base import CHAT, LOGPROBS, SCORE, BackendBase, LLMError
 from ragshield.llm.logprobs import token_logprob
 from ragshield.llm.streaming import text_sink
 from ragshield.types import Completion, ContinuationScore, Message, TokenLogprob
 
+if TYPE_CHECKING:
+    from llama_cpp import Llama
+
 # One llama.cpp instance per (file, context, threads) in this process, each with its lock:
 # a model is large and its KV cache is state that two calls must not share at once.
-_INSTANCES: dict[tuple[str, int, int], tuple[object, threading.Lock]] = {}
+_INSTANCES: dict[tuple[str, int, int], tuple[Llama, threading.Lock]] = {}
 _INSTANCES_LOCK = threading.Lock()
 
 
@@ -52,7 +55,7 @@ def instruction_sets() -> list[str]:
             if value.strip() == "1"]
 
 
-def _load(path: Path, n_ctx: int, n_threads: int) -> tuple[object, threading.Lock]:
+def _load(path: Path, n_ctx: int, n_threads: int) -> tuple[Llama, threading.Lock]:
     key = (str(path), n_ctx, n_threads)
     with _INSTANCES_LOCK:
         if key not in _INSTANCES:
@@ -99,7 +102,7 @@ class LlamaCppLLM(BackendBase):
 
     # -- helpers -------------------------------------------------------------------------
     def _prompt_tokens(self, messages: Sequence[Message]) -> list[int]:
-        prompt = self._formatter(messages=list(messages)).prompt
+        prompt = self._formatter(messages=cast(Any, list(messages))).prompt
         return self._llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
 
     def _token_text(self, token_id: int) -> str:

@@ -15,7 +15,7 @@ import time
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from functools import cached_property
-from typing import Any, Callable, Sequence, TypeVar
+from typing import Any, Callable, Sequence, TypeVar, cast
 
 import openai
 
@@ -170,7 +170,7 @@ class OpenAICompatibleLLM(BackendBase):
             items = self._call(
                 "probing for log-probs",
                 lambda: self._client.chat.completions.create(
-                    model=self.model, messages=PROBE, max_tokens=1, temperature=0.0,
+                    model=self.model, messages=cast(Any, PROBE), max_tokens=1, temperature=0.0,
                     logprobs=True, top_logprobs=2,
                 ),
                 lambda response: _logprob_items(_first_choice(response)),
@@ -205,7 +205,7 @@ class OpenAICompatibleLLM(BackendBase):
         return self._call(
             "chat completion",
             lambda: self._client.chat.completions.create(
-                model=self.model, messages=list(messages), max_tokens=max_tokens,
+                model=self.model, messages=cast(Any, list(messages)), max_tokens=max_tokens,
                 temperature=temperature, seed=seed, stop=list(stop) if stop else None, **extra,
             ),
             lambda response: self._completion(response, logprobs, time.perf_counter() - started),

@@ -13,7 +13,7 @@ import inspect
 import threading
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence, cast
 
 import numpy as np
 import torch
@@ -57,7 +57,8 @@ class _StopOnStrings(StoppingCriteria):
     ) -> torch.BoolTensor:
         text = self._tokenizer.decode(input_ids[0, self._prompt_len :], skip_special_tokens=True)
         done = any(s in text for s in self._stops)
-        return torch.full((input_ids.shape[0],), done, dtype=torch.bool, device=input_ids.device)
+        return cast(torch.BoolTensor, torch.full((input_ids.shape[0],), done, dtype=torch.bool,
+                                                 device=input_ids.device))
 
 
 class TransformersLLM(BackendBase):
@@ -89,9 +90,9 @@ class TransformersLLM(BackendBase):
             self._tokenizer: PreTrainedTokenizerBase = AutoTokenizer.from_pretrained(
                 source, gguf_file=gguf_file
             )
-            self._model: PreTrainedModel = AutoModelForCausalLM.from_pretrained(
+            self._model: PreTrainedModel = cast(Any, AutoModelForCausalLM.from_pretrained(
                 source, gguf_file=gguf_file, dtype=dtype
-            ).to(self.device)
+            )).to(self.device)
         except (OSError, ValueError, KeyError, ImportError) as exc:
             where = f"{source} (gguf file {gguf_file})" if gguf_file else source
             raise LLMError(f"transformers could not load {where}: {exc}") from exc
@@ -117,7 +118,8 @@ class TransformersLLM(BackendBase):
         tokenizer = self._tokenizer
         if tokenizer.chat_template:
             text = tokenizer.apply_chat_template(
-                [dict(m) for m in messages], tokenize=False, add_generation_prompt=True
+                cast(Any, [dict(m) for m in messages]), tokenize=False,
+                add_generation_prompt=True
             )
             # The template writes its own BOS and control tokens.
             return tokenizer(text, add_special_tokens=False)["input_ids"]
@@ -125,7 +127,7 @@ class TransformersLLM(BackendBase):
         return tokenizer(text, add_special_tokens=True)["input_ids"]
 
     def _token_text(self, token_id: int) -> str:
-        return self._tokenizer.decode([token_id], skip_special_tokens=False)
+        return cast(str, self._tokenizer.decode([token_id], skip_special_tokens=False))
 
     def _check_window(self, n_prompt: int, n_new: int) -> None:
         if self._max_positions is not None and n_prompt + n_new > self._max_positions:
@@ -167,7 +169,7 @@ class TransformersLLM(BackendBase):
         with self._lock, torch.no_grad():
             if sampling:
                 torch.manual_seed(seed)
-            out = self._model.generate(
+            out = cast(Any, self._model).generate(
                 input_ids=input_ids,
                 attention_mask=torch.ones_like(input_ids),
                 max_new_tokens=max_tokens,
@@ -184,7 +186,7 @@ class TransformersLLM(BackendBase):
         if generated and generated[-1] in self._end_ids:
             generated.pop()
             finish = "stop"
-        text = self._tokenizer.decode(generated, skip_special_tokens=True)
+        text = cast(str, self._tokenizer.decode(generated, skip_special_tokens=True))
         for s in stops:
             if s in text:
                 text = text[: text.index(s)]

@@ -246,8 +246,8 @@ def _sorted_ids(items: list[Hashable]) -> list[Hashable]:
         return sorted(items, key=str)
 
 
-def agreement_with_majority(predictions: Mapping[Hashable, bool],
-                            majority: Mapping[Hashable, str | None],
+def agreement_with_majority(predictions: Mapping[Any, bool],
+                            majority: Mapping[Any, str | None],
                             positive: str = ANSWERABLE) -> dict[str, Any]:
     """Agreement of binary predictions (a judge's keep bits, or the automatic "answerable"
     label) with the human majority label, on the items present in both mappings whose

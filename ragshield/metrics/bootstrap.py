@@ -35,7 +35,7 @@ def resampled_counts(indicators: ArrayLike, n_resamples: int = N_RESAMPLES,
     if n == 0:
         return out
     dtype = np.float32 if n < _FLOAT32_EXACT else np.float64
-    matrix = indicators.astype(dtype)
+    matrix: np.ndarray = indicators.astype(dtype)
     rng = np.random.default_rng(seed)
     per_chunk = max(1, _CHUNK_DRAWS // n)
     # One BLAS thread: these short, wide products gain little from a second one, and on a
@@ -46,7 +46,8 @@ def resampled_counts(indicators: ArrayLike, n_resamples: int = N_RESAMPLES,
             draws = rng.integers(0, n, size=(rows, n))
             draws += np.arange(rows)[:, None] * n
             multiplicity = np.bincount(draws.ravel(), minlength=rows * n).reshape(rows, n)
-            out[start:start + rows] = np.rint(multiplicity.astype(dtype) @ matrix)
+            weights: np.ndarray = multiplicity.astype(dtype)
+            out[start:start + rows] = np.rint(weights @ matrix)
     return out
 
 

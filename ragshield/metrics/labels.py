@@ -4,7 +4,7 @@ and the majority of several annotators' answerability labels."""
 from __future__ import annotations
 
 from collections import Counter
-from typing import Iterable, Sequence
+from typing import Iterable, Sequence, overload
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -32,6 +32,14 @@ def reference_in_passages(references: Sequence[str], passage_texts: Iterable[str
     """A normalised reference occurs in a normalised passage (on word boundaries, as the
     containment rule of docs/METHODS.md 2)."""
     return any(contains_reference(text, references) for text in passage_texts)
+
+
+@overload
+def awf_truth(answer_correct: np.ndarray, support: ArrayLike) -> np.ndarray: ...
+@overload
+def awf_truth(answer_correct: bool, support: bool) -> bool: ...
+@overload
+def awf_truth(answer_correct: ArrayLike, support: ArrayLike) -> np.ndarray | bool: ...
 
 
 def awf_truth(answer_correct: ArrayLike, support: ArrayLike) -> np.ndarray | bool:

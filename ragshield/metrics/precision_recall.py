@@ -64,7 +64,8 @@ def pr_curve(score: ArrayLike, truth: ArrayLike, support: ArrayLike) -> PRCurve:
     sweep = threshold_sweep(score, truth)
     (tp,) = sweep.sums
     metrics = pr_from_counts(tp, sweep.kept, np.count_nonzero(np.asarray(support, bool)))
-    return PRCurve(sweep.thresholds, metrics["precision"], metrics["recall"], metrics["f1"])
+    precision, recall, f1 = (np.asarray(metrics[name]) for name in ("precision", "recall", "f1"))
+    return PRCurve(sweep.thresholds, precision, recall, f1)
 
 
 def max_f1(curve: PRCurve) -> tuple[float, float | None]:

@@ -3,8 +3,22 @@ counts, and an empty denominator means "undefined" ("n/a"), not an error."""
 
 from __future__ import annotations
 
+from typing import Union, overload
+
 import numpy as np
 from numpy.typing import ArrayLike
+
+Count = Union[int, float, np.integer, np.floating]
+
+
+@overload
+def ratio(numerator: Count, denominator: Count) -> float: ...
+@overload
+def ratio(numerator: np.ndarray, denominator: ArrayLike) -> np.ndarray: ...
+@overload
+def ratio(numerator: ArrayLike, denominator: np.ndarray) -> np.ndarray: ...
+@overload
+def ratio(numerator: ArrayLike, denominator: ArrayLike) -> np.ndarray | float: ...
 
 
 def ratio(numerator: ArrayLike, denominator: ArrayLike) -> np.ndarray | float:

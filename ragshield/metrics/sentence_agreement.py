@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -48,9 +48,9 @@ def _value(value: float) -> float | None:
     return None if math.isnan(value) else value
 
 
-def judge_against_majority(scores: Mapping[Hashable, float | None],
-                           marks: Mapping[Hashable, bool | None],
-                           majority: Mapping[Hashable, str | None], *,
+def judge_against_majority(scores: Mapping[Any, float | None],
+                           marks: Mapping[Any, bool | None],
+                           majority: Mapping[Any, str | None], *,
                            n_resamples: int = N_RESAMPLES, seed: int = 0) -> dict[str, Any]:
     """On the sentences with a majority (`sentence_majority`) and a judge's score: n, how many
     the people call supported, the judge's AUROC (supported as the positive class) and its
@@ -59,7 +59,7 @@ def judge_against_majority(scores: Mapping[Hashable, float | None],
     items = [item for item, label in majority.items()
              if label is not None and scores.get(item) is not None]
     truth = np.array([majority[item] == SUPPORTED for item in items], dtype=bool)
-    score = np.array([float(scores[item]) for item in items], dtype=float)
+    score = np.asarray([scores[item] for item in items], dtype=np.float64)
     mark = np.array([bool(marks.get(item)) for item in items], dtype=bool)
     result: dict[str, Any] = {"n": len(items), "supported": int(truth.sum()),
                               "auroc": _value(_auroc(truth, score)),

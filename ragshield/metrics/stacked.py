@@ -5,7 +5,7 @@ feature; both are fitted inside each fold, so nothing leaks from the held-out sa
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
@@ -25,8 +25,7 @@ class NotEnoughLabels(UserError, ValueError):
     """Fewer than MIN_LABELS_PER_CLASS labelled samples in a class."""
 
 
-def stack_features(scores: Mapping[str, ArrayLike],
-                   keeps: Mapping[str, ArrayLike]) -> pd.DataFrame:
+def stack_features(scores: Mapping[str, Any], keeps: Mapping[str, Any]) -> pd.DataFrame:
     """One column per judge score ("<judge>:score") and keep bit ("<judge>:keep", 0/1),
     NaN where a judge gave none (a keep bit of None is missing too)."""
     columns = {f"{judge}:score": np.asarray(values, dtype=float)

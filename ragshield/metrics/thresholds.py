@@ -54,8 +54,8 @@ def cv_threshold(score: ArrayLike, truth: ArrayLike, support: ArrayLike | None =
         raise ValueError(f"{score.size} samples cannot be split into {folds} folds")
 
     def value(kept_tp: ArrayLike, kept: ArrayLike, rows: np.ndarray) -> np.ndarray | float:
-        return _objective(kept_tp, kept, np.count_nonzero(truth[rows]),
-                          np.count_nonzero(support[rows]), rows.size, objective)
+        return _objective(kept_tp, kept, int(np.count_nonzero(truth[rows])),
+                          int(np.count_nonzero(support[rows])), rows.size, objective)
 
     thresholds, values = [], []
     for train, test in KFold(folds, shuffle=True, random_state=seed).split(score):
@@ -69,7 +69,8 @@ def cv_threshold(score: ArrayLike, truth: ArrayLike, support: ArrayLike | None =
         threshold = sweep.thresholds[np.nanargmax(fitted)]
         keep = score[test] >= threshold
         thresholds.append(threshold)
-        values.append(value(np.count_nonzero(keep & truth[test]), np.count_nonzero(keep), test))
+        values.append(float(value(np.count_nonzero(keep & truth[test]), np.count_nonzero(keep),
+                                  test)))
     values_array = np.asarray(values, dtype=float)
     valid = values_array[~np.isnan(values_array)]
     return CVThresholds(

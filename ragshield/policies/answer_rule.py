@@ -23,10 +23,10 @@ import pandas as pd
 from ragshield.config import GROUNDED_RULE as GROUNDED
 from ragshield.judges.short_answer import SHORT_SUPPORT_FLOOR
 from ragshield.metrics.stacked import stack_features
+from ragshield.policies.rule_figures import RULE_FILE
 from ragshield.policies.stacked_score import StackedScore, read_stacked, train_stacked_score
 from ragshield.types import RuleDecision, Verdict
 
-RULE_FILE = Path(__file__).resolve().parents[1] / "assets" / "grounded_rule.json"
 RIGHT_SHOWN_AIM = 0.75
 MIN_SET = 20  # answers: a smaller set weighs in the fit as its answers, not as a whole set
 
@@ -67,6 +67,7 @@ class AnswerRule:
         if not scored:
             return RuleDecision(None, GROUNDED, f"none of {', '.join(self.judges)} gave a score")
         probability = self.score.score_verdicts(scored)
+        assert probability is not None  # `scored` holds a score of its judges
         keep = probability >= self.threshold
         parts = ", ".join(f"{v.judge} {v.score:.2f}" for v in scored)
         missing = [j for j in self.judges if j not in {v.judge for v in scored}]
@@ -75,8 +76,8 @@ class AnswerRule:
         reason = (f"{GROUNDED}: {parts} combine to {probability:.2f}, {side} the threshold "
                   f"{self.threshold:.2f}{gap}")
         support = next((v for v in scored if v.judge == "support"), None)
-        if keep and support is not None and _read_short(support) and (
-                support.score < self.short_floor):
+        if keep and support is not None and support.score is not None and (
+                _read_short(support) and support.score < self.short_floor):
             return RuleDecision(False, GROUNDED, f"{reason}; but a short answer is kept only "
                                                  f"at support {self.short_floor:.2f} or more")
         return RuleDecision(keep, GROUNDED, reason)

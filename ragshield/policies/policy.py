@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Literal, Mapping, Sequence, overload
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -219,7 +219,7 @@ class Policy:
         return _read_policy(body, where)
 
 
-def config_rule(config: Mapping[str, Any]) -> Rule:
+def config_rule(config: Mapping[str, Any]) -> str | Policy:
     """The rule a stored run decides by: the policy snapshot its config keeps, else its
     `rule`."""
     body = config.get("policy")
@@ -246,6 +246,14 @@ def _field(body: Mapping[str, Any], key: str, kind: type | tuple[type, ...], whe
     return value
 
 
+@overload
+def _number(body: Mapping[str, Any], key: str, where: str, optional: Literal[False] = False,
+            low: float = ..., high: float = ...) -> float: ...
+@overload
+def _number(body: Mapping[str, Any], key: str, where: str, optional: bool,
+            low: float = ..., high: float = ...) -> float | None: ...
+
+
 def _number(body: Mapping[str, Any], key: str, where: str, optional: bool = False,
             low: float = -math.inf, high: float = math.inf) -> float | None:
     value = _field(body, key, (int, float), where, optional)
@@ -254,6 +262,13 @@ def _number(body: Mapping[str, Any], key: str, where: str, optional: bool = Fals
     if not low <= value <= high or math.isnan(value):
         raise PolicyFormatError(f"{where}.{key}: {value} is outside [{low}, {high}]")
     return float(value)
+
+
+@overload
+def _whole(body: Mapping[str, Any], key: str, where: str,
+           optional: Literal[False] = False) -> int: ...
+@overload
+def _whole(body: Mapping[str, Any], key: str, where: str, optional: bool) -> int | None: ...
 
 
 def _whole(body: Mapping[str, Any], key: str, where: str, optional: bool = False) -> int | None:

@@ -218,25 +218,24 @@ def fit_thresholds(score: ArrayLike, good: ArrayLike, alpha: float, delta: float
     be certified, saying why."""
     for name, value in (("alpha", alpha), ("delta", delta), ("beta", beta)):
         _check(name, value)
-    score = np.asarray(score, dtype=float)
-    good = np.asarray(good, dtype=bool)
-    if score.shape != good.shape:
-        raise ValueError(f"{score.size} scores but {good.size} labels")
-    if good.size and (good.all() or not good.any()):
-        word = "good" if good.all() else "bad"
-        raise PolicyFitError(f"every one of the {good.size} labelled answers is {word}: a "
+    scores, goods = np.asarray(score, dtype=float), np.asarray(good, dtype=bool)
+    if scores.shape != goods.shape:
+        raise ValueError(f"{scores.size} scores but {goods.size} labels")
+    if goods.size and (goods.all() or not goods.any()):
+        word = "good" if goods.all() else "bad"
+        raise PolicyFitError(f"every one of the {goods.size} labelled answers is {word}: a "
                              "policy needs both good and bad answers to learn from")
-    scored = ~np.isnan(score)
+    scored = ~np.isnan(scores)
     if not scored.any():
         raise PolicyFitError(
             "no labelled sample has a score: " + (
-                f"the judge scored none of the {good.size} labelled answers; pick a judge "
-                "that scores them" if good.size else "there are no labels to fit on"))
-    score, good = score[scored], good[scored]
+                f"the judge scored none of the {goods.size} labelled answers; pick a judge "
+                "that scores them" if goods.size else "there are no labels to fit on"))
+    scores, goods = scores[scored], goods[scored]
     risk_delta = delta / 2 if beta is not None else delta
-    answer_at, tested, certified, p_value = _answer_threshold(score, ~good, alpha, risk_delta,
+    answer_at, tested, certified, p_value = _answer_threshold(scores, ~goods, alpha, risk_delta,
                                                               starts)
-    withhold_below = answer_at
+    withhold_below: float | None = answer_at
     if beta is not None:
-        withhold_below = _withhold_threshold(score, good, answer_at, beta, delta / 2)
+        withhold_below = _withhold_threshold(scores, goods, answer_at, beta, delta / 2)
     return FittedThresholds(answer_at, withhold_below, tested, certified, p_value)

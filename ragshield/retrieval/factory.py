@@ -7,7 +7,7 @@ from ragshield.errors import OptionError
 from ragshield.retrieval.corpus import Corpus
 from ragshield.retrieval.dense import DenseRetriever
 from ragshield.retrieval.encoding import Embedder, default_embedder
-from ragshield.retrieval.hybrid import HybridRetriever
+from ragshield.retrieval.hybrid import Fusion, HybridRetriever
 from ragshield.types import RetrievalMode
 from ragshield.retrieval.retriever import CorpusRetriever
 from ragshield.retrieval.sparse import BM25Retriever
@@ -38,6 +38,6 @@ def make_retriever(
     if mode == "dense":
         return dense
     if mode in ("hybrid", "rrf"):
-        fusion = "share" if mode == "hybrid" else "rrf"
+        fusion: Fusion = "share" if mode == "hybrid" else "rrf"
         return HybridRetriever(dense, sparse, fusion=fusion, alpha=alpha)
     raise OptionError(f"unknown retrieval mode '{mode}'")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import faiss
 import numpy as np
@@ -18,6 +19,7 @@ def build_dense_index(
 ) -> tuple[faiss.Index, DenseIndexConfig]:
     """The index holding `vectors` (row i gets id i), and the config with `nlist` resolved."""
     count, dim = vectors.shape
+    index: Any  # faiss's stubs type each index class apart, without its own fields
     if config.kind == "flat":
         index = faiss.IndexFlatIP(dim)
     elif config.kind == "hnsw":
@@ -36,10 +38,11 @@ def build_dense_index(
 def search_parameters(
     config: DenseIndexConfig, *, nprobe: int | None = None, ef_search: int | None = None
 ) -> faiss.SearchParameters | None:
+    # faiss's stubs lack IVF's nprobe and the HNSW parameters.
     if config.kind == "ivf":
-        return faiss.SearchParametersIVF(nprobe=nprobe or config.nprobe)
+        return faiss.SearchParametersIVF(nprobe=nprobe or config.nprobe)  # type: ignore
     if config.kind == "hnsw":
-        return faiss.SearchParametersHNSW(efSearch=ef_search or config.ef_search)
+        return faiss.SearchParametersHNSW(efSearch=ef_search or config.ef_search)  # type: ignore
     return None
 
 

@@ -25,9 +25,9 @@ def reorder(passages: Sequence[Passage], scores: Sequence[float | None], reranke
             extra: Sequence[dict[str, Any]] | None = None) -> list[Passage]:
     """Copies of `passages` by descending score (stable). A passage without a score keeps its
     place; the scored ones are sorted among the remaining places."""
-    scored = [i for i, score in enumerate(scores) if score is not None]
+    scored = {i: score for i, score in enumerate(scores) if score is not None}
     order = list(range(len(passages)))
-    for place, i in zip(scored, sorted(scored, key=lambda i: -scores[i])):
+    for place, i in zip(scored, sorted(scored, key=lambda i: -scored[i])):
         order[place] = i
     return [
         replace(passages[i], meta={**passages[i].meta, "reranker": reranker,

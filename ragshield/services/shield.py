@@ -27,7 +27,7 @@ from ragshield.policies.policy import Policy
 from ragshield.services.database import Store, open_store
 from ragshield.services.guarding.guard import ModelGate, call_budget, judge_catalogue, model_turn
 from ragshield.services.learning.policies import get_policy
-from ragshield.services.questions.ask_types import AskRequest, AskResult
+from ragshield.services.questions.ask_types import ASK_DEFAULTS, AskRequest, AskResult
 from ragshield.services.questions.asking import (OpenedModels, PassageFinders, answer_and_judge,
                                                  prepare)
 from ragshield.services.questions.decision_json import decision_json, shown_text
@@ -166,7 +166,7 @@ class Shield:
             question=question, k=k, mode=mode, model=model, judges=_names(judges), rule=rule,
             on_unsupported=on_unsupported, budget_ms=budget_ms, on_budget=on_budget,
             passages=tuple(_passage(p) for p in passages) if passages is not None else None,
-            keep_record=self.record, **({"corpus": corpus} if corpus else {}))
+            keep_record=self.record, corpus=corpus or ASK_DEFAULTS.corpus)
         return self._decide(request)
 
     def policy(self, name: str, version: int | None = None) -> Policy:

@@ -34,7 +34,7 @@ class AccountRecord:
     created_at: datetime
 
 
-def _records() -> Select[tuple[str, str, bool, str, str | None, datetime]]:
+def _records() -> Select[str, str, bool, str, str | None, datetime]:
     return (select(Annotator.name, Account.role, Account.disabled, Account.password_hash,
                    Account.created_by, Account.created_at)
             .join(Annotator, Annotator.id == Account.annotator_id))

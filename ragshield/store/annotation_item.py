@@ -39,9 +39,9 @@ def annotation_item(store: Store, dataset: str, sample_id: str, annotator: str, 
     with store.session() as session:
         row_id = sample_row_id(session, dataset, sample_id)
         person = annotator_id_of(session, annotator)
-        sample = session.scalar(select(Sample).where(Sample.id == row_id)
-                                .options(selectinload(Sample.passages)))
-        dataset_row = session.get(Dataset, sample.dataset_id)
+        sample = session.scalars(select(Sample).where(Sample.id == row_id)
+                                 .options(selectinload(Sample.passages))).one()
+        dataset_row = session.get_one(Dataset, sample.dataset_id)
         run_id = run_for_dataset(session, sample.dataset_id, run_id)
         answer = session.scalar(select(AnswerRow).where(
             AnswerRow.run_id == run_id, AnswerRow.sample_id == row_id,

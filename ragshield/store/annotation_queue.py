@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Literal
 
 from sqlalchemy import ColumnElement, and_, bindparam, exists, func, not_, select
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy.orm import InstrumentedAttribute, Session, aliased
 
 from ragshield.errors import OptionError
 from ragshield.holdout import HOLDOUT_SHARE, in_holdout
@@ -68,14 +68,18 @@ class ValueMix:
                               f"random={self.random}")
 
 
-def _is_current(label: type[Label] | Label) -> ColumnElement[bool]:
+# A sample's row id in a query: Sample.id, or a column of a subquery or alias.
+SampleId = ColumnElement[int] | InstrumentedAttribute[int]
+
+
+def _is_current(label: Any) -> ColumnElement[bool]:  # Label, or an alias of it
     newer = aliased(Label)
     return and_(label.retracted.is_(False), ~exists().where(
         newer.sample_id == label.sample_id, newer.annotator_id == label.annotator_id,
         newer.id > label.id))
 
 
-def _labellers(sample_id: ColumnElement[int] = Sample.id, outer: Any = Sample):
+def _labellers(sample_id: SampleId = Sample.id, outer: Any = Sample):
     """How many annotators hold a current label on the sample (correlated to `outer`)."""
     label = aliased(Label)
     return (select(func.count()).select_from(label)
@@ -83,7 +87,7 @@ def _labellers(sample_id: ColumnElement[int] = Sample.id, outer: Any = Sample):
             .correlate(outer).scalar_subquery())
 
 
-def _open_to(sample_id: ColumnElement[int] = Sample.id, outer: Any = Sample
+def _open_to(sample_id: SampleId = Sample.id, outer: Any = Sample
              ) -> ColumnElement[bool]:
     """Samples that :annotator_id has neither labelled nor skipped and that fewer than
     :overlap annotators hold a current label on."""

@@ -8,12 +8,12 @@ import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Hashable, Iterator, TypeVar
+from typing import Any, Callable, Hashable, Iterator, TypeVar, cast
 
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy import Connection, CursorResult, Engine, Result, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
@@ -43,6 +43,11 @@ class StoreError(UserError, RuntimeError):
 # lost its scheme or a slash); greedy up to the last "@": a password may itself hold one.
 _CREDENTIALS = re.compile(r"(://[^:/@]*):.*@")
 _BARE_CREDENTIALS = re.compile(r"^([^:/@]*):.*@")
+
+
+def changed_rows(result: Result[Any]) -> int:
+    """How many rows an UPDATE or DELETE changed: its cursor's row count."""
+    return cast(CursorResult[Any], result).rowcount
 
 
 def masked(url: str) -> str:

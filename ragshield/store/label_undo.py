@@ -4,7 +4,6 @@ new version (store/labels.py, store/sentence_labels.py), so the history shows ev
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import exists, func, select
@@ -40,21 +39,22 @@ def _undo(store: Store, dataset: str, annotator: str) -> str | None:
             select(Skip, Sample.external_id).join(Sample, Sample.id == Skip.sample_id)
             .where(Sample.dataset_id == dataset_id, Skip.annotator_id == person)
             .order_by(Skip.created_at.desc(), Skip.id.desc()).limit(1)).first()
-        steps: list[tuple[datetime, int, str]] = [
-            (step[0].created_at, kind, step[1]) for kind, step in
-            enumerate((label, sentence, skipped)) if step is not None]
+        steps: dict[int, tuple[Any, str]] = {
+            kind: (step[0], step[1]) for kind, step in enumerate((label, sentence, skipped))
+            if step is not None}
         if not steps:
             return None
         # The newest; on the same moment a skip, then a sentence label, goes first.
-        _, kind, external = max(steps, key=lambda step: (step[0], step[1]))
+        kind = max(steps, key=lambda kind: (steps[kind][0].created_at, kind))
+        row, external = steps[kind]
         if kind == 2:
-            session.delete(skipped[0])
+            session.delete(row)
         elif kind == 1:
-            sentence_labels.revert(session, sentence[0])
-            _one_revert(session, SentenceLabel, sentence[0].id)
+            sentence_labels.revert(session, row)
+            _one_revert(session, SentenceLabel, row.id)
         else:
-            _revert_label(session, label[0])
-            _one_revert(session, Label, label[0].id)
+            _revert_label(session, row)
+            _one_revert(session, Label, row.id)
         return external
 
 
@@ -78,12 +78,14 @@ def _one_revert(session: Session, table: Versioned, row_id: int) -> None:
     """Another undo may have reverted the same row since it was read (its revert then
     became the newest version, so previous_id did not collide): one revert each."""
     session.flush()
-    if session.scalar(select(func.count()).where(table.reverts_id == row_id)) > 1:
+    if (session.scalar(select(func.count()).where(table.reverts_id == row_id)) or 0) > 1:
         raise ConcurrentLabelChangeError(UNDO_RACED)
 
 
 def _revert_label(session: Session, row: Label) -> None:
     before = newest_label(session, row.sample_id, row.annotator_id, before=row.id)
+    newest = newest_label(session, row.sample_id, row.annotator_id)
+    assert newest is not None  # `row` itself, at least
     session.add(Label(
         sample_id=row.sample_id, annotator_id=row.annotator_id, reverts_id=row.id,
         label=before.label if before else row.label,
@@ -91,4 +93,4 @@ def _revert_label(session: Session, row: Label) -> None:
         note=before.note if before else None,
         passages_shown=list(before.passages_shown) if before else [],
         retracted=before.retracted if before else True,
-        previous_id=newest_label(session, row.sample_id, row.annotator_id).id))
+        previous_id=newest.id))

@@ -307,7 +307,7 @@ def skip(store: Store, dataset: str, sample_id: str, annotator: str) -> None:
 
 # -- reading ------------------------------------------------------------------------------
 
-def _current(dataset_id: int, sample: int | None = None) -> Select[tuple[Label]]:
+def _current(dataset_id: int, sample: int | None = None) -> Select[Label]:
     """The current, not retracted, label rows of a dataset's samples (or of one sample)."""
     newest = (
         select(func.max(Label.id).label("label_id"))
@@ -366,11 +366,12 @@ def get_guidelines(store: Store, dataset: str) -> str | None:
 
 def set_guidelines(store: Store, dataset: str, markdown: str) -> None:
     with store.session() as session:
-        row = session.get(Dataset, dataset_id_of(session, dataset))
+        row = session.get_one(Dataset, dataset_id_of(session, dataset))
         row.guidelines, row.guidelines_updated_at = markdown, utcnow()
 
 
-def current_label_table(store: Store, dataset: str | None = None) -> list[tuple[int, str, str]]:
+def current_label_table(store: Store, dataset: str | None = None
+                        ) -> list[tuple[int, str, str | None]]:
     """(sample row id, annotator name, label) for every current label, of one dataset or
     of all: the ratings the agreement statistics take."""
     with store.session() as session:

@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Table, func, insert, select
+from sqlalchemy import FromClause, func, insert, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from ragshield import strict_json
@@ -52,7 +52,7 @@ class Bundle:
     llm_calls: list[dict[str, Any]]
 
 
-def _columns(table: Table) -> list[str]:
+def _columns(table: FromClause) -> list[str]:
     return [column.name for column in table.columns if column.name not in _LOCAL]
 
 

@@ -27,7 +27,7 @@ from sqlalchemy import ColumnElement, update
 from sqlalchemy.exc import SQLAlchemyError
 
 from ragshield.errors import UserError
-from ragshield.store.database import Store
+from ragshield.store.database import Store, changed_rows
 from ragshield.store.models import Run, as_utc, utcnow
 from ragshield.store.run_errors import UnknownRunError
 
@@ -140,8 +140,8 @@ def claim_run(store: Store, run_id: int, me: Owner) -> None:
         claimed = session.execute(
             update(Run).where(Run.id == run_id, _still_gone(holder, now)).values(
                 owner_host=me.host, owner_pid=me.pid, owner_token=me.token,
-                owner_since=now, heartbeat_at=now)).rowcount
-    if claimed != 1:
+                owner_since=now, heartbeat_at=now))
+    if changed_rows(claimed) != 1:
         raise RunHeldError(_refusal(store, run_id))
 
 

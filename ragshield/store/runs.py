@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from ragshield import strict_json
 from ragshield.metrics.judge_disagreement import disagreement
-from ragshield.store.database import Store
+from ragshield.store.database import Store, changed_rows
 from ragshield.store.models import AnswerRow, Dataset, Run, RunFailure, VerdictRow, utcnow
 from ragshield.store.models import Sample as SampleRow
 from ragshield.store.run_errors import UnknownRunError
@@ -203,8 +203,8 @@ def delete_verdicts(store: Store, run_id: int, judges: Collection[str]) -> int:
     recomputes them; returns how many went. Judging again sets each answer's disagreement."""
     with store.session() as session:
         answers = select(AnswerRow.id).where(AnswerRow.run_id == run_id)
-        return session.execute(delete(VerdictRow).where(
-            VerdictRow.answer_id.in_(answers), VerdictRow.judge.in_(list(judges)))).rowcount
+        return changed_rows(session.execute(delete(VerdictRow).where(
+            VerdictRow.answer_id.in_(answers), VerdictRow.judge.in_(list(judges)))))
 
 
 def record_failure(store: Store, run_id: int, sample_id: int, error: str) -> None:

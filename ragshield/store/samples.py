@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import islice
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session, selectinload
@@ -173,7 +173,7 @@ def _iter_batches(store: Store, dataset_id: int, batch_size: int) -> Iterator[tu
     last_id = 0
     while True:
         with store.session() as session:
-            rows: list[Any] = session.scalars(
+            rows: Sequence[Any] = session.scalars(
                 select(SampleRow)
                 .where(SampleRow.dataset_id == dataset_id, SampleRow.id > last_id)
                 .order_by(SampleRow.id)

@@ -193,7 +193,7 @@ class _Import:
     def answer(self, sample: int) -> tuple[str, int | None]:
         """The sample's given answer, else its newest run's answer (text, answer row id)."""
         if sample not in self.answers:
-            row = self.session.get(Sample, sample)
+            row = self.session.get_one(Sample, sample)
             given = row.given_answer.get("text") if isinstance(row.given_answer, dict) else None
             run = latest_run_id(self.session, row.dataset_id)
             answer = self.session.execute(select(AnswerRow.id, AnswerRow.text).where(

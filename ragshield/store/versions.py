@@ -35,11 +35,12 @@ def run_version(store: Store, run_id: int) -> RunVersion:
         verdicts = session.scalar(
             select(func.max(VerdictRow.id)).join(AnswerRow, AnswerRow.id == VerdictRow.answer_id)
             .where(AnswerRow.run_id == run_id))
-        labels = tuple(session.scalar(
+        answer_label, sentence_label = (session.scalar(
             select(func.max(table.id)).join(SampleRow, SampleRow.id == table.sample_id)
             .where(SampleRow.dataset_id == run.dataset_id)) if run.dataset_id else None
             for table in (Label, SentenceLabel))
-    return RunVersion(records=(*answers, verdicts, run.dataset), labels=labels)
+    return RunVersion(records=(*answers, verdicts, run.dataset),
+                      labels=(answer_label, sentence_label))
 
 
 def dataset_version(store: Store, dataset: str) -> tuple[Any, ...]:

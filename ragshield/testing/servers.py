@@ -12,7 +12,7 @@ import time
 import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Any, Iterator, Sequence, cast
 
 
 def free_port() -> int:
@@ -79,7 +79,7 @@ def served_in_thread(app: object, timeout_s: float = 30) -> Iterator[str]:
 
     import uvicorn
 
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=free_port(),
+    server = uvicorn.Server(uvicorn.Config(cast(Any, app), host="127.0.0.1", port=free_port(),
                                            log_level="warning", lifespan="on"))
     thread = threading.Thread(target=server.run, name="served-in-thread", daemon=True)
     thread.start()

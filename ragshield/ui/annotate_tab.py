@@ -606,7 +606,7 @@ def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
 
     def annotate_label(dataset: str, sample_id: str, label: str, note: str, request_id: str,
                        annotator: str, strategy: str = "unlabelled", overlap: int = 1,
-                       request: gr.Request = None) -> dict:
+                       request: gr.Request = None) -> dict:  # type: ignore[assignment]
         """Label a sample, once per request_id. With --auth the login name is the annotator.
         Returns the label stored on the sample and the next sample's id."""
         check_label_call(dataset=dataset, sample_id=sample_id, label=label, note=note,

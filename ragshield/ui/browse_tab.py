@@ -60,7 +60,8 @@ HEAD = ""
 
 # The sample and its badges stay narrow and one line each; question and answer take the rest
 # (cut at CELL_CHARS characters in the table: the case study shows them whole).
-COLUMN_WIDTHS = ["190px", "115px", "105px", "125px", "145px", "140px", "320px", "320px"]
+COLUMN_WIDTHS: list[str | int] = ["190px", "115px", "105px", "125px", "145px", "140px",
+                                  "320px", "320px"]
 CELL_CHARS = 140
 NO_RUN = "No run to browse yet: start one with `python -m ragshield run`."
 PICK_SAMPLE = "Pick a row in the table or type a sample id to see its case study."

@@ -322,7 +322,7 @@ def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
     file_outputs = [file_info, dataset_box, mapping_group, *mapping_boxes, preview_out,
                     plan_out, plan_state, readable_state]
     lists_outputs = [listing_out, dataset_box, manage_box, shown_datasets]
-    private = {"api_visibility": "private"}
+    private: dict[str, Any] = {"api_visibility": "private"}
     gr.on([page.load, tab.select], on_open, shown_datasets, lists_outputs,
           api_name="data_lists", **private)
     gr.on([file_box.change, format_box.input], on_file, file_inputs, file_outputs,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import partial
 from typing import Any, Iterator
 
@@ -26,8 +26,9 @@ from ragshield.services.questions.ask_choices import (ANSWERERS, CONFIGURED_MODE
                                                       LARGER_MODEL, MODEL_CHOICES, MODEL_NOTE,
                                                       corpus_names, judge_choices, packaged_choice,
                                                       rule_choices, sample_choices)
-from ragshield.services.questions.ask_types import (ABSTAIN_FALLBACK, FALLBACKS, LARGER_FALLBACK,
-                                                    NORAG_FALLBACK, AskRequest, Prepared)
+from ragshield.services.questions.ask_types import (ABSTAIN_FALLBACK, ASK_DEFAULTS, FALLBACKS,
+                                                    LARGER_FALLBACK, NORAG_FALLBACK, AskRequest,
+                                                    Prepared)
 from ragshield.services.questions.asking import PassageFinders, answer_and_judge, prepare
 from ragshield.services.questions.demo_examples import DemoExample, demo_request, read_examples
 from ragshield.services.questions.settlement import (MAX_NOISE, RETRIEVAL_MODES, AskInputError,
@@ -52,9 +53,6 @@ ABSTAIN, NORAG, LARGER = ABSTAIN_FALLBACK, NORAG_FALLBACK, LARGER_FALLBACK
 LARGER_NOTE = ("larger-model answer: when the answer is not kept, the packaged larger model "
                f"({LARGER_MODEL}) answers the same question from the same passages, like a "
                "run's switch to a larger model.")
-
-ASK_DEFAULTS = AskRequest()  # the form starts from the service's defaults
-
 
 @dataclass(frozen=True)
 class DemoForm:
@@ -88,6 +86,16 @@ class DemoForm:
                           rule=self.rule or None, fallback=self.fallback,
                           model=packaged_choice(self.model),
                           judge_model=packaged_choice(self.judge_model))
+
+
+# The form's inputs, in this order everywhere: the components, an example's values, on_ask.
+FORM_FIELDS = tuple(field.name for field in fields(DemoForm))
+
+
+def form_values(form: DemoForm) -> list[Any]:
+    """The form's values in the order of its inputs (FORM_FIELDS), as Gradio takes them."""
+    return [list(value) if isinstance(value, tuple) else value
+            for value in (getattr(form, name) for name in FORM_FIELDS)]
 
 
 def _in_background(context: UiContext, prepared: Prepared, asking: Asking) -> None:
@@ -236,6 +244,7 @@ def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
                              elem_id="demo-result")
     build_threshold_panel(context)
 
+    # Its parameters come in FORM_FIELDS' order (the inputs'), before the request.
     async def on_ask(source_value: str, question_text: str, dataset_name: str,
                      sample_id: str | None, corpus_name: str, mode_name: str, k_value: float,
                      noise_value: float, answerer_name: str, judge_names: list[str] | None,
@@ -274,8 +283,12 @@ def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
                 judges, defaults(context.settings, context.store).rule.rule, sources)
         return gr.Dropdown(choices=choices, value=value)
 
-    form_inputs = [source, question, dataset, sample, corpus, mode, k, noise, answerer, judges,
-                   rule, fallback, model, judge_model]
+    components = {"source": source, "question": question, "dataset": dataset,
+                  "sample_id": sample, "corpus": corpus, "mode": mode, "k": k, "noise": noise,
+                  "answerer": answerer, "judges": judges, "rule": rule, "fallback": fallback,
+                  "model": model, "judge_model": judge_model}
+    assert set(components) == set(FORM_FIELDS), "the Demo's inputs must be DemoForm's fields"
+    form_inputs = [components[name] for name in FORM_FIELDS]
     # Ask (or Enter) while a question runs starts the new question at once ("multiple": a
     # click's default, "once", dropped it), which ends the page's earlier one
     # (page_questions.py): only the newest question of a page is shown.
@@ -327,9 +340,10 @@ def example_form(example: DemoExample, settings: Settings) -> list[Any]:
     """The form's values for an example, in the order of the form's inputs: the request the
     example was recorded with (demo_examples.demo_request), so a click replays it."""
     asked = demo_request(example.sample_id, settings, example.noise)
-    return [STORED, "", asked.dataset, asked.sample_id, asked.corpus, asked.mode, asked.k,
-            asked.noise, asked.answerer, list(asked.judges), asked.rule, asked.fallback,
-            CONFIGURED, CONFIGURED]
+    return form_values(DemoForm(
+        source=STORED, dataset=asked.dataset, sample_id=asked.sample_id, corpus=asked.corpus,
+        mode=asked.mode, k=asked.k, noise=asked.noise, answerer=asked.answerer,
+        judges=tuple(asked.judges or ()), rule=asked.rule or "", fallback=asked.fallback))
 
 
 def _example_buttons() -> list[tuple[gr.Button, DemoExample]]:

@@ -7,7 +7,7 @@ plain functions of the UiContext; `build_policy_panel` only wires them."""
 from __future__ import annotations
 
 import base64
-from typing import Any
+from typing import Any, Literal, overload
 
 import gradio as gr
 
@@ -37,6 +37,12 @@ NO_RUN = "No run chosen: pick one at the top of the Dashboard."
 def _png_html(png: bytes, name: str) -> str:
     return (f'<img alt="{esc(name)}" data-figure="{esc(name)}" '
             f'src="data:image/png;base64,{base64.b64encode(png).decode("ascii")}">')
+
+
+@overload
+def _share(value: Any, what: str, optional: Literal[False] = False) -> float: ...
+@overload
+def _share(value: Any, what: str, optional: bool) -> float | None: ...
 
 
 def _share(value: Any, what: str, optional: bool = False) -> float | None:
@@ -155,7 +161,7 @@ def save_html(context: UiContext, run_id: Any, judge: str | None, alpha: Any, de
         if not (name or "").strip():
             raise UserError("Type a name for the policy first.")
         run = _run(run_id)
-        policy = fit_run_policy(context.store, run, judge, name.strip(),
+        policy = fit_run_policy(context.store, run, judge, (name or "").strip(),
                                 alpha=_share(alpha, "alpha"), delta=_share(delta, "delta"),
                                 beta=_share(beta, "beta", optional=True),
                                 tables=context.tables.get(run, "human"))

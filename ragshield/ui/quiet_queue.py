@@ -43,7 +43,7 @@ class QuietQueue(queueing.Queue):
     # Gradio's loops read these before every sleep. Its __init__ assigns fixed values; the
     # setters ignore them (a property with a setter wins over the instance's __dict__).
     @property
-    def sleep_when_free(self) -> float:  # type: ignore[override]
+    def sleep_when_free(self) -> float:
         return IDLE_POLL_S if self.idle else BUSY_POLL_S
 
     @sleep_when_free.setter
@@ -51,7 +51,7 @@ class QuietQueue(queueing.Queue):
         pass
 
     @property
-    def progress_update_sleep_when_free(self) -> float:  # type: ignore[override]
+    def progress_update_sleep_when_free(self) -> float:
         return IDLE_PROGRESS_S if self.idle else BUSY_PROGRESS_S
 
     @progress_update_sleep_when_free.setter

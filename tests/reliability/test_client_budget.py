@@ -20,7 +20,7 @@ from tests.conftest import free_port
 from tests.reliability.fake_openai import Fault, FakeOpenAIServer
 from tests.reliability.scenario import Scenario
 from tests.reliability.test_hostile_requests import environment, serve_args
-from tests.test_cli import ROOT
+from tests.cli_support import ROOT
 
 CALLERS, BUDGET_MS = 16, 300
 # What a client may wait past its budget here: the HTTP exchange and the event loop's work

@@ -23,7 +23,7 @@ import pytest
 
 from tests.conftest import free_port
 from tests.reliability.scenario import Scenario
-from tests.test_cli import ROOT
+from tests.cli_support import ROOT
 
 KEY = "burst-key-" + "x" * 16
 BURST = 120  # calls, 8 at a time: a few seconds of storing on 2 cores

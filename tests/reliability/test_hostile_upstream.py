@@ -23,7 +23,7 @@ from ragshield.store.database import Store, open_store
 from ragshield.store.samples import count_samples, has_dataset
 from tests.reliability.fake_openai import Fault, FakeOpenAIServer
 from tests.reliability.scenario import Scenario
-from tests.test_api import client_for, error_of, judge_body
+from tests.api_support import client_for, error_of, judge_body
 
 KEY = "sk-UPSTREAM-0123456789abcdef"
 MAX_ANSWER_CHARS = 20_000  # as /v1/judge caps its answers

@@ -30,7 +30,7 @@ from ragshield.types import Passage, Sample
 from tests.fakes import ScriptedLLM, ScriptedReply
 from tests.reliability.scale import sized
 from tests.conftest import lane
-from tests.test_cli import ROOT
+from tests.cli_support import ROOT
 
 MB = 5_000_000
 QUESTION = "Which city is named in the last sentence of the second passage?"

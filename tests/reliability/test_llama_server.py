@@ -21,7 +21,7 @@ from tests.reliability.consistency import check_complete_exactly_once, check_sql
 from tests.reliability.scale import sized
 from tests.reliability.secrets_scan import check_no_secret
 from tests.run_helpers import kill_when, llama_server_command, saved_answers
-from tests.test_cli import ROOT
+from tests.cli_support import ROOT
 
 JUDGES = ["trivial", "p_true"]
 KEY = "sk-llama-run-marker-0c41e7"

@@ -27,7 +27,7 @@ from ragshield.store.database import open_store
 from ragshield.store.samples import list_datasets, list_samples
 from ragshield.ui.login_throttle import LIMIT
 from tests.reliability.scenario import Scenario
-from tests.test_app import ENDPOINTS
+from tests.app_support import ENDPOINTS
 from tests.ui_launch import ROOT, PreparedStore
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ from ragshield.retrieval.errors import UnreadableFile
 from ragshield.services.data.datasets import import_file
 from ragshield.store.database import open_store
 from ragshield.store.samples import dataset_names, load_sample
-from tests.test_cli import ROOT
+from tests.cli_support import ROOT
 
 SCENARIO = "Hostile inputs, round 2: deep nesting, non-finite numbers, names, vanishing files"
 pytestmark = pytest.mark.scenario(SCENARIO)

@@ -26,7 +26,7 @@ from ragshield.store.labels import (LabelValueError, RequestIdReusedError, add_a
 from ragshield.store.models import Label
 from ragshield.store.sample_import import import_samples
 from ragshield.types import Passage, Sample
-from tests.test_cli import ROOT, run_cli
+from tests.cli_support import ROOT, run_cli
 
 SAMPLES = [Sample(id=f"s{i}", question=f"q{i}?", passages=[Passage(text=f"p{i}")])
            for i in range(8)]

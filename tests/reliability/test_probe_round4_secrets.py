@@ -33,8 +33,7 @@ from tests.reliability.fake_openai import Fault, FakeOpenAIServer, Request
 from tests.reliability.scenario import Scenario
 from tests.reliability.secrets_scan import files_with, tables_with
 from tests.reliability.test_hostile_upstream import KEY, chat, first_chunk, live, proxy, sse
-from tests.test_api import error_of, judge_body, live_answers
-from tests.test_api_streaming import events, streamed_text
+from tests.api_support import error_of, events, judge_body, live_answers, streamed_text
 
 JUDGE_KEY = "sk-judge-backend-5e1d07c3a9"  # the judges' backend's, RAGSHIELD_OPENAI_API_KEY
 CHAT_JUDGES = ["trivial", "calibration", "intrinsic"]  # judges that chat, with no log-probs

@@ -37,7 +37,7 @@ from tests.fakes import ScriptedLLM, ScriptedReply
 from tests.reliability.consistency import check_complete_exactly_once
 from tests.reliability.fake_openai import Fault, FakeOpenAIServer
 from tests.reliability.scenario import Scenario
-from tests.test_cli import ROOT, first_demo_sample_id
+from tests.cli_support import ROOT, first_demo_sample_id
 
 SIGNALS = "Runs, round 2: SIGTERM, a killed holder, two resumers"
 RULE = "Runs, round 2: the default rule and the chosen judges"

@@ -27,7 +27,7 @@ from tests.reliability.fake_openai import Fault, FakeOpenAIServer
 from tests.reliability.scale import sized
 from tests.reliability.scenario import Scenario
 from tests.run_helpers import kill_when, saved_answers
-from tests.test_cli import ROOT
+from tests.cli_support import ROOT
 
 JUDGES = ["trivial", "p_true"]
 SAMPLES = sized(6, 20)

@@ -27,7 +27,7 @@ from ragshield.store.runs import iter_main_answers, list_runs
 from ragshield.store.samples import count_samples
 from ragshield.testing.replicas import api_replicas
 from tests.reliability.scenario import Scenario
-from tests.test_api import API_GUARD_POLICY
+from tests.api_support import API_GUARD_POLICY
 
 KEY = "replica-key-" + "x" * 16
 CLIENTS = 16

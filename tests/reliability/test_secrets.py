@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from ragshield.cli.app import app
 from tests.reliability.fake_openai import Fault, FakeOpenAIServer, Request
 from tests.reliability.secrets_scan import check_no_secret
-from tests.test_cli import ROOT
+from tests.cli_support import ROOT
 
 KEY = "sk-ragshield-marker-7f3a9c"  # RAGSHIELD_OPENAI_API_KEY: the one used
 OTHER_KEY = "sk-openai-marker-51be2d"  # OPENAI_API_KEY: shadowed, must not appear either

@@ -24,7 +24,7 @@ from tests.reliability.consistency import check_complete_exactly_once
 from tests.reliability.fake_openai import Fault, FakeOpenAIServer, Request
 from tests.reliability.scale import sized
 from tests.reliability.scenario import Scenario
-from tests.test_cli import ROOT
+from tests.cli_support import ROOT
 
 JUDGES = ["trivial", "p_true"]
 DATASET = "toy"

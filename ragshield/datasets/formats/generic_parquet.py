@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Generator, Iterator
 
 from ragshield.datasets.column_mapping import ColumnMapping, mapped_sample, with_defaults
 from ragshield.datasets.errors import DatasetFormatError
@@ -52,7 +52,7 @@ def _plain(path: Path, where: str, column: str, value: Any) -> Any:
     return str(value)  # durations and the like
 
 
-def rows(path: Path) -> Iterator[dict[str, Any]]:
+def rows(path: Path) -> Generator[dict[str, Any], None, None]:
     """The file's rows as they come from pyarrow, a batch at a time."""
     import pyarrow as pa
     import pyarrow.parquet as pq

@@ -102,7 +102,7 @@ def answer_examples(store: Store, dataset: str, run_id: int, reads: Sequence[str
     return examples, from_people
 
 
-def check_counts(examples: list[Example], where: str) -> None:
+def check_counts(examples: Sequence[Labelled | Example], where: str) -> None:
     positive = sum(e.label for e in examples)
     negative = len(examples) - positive
     if min(positive, negative) < MIN_PER_CLASS:

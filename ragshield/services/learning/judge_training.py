@@ -161,6 +161,7 @@ def train_judge(store: Store, settings: Settings, name: str, dataset: str, *,
     _check_request(name, target, kind, run_id, reads, hard_negatives, epochs, llm_grader)
     reader = reads_reader(store, run_id, reads) if reads and run_id is not None else ""
     if target == "answer_ok":
+        assert run_id is not None  # _check_request asks for a run for this target
         grader = configured_grader(settings, store) if llm_grader else None
         examples, from_people = answer_examples(store, dataset, run_id, reads, grader)
     else:

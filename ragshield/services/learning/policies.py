@@ -313,7 +313,7 @@ def policy_watch_table(store: Store, tables: RunTables, human: Callable[[], RunT
     policy applies."""
     rows = []
     policies = _reading(store, tables)
-    human_tables = human() if policies else None
+    human_tables = human() if policies else tables  # read only when a policy applies
     for policy in policies:
         for row in watch_run(human_tables, policy, dataset):
             status = ("no answer to check" if row.risk is None
@@ -338,7 +338,9 @@ def export_policy(store: Store, name: str, version: int | None, path: Path) -> P
     path when it cannot be written)."""
     policy = get_policy(store, name, version)
     text = json.dumps(policy.to_dict(), indent=2) + "\n"
-    write_atomically(path, lambda temporary: temporary.write_text(text, encoding="utf-8"))
+    def write(temporary: Path) -> None:
+        temporary.write_text(text, encoding="utf-8")
+    write_atomically(path, write)
     return policy
 
 

@@ -56,6 +56,10 @@ class AskRequest:
     on_unsupported: str = WITHHOLD
 
 
+# The defaults of an ask, for the faces that fill in what a caller left out.
+ASK_DEFAULTS = AskRequest()
+
+
 class DefaultRule(NamedTuple):
     """The rule that decides where none is named, and why it is the default, in words."""
 

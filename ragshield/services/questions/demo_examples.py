@@ -44,9 +44,9 @@ def demo_request(sample_id: str, settings: Settings, noise: int = 0) -> AskReque
 
 
 def _decision(store: Store, settings: Settings, models: OpenedModels, sample_id: str,
-              noise: int = 0) -> tuple[str, str, float]:
-    """(decision word, answer text, the deciding judge's score: 1 when it has none) of the
-    sample asked with the Demo's defaults."""
+              noise: int = 0) -> tuple[str | None, str, float]:
+    """(decision word, None when undecided; answer text; the deciding judge's score, 1 when
+    it has none) of the sample asked with the Demo's defaults."""
     request = demo_request(sample_id, settings, noise)
     result = ask(store, settings, models, request)
     reads = rule_judges(request.rule or "", request.judges or ())

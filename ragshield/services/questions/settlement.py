@@ -18,8 +18,8 @@ from functools import cache
 from typing import Callable, Sequence, get_args
 
 from ragshield.answerers.registry import ANSWERERS, GIVEN
-from ragshield.config import (DEFAULT_DECISION_RULE, DEFAULT_RULE_REASON,
-                              DEFAULT_RULE_SELF_READ_REASON, SELF_READ_RULE, Settings)
+from ragshield.config import (DEFAULT_DECISION_RULE, DEFAULT_RULE_SELF_READ_REASON,
+                              SELF_READ_RULE, Settings)
 from ragshield.errors import UserError
 from ragshield.fitted_readers import honour_fitted
 from ragshield.judges.judge_readers import SELF, JudgeReaders, answer_model_name, judge_readers
@@ -27,6 +27,7 @@ from ragshield.judges.registry import judge_names, make_judges, quick_judges
 from ragshield.judging import POOLED_RULES, Rule, choose_rule, deciding_first, rule_judges
 from ragshield.llm.packaged_models import LARGER_MODEL, PACKAGED_MODELS
 from ragshield.policies.policy import Policy
+from ragshield.policies.rule_figures import default_rule_reason
 from ragshield.policies.rules import parse_rule, policy_rule
 from ragshield.services.learning.pinned_policy import pinned
 from ragshield.services.questions.ask_types import (FALLBACKS, LARGER_FALLBACK, AskRequest,
@@ -179,7 +180,7 @@ def default_rule(settings: Settings, store: Store | None = None,
         answer_model = answer_model or answering[1]
     if all((readers.reader(judge) or answer_model) == LARGER_MODEL
            for judge in rule_judges(rule, ())):
-        return DefaultRule(rule, DEFAULT_RULE_REASON)
+        return DefaultRule(rule, default_rule_reason())
     return DefaultRule(SELF_READ_RULE, DEFAULT_RULE_SELF_READ_REASON)
 
 
@@ -299,8 +300,8 @@ def rule_reason(rule: Rule, asked: str | None, settings: Settings,
     if note is not None:
         return note
     default = default or default_rule(settings)
-    if isinstance(rule, str):
-        if rule == default.rule:
+    if not isinstance(rule, Policy):  # a rule by name, or a fitted rule that has one
+        if (rule if isinstance(rule, str) else rule.rule) == default.rule:
             return default.reason
         return "chosen for this question" if asked is not None else "the default rule"
     if default.rule in (rule.rule, policy_rule(rule.name, None)):

@@ -155,7 +155,7 @@ def _person_words(samples: pd.DataFrame) -> np.ndarray:
     words = []
     for label, correct in zip(samples["human_label"], samples["human_answer_correct"]):
         said = [str(label)] if isinstance(label, str) else []
-        said += [flags[correct]] if isinstance(correct, (bool, np.bool_)) else []
+        said += [flags[bool(correct)]] if isinstance(correct, (bool, np.bool_)) else []
         words.append(", ".join(said))
     return np.asarray(words, dtype=object)
 
@@ -167,11 +167,11 @@ def build_frame(tables: RunTables, auto_tables: RunTables) -> BrowseFrame:
     rule = str(tables.config.get("rule", ""))
     samples = tables.samples
     if samples.empty:
-        columns = ["sample_id", "question", "answer", DECISION, "decided", "good", "refusal",
+        names = ["sample_id", "question", "answer", DECISION, "decided", "good", "refusal",
                    "unsupported", "sentences", "dissent", "deciding", fold_column(DECISION),
                    *map(keep_column, judges), *map(fold_column, judges),
                    "disagree", "labelled", "person", "human_differs", "text"]
-        return BrowseFrame(tables.run_id, rule, judges, pd.DataFrame(columns=columns))
+        return BrowseFrame(tables.run_id, rule, judges, pd.DataFrame(columns=names))
     codes = keep_codes(tables.verdicts, samples["sample_id"], judges)
     answerable = samples["answer_correct"].fillna(False).astype(bool).to_numpy()
     decision = run_decisions(tables, codes, judges)

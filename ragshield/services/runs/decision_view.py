@@ -104,8 +104,8 @@ def decision_picture(tables: RunTables, series: dict[str, JudgeSeries]) -> Decis
     judges = run_judges(tables)
     codes = keep_codes(tables.verdicts, samples["sample_id"], judges)
     rule = str(tables.config.get("rule") or "")
-    answers = ~samples["refusal"].to_numpy(dtype=bool)  # a refusal shows no answer
-    keep = (run_decisions(tables, codes, judges) == KEPT) & answers
+    answers: np.ndarray = ~samples["refusal"].to_numpy(dtype=bool)  # a refusal shows none
+    keep: np.ndarray = (run_decisions(tables, codes, judges) == KEPT) & answers
     shield, keep_all = shown_answers(keep, good), shown_answers(answers, good)
     rows = [_row(f"the run's rule: {rule}", shield), _row(KEEP_ALL_ROW, keep_all)]
     rows += [_row(judge, shown_answers((codes[:, index] == KEPT) & answers, good))
