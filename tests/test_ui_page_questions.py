@@ -149,3 +149,34 @@ def test_a_click_on_ask_while_a_question_runs_starts_the_new_one(settings) -> No
     asking = next(dep for dep in dependencies if dep.get("api_name") == "demo_ask")
     assert asking["trigger_mode"] == "multiple"
     assert {event for _, event in asking["targets"]} == {"click", "submit"}
+
+
+def test_a_question_to_a_model_server_takes_the_servers_turn_not_the_in_process_lock(
+        settings) -> None:
+    """The Demo takes its turn as the guard does (ModelGate): a served model admits its own
+    share of calls, so a question does not wait on the in-process model's lock."""
+    served = settings.model_copy(update={"judge_model": "self", "backend": "openai",
+                                         "concurrency": 2})
+    store = open_store(served.database_url)
+    import_samples(store, "toy", [Sample(id="q1", question="What is the capital of France?",
+                                         passages=[Passage(text="Paris is the capital.")])])
+    context = UiContext(settings=served, store=store)
+    context.models._opened[None] = ScriptedLLM(
+        respond=lambda messages: ScriptedReply("Answer: Paris\nEvidence: ## Passage-1 ##"))
+    asking = Asking()
+    frames: list[str] = []
+    question = threading.Thread(target=lambda: frames.extend(ask(
+        context, DemoForm(source=STORED, dataset="toy", sample_id="q1", judges=("trivial",),
+                          rule="trivial"), asking=asking)))
+    assert context.model_lock.acquire()  # the in-process model is busy elsewhere
+    try:
+        question.start()
+        question.join(timeout=30)
+        done = not question.is_alive()
+    finally:
+        asking.stop()  # a question left waiting on the lock leaves at its next look
+        context.model_lock.release()
+        question.join(timeout=10)
+        store.close()
+    assert done and not any(WAITING in frame for frame in frames)
+    assert "Done in" in frames[-1]

@@ -102,7 +102,7 @@ def _in_background(context: UiContext, prepared: Prepared, asking: Asking) -> No
     """The model work of one question, reported event by event; always ends with END. A
     question stopped (page_questions.py) ends at its next step."""
     try:
-        with holding(context.model_lock, asking):
+        with holding(context.gate.turn(prepared), asking):
             asking.post("status", "Answering…")
             answer_and_judge(context.store, context.settings, context, prepared, asking.post)
     except QuestionStopped:

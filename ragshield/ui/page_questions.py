@@ -32,6 +32,8 @@ from typing import Any
 
 import anyio.to_thread
 
+from ragshield.services.guarding.guard import Turn
+
 Event = tuple[str, Any]  # (kind, payload), from the model thread to the page
 END = ("end", None)
 WAIT_SLICE_S = 0.2  # how often a question waiting for the model looks whether it was stopped
@@ -69,17 +71,17 @@ class Asking:
 
 
 @contextmanager
-def holding(lock: threading.Lock, asking: Asking) -> Iterator[None]:
-    """The model's lock, for `asking`: waited for in slices (saying so on the page), so that a
-    question stopped while it waits leaves at once."""
-    if not lock.acquire(blocking=False):
+def holding(turn: Turn, asking: Asking) -> Iterator[None]:
+    """The question's turn at the models (ModelGate.turn), for `asking`: waited for in slices
+    (saying so on the page), so that a question stopped while it waits leaves at once."""
+    if not turn.acquire(blocking=False):
         asking.post("status", WAITING)
-        while not lock.acquire(timeout=WAIT_SLICE_S):
+        while not turn.acquire(timeout=WAIT_SLICE_S):
             asking.check()
     try:
         yield
     finally:
-        lock.release()
+        turn.release()
 
 
 class PageQuestions:

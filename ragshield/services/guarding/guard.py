@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 from ragshield.config import Settings
 from ragshield.errors import UserError
@@ -118,6 +118,14 @@ class _NoModels:
 _NO_MODELS = _NoModels()
 
 
+class Turn(Protocol):
+    """A turn at the models: a lock, a semaphore, or always free (ModelGate.turn)."""
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool: ...
+
+    def release(self) -> None: ...
+
+
 class _NoTurn:
     """The turn of an ask that calls no model: always free."""
 
@@ -186,7 +194,7 @@ class ModelGate:
         self.remote = threading.BoundedSemaphore(max(1, settings.concurrency))
         self.backend, self.judge_model = settings.backend, settings.judge_model
 
-    def for_request(self, request: AskRequest) -> Any:
+    def for_request(self, request: AskRequest) -> Turn:
         """A packaged model (chosen to answer or to judge, here or in the settings, or the
         larger-model fallback) runs in process whatever the backend."""
         in_process = (self.backend != "openai" or request.model is not None
@@ -194,7 +202,7 @@ class ModelGate:
                       or request.fallback == LARGER_FALLBACK)
         return self.local if in_process else self.remote
 
-    def turn(self, prepared: Prepared) -> Any:
+    def turn(self, prepared: Prepared) -> Turn:
         """What the ask waits for: its model's lock or semaphore (for_request; the lock too
         when a judge reads from a packaged model, as a policy fitted on its reads does), or
         nothing when it calls no model (a given answer judged by the trivial judge alone)."""
