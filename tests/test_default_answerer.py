@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import pytest
 
+from ragshield.api.schemas import AskBody
 from ragshield.judges.judge_readers import THRESHOLDS, JudgeReaders, answer_model_name
 from ragshield.llm import packaged_models
 from ragshield.llm.packaged_models import LARGER_MODEL, SMALLER_MODEL, default_answer_model
@@ -16,7 +17,8 @@ from ragshield.policies.rule_figures import default_rule_reason
 from ragshield.run_config import RunConfig, RunConfigError, check_config
 from ragshield.services.questions.ask_types import LARGER_FALLBACK, AskRequest
 from ragshield.services.questions.asking import OpenedModels, ask
-from ragshield.services.questions.settlement import AskInputError, default_rule, settle
+from ragshield.services.questions.settlement import (MAX_K, AskInputError, check_request,
+                                                     default_rule, settle)
 from ragshield.services.runs.runs import record_run
 from ragshield.store.runs import get_run
 from ragshield.types import Passage
@@ -92,3 +94,12 @@ def test_a_real_ask_with_nothing_named_answers_and_judges_with_the_1_5b_reading_
     assert reused and min(reused) > 0
     pre_answer = next(v for v in result.judged.verdicts if v.judge == "pre_answer")
     assert pre_answer.details.get("threshold") == THRESHOLDS[LARGER_MODEL]["pre_answer"]
+
+
+@pytest.mark.parametrize("k", [0, MAX_K + 1])
+def test_k_is_bounded_by_one_limit_the_api_and_the_cli_read(k) -> None:
+    with pytest.raises(AskInputError, match=f"k must be from 1 to {MAX_K}"):
+        check_request(replace(QUESTION, k=k))
+    assert [getattr(m, "le") for m in AskBody.model_fields["k"].metadata
+            if hasattr(m, "le")] == [MAX_K]
+    check_request(replace(QUESTION, k=MAX_K))

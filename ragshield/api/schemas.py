@@ -16,10 +16,10 @@ from ragshield.config import MAX_BUDGET_MS
 from ragshield.services.questions.ask_choices import (SMALLER_MODEL, LARGER_MODEL,
                                                       MAX_MODEL_LENGTH, PACKAGED_MODELS, SELF)
 from ragshield.services.questions.ask_types import ASK_DEFAULTS, FALLBACKS
-from ragshield.services.questions.settlement import (MAX_ANSWER_CHARS, MAX_NOISE,
+from ragshield.services.questions.settlement import (MAX_ANSWER_CHARS, MAX_K, MAX_NOISE,
                                                      MAX_QUESTION_CHARS, RETRIEVAL_MODES)
 
-MAX_PASSAGES = 50
+MAX_PASSAGES = MAX_K  # passages given with a call, as many as an ask may retrieve
 MAX_PASSAGE_CHARS = 20_000
 MAX_JUDGES = 30
 MAX_TOKENS = 4_096
@@ -176,7 +176,7 @@ class AskBody(Judging):
     passages: list[PassageIn] | None = Field(default=None, max_length=MAX_PASSAGES)
     corpus: Name | None = None
     mode: str = Field(default=ASK_DEFAULTS.mode, description=" | ".join(RETRIEVAL_MODES))
-    k: StrictInt = Field(default=ASK_DEFAULTS.k, ge=1, le=MAX_PASSAGES)
+    k: StrictInt = Field(default=ASK_DEFAULTS.k, ge=1, le=MAX_K)
     noise: StrictInt = Field(default=ASK_DEFAULTS.noise, ge=0, le=MAX_NOISE)
     answerer: Name | None = Field(default=None,
                                   description="default: RAGSHIELD_ANSWERER, else evidence")

@@ -12,6 +12,7 @@ from ragshield.cli.llm_options import (Backend, BaseUrl, JudgeModel, Model, NoLL
 from ragshield.cli.output import emit_json
 from ragshield.cli.store import opened_store
 from ragshield.services.questions.ask_types import ASK_DEFAULTS
+from ragshield.services.questions.settlement import MAX_K
 from ragshield.types import RetrievalMode, outcome
 
 
@@ -24,7 +25,8 @@ def ask(
                                help="Corpus to retrieve from for --question."),
     retrieval: RetrievalMode = typer.Option(ASK_DEFAULTS.mode, "--retrieval",
                                             help="Retrieval method for --question."),
-    k: int = typer.Option(ASK_DEFAULTS.k, "--k", help="Passages to retrieve for --question."),
+    k: int = typer.Option(ASK_DEFAULTS.k, "--k", min=1, max=MAX_K,
+                          help="Passages to retrieve for --question."),
     noise: int = typer.Option(ASK_DEFAULTS.noise, "--noise",
                               help="Random corpus chunks added to the passages."),
     answerer: Optional[str] = typer.Option(

@@ -40,6 +40,7 @@ from ragshield.types import GivenAnswer, RetrievalMode
 
 RETRIEVAL_MODES: tuple[str, ...] = get_args(RetrievalMode)
 MAX_NOISE = 5
+MAX_K = 50  # passages retrieved for one question: the guard API's bound on passages given too
 MAX_QUESTION_CHARS = 2000
 MAX_ANSWER_CHARS = 20_000  # of an answer given to judge, or an upstream's to pass on
 
@@ -106,8 +107,8 @@ def check_request(request: AskRequest) -> None:
     if request.mode not in RETRIEVAL_MODES:
         raise AskInputError(f"unknown retrieval mode {request.mode!r}; one of "
                             f"{', '.join(RETRIEVAL_MODES)}")
-    if request.k < 1 or not 0 <= request.noise <= MAX_NOISE:
-        raise AskInputError(f"k must be at least 1 and noise between 0 and {MAX_NOISE}")
+    if not 1 <= request.k <= MAX_K or not 0 <= request.noise <= MAX_NOISE:
+        raise AskInputError(f"k must be from 1 to {MAX_K} and noise from 0 to {MAX_NOISE}")
     if request.sample_id is not None and (request.passages is not None
                                           or request.given_answer is not None):
         raise AskInputError("passages and an answer come with a typed question; a stored "
