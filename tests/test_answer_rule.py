@@ -11,6 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from ragshield.judging import decide
+from ragshield.metrics.stacked import stack_features
 from ragshield.policies.answer_rule import (GROUNDED, RULE_FILE, fit_answer_rule,
                                             read_answer_rule)
 from ragshield.types import Verdict
@@ -119,3 +121,23 @@ def test_the_shipped_rule_reads_answerability_and_support():
     assert set(rule.judges) == {"pre_answer", "support"}
     assert 0 < rule.threshold < 1
     assert len(rule.fitted_on) >= 6
+
+
+def test_the_batch_decisions_agree_with_deciding_one_answer_at_a_time():
+    """Browse and the benchmark decide many answers at once (AnswerRule.decisions); the
+    Demo, the guard and a run decide one (judging.decide): the same answer gets the same
+    decision, unscored (undecided), refused (withheld) and short under the floor included."""
+    rule = read_answer_rule()
+    cases = [(pre, support, short, refusal)
+             for pre in (None, 0.2, 0.6, 0.95) for support in (None, 0.3, 0.7, 0.9)
+             for short in (False, True) for refusal in (False, True)]
+    kept, decided = rule.decisions(
+        stack_features({"pre_answer": [c[0] for c in cases],
+                        "support": [c[1] for c in cases]}, {}),
+        np.array([c[2] for c in cases]), np.array([c[3] for c in cases]))
+    for (pre, support, short, refusal), keep, known in zip(cases, kept, decided):
+        read = {"claims": [{"text": "Rollo.", "short_answer": "Rollo", "score": support}]}
+        verdicts = [_verdict("pre_answer", pre),
+                    replace(_verdict("support", support), details=read if short else {})]
+        one = decide(verdicts, rule, refusal=refusal).keep
+        assert one == (bool(keep) if known else None), (pre, support, short, refusal)

@@ -50,13 +50,26 @@ class AnswerRule:
 
     def keep_frame(self, frame: pd.DataFrame) -> np.ndarray:
         """Keep bits of rows holding each judge's score as a column (NaN: not scored) and,
-        where the frame has it, a boolean `short` column (the answer is a short answer)."""
+        where the frame has them, boolean `short` (a short answer) and `refusal` columns."""
         features = stack_features({j: frame[j] for j in self.judges if j in frame}, {})
-        keep = np.nan_to_num(self.score.score_frame(features), nan=-1.0) >= self.threshold
-        if "short" not in frame:
-            return keep
-        return keep & ~self.below_floor(frame["short"].to_numpy(bool),
-                                        frame["support"].to_numpy(float))
+        unset = np.zeros(len(frame), dtype=bool)
+        kept, _ = self.decisions(
+            features, frame["short"].to_numpy(bool) if "short" in frame else unset,
+            frame["refusal"].to_numpy(bool) if "refusal" in frame else unset)
+        return kept
+
+    def decisions(self, features: pd.DataFrame, short: np.ndarray,
+                  refusal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """`decide` on many answers at once, one row of a stack_features frame each: (kept,
+        decided). A row none of the judges scored is undecided; a refusal is withheld, as
+        judging.decide withholds it; a short answer under the floor is withheld."""
+        probability = self.score.score_frame(features)
+        support = (features["support:score"].to_numpy(float) if "support:score" in features
+                   else np.full(len(features), np.nan))
+        decided = ~np.isnan(probability) | refusal
+        kept = ((np.nan_to_num(probability, nan=-1.0) >= self.threshold)
+                & ~self.below_floor(short, support) & ~refusal)
+        return kept, decided
 
     def below_floor(self, short: np.ndarray, support: np.ndarray) -> np.ndarray:
         """Which answers the floor withholds: short ones whose support is under it."""
@@ -75,9 +88,10 @@ class AnswerRule:
         side = "at or above" if keep else "under"
         reason = (f"{GROUNDED}: {parts} combine to {probability:.2f}, {side} the threshold "
                   f"{self.threshold:.2f}{gap}")
-        support = next((v for v in scored if v.judge == "support"), None)
-        if keep and support is not None and support.score is not None and (
-                _read_short(support) and support.score < self.short_floor):
+        # A short answer support could not read is one it did not vouch for: under the floor.
+        support = next((v for v in verdicts if v.judge == "support"), None)
+        if keep and support is not None and _read_short(support) and (
+                support.score is None or support.score < self.short_floor):
             return RuleDecision(False, GROUNDED, f"{reason}; but a short answer is kept only "
                                                  f"at support {self.short_floor:.2f} or more")
         return RuleDecision(keep, GROUNDED, reason)

@@ -120,15 +120,12 @@ def run_decisions(tables: RunTables, codes: np.ndarray, judges: tuple[str, ...])
 def _grounded_codes(tables: RunTables) -> np.ndarray:
     """The grounded rule's decisions from the run's scores (a refusal withheld, a sample none
     of its judges scored undecided), as judging.decide makes them one by one."""
-    grounded, samples = shipped_rule(), tables.samples
-    features = run_features(tables.verdicts, samples["sample_id"])
-    probability = grounded.score.score_frame(features)
-    short = samples["answer"].fillna("").map(answer_is_short).to_numpy(bool)
-    support = (features["support:score"].to_numpy(float) if "support:score" in features
-               else np.full(len(samples), np.nan))
-    kept = (probability >= grounded.threshold) & ~grounded.below_floor(short, support)
-    codes = np.where(np.isnan(probability), UNDECIDED, np.where(kept, KEPT, ABSTAINED))
-    return np.where(samples["refusal"].to_numpy(dtype=bool), ABSTAINED, codes)
+    samples = tables.samples
+    kept, decided = shipped_rule().decisions(
+        run_features(tables.verdicts, samples["sample_id"]),
+        samples["answer"].fillna("").map(answer_is_short).to_numpy(bool),
+        samples["refusal"].to_numpy(dtype=bool))
+    return np.where(~decided, UNDECIDED, np.where(kept, KEPT, ABSTAINED))
 
 
 def _unsupported_sentences(tables: RunTables, sample_ids: pd.Series,
