@@ -57,6 +57,15 @@ def verifier(data: dict[str, Any]) -> str:
             "not shipped")
 
 
+def support_probe(data: dict[str, Any]) -> str:
+    probe, support = data["aurocs"]["probe"], data["aurocs"]["support"]
+    shown = "; ".join(f"{name} {probe[name]:.2f} vs {support[name]:.2f}"
+                      for name in ("attributionbench", "lfqa_verification") if name in probe)
+    better = sum(probe[name] > support[name] for name in probe)
+    return (f"AUROC probe vs support: {shown}; above support on {better} of {len(probe)} "
+            f"sets ({data['training_claims']} training claims): not shipped")
+
+
 def policy_promise(data: dict[str, Any]) -> str:
     rows = [row for row in data["rows"] if row.get("fitted")]
     held = sum(bool(row["held"]) for row in rows)
@@ -96,6 +105,7 @@ QUALITY: list[tuple[str, str, Figure]] = [
     ("support_quality.json", "Support judge, each source held out", support_judge),
     ("sentence_labels.json", "Support judge against people's sentence labels", sentence_labels),
     ("verifier.json", "Trained MiniLM claim verifier, sets held out", verifier),
+    ("support_probe.json", "Probe on the 1.5B's hidden state, sets held out", support_probe),
     ("policy_promise.json", "Policy promise on labels it never saw (demo run)", policy_promise),
 ]
 BENCHMARKS: list[tuple[str, str, Figure]] = [
