@@ -25,7 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench_report import QUALITY_MD, bench_parser, publish  # noqa: E402
-from bench_support import auroc_interval, ba_interval, balanced_accuracy  # noqa: E402
+from bench_support import (auroc_interval, ba_interval, balanced_accuracy,  # noqa: E402
+                           best_threshold)
 from train_verifier import TRAINING_SETS  # noqa: E402
 
 from ragshield.config import Settings  # noqa: E402
@@ -147,10 +148,6 @@ def each_set_left_out(states, rows: np.ndarray, strength: float
     return probe, refitted
 
 
-def best_ba_threshold(labels: np.ndarray, scores: np.ndarray) -> float:
-    return float(max(np.unique(scores), key=lambda t: balanced_accuracy(labels, scores >= t)))
-
-
 def main() -> None:
     parser = bench_parser(__doc__, "support_probe.json", runs=1)
     parser.add_argument("--states", type=Path,
@@ -176,9 +173,9 @@ def main() -> None:
                                                                    states["coverage"][train])])
     support_threshold = JudgeReaders(every="qwen-1.5b").options()["support"]["threshold"]
     scorings = {
-        "probe": (predict(probe, states, measured), best_ba_threshold(labels, scores)),
+        "probe": (predict(probe, states, measured), best_threshold(labels, scores)),
         "refit": (refit(states, train, measured),
-                  best_ba_threshold(labels, refit(states, train, train))),
+                  best_threshold(labels, refit(states, train, train))),
         "support": (present, support_threshold),
     }
     lines, aurocs = table(states, measured, scorings)

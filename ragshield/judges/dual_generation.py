@@ -107,10 +107,9 @@ class DualGenerationJudge(Judge):
                  for d in details]
         found = [(i, rag, norag) for i, (rag, norag) in enumerate(means)
                  if _finite(rag) and _finite(norag)]
-        scored = [i for i, _, _ in found]
         ranked = percentile_scores([rag for _, rag, _ in found], [norag for _, _, norag in found])
         scores: list[float | None] = [None] * len(details)
-        for i, score in zip(scored, ranked):
+        for (i, _, _), score in zip(found, ranked):
             scores[i] = score
         return scores
 

@@ -72,7 +72,8 @@ class AnswerRule:
         return kept, decided
 
     def below_floor(self, short: np.ndarray, support: np.ndarray) -> np.ndarray:
-        """Which answers the floor withholds: short ones whose support is under it."""
+        """Which answers the floor withholds: short ones whose support is under it or
+        unread (NaN: support did not vouch for them)."""
         return short & (np.nan_to_num(support, nan=-1.0) < self.short_floor)
 
     def decide(self, verdicts: Sequence[Verdict]) -> RuleDecision:
@@ -90,8 +91,9 @@ class AnswerRule:
                   f"{self.threshold:.2f}{gap}")
         # A short answer support could not read is one it did not vouch for: under the floor.
         support = next((v for v in verdicts if v.judge == "support"), None)
-        if keep and support is not None and _read_short(support) and (
-                support.score is None or support.score < self.short_floor):
+        if keep and support is not None and self.below_floor(
+                np.array([_read_short(support)]),
+                np.array([np.nan if support.score is None else support.score]))[0]:
             return RuleDecision(False, GROUNDED, f"{reason}; but a short answer is kept only "
                                                  f"at support {self.short_floor:.2f} or more")
         return RuleDecision(keep, GROUNDED, reason)

@@ -313,7 +313,7 @@ def policy_watch_table(store: Store, tables: RunTables, human: Callable[[], RunT
     policy applies."""
     rows = []
     policies = _reading(store, tables)
-    human_tables = human() if policies else tables  # read only when a policy applies
+    human_tables = human() if policies else tables  # `human` read only when a policy applies
     for policy in policies:
         for row in watch_run(human_tables, policy, dataset):
             status = ("no answer to check" if row.risk is None
