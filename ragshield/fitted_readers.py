@@ -12,7 +12,7 @@ from ragshield.config import Settings
 from ragshield.errors import OptionError
 from ragshield.judges.judge_readers import SELF, JudgeReaders
 from ragshield.judges.trained import PREFIX, trained_read_by
-from ragshield.judging import Rule
+from ragshield.decision_rule import Rule
 from ragshield.llm.packaged_models import unknown_embedded_model
 from ragshield.policies.policy import Policy
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator, Protocol, Sequence, Union
-
-import numpy as np
+from typing import Callable, Iterable, Iterator, Sequence
 
 from ragshield.answerers.base import Answerer
 from ragshield.config import DEFAULT_DECISION_RULE, GROUNDED_JUDGES, GROUNDED_RULE
+from ragshield.decision_rule import (POOLED_RULES, NamedRule, PolicyRule, ReadPolicy, Rule,
+                                     ShippedRule, is_fitted, parse_rule_text, rule_judges)
 from ragshield.errors import OptionError
 from ragshield.judge_budget import Budget, ReaderOf, budget_decision, judge_within
 from ragshield.judges.base import COSTS, Judge, cost_for
@@ -23,27 +23,6 @@ from ragshield.judges.registry import known_judge
 from ragshield.llm.base import LLM, serves_at_once
 from ragshield.policies.rules import parse_rule
 from ragshield.types import Answer, GivenAnswer, RuleDecision, Sample, Verdict
-
-POOLED_RULES = ("majority", "all")
-# A judge's keep on one sample as a small integer, for deciding many samples at once;
-# DEFERRED: a policy hands the sample to a person.
-KEPT, ABSTAINED, UNDECIDED, NOT_RUN, DEFERRED = 1, 0, -1, -2, -3
-
-
-class ScoreRule(Protocol):
-    """A rule that decides from verdicts by itself (a fitted policy, ragshield.policies)."""
-
-    @property
-    def rule(self) -> str: ...
-
-    @property
-    def judges(self) -> list[str]: ...
-
-    def decide(self, verdicts: Sequence[Verdict]) -> RuleDecision: ...
-
-
-Rule = Union[str, ScoreRule]
-
 
 @dataclass
 class JudgedSample:
@@ -61,16 +40,6 @@ def judging_order(judges: Sequence[Judge]) -> list[Judge]:
     """Answer-continuing judges, then prefix-sharing ones, then the rest (stable): the order
     that keeps the most of each call's prompt in the model's cache (runs)."""
     return sorted(judges, key=_prefix_group)
-
-
-def rule_judges(rule: Rule, judges: Sequence[str]) -> set[str]:
-    """The judges whose verdicts `rule` reads: its judge, a policy's or the grounded rule's
-    judges, or every one of `judges` for a pooled rule."""
-    if not isinstance(rule, str):
-        return set(rule.judges)
-    if rule == GROUNDED_RULE:
-        return set(GROUNDED_JUDGES)
-    return set(judges) if rule in POOLED_RULES else {rule}
 
 
 def deciding_first(judges: Sequence[Judge], rule: Rule,
@@ -135,55 +104,38 @@ def choose_rule(rule: str | None, judges: Sequence[str],
                                        f"judges; deciding by {POOLED_RULES[0]}")
 
 
-def decide(verdicts: Sequence[Verdict], rule: Rule = DEFAULT_DECISION_RULE,
-           refusal: bool = False) -> RuleDecision:
-    """Apply a decision rule: a judge's name (follow that judge), `all` (keep only if every
-    deciding judge keeps), `majority` (keep if most deciding judges keep) or a policy. A
-    policy withholds a `refusal`, as it was fitted: its promise counts refusals as withheld,
-    whatever score a judge gave them. So does the grounded rule (a refusal is never right in
-    the sets it was fitted on)."""
-    if rule == GROUNDED_RULE:
+def decide(verdicts: Sequence[Verdict], rule: Rule, refusal: bool = False) -> RuleDecision:
+    """Apply a decision rule (decision_rule.py). A fitted rule (the grounded rule, a policy)
+    withholds a `refusal`, as it was fitted: its promise counts refusals as withheld, whatever
+    score a judge gave them (a refusal is never right in the sets it was fitted on)."""
+    if refusal and is_fitted(rule):
+        return RuleDecision(False, rule.rule, "the answer is a refusal: it shows nothing "
+                                              "(withheld, as the rule was fitted)")
+    return rule.decide(verdicts)
+
+
+def resolve(named: NamedRule, read_policy: ReadPolicy | None = None) -> Rule:
+    """The rule that decides for `named`: a fitted one read (the shipped rule from the
+    package, a policy by `read_policy`; ValueError without one)."""
+    if isinstance(named, ShippedRule):
         from ragshield.policies.answer_rule import shipped_rule  # loads the metrics stack
 
-        rule = shipped_rule()
-    if not isinstance(rule, str):
-        if refusal:
-            return RuleDecision(False, rule.rule, "the answer is a refusal: it shows nothing "
-                                                  "(withheld, as the rule was fitted)")
-        return rule.decide(verdicts)
-    deciding = [v for v in verdicts if v.keep is not None]
-    if rule in POOLED_RULES:
-        if not deciding:
-            return RuleDecision(None, rule, "no judge reached a decision")
-        keeps = sum(bool(v.keep) for v in deciding)
-        keep = keeps == len(deciding) if rule == "all" else keeps * 2 > len(deciding)
-        return RuleDecision(keep, rule, f"{keeps} of {len(deciding)} deciding judges keep")
-    chosen = next((v for v in verdicts if v.judge == rule), None)
-    if chosen is None:
-        return RuleDecision(None, rule, f"judge '{rule}' did not run")
-    if chosen.keep is None:
-        return RuleDecision(None, rule, f"judge '{rule}' gave no decision: {chosen.rationale}")
-    return RuleDecision(chosen.keep, rule, f"{rule}: {chosen.rationale}")
+        return shipped_rule()
+    if isinstance(named, PolicyRule):
+        if read_policy is None:
+            raise ValueError(f"rule {named.rule!r}: no store to read the policy from")
+        return read_policy(named)
+    return named
 
 
-def keep_counts(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per row of a sample x judge matrix of keep codes: (how many judges keep, how many
-    reached a decision)."""
-    return (codes == KEPT).sum(axis=1), np.isin(codes, (KEPT, ABSTAINED)).sum(axis=1)
+def rule_of(text: str, read_policy: ReadPolicy | None = None) -> Rule:
+    """`text` parsed and resolved: the rule it names, ready to decide."""
+    return resolve(parse_rule_text(text), read_policy)
 
 
-def decision_codes(codes: np.ndarray, judges: Sequence[str], rule: str) -> np.ndarray:
-    """`decide` on many samples at once. `codes` is a sample x judge matrix of KEPT,
-    ABSTAINED, UNDECIDED or NOT_RUN whose columns are `judges`; the result is KEPT,
-    ABSTAINED or UNDECIDED (the rule cannot decide) per sample."""
-    if rule not in POOLED_RULES:
-        if rule not in judges:
-            return np.full(len(codes), UNDECIDED)
-        column = codes[:, list(judges).index(rule)]
-        return np.where(column == NOT_RUN, UNDECIDED, column)
-    keeps, deciding = keep_counts(codes)
-    keep = keeps == deciding if rule == "all" else keeps * 2 > deciding
-    return np.where(deciding == 0, UNDECIDED, np.where(keep, KEPT, ABSTAINED))
+def default_rule_value() -> Rule:
+    """The shipped default rule, for a caller that names none (a library user, a script)."""
+    return rule_of(DEFAULT_DECISION_RULE)
 
 
 def judge_sample(
@@ -191,7 +143,7 @@ def judge_sample(
     llm: LLM,
     answerer: Answerer,
     judges: Sequence[Judge],
-    rule: Rule = DEFAULT_DECISION_RULE,
+    rule: Rule | None = None,
     on_verdict: Callable[[Verdict], None] | None = None,
     order: Callable[[Sequence[Judge]], list[Judge]] = judging_order,
     reader: ReaderOf | None = None,
@@ -199,30 +151,32 @@ def judge_sample(
     on_decision: Callable[[RuleDecision], None] | None = None,
 ) -> JudgedSample:
     """Generate the base answer once with `llm`, run every judge on it (in `order`), each
-    reading from `reader(judge name)` (default: `llm`), and decide; with a `budget`, from the
-    verdicts in by its deadline (judge_budget.py).
+    reading from `reader(judge name)` (default: `llm`), and decide by `rule` (default: the
+    shipped default rule); with a `budget`, from the verdicts in by its deadline
+    (judge_budget.py).
 
     `on_verdict` is called as each verdict arrives (the UI streams them), `on_decision` once,
     as soon as the verdicts the rule reads are in (the Demo shows the decision while the other
     judges finish; with a budget, at the end).
     """
+    deciding = rule if rule is not None else default_rule_value()
     answer = answerer.answer(sample, llm)
     result = JudgedSample(sample=sample, answer=answer)
     reader = reader or (lambda _judge: llm)
     if budget is not None:
         result.verdicts = judge_within(order(judges), sample, answer, reader, budget,
                                        on_verdict)
-        result.decision = budget_decision(decide(result.verdicts, rule, answer.refusal),
+        result.decision = budget_decision(decide(result.verdicts, deciding, answer.refusal),
                                           result.verdicts, budget)
         if on_decision is not None:
             on_decision(result.decision)
         return result
     def settle() -> None:
-        result.decision = decide(result.verdicts, rule, answer.refusal)
+        result.decision = decide(result.verdicts, deciding, answer.refusal)
         if on_decision is not None:
             on_decision(result.decision)
 
-    waiting = rule_judges(rule, [judge.name for judge in judges])
+    waiting = rule_judges(deciding, [judge.name for judge in judges])
     for judge in order(judges):
         verdict = judge.judge(sample, answer, reader(judge.name))
         result.verdicts.append(verdict)
@@ -248,11 +202,12 @@ def judge_samples(
     llm: LLM,
     answerer: Answerer,
     judges: Sequence[Judge],
-    rule: Rule = DEFAULT_DECISION_RULE,
+    rule: Rule | None = None,
     concurrency: int = 1,
 ) -> Iterator[JudgedSample]:
     """Judge each sample (see judge_sample), yielding results in input order."""
     workers = parallelism(llm, concurrency)
+    rule = rule if rule is not None else default_rule_value()
     if workers == 1:
         for sample in samples:
             yield judge_sample(sample, llm, answerer, judges, rule)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -16,8 +17,9 @@ from ragshield.datasets import load_dataset
 from ragshield.datasets.demo import DEMO_SAMPLES
 from ragshield.judges.builtin import JUDGES
 from ragshield.judges.registry import judge_names, make_judges, quick_judges, unavailable_reason
-from ragshield.judging import (ABSTAINED, KEPT, NOT_RUN, UNDECIDED, decide, decision_codes,
-                               deciding_first, judge_sample, judge_samples, judging_order)
+from ragshield.decision_rule import ABSTAINED, KEPT, NOT_RUN, UNDECIDED
+from ragshield.judging import (decide, deciding_first, judge_sample, judge_samples, judging_order,
+                               rule_of)
 from ragshield.types import Passage, Sample, Verdict
 from tests.fakes import ScriptedLLM, ScriptedReply
 
@@ -46,20 +48,22 @@ def v(judge: str, keep: bool | None) -> Verdict:
     ],
 )
 def test_decision_rules(rule, verdicts, expected):
-    assert decide(verdicts, rule).keep is expected
+    assert decide(verdicts, rule_of(rule)).keep is expected
 
 
 @pytest.mark.parametrize("rule", ["all", "majority", "b", "absent"])
 def test_vectorised_decision_agrees_with_decide(rule):
-    """decision_codes on random verdict sets (each judge keeps, abstains, cannot decide or
-    did not run) gives what decide gives on each set."""
+    """A rule's run_codes on random verdict sets (each judge keeps, abstains, cannot decide
+    or did not run) gives what decide gives on each set."""
     judges = ["a", "b", "c", "d"]
     keeps = {KEPT: True, ABSTAINED: False, UNDECIDED: None}
     codes = np.random.default_rng(14).choice([KEPT, ABSTAINED, UNDECIDED, NOT_RUN],
                                              size=(1000, len(judges)))
-    for row, got in zip(codes, decision_codes(codes, judges, rule)):
+    deciding = rule_of(rule)
+    run = SimpleNamespace(judges=tuple(judges), codes=codes)
+    for row, got in zip(codes, deciding.run_codes(run)):
         keep = decide([v(judge, keeps[code]) for judge, code in zip(judges, row)
-                       if code != NOT_RUN], rule).keep
+                       if code != NOT_RUN], deciding).keep
         assert got == (UNDECIDED if keep is None else KEPT if keep else ABSTAINED), list(row)
 
 
@@ -70,10 +74,10 @@ def test_judges_run_in_cache_friendly_order():
     assert [j.name for j in judging_order(judges)] == [
         "self_consistency", "counterfactual", "trivial", "p_true", "dual_generation"]
     # for a person watching (the Demo): by cost, in that order within a cost
-    assert [j.name for j in deciding_first(judges, "majority")] == [
+    assert [j.name for j in deciding_first(judges, rule_of("majority"))] == [
         "trivial", "p_true", "self_consistency", "counterfactual", "dual_generation"]
     # ... but the judge that decides goes first after the free ones, whatever it costs
-    assert [j.name for j in deciding_first(judges, "counterfactual")] == [
+    assert [j.name for j in deciding_first(judges, rule_of("counterfactual"))] == [
         "trivial", "counterfactual", "p_true", "self_consistency", "dual_generation"]
 
 
@@ -93,7 +97,7 @@ def test_nli_without_a_model_is_reported_unavailable_not_skipped():
 
 def test_the_fast_set_leaves_out_judges_that_cannot_be_built_here():
     assert "nli" in quick_judges()  # cheap, so in the set when the settings are not asked
-    without_model = quick_judges("p_true", Settings(nli_model=None))
+    without_model = quick_judges(["p_true"], Settings(nli_model=None))
     assert "nli" not in without_model and "token_prob" in without_model
     assert without_model[-1] == "p_true"  # the rule's judge comes last, whatever it costs
     assert "nli" in quick_judges(settings=Settings(nli_model="some/nli-model"))
@@ -107,7 +111,7 @@ def test_base_answer_is_generated_once_and_shared():
         ScriptedReply("Yes", top={"Yes": -0.1, "No": -2.5}),  # p_true
     ])
     judged = judge_sample(SAMPLE, llm, make_answerer("evidence"),
-                          make_judges("trivial,p_true", Settings()), rule="p_true")
+                          make_judges("trivial,p_true", Settings()), rule=rule_of("p_true"))
     assert len(llm.seen) == 2
     assert judged.answer.text == "Paris" and judged.answer.evidence == [0]
     assert [x.judge for x in judged.verdicts] == ["trivial", "p_true"]
@@ -122,7 +126,7 @@ def test_the_judges_read_from_their_reader_and_the_answer_keeps_its_own_log_prob
     reader = ScriptedLLM([ScriptedReply("No", top={"Yes": -2.5, "No": -0.1})])  # p_true
     judged = judge_sample(SAMPLE, writer, make_answerer("evidence"),
                           make_judges("token_prob,intrinsic,p_true", Settings()),
-                          rule="p_true",
+                          rule=rule_of("p_true"),
                           reader=lambda judge: reader if judge == "p_true" else writer)
     assert len(writer.seen) == 2 and len(reader.seen) == 1
     assert "Paris" in reader.seen[0][-1]["content"]  # the reader judged the writer's answer
@@ -165,7 +169,8 @@ def test_servers_are_judged_concurrently_in_input_order():
     llm = SlowServerLLM()
     samples = [Sample(id=str(i), question=f"q{i}", passages=[Passage("x")]) for i in range(8)]
     results = list(judge_samples(samples, llm, make_answerer("vanilla"),
-                                 make_judges("trivial", Settings()), "trivial", concurrency=4))
+                                 make_judges("trivial", Settings()), rule_of("trivial"),
+                                 concurrency=4))
     assert [r.answer.text for r in results] == [f"q{i}" for i in range(8)]
     assert llm.peak > 1
 
@@ -174,7 +179,8 @@ def test_in_process_models_are_judged_one_at_a_time():
     llm = SlowServerLLM()
     llm.backend = "llama.cpp"
     samples = [Sample(id=str(i), question=f"q{i}", passages=[Passage("x")]) for i in range(4)]
-    list(judge_samples(samples, llm, make_answerer("vanilla"), [], "trivial", concurrency=4))
+    list(judge_samples(samples, llm, make_answerer("vanilla"), [], rule_of("trivial"),
+                       concurrency=4))
     assert llm.peak == 1
 
 
@@ -231,7 +237,7 @@ def test_a_packaged_reader_judges_the_embedded_models_answer(embedded_llm, model
             monkeypatch.setattr(llm, method, counted)
     judged = judge_sample(short_demo_samples()[0], embedded_llm, make_answerer("evidence"),
                           make_judges("token_prob,pre_answer,p_true", Settings()),
-                          rule="p_true", reader=lambda _judge: reader)
+                          rule=rule_of("p_true"), reader=lambda _judge: reader)
     assert all(v.available and v.error is None for v in judged.verdicts), judged.verdicts
     assert served["writer"] == len(judged.answer.calls) == 1
     assert served["reader"] == sum(v.cost.calls for v in judged.verdicts) >= 2

@@ -21,8 +21,8 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("llm", {"llm"}),  # the call cache lives in the store
     ("retrieval", {"retrieval"}),
     ("answerers and judges", {"answerers", "judges"}),
-    ("engines", {"judging", "judge_budget", "grading", "run_config", "pipeline", "evaluation",
-                 "reports", "label_agreement", "doctor", "verdict_files", "policies",
+    ("engines", {"judging", "decision_rule", "judge_budget", "grading", "run_config", "pipeline",
+                 "evaluation", "reports", "label_agreement", "doctor", "verdict_files", "policies",
                  "fitted_readers"}),
     ("services", {"services"}),
     ("web", {"web"}),  # what the two HTTP faces share

@@ -15,7 +15,7 @@ import ragshield
 
 from ragshield.api.keys import ApiKeyError, read_keys
 from ragshield.config import Settings
-from ragshield.judging import JudgedSample
+from ragshield.judging import JudgedSample, rule_of
 from ragshield.services.questions.redaction import REDACT, WITHHOLD, redaction
 from ragshield.store.database import Store
 from ragshield.types import Answer, Message, Sample, Verdict
@@ -55,10 +55,10 @@ CLAIMS = [(0, 6, True), (7, 14, False), (15, 21, True)]
 
 
 def test_redact_shows_the_supported_sentences_when_the_rule_keeps_what_remains() -> None:
-    done = redaction(judged(CLAIMS, keep=False), "support", REDACT)
+    done = redaction(judged(CLAIMS, keep=False), rule_of("support"), REDACT)
     assert done is not None and done.text == "First. Third." and done.removed == [(7, 14)]
     assert done.decision.keep is True and "without 1 unsupported sentence" in done.decision.reason
-    assert redaction(judged(CLAIMS, keep=False), "support", WITHHOLD) is None
+    assert redaction(judged(CLAIMS, keep=False), rule_of("support"), WITHHOLD) is None
 
 
 @pytest.mark.parametrize("claims, rule, rule_keeps", [
@@ -69,11 +69,12 @@ def test_redact_shows_the_supported_sentences_when_the_rule_keeps_what_remains()
     (CLAIMS, "all", False),
 ])
 def test_redact_leaves_the_decision_alone(claims, rule: str, rule_keeps: bool) -> None:
-    assert redaction(judged(claims, keep=False, rule_keeps=rule_keeps), rule, REDACT) is None
+    assert redaction(judged(claims, keep=False, rule_keeps=rule_keeps), rule_of(rule),
+                     REDACT) is None
 
 
 def test_a_kept_answer_with_an_unsupported_sentence_is_shown_shortened() -> None:
-    done = redaction(judged(CLAIMS, keep=False, rule_keeps=True), "p_true", REDACT)
+    done = redaction(judged(CLAIMS, keep=False, rule_keeps=True), rule_of("p_true"), REDACT)
     assert done is not None and done.text == "First. Third." and done.decision.keep
 
 

@@ -12,7 +12,7 @@ from ragshield.config import DEFAULT_DECISION_RULE
 from ragshield.policies.rule_figures import default_rule_reason
 from ragshield.errors import OptionError
 from ragshield.holdout import in_holdout
-from ragshield.judging import KEPT
+from ragshield.decision_rule import KEPT
 from ragshield.policies.fitting import PERSON, REFERENCE, UNANSWERABLE_FLAG
 from ragshield.policies.policy import Policy
 from ragshield.policies.watch import UNUSED
@@ -152,7 +152,7 @@ def test_the_pin_is_the_default_rule_of_asks_and_runs_until_unpinned(store, sett
     # The judges chosen lack the policy's: the default does not fit, majority decides.
     narrow = prepare(store, settings, AskRequest(sample_id=sample.id, dataset="demo",
                                                  judges=("trivial",), keep_record=False))
-    assert narrow.rule == "majority" and "reads p_true, not among" in narrow.rule_reason
+    assert narrow.rule.rule == "majority" and "reads p_true, not among" in narrow.rule_reason
     # An ask through the models is decided by the pinned policy.
     result = ask(store, settings, FakeModels(ScriptedLLM(respond=world.respond)),
                  AskRequest(sample_id=sample.id, dataset="demo", judges=(JUDGE,),

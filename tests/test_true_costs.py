@@ -11,7 +11,7 @@ from ragshield.config import GROUNDED_JUDGES, GROUNDED_RULE, Settings
 from ragshield.judges.base import cost_for
 from ragshield.judges.builtin import JUDGES
 from ragshield.judges.registry import make_judges, quick_judges
-from ragshield.judging import deciding_first
+from ragshield.judging import deciding_first, rule_of
 from ragshield.services.questions.ask_types import AskRequest
 from ragshield.services.questions.settlement import settle
 from ragshield.types import GivenAnswer, Passage, TokenLogprob
@@ -34,8 +34,8 @@ def test_a_judge_that_continues_the_answer_costs_a_read_for_any_given_answer():
     assert calibration.cost == "cheap" and cost_for(calibration, None) == "cheap"
     assert cost_for(calibration, BARE) == cost_for(calibration, WITH_LOGPROBS) == "moderate"
     assert cost_for(JUDGES["self_consistency"], BARE) == "costly"  # never cheaper than it was
-    assert "calibration" in quick_judges(GROUNDED_RULE)
-    assert "calibration" not in quick_judges(GROUNDED_RULE, given=WITH_LOGPROBS)
+    assert "calibration" in quick_judges(GROUNDED_JUDGES)
+    assert "calibration" not in quick_judges(GROUNDED_JUDGES, given=WITH_LOGPROBS)
 
 
 def test_a_judge_that_quotes_the_answer_is_cheap_for_a_short_one_only():
@@ -43,17 +43,17 @@ def test_a_judge_that_quotes_the_answer_is_cheap_for_a_short_one_only():
     long = GivenAnswer(" ".join(["The Seine flows through Paris and on to the sea."] * 4))
     assert cost_for(p_true, BARE) == cost_for(p_true, None) == "cheap"
     assert cost_for(p_true, long) == "moderate"
-    assert "p_true" in quick_judges(GROUNDED_RULE, given=BARE)
-    assert "p_true" not in quick_judges(GROUNDED_RULE, given=long)
-    assert "p_true" in quick_judges("p_true", given=long)  # the rule reads it
+    assert "p_true" in quick_judges(GROUNDED_JUDGES, given=BARE)
+    assert "p_true" not in quick_judges(GROUNDED_JUDGES, given=long)
+    assert "p_true" in quick_judges(["p_true"], given=long)  # the rule reads it
     assert cost_for(JUDGES["pre_answer"], long) == "cheap"  # it never reads the answer
 
 
 def test_the_quick_set_leaves_it_out_unless_the_rule_reads_it():
-    assert "token_prob" in quick_judges(GROUNDED_RULE, given=WITH_LOGPROBS)
-    bare = quick_judges(GROUNDED_RULE, given=BARE)
+    assert "token_prob" in quick_judges(GROUNDED_JUDGES, given=WITH_LOGPROBS)
+    bare = quick_judges(GROUNDED_JUDGES, given=BARE)
     assert "token_prob" not in bare and set(GROUNDED_JUDGES) <= set(bare)
-    assert "token_prob" in quick_judges("token_prob", given=BARE)  # the rule reads it
+    assert "token_prob" in quick_judges(["token_prob"], given=BARE)  # the rule reads it
 
 
 def test_an_ask_of_a_given_answer_settles_on_the_judges_it_is_quick_for(store, settings):
@@ -70,7 +70,8 @@ def test_an_ask_of_a_given_answer_settles_on_the_judges_it_is_quick_for(store, s
 
 def test_a_budget_asks_the_rules_judges_before_a_token_prob_that_must_read():
     chosen = make_judges("token_prob,pre_answer,support,p_true", Settings())
-    bare = [judge.name for judge in deciding_first(chosen, GROUNDED_RULE, BARE)]
+    bare = [judge.name for judge in deciding_first(chosen, rule_of(GROUNDED_RULE), BARE)]
     assert bare.index("token_prob") > max(bare.index(j) for j in GROUNDED_JUDGES)
-    carried = [judge.name for judge in deciding_first(chosen, GROUNDED_RULE, WITH_LOGPROBS)]
+    carried = [judge.name for judge in deciding_first(chosen, rule_of(GROUNDED_RULE),
+                                                       WITH_LOGPROBS)]
     assert carried.index("token_prob") < min(carried.index(j) for j in GROUNDED_JUDGES)

@@ -14,7 +14,7 @@ import pytest
 from gradio_client import Client
 
 from ragshield.config import Settings
-from ragshield.judging import decide
+from ragshield.judging import decide, rule_of
 from ragshield.pipeline import RunModels, execute_run, start_run
 from ragshield.run_config import RunConfig
 from ragshield.services.runs.browse import (DECISION, BrowseFilters, BrowseFrames, build_frame,
@@ -279,7 +279,8 @@ def test_vectorised_rules_agree_with_judging_decide(shared):
         for sid, word in expected.items():
             mine = verdicts[verdicts["sample_id"] == sid]
             decision = decide([Verdict(judge=j, keep=k)
-                               for j, k in zip(mine["judge"], mine["keep"])], rule)
+                               for j, k in zip(mine["judge"], mine["keep"])],
+                              rule_of(rule))
             assert ("keep" if decision.keep else "abstain") == word
 
 

@@ -14,6 +14,7 @@ import pytest
 
 from ragshield.config import DEFAULT_RULE_SELF_READ_REASON, SELF_READ_RULE, Settings
 from ragshield.datasets.demo import DEMO_DATASET
+from ragshield.judging import rule_of
 from ragshield.judges.calibration import QUESTION as CALIBRATION_QUESTION
 from ragshield.llm.base import CHAT, LLM, LOGPROBS, LLMError
 from ragshield.llm.call_cache import CachedLLM
@@ -507,10 +508,11 @@ def test_the_decision_says_why_its_rule_decides(context):
     default = html.unescape(list(ask(context, request(
         judges=("trivial", "p_true", SELF_READ_RULE), rule=SELF_READ_RULE)))[-1])
     assert f"Why this rule: {DEFAULT_RULE_SELF_READ_REASON[:80]}" in default
-    assert rule_reason("p_true", "p_true", Settings(decision_rule="p_true")) == (
+    assert rule_reason(rule_of("p_true"), "p_true", Settings(decision_rule="p_true")) == (
         "the rule this server is set up with (RAGSHIELD_DECISION_RULE)")
-    assert rule_reason("majority", None, Settings(), "the default rule 'x' is not among the "
-                       "chosen judges; deciding by majority").startswith("the default rule 'x'")
+    assert rule_reason(rule_of("majority"), None, Settings(), "the default rule 'x' is not "
+                       "among the chosen judges; deciding by majority").startswith(
+                           "the default rule 'x'")
 
 
 def test_an_example_fills_the_form_with_the_demo_defaults():

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from ragshield.judges.calibration import QUESTION as CALIBRATION_QUESTION
+from ragshield.services.questions.ask_events import Partial, Status
 from ragshield.store.database import open_store
 from ragshield.store.sample_import import import_samples
 from ragshield.types import Passage, Sample
@@ -41,11 +42,11 @@ def test_a_new_question_of_a_page_stops_its_earlier_one_only() -> None:
 
 def test_a_stopped_question_posts_nothing_more() -> None:
     asking = Asking()
-    asking.post("status", "Answering…")
+    asking.post(Status("Answering…"))
     asking.stop()
     with pytest.raises(QuestionStopped):
-        asking.post("verdict", None)
-    assert [asking.events.get_nowait() for _ in range(2)] == [("status", "Answering…"), END]
+        asking.post(Partial("Paris"))
+    assert [asking.events.get_nowait() for _ in range(2)] == [Status("Answering…"), END]
 
 
 def test_a_question_waiting_for_the_model_says_so_and_leaves_once_stopped() -> None:
@@ -61,7 +62,7 @@ def test_a_question_waiting_for_the_model_says_so_and_leaves_once_stopped() -> N
 
     waiter = threading.Thread(target=wait)
     waiter.start()
-    assert asking.events.get(timeout=5) == ("status", WAITING)
+    assert asking.events.get(timeout=5) == Status(WAITING)
     asking.stop()
     assert left.wait(timeout=2)  # while the model is still held
     waiter.join()

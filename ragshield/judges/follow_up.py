@@ -50,10 +50,9 @@ def ask_answer(
 ) -> Reply:
     """One answer, parsed as answerers parse theirs (final answer, cited passage ids); with
     `top_logprobs`, its tokens and their alternatives too."""
-    extra = {"logprobs": True, "top_logprobs": top_logprobs} if top_logprobs else {}
     completion = llm.chat(messages, purpose=purpose, max_tokens=max_tokens,
-                          temperature=temperature, seed=seed,
-                          **({"stop": stop} if stop else {}), **extra)
+                          temperature=temperature, seed=seed, stop=stop,
+                          logprobs=bool(top_logprobs), top_logprobs=top_logprobs)
     parsed = parse_answer(completion.text, n_passages, wants_evidence=wants_evidence)
     llm.record_parse({"answer": parsed.text, "evidence": parsed.evidence}, parsed.parse_error)
     return Reply(messages, completion.text, parsed, completion.tokens)

@@ -6,9 +6,9 @@ itself (judges/base.py)."""
 from __future__ import annotations
 
 import inspect
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
-from ragshield.config import GROUNDED_JUDGES, GROUNDED_RULE, Settings
+from ragshield.config import Settings
 from ragshield.construct import construct
 from ragshield.errors import OptionError
 from ragshield.judges.base import COSTS, Judge, cost_for
@@ -20,11 +20,11 @@ from ragshield.judges.unavailable import UnavailableJudge
 from ragshield.types import GivenAnswer
 
 
-def quick_judges(rule: str | None = None, settings: Settings | None = None,
+def quick_judges(reads: Sequence[str] = (), settings: Settings | None = None,
                  given: GivenAnswer | None = None) -> list[str]:
     """The judges worth waiting for in a live demo and in front of a live system: every free
-    or cheap one (cheapest first) that `settings` can build, plus the judges that `rule` reads
-    (the judge it names, or the grounded rule's: they decide, whatever they cost). Costs are
+    or cheap one (cheapest first) that `settings` can build, plus the registered judges that
+    the rule `reads` (decision_rule.named_judges: they decide, whatever they cost). Costs are
     for the answer judged (`given`, base.cost_for): token_prob re-reads a given answer that
     came without log-probs, so it is then no quick judge."""
     order = {cost: rank for rank, cost in enumerate(COSTS)}
@@ -32,8 +32,7 @@ def quick_judges(rule: str | None = None, settings: Settings | None = None,
                     if cost_for(cls, given) in ("free", "cheap")
                     and (settings is None or unavailable_reason(name, settings) is None)),
                    key=lambda name: order[cost_for(JUDGES[name], given)])
-    reads = GROUNDED_JUDGES if rule == GROUNDED_RULE else (rule,) if rule in JUDGES else ()
-    return quick + [judge for judge in reads if judge not in quick]
+    return quick + [judge for judge in reads if judge in JUDGES and judge not in quick]
 
 
 def unavailable_reason(name: str, settings: Settings) -> str | None:

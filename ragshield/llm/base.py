@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence, runtime_checkable
+from dataclasses import dataclass
+from typing import Any, Protocol, Sequence, TypedDict, Unpack, runtime_checkable
 
 from ragshield.errors import UserError
 from ragshield.types import Completion, ContinuationScore, Message
@@ -11,6 +12,52 @@ from ragshield.types import Completion, ContinuationScore, Message
 CHAT = "chat"
 LOGPROBS = "logprobs"  # next-token log-probs with top alternatives on chat calls
 SCORE = "score"  # log-probability of a given continuation after given messages
+
+
+class ChatOptions(TypedDict, total=False):
+    """The options of one chat call, as callers name them (ChatParams holds the defaults)."""
+
+    max_tokens: int
+    temperature: float
+    seed: int
+    logprobs: bool  # the log-probs of each generated token, with `top_logprobs` alternatives
+    top_logprobs: int
+    stop: Sequence[str] | None
+
+
+@dataclass(frozen=True)
+class ChatParams:
+    """One chat call's options with their defaults, checked once for every backend."""
+
+    max_tokens: int = 256
+    temperature: float = 0.0
+    seed: int = 0
+    logprobs: bool = False
+    top_logprobs: int = 0
+    stop: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, options: ChatOptions) -> ChatParams:
+        """The params of `options` (TypeError for an unknown one, ValueError for a bad one)."""
+        given: dict[str, Any] = {**options, "stop": tuple(options.get("stop") or ())}
+        params = cls(**given)
+        if params.max_tokens < 1:
+            raise ValueError(f"max_tokens must be at least 1, got {params.max_tokens}")
+        return params
+
+    @property
+    def stops(self) -> list[str]:
+        """The stop strings that can stop anything (an empty one cannot)."""
+        return [stop for stop in self.stop if stop]
+
+    def as_options(self) -> ChatOptions:
+        return ChatOptions(max_tokens=self.max_tokens, temperature=self.temperature,
+                           seed=self.seed, logprobs=self.logprobs,
+                           top_logprobs=self.top_logprobs, stop=self.stop)
+
+    def request(self) -> dict[str, Any]:
+        """The params as the call cache keys them (JSON: the stop strings as a list)."""
+        return {**self.as_options(), "stop": list(self.stop)}
 
 
 class Backed(Protocol):
@@ -51,17 +98,9 @@ class LLM(Protocol):
     @property
     def name(self) -> str: ...
 
-    def chat(
-        self,
-        messages: Sequence[Message],
-        *,
-        max_tokens: int = 256,
-        temperature: float = 0.0,
-        seed: int = 0,
-        logprobs: bool = False,
-        top_logprobs: int = 0,
-        stop: Sequence[str] | None = None,
-    ) -> Completion: ...
+    def chat(self, messages: Sequence[Message], **options: Unpack[ChatOptions]) -> Completion:
+        """A reply to `messages` (options: ChatParams)."""
+        ...
 
     def score(self, prompt_messages: Sequence[Message], continuation: str) -> ContinuationScore: ...
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from typing import Any, Sequence
+from typing import Any, Sequence, Unpack
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
-from ragshield.llm.base import LLM, WrappedLLM
+from ragshield.llm.base import LLM, ChatOptions, ChatParams, WrappedLLM
 from ragshield.store.database import Store
 from ragshield.store.models import LLMCallRow
 from ragshield.types import Completion, ContinuationScore, Message
@@ -60,22 +60,9 @@ class CachedLLM(WrappedLLM):
         except IntegrityError:
             pass  # another worker stored the same call first; both results are equivalent
 
-    def chat(
-        self,
-        messages: Sequence[Message],
-        *,
-        max_tokens: int = 256,
-        temperature: float = 0.0,
-        seed: int = 0,
-        logprobs: bool = False,
-        top_logprobs: int = 0,
-        stop: Sequence[str] | None = None,
-    ) -> Completion:
-        request = {
-            "messages": [dict(m) for m in messages],
-            "max_tokens": max_tokens, "temperature": temperature, "seed": seed,
-            "logprobs": logprobs, "top_logprobs": top_logprobs, "stop": list(stop or []),
-        }
+    def chat(self, messages: Sequence[Message], **options: Unpack[ChatOptions]) -> Completion:
+        params = ChatParams.of(options)
+        request = {"messages": [dict(m) for m in messages], **params.request()}
         key = call_key(self.backend, self.model, "chat", request)
         started = time.perf_counter()
         cached = self._lookup(key)
@@ -85,10 +72,7 @@ class CachedLLM(WrappedLLM):
             completion.cached_prompt_tokens = completion.prompt_tokens
             completion.seconds = time.perf_counter() - started
             return completion
-        completion = self.inner.chat(
-            messages, max_tokens=max_tokens, temperature=temperature, seed=seed,
-            logprobs=logprobs, top_logprobs=top_logprobs, stop=stop,
-        )
+        completion = self.inner.chat(messages, **params.as_options())
         self._save(key, "chat", request, completion.to_dict(), completion.prompt_tokens,
                    completion.completion_tokens, completion.seconds)
         return completion

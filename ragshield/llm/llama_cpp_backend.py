@@ -13,9 +13,10 @@ import atexit
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence, cast
+from typing import TYPE_CHECKING, Any, Sequence, Unpack, cast
 
-from ragshield.llm.base import CHAT, LOGPROBS, SCORE, BackendBase, LLMError
+from ragshield.llm.base import (CHAT, LOGPROBS, SCORE, BackendBase, ChatOptions, ChatParams,
+                                LLMError)
 from ragshield.llm.logprobs import token_logprob
 from ragshield.llm.streaming import text_sink
 from ragshield.types import Completion, ContinuationScore, Message, TokenLogprob
@@ -131,30 +132,22 @@ class LlamaCppLLM(BackendBase):
             )
 
     # -- protocol ------------------------------------------------------------------------
-    def chat(
-        self,
-        messages: Sequence[Message],
-        *,
-        max_tokens: int = 256,
-        temperature: float = 0.0,
-        seed: int = 0,
-        logprobs: bool = False,
-        top_logprobs: int = 0,
-        stop: Sequence[str] | None = None,
-    ) -> Completion:
+    def chat(self, messages: Sequence[Message], **options: Unpack[ChatOptions]) -> Completion:
+        params = ChatParams.of(options)
+        max_tokens = params.max_tokens
         started = time.perf_counter()
         prompt = self._prompt_tokens(messages)
         self._check_window(len(prompt), max_tokens)
-        stops = [s for s in (stop or []) if s]
+        stops = params.stops
         sink = text_sink()
         with self._lock:
             llama = self._llama
             cached = self._cached_prefix(prompt)
-            llama.set_seed(seed)
+            llama.set_seed(params.seed)
             generated: list[int] = []
             finish = "length"
             text = ""
-            for token in llama.generate(prompt, temp=temperature, repeat_penalty=1.0):
+            for token in llama.generate(prompt, temp=params.temperature, repeat_penalty=1.0):
                 if self._is_end(token):
                     finish = "stop"
                     break
@@ -170,11 +163,12 @@ class LlamaCppLLM(BackendBase):
                     break
             text = llama.detokenize(generated).decode("utf-8", errors="ignore")
             tokens = None
-            if logprobs:
+            if params.logprobs:
                 # Row p-1 of the logits predicts the token at position p.
                 tokens = [
                     token_logprob(
-                        llama.scores[len(prompt) + i - 1], tok, top_logprobs, self._token_text
+                        llama.scores[len(prompt) + i - 1], tok, params.top_logprobs,
+                        self._token_text,
                     )
                     for i, tok in enumerate(generated)
                 ]

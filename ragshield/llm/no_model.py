@@ -4,9 +4,9 @@ would load gigabytes, or fail on a server whose model is missing, for nothing.""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Unpack
 
-from ragshield.llm.base import BackendBase, CapabilityError
+from ragshield.llm.base import BackendBase, CapabilityError, ChatOptions
 from ragshield.types import Completion, ContinuationScore
 
 
@@ -21,7 +21,7 @@ class NoModel(BackendBase):
     def name(self) -> str:
         return "no model"
 
-    def chat(self, messages: Any, **params: Any) -> Completion:
+    def chat(self, messages: Any, **options: Unpack[ChatOptions]) -> Completion:
         raise CapabilityError("no model was opened for this ask")
 
     def score(self, prompt_messages: Any, continuation: str) -> ContinuationScore:

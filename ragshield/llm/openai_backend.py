@@ -15,11 +15,12 @@ import time
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from functools import cached_property
-from typing import Any, Callable, Sequence, TypeVar, cast
+from typing import Any, Callable, Sequence, TypeVar, Unpack, cast
 
 import openai
 
-from ragshield.llm.base import CHAT, LOGPROBS, BackendBase, CapabilityError, ServerFailed
+from ragshield.llm.base import (CHAT, LOGPROBS, BackendBase, CapabilityError, ChatOptions,
+                                ChatParams, ServerFailed)
 from ragshield.llm.upstream_scrub import HIDDEN, Scrub, shown_url
 from ragshield.types import Completion, ContinuationScore, Message, TokenLogprob
 
@@ -182,33 +183,24 @@ class OpenAICompatibleLLM(BackendBase):
             return frozenset({CHAT, LOGPROBS})
         return frozenset({CHAT})
 
-    def chat(
-        self,
-        messages: Sequence[Message],
-        *,
-        max_tokens: int = 256,
-        temperature: float = 0.0,
-        seed: int = 0,
-        logprobs: bool = False,
-        top_logprobs: int = 0,
-        stop: Sequence[str] | None = None,
-    ) -> Completion:
-        if max_tokens < 1:
-            raise ValueError("max_tokens must be at least 1")
+    def chat(self, messages: Sequence[Message], **options: Unpack[ChatOptions]) -> Completion:
+        params = ChatParams.of(options)
         extra: dict[str, Any] = {}
-        if logprobs:
+        if params.logprobs:
             self.require(LOGPROBS)
             # At least one alternative: llama.cpp's server returns no log-probs at all
             # when top_logprobs is left out, whatever `logprobs` says.
-            extra = {"logprobs": True, "top_logprobs": max(top_logprobs, 1)}
+            extra = {"logprobs": True, "top_logprobs": max(params.top_logprobs, 1)}
         started = time.perf_counter()
         return self._call(
             "chat completion",
             lambda: self._client.chat.completions.create(
-                model=self.model, messages=cast(Any, list(messages)), max_tokens=max_tokens,
-                temperature=temperature, seed=seed, stop=list(stop) if stop else None, **extra,
+                model=self.model, messages=cast(Any, list(messages)),
+                max_tokens=params.max_tokens, temperature=params.temperature, seed=params.seed,
+                stop=list(params.stop) or None, **extra,
             ),
-            lambda response: self._completion(response, logprobs, time.perf_counter() - started),
+            lambda response: self._completion(response, params.logprobs,
+                                              time.perf_counter() - started),
         )
 
     def _completion(self, response: Any, logprobs: bool, seconds: float) -> Completion:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Sequence, Unpack
 
-from ragshield.llm.base import LLM
+from ragshield.llm.base import LLM, ChatOptions
 from ragshield.types import Completion, ContinuationScore, LLMCall, Message
 
 
@@ -27,7 +27,8 @@ class TracedLLM:
     def name(self) -> str:
         return self.inner.name
 
-    def chat(self, messages: Sequence[Message], *, purpose: str, **params: Any) -> Completion:
+    def chat(self, messages: Sequence[Message], *, purpose: str,
+             **params: Unpack[ChatOptions]) -> Completion:
         completion = self.inner.chat(messages, **params)
         self.calls.append(LLMCall(
             purpose=purpose,

@@ -13,7 +13,7 @@ import inspect
 import threading
 import time
 from pathlib import Path
-from typing import Any, Sequence, cast
+from typing import Any, Sequence, Unpack, cast
 
 import numpy as np
 import torch
@@ -26,7 +26,8 @@ from transformers import (
     StoppingCriteriaList,
 )
 
-from ragshield.llm.base import CHAT, LOGPROBS, SCORE, BackendBase, LLMError
+from ragshield.llm.base import (CHAT, LOGPROBS, SCORE, BackendBase, ChatOptions, ChatParams,
+                                LLMError)
 from ragshield.llm.logprobs import token_logprob
 from ragshield.types import Completion, ContinuationScore, Message, TokenLogprob
 
@@ -141,34 +142,24 @@ class TransformersLLM(BackendBase):
         return logits.detach().float().cpu().numpy()
 
     # -- protocol ------------------------------------------------------------------------
-    def chat(
-        self,
-        messages: Sequence[Message],
-        *,
-        max_tokens: int = 256,
-        temperature: float = 0.0,
-        seed: int = 0,
-        logprobs: bool = False,
-        top_logprobs: int = 0,
-        stop: Sequence[str] | None = None,
-    ) -> Completion:
-        if max_tokens < 1:
-            raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
+    def chat(self, messages: Sequence[Message], **options: Unpack[ChatOptions]) -> Completion:
+        params = ChatParams.of(options)
+        max_tokens, temperature, logprobs = params.max_tokens, params.temperature, params.logprobs
         started = time.perf_counter()
         prompt = self._prompt_ids(messages)
         self._check_window(len(prompt), max_tokens)
-        stops = [s for s in (stop or []) if s]
+        stops = params.stops
         sampling = temperature > 0
-        options: dict[str, object] = {"do_sample": sampling}
+        sampler: dict[str, object] = {"do_sample": sampling}
         if sampling:
-            options.update(temperature=temperature, top_k=0, top_p=1.0)
+            sampler.update(temperature=temperature, top_k=0, top_p=1.0)
         criteria = StoppingCriteriaList(
             [_StopOnStrings(self._tokenizer, len(prompt), stops)] if stops else []
         )
         input_ids = torch.tensor([prompt], device=self.device)
         with self._lock, torch.no_grad():
             if sampling:
-                torch.manual_seed(seed)
+                torch.manual_seed(params.seed)
             out = cast(Any, self._model).generate(
                 input_ids=input_ids,
                 attention_mask=torch.ones_like(input_ids),
@@ -179,7 +170,7 @@ class TransformersLLM(BackendBase):
                 stopping_criteria=criteria,
                 output_logits=logprobs,  # raw rows, kept only when asked for
                 return_dict_in_generate=True,
-                **options,
+                **sampler,
             )
         generated: list[int] = out.sequences[0, len(prompt) :].tolist()
         finish = "length"
@@ -193,7 +184,7 @@ class TransformersLLM(BackendBase):
                 finish = "stop"
         tokens = None
         if logprobs:
-            top_k = min(top_logprobs, len(self._tokenizer))
+            top_k = min(params.top_logprobs, len(self._tokenizer))
             # out.logits[i] is the raw row that predicted generated token i.
             tokens = [
                 token_logprob(self._rows(out.logits[i][0]), tok, top_k, self._token_text)

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ragshield.config import GROUNDED_RULE as GROUNDED
+from ragshield.decision_rule import ABSTAINED, KEPT, UNDECIDED, RunScores
 from ragshield.judges.short_answer import SHORT_SUPPORT_FLOOR
 from ragshield.metrics.stacked import stack_features
 from ragshield.policies.rule_figures import RULE_FILE
@@ -33,7 +34,8 @@ MIN_SET = 20  # answers: a smaller set weighs in the fit as its answers, not as 
 
 @dataclass(frozen=True)
 class AnswerRule:
-    """A fitted score over judges' scores and the threshold it keeps at (judging.ScoreRule)."""
+    """A fitted score over judges' scores and the threshold it keeps at
+    (decision_rule.ScoreRule)."""
 
     score: StackedScore
     threshold: float
@@ -70,6 +72,10 @@ class AnswerRule:
         kept = ((np.nan_to_num(probability, nan=-1.0) >= self.threshold)
                 & ~self.below_floor(short, support) & ~refusal)
         return kept, decided
+
+    def run_codes(self, run: RunScores) -> np.ndarray:
+        kept, decided = self.decisions(run.features(), run.short, run.refusal)
+        return np.where(~decided, UNDECIDED, np.where(kept, KEPT, ABSTAINED))
 
     def below_floor(self, short: np.ndarray, support: np.ndarray) -> np.ndarray:
         """Which answers the floor withholds: short ones whose support is under it or

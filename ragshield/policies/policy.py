@@ -16,7 +16,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 from ragshield.errors import UserError
 from ragshield.judges.judge_readers import SELF
-from ragshield.judging import ABSTAINED, DEFERRED, KEPT, Rule
+from ragshield.decision_rule import ABSTAINED, DEFERRED, KEPT, Rule, RunScores
+from ragshield.judging import rule_of
 from ragshield.policies.risk_control import clopper_pearson
 from ragshield.policies.rules import policy_rule
 from ragshield.policies.stacked_score import STACKED, StackedScore, read_stacked
@@ -206,6 +207,16 @@ class Policy:
     def decision_codes(self, scores: ArrayLike) -> np.ndarray:
         return outcome_codes(scores, self.answer_at, self.withhold_below)
 
+    def run_scores(self, run: RunScores) -> np.ndarray:
+        """The score it decides each answer of a run by: -inf for a refusal, which shows no
+        answer and so is withheld, as the policy was fitted (judging.decide at ask time)."""
+        scores = (self.stacker.score_frame(run.features()) if self.stacker is not None
+                  else run.scores(self.source))
+        return np.where(run.refusal, -np.inf, scores)
+
+    def run_codes(self, run: RunScores) -> np.ndarray:
+        return self.decision_codes(self.run_scores(run))
+
     def to_dict(self, with_samples: bool = True) -> dict[str, Any]:
         """The JSON form; without the calibration sample ids for a run's snapshot (they
         only serve watching, which reads the stored policy)."""
@@ -219,18 +230,20 @@ class Policy:
         return _read_policy(body, where)
 
 
-def config_rule(config: Mapping[str, Any]) -> str | Policy:
+def config_rule(config: Mapping[str, Any]) -> Rule:
     """The rule a stored run decides by: the policy snapshot its config keeps, else its
     `rule`."""
     body = config.get("policy")
-    return Policy.from_dict(body, "run config policy") if body else str(config.get("rule", ""))
+    if body:
+        return Policy.from_dict(body, "run config policy")
+    return rule_of(str(config.get("rule", "")))
 
 
 def rule_fields(rule: Rule) -> dict[str, Any]:
     """The `rule` and `policy` fields of a run config that decides by `rule`."""
     if isinstance(rule, Policy):
         return {"rule": rule.rule, "policy": rule.to_dict(with_samples=False)}
-    return {"rule": str(rule), "policy": None}
+    return {"rule": rule.rule, "policy": None}
 
 
 # ---------------------------------------------------------------------------- reading JSON

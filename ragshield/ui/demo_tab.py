@@ -29,6 +29,8 @@ from ragshield.services.questions.ask_choices import (ANSWERERS, CONFIGURED_MODE
 from ragshield.services.questions.ask_types import (ABSTAIN_FALLBACK, ASK_DEFAULTS, FALLBACKS,
                                                     LARGER_FALLBACK, NORAG_FALLBACK, AskRequest,
                                                     Prepared)
+from ragshield.services.questions.ask_events import (Answered, Decided, FellBack, Judged, Partial,
+                                                     Recorded, Status)
 from ragshield.services.questions.asking import PassageFinders, answer_and_judge, prepare
 from ragshield.services.questions.demo_examples import DemoExample, demo_request, read_examples
 from ragshield.services.questions.settlement import (MAX_NOISE, RETRIEVAL_MODES, AskInputError,
@@ -38,8 +40,8 @@ from ragshield.ui import demo_render
 from ragshield.ui.context import UiContext
 from ragshield.ui.demo_render import AskView
 from ragshield.ui.html_render import message_html
-from ragshield.ui.page_questions import (END, Asking, PageQuestions, QuestionStopped, holding,
-                                         read_in_threads)
+from ragshield.ui.page_questions import (END, Asking, Event, Failed, PageQuestions,
+                                         QuestionStopped, holding, read_in_threads)
 from ragshield.ui.picker_refresh import datasets_unless_shown, shown_choices
 from ragshield.ui.threshold_panel import build_threshold_panel
 
@@ -103,38 +105,39 @@ def _in_background(context: UiContext, prepared: Prepared, asking: Asking) -> No
     question stopped (page_questions.py) ends at its next step."""
     try:
         with holding(context.gate.turn(prepared), asking):
-            asking.post("status", "Answering…")
+            asking.post(Status("Answering…"))
             answer_and_judge(context.store, context.settings, context, prepared, asking.post)
     except QuestionStopped:
         pass  # a newer question of the page took over, or the page cancelled this one
     except Exception as exc:  # handed to the page, which shows it or re-raises it
-        asking.events.put(("error", exc))
+        asking.events.put(Failed(exc))
     finally:
         asking.events.put(END)
 
 
-def _apply(view: AskView, kind: str, payload: Any) -> None:
+def _apply(view: AskView, event: Event) -> None:
     """Update the view with one event of the model thread."""
-    if kind == "status":
-        view.status = payload
-    elif kind == "partial":
-        view.partial = payload
-        view.status = "Writing the answer…"
-    elif kind == "answer":
-        view.answer, view.answer_model = payload
-    elif kind == "verdict":
-        view.verdicts.append(payload)
-    elif kind == "decision":
-        view.decision = payload
-    elif kind == "fallback":
-        view.fallback = payload
-    elif kind == "record":
-        view.record = payload
-    elif kind == "error":
-        if not isinstance(payload, UserError):
-            raise payload
-        view.error = str(payload)
-    if kind in ("answer", "verdict", "decision"):
+    match event:
+        case Status(text):
+            view.status = text
+        case Partial(text):
+            view.partial = text
+            view.status = "Writing the answer…"
+        case Answered(answer, model):
+            view.answer, view.answer_model = answer, model
+        case Judged(verdict):
+            view.verdicts.append(verdict)
+        case Decided(decision):
+            view.decision = decision
+        case FellBack(fallback):
+            view.fallback = fallback
+        case Recorded(record):
+            view.record = record
+        case Failed(error):
+            if not isinstance(error, UserError):
+                raise error
+            view.error = str(error)
+    if isinstance(event, (Answered, Judged, Decided)):
         # The decision comes as soon as the rule's judges are in; the others may still run.
         judging = view.decision is None or len(view.verdicts) < len(view.judges)
         view.status = (f"Judging… {len(view.verdicts)} of {len(view.judges)} judges done"
@@ -165,10 +168,10 @@ def ask(context: UiContext, form: DemoForm, finders: PassageFinders | None = Non
     yield view.html()
     context.jobs.start("question", prepared.sample.id,
                        lambda _job: _in_background(context, prepared, asking))
-    for kind, payload in iter(asking.events.get, END):
+    for event in iter(asking.events.get, END):
         if asking.stopped:
             return
-        _apply(view, kind, payload)
+        _apply(view, event)
         yield view.html()
     if asking.stopped:
         return

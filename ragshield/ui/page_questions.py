@@ -27,15 +27,30 @@ from __future__ import annotations
 import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from queue import Queue
-from typing import Any
+from typing import Union
 
 import anyio.to_thread
 
 from ragshield.services.guarding.guard import Turn
+from ragshield.services.questions.ask_events import AskEvent, Status
 
-Event = tuple[str, Any]  # (kind, payload), from the model thread to the page
-END = ("end", None)
+
+@dataclass(frozen=True)
+class Failed:
+    """The question's thread raised: the page shows a user's error, re-raises any other."""
+
+    error: Exception
+
+
+@dataclass(frozen=True)
+class Ended:
+    """The question's thread is done (or the question was stopped)."""
+
+
+END = Ended()
+Event = Union[AskEvent, Failed, Ended]  # from the model thread to the page
 WAIT_SLICE_S = 0.2  # how often a question waiting for the model looks whether it was stopped
 WAITING = "Waiting for the model: another question is being judged…"
 
@@ -55,10 +70,10 @@ class Asking:
     def stopped(self) -> bool:
         return self._stopped.is_set()
 
-    def post(self, kind: str, payload: Any) -> None:
+    def post(self, event: AskEvent) -> None:
         """Hand the page one step; QuestionStopped once the question was stopped."""
         self.check()
-        self.events.put((kind, payload))
+        self.events.put(event)
 
     def check(self) -> None:
         if self.stopped:
@@ -75,7 +90,7 @@ def holding(turn: Turn, asking: Asking) -> Iterator[None]:
     """The question's turn at the models (ModelGate.turn), for `asking`: waited for in slices
     (saying so on the page), so that a question stopped while it waits leaves at once."""
     if not turn.acquire(blocking=False):
-        asking.post("status", WAITING)
+        asking.post(Status(WAITING))
         while not turn.acquire(timeout=WAIT_SLICE_S):
             asking.check()
     try:

@@ -18,7 +18,7 @@ from ragshield.judges.ioe import read_choice
 from ragshield.judges.readers import (expected_digit, read_confidence_digit, read_marker,
                                       read_probability, read_yes_no, yes_probability)
 from ragshield.judges.registry import make_judges
-from ragshield.judging import judge_sample
+from ragshield.judging import judge_sample, rule_of
 from ragshield.refusal import is_invalid_question, is_refusal
 from ragshield.types import Passage, Sample, TokenLogprob
 from tests.fakes import ScriptedLLM, ScriptedReply
@@ -87,7 +87,7 @@ def test_every_answerer_and_judge_survives_any_reply(scenario):
 
         llm = ScriptedLLM(respond=respond, scores={})
         answerer = answerers[data.draw(st.integers(0, len(answerers) - 1))]
-        result = judge_sample(SAMPLE, llm, answerer, judges, rule="majority")
+        result = judge_sample(SAMPLE, llm, answerer, judges, rule=rule_of("majority"))
         assert isinstance(result.answer.text, str)
         assert all(0 <= i < len(SAMPLE.passages) for i in result.answer.evidence)
         for verdict in result.verdicts:

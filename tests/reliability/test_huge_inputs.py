@@ -21,7 +21,7 @@ from ragshield.config import Settings
 from ragshield.datasets import load_dataset
 from ragshield.judges.builtin import JUDGES
 from ragshield.judges.registry import make_judges
-from ragshield.judging import judge_sample
+from ragshield.judging import judge_sample, rule_of
 from ragshield.pipeline import RunModels, execute_run, start_run
 from ragshield.run_config import RunConfig
 from ragshield.store.runs import answer_records
@@ -61,7 +61,7 @@ def test_a_5mb_passage_fits_the_window_with_the_question_whole(embedded_llm, sce
     n_ctx = embedded_llm._llama.n_ctx()
     for kind, text in PASSAGES.items():
         llm = ScriptedLLM(respond=reply)
-        judge_sample(huge_sample(text), llm, make_answerer("evidence"), judges, rule="all")
+        judge_sample(huge_sample(text), llm, make_answerer("evidence"), judges, rule=rule_of("all"))
         sizes, kept, cut = [], True, True
         for messages, params in zip(llm.seen, llm.params):
             prompt = "\n".join(m["content"] for m in messages)

@@ -14,7 +14,7 @@ from sqlalchemy import select
 from ragshield.answerers.registry import make_answerer
 from ragshield.config import Settings
 from ragshield.judges.registry import make_judges
-from ragshield.judging import judge_sample
+from ragshield.judging import judge_sample, rule_of
 from ragshield.pipeline import RunModels, execute_run, start_run
 from ragshield.run_config import RunConfig
 from ragshield.store.models import AnswerRow, VerdictRow
@@ -66,7 +66,7 @@ def test_injected_text_stays_inside_the_passages_block(scenario):
     for injected in (False, True):
         llm = ScriptedLLM(respond=respond)
         results[injected] = judge_sample(sample("s", injected), llm, make_answerer("evidence"),
-                                         judges, rule="all")
+                                         judges, rule=rule_of("all"))
         prompts[injected] = llm.seen
     clean, dirty = prompts[False], prompts[True]
     scenario.figure("model calls compared", len(dirty))

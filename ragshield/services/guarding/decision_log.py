@@ -19,7 +19,7 @@ from typing import Any
 
 from ragshield.config import Settings
 from ragshield.errors import UserError
-from ragshield.policies.rules import parse_rule
+from ragshield.policies.policy import Policy
 from ragshield.services.guarding.guard import CallContext, Guarded
 from ragshield.store.database import Store
 from ragshield.store.guard_decisions import LoggedDecision, add_decision, read_decisions
@@ -44,8 +44,7 @@ def decision_of(context: CallContext, guarded: Guarded,
     result, record = guarded.result, guarded.result.record
     question = result.prepared.sample.question
     rule = result.prepared.rule
-    rule_name = rule if isinstance(rule, str) else rule.rule
-    policy = parse_rule(rule_name)
+    policy = rule if isinstance(rule, Policy) else None
     return LoggedDecision(
         caller=context.caller, endpoint=context.endpoint,
         question_sha256=question_sha256(question),
@@ -54,8 +53,8 @@ def decision_of(context: CallContext, guarded: Guarded,
         dataset=record.dataset if record is not None else None,
         sample_id=record.sample_id if record is not None else None,
         decision=decision_word(result.judged.decision), kept=result.fallback is None,
-        rule=rule_name, policy_name=policy[0] if policy else None,
-        policy_version=policy[1] if policy else None,
+        rule=rule.rule, policy_name=policy.name if policy else None,
+        policy_version=policy.version if policy else None,
         verdicts=[{"judge": verdict.judge, "keep": verdict.keep, "outcome": verdict.outcome,
                    "score": finite(verdict.score)} for verdict in result.judged.verdicts],
         # The guard's own time: waiting for the model, the upstream, judging, storing.

@@ -22,7 +22,6 @@ from ragshield import strict_json
 from ragshield.errors import OptionError, UserError
 from ragshield.evaluation import RunTables, run_tables
 from ragshield.holdout import HOLDOUT_SHARE, in_holdout
-from ragshield.judging import Rule
 from ragshield.metrics.labels import UNANSWERABLE
 from ragshield.output_files import write_atomically
 from ragshield.policies.fitting import (PERSON, REFERENCE, UNANSWERABLE_FLAG, LabelledScores,
@@ -35,6 +34,7 @@ from ragshield.policies.watch import WatchRow, watch
 from ragshield.reports.tables import fmt
 from ragshield.run_config import RunConfig
 from ragshield.services.learning.pinned_policy import pinned
+from ragshield.services.runs.run_scores import RunView, judge_scores
 from ragshield.store import policies as policy_store
 from ragshield.store.annotation_queue import ValueMix
 from ragshield.store.database import Store
@@ -44,27 +44,9 @@ from ragshield.types import Table
 TRUTH = "human"
 
 
-def judge_scores(tables: RunTables, judge: str) -> np.ndarray:
-    """`judge`'s score on each sample of the run (NaN where it gave none); OptionError when
-    it gave none at all."""
-    verdicts = tables.verdicts[tables.verdicts["judge"] == judge]
-    if verdicts["score"].notna().sum() == 0:
-        scored = sorted(set(tables.verdicts.loc[tables.verdicts["score"].notna(), "judge"]))
-        raise OptionError(f"judge {judge!r} gave no score in run {tables.run_id}; judges "
-                          f"with scores: {', '.join(scored) or 'none'}, or {STACKED}")
-    scores = tables.samples["sample_id"].map(verdicts.set_index("sample_id")["score"])
-    return scores.to_numpy(dtype=float)
-
-
 def policy_scores(tables: RunTables, policy: Policy) -> np.ndarray:
-    """The score `policy` decides each sample of the run by: -inf for a refusal, which shows
-    no answer and so is withheld, as the policy was fitted (judging.decide at ask time)."""
-    if policy.stacker is not None:
-        scores = policy.stacker.score_frame(run_features(tables.verdicts,
-                                                         tables.samples["sample_id"]))
-    else:
-        scores = judge_scores(tables, policy.source)
-    return np.where(tables.samples["refusal"].to_numpy(dtype=bool), -np.inf, scores)
+    """The score `policy` decides each sample of the run by (Policy.run_scores)."""
+    return policy.run_scores(RunView(tables))
 
 
 def truth_sources(samples) -> np.ndarray:
@@ -234,16 +216,6 @@ def check_policy_judges(policy: Policy, judges: Sequence[str]) -> None:
     if missing:
         raise OptionError(f"policy {policy.name!r} decides from the scores of "
                           f"{', '.join(policy.judges)}: add {', '.join(missing)} to the judges")
-
-
-def resolve_rule(store: Store, rule: str, judges: Sequence[str]) -> Rule:
-    """The rule to decide by: the stored policy for a policy rule (its judge must be among
-    `judges`), the rule itself otherwise."""
-    policy = named_policy(store, rule)
-    if policy is None:
-        return rule
-    check_policy_judges(policy, judges)
-    return policy
 
 
 def with_policy(store: Store, config: RunConfig) -> RunConfig:

@@ -14,7 +14,7 @@ import numpy as np
 
 from ragshield.evaluation import RunTables, dataset_labels, run_tables
 from ragshield.holdout import HOLDOUT_SHARE
-from ragshield.judging import KEPT
+from ragshield.decision_rule import KEPT
 from ragshield.policies.fitting import PERSON, REFERENCE, UNANSWERABLE_FLAG
 from ragshield.policies.policy import Policy
 from ragshield.policies.risk_control import PolicyFitError, clopper_pearson

@@ -10,7 +10,8 @@ from ragshield.answerers.registry import ANSWERERS, GIVEN
 from ragshield.config import Settings
 from ragshield.datasets.validation import MAX_MODEL_LENGTH
 from ragshield.judges.builtin import JUDGES
-from ragshield.judging import POOLED_RULES, fitting_rules
+from ragshield.decision_rule import POOLED_RULES
+from ragshield.judging import fitting_rules
 from ragshield.judges.judge_readers import SELF
 from ragshield.llm.packaged_models import SMALLER_MODEL, LARGER_MODEL, PACKAGED_MODELS
 from ragshield.policies.rules import policy_rule

@@ -11,7 +11,8 @@ from ragshield.answerers.base import Answerer
 from ragshield.datasets.demo import DEMO_DATASET
 from ragshield.judges.base import Judge
 from ragshield.judges.judge_readers import JudgeReaders
-from ragshield.judging import JudgedSample, Rule
+from ragshield.decision_rule import Rule
+from ragshield.judging import JudgedSample
 from ragshield.retrieval.demo_corpus import DEMO_CORPUS_NAME
 from ragshield.services.questions.redaction import WITHHOLD, Redaction
 from ragshield.types import Answer, GivenAnswer, Passage, Sample
@@ -76,7 +77,7 @@ class Settlement:
     request: AskRequest  # checked; the API key's defaults merged in
     judges: tuple[Judge, ...]  # built with their readers' thresholds, in deciding order
     readers: JudgeReaders  # the model each judge reads from, fitted judges pinned to theirs
-    rule: Rule  # a rule's name, or the stored policy a policy rule names (read once)
+    rule: Rule  # parsed once, a fitted rule read (the stored policy, the shipped rule)
     rule_note: str | None  # set when the default rule did not fit the judges
     rule_reason: str  # why this rule decides, in words: the page and the API show it
     answerer: str  # the answerer's name (the given-answer one for a given answer)

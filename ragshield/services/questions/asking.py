@@ -12,7 +12,7 @@ import threading
 import zlib
 from collections import OrderedDict
 from dataclasses import replace
-from typing import Any, Callable, Protocol
+from typing import Protocol
 
 from ragshield.answerers.base import Answerer
 from ragshield.answerers.norag import NoRagAnswerer
@@ -28,6 +28,8 @@ from ragshield.llm.traced import TracedLLM
 from ragshield.retrieval.demo_corpus import open_corpus
 from ragshield.retrieval.noise import inject_noise
 from ragshield.retrieval.passage_finder import PassageFinder
+from ragshield.services.questions.ask_events import (Answered, Decided, FellBack, Judged, Partial,
+                                                     Post, Recorded)
 from ragshield.services.questions.ask_types import (LARGER_FALLBACK, NORAG_FALLBACK,
                                                     AskRequest, AskResult, Fallback, Prepared,
                                                     Settlement)
@@ -130,11 +132,6 @@ def _sample(store: Store, settings: Settings, request: AskRequest,
     return sample, source
 
 
-# (event, payload): "partial" (the answer so far), "answer", "verdict", "decision",
-# "fallback", "record"
-Post = Callable[[str, Any], None]
-
-
 def fallback_for(models: Models, strategy: str, sample: Sample, answerer: Answerer,
                  main: LLM) -> Fallback:
     """What replaces an answer that was not kept."""
@@ -147,7 +144,7 @@ def fallback_for(models: Models, strategy: str, sample: Sample, answerer: Answer
 
 
 class _Reporting(Answerer):
-    """Posts the answer's text as the model writes it ("partial", where the backend streams)
+    """Posts the answer's text as the model writes it (Partial, where the backend streams)
     and the base answer as soon as it exists (judge_sample reports only verdicts)."""
 
     def __init__(self, inner: Answerer, post: Post, model: str) -> None:
@@ -156,9 +153,9 @@ class _Reporting(Answerer):
         self.name = inner.name  # type: ignore[misc]
 
     def answer(self, sample: Sample, llm: LLM) -> Answer:
-        with streaming_to(lambda text: self.post("partial", text)):
+        with streaming_to(lambda text: self.post(Partial(text))):
             answer = self.inner.answer(sample, llm)
-        self.post("answer", (answer, self.model))
+        self.post(Answered(answer, self.model))
         return answer
 
     def generate(self, sample: Sample, llm: TracedLLM) -> Answer:
@@ -171,7 +168,7 @@ def answer_and_judge(store: Store, settings: Settings, models: Models, prepared:
     fallback, the packaged larger model answers when the first answer is withheld (the
     switch of a run). A model is opened only when the ask needs one (Prepared.needs_model);
     the caller serialises calls to an in-process model."""
-    post = post or (lambda _kind, _payload: None)
+    post = post or (lambda _event: None)
     request = prepared.request
     main: LLM = models.llm(request.model) if prepared.needs_model else NoModel()
     # Each reader opened before the judges start, so that no budget pays for its loading.
@@ -182,22 +179,22 @@ def answer_and_judge(store: Store, settings: Settings, models: Models, prepared:
         return readers.get(prepared.readers.reader(judge) or "", main)
     judged = judge_sample(prepared.sample, main, _Reporting(prepared.answerer, post, main.name),
                           prepared.judges, prepared.rule,
-                          on_verdict=lambda verdict: post("verdict", verdict),
+                          on_verdict=lambda verdict: post(Judged(verdict)),
                           order=list,  # prepare's order: deciding_first
                           reader=reader, budget=budget,
-                          on_decision=lambda decision: post("decision", decision))
+                          on_decision=lambda decision: post(Decided(decision)))
     result = AskResult(prepared, judged, main.name)
     result.redaction = redaction(judged, prepared.rule, request.on_unsupported)
     if result.redaction is not None:
         judged.decision = result.redaction.decision
-        post("decision", judged.decision)
+        post(Decided(judged.decision))
     if decision_word(judged.decision) != KEEP:
         result.fallback = fallback_for(models, request.fallback, prepared.sample,
                                        prepared.answerer, main)
-        post("fallback", result.fallback)
+        post(FellBack(result.fallback))
     if request.keep_record:
         result.record = keep_asked(store, settings, result)
-        post("record", result.record)
+        post(Recorded(result.record))
     return result
 
 

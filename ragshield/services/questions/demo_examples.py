@@ -13,7 +13,7 @@ from typing import Iterable
 
 from ragshield.config import Settings
 from ragshield.datasets.demo import DEMO_DATASET, DEMO_EXAMPLES
-from ragshield.judging import rule_judges
+from ragshield.decision_rule import rule_judges
 from ragshield.metrics.correctness import is_correct
 from ragshield.services.questions.ask_types import AskRequest
 from ragshield.services.questions.asking import OpenedModels, ask
@@ -49,7 +49,7 @@ def _decision(store: Store, settings: Settings, models: OpenedModels, sample_id:
     it has none) of the sample asked with the Demo's defaults."""
     request = demo_request(sample_id, settings, noise)
     result = ask(store, settings, models, request)
-    reads = rule_judges(request.rule or "", request.judges or ())
+    reads = rule_judges(result.prepared.rule, request.judges or ())
     scores = [v.score for v in result.judged.verdicts if v.judge in reads and v.score is not None]
     return (decision_word(result.judged.decision), result.judged.answer.text or "",
             min(scores, default=1.0))

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ragshield.judging import JudgedSample, Rule, decide
+from ragshield.decision_rule import Rule
+from ragshield.judging import JudgedSample, decide
 from ragshield.services.questions.claim_marks import (SUPPORT, ClaimMark, claim_marks, redacted,
                                                       unsupported)
 from ragshield.types import KEEP, RuleDecision, decision_word

@@ -24,11 +24,13 @@ from ragshield.errors import UserError
 from ragshield.fitted_readers import honour_fitted
 from ragshield.judges.judge_readers import SELF, JudgeReaders, answer_model_name, judge_readers
 from ragshield.judges.registry import judge_names, make_judges, quick_judges
-from ragshield.judging import POOLED_RULES, Rule, choose_rule, deciding_first, rule_judges
+from ragshield.decision_rule import (POOLED_RULES, Pooled, PolicyRule, Rule, named_judges,
+                                     parse_rule_text, rule_judges)
+from ragshield.judging import choose_rule, deciding_first, resolve
 from ragshield.llm.packaged_models import LARGER_MODEL, PACKAGED_MODELS
 from ragshield.policies.policy import Policy
 from ragshield.policies.rule_figures import default_rule_reason
-from ragshield.policies.rules import parse_rule, policy_rule
+from ragshield.policies.rules import policy_rule
 from ragshield.services.learning.pinned_policy import pinned
 from ragshield.services.questions.ask_types import (FALLBACKS, LARGER_FALLBACK, AskRequest,
                                                     DefaultRule, Settlement)
@@ -44,7 +46,7 @@ MAX_K = 50  # passages retrieved for one question: the guard API's bound on pass
 MAX_QUESTION_CHARS = 2000
 MAX_ANSWER_CHARS = 20_000  # of an answer given to judge, or an upstream's to pass on
 
-ReadPolicy = Callable[[str], Policy]  # a `policy:` rule -> its stored policy
+ReadPolicy = Callable[[PolicyRule], Policy]  # a `policy:` rule -> its stored policy
 
 
 class AskInputError(UserError, ValueError):
@@ -179,8 +181,10 @@ def default_rule(settings: Settings, store: Store | None = None,
         answering = _answering(AskRequest(), settings)
         readers = readers or ask_readers(AskRequest(), settings, answering)
         answer_model = answer_model or answering[1]
+    named = parse_rule_text(rule)
+    assert not isinstance(named, PolicyRule)  # the shipped default names no stored policy
     if all((readers.reader(judge) or answer_model) == LARGER_MODEL
-           for judge in rule_judges(rule, ())):
+           for judge in rule_judges(named, ())):
         return DefaultRule(rule, default_rule_reason())
     return DefaultRule(SELF_READ_RULE, DEFAULT_RULE_SELF_READ_REASON)
 
@@ -190,10 +194,10 @@ def _policy_reader(store: Store) -> ReadPolicy:
     settlement (UnknownPolicyError when it is not stored)."""
 
     @cache
-    def read(rule: str) -> Policy:
+    def read(rule: PolicyRule) -> Policy:
         from ragshield.services.learning.policies import named_policy  # loads the metrics stack
 
-        policy = named_policy(store, rule)
+        policy = named_policy(store, rule.rule)
         assert policy is not None, rule  # only policy rules are read
         return policy
     return read
@@ -202,11 +206,11 @@ def _policy_reader(store: Store) -> ReadPolicy:
 def _stored_judges(rule: str, read: ReadPolicy | None) -> tuple[str, ...] | None:
     """The judges of the stored policy that `rule` names: none for another rule or without a
     store (`read`), None when it is not stored."""
-    parsed = parse_rule(rule)  # a malformed policy rule is an error, store or not
-    if read is None or parsed is None:
+    named = parse_rule_text(rule)  # a malformed policy rule is an error, store or not
+    if read is None or not isinstance(named, PolicyRule):
         return ()
     try:
-        return tuple(read(rule).judges)
+        return tuple(read(named).judges)
     except UnknownPolicyError:
         return None
 
@@ -215,7 +219,7 @@ def _default_judges(settings: Settings, rule: str, read: ReadPolicy | None,
                     given: GivenAnswer | None = None) -> tuple[str, ...]:
     """The quick judges of `rule` for the answer judged (`given`: registry.quick_judges),
     and a stored policy's judges."""
-    judges = quick_judges(rule, settings, given)
+    judges = quick_judges(named_judges(parse_rule_text(rule)), settings, given)
     judges += [judge for judge in _stored_judges(rule, read) or () if judge not in judges]
     return tuple(judges)
 
@@ -270,25 +274,26 @@ def settle_rule(store: Store, rule: str | None, judges: Sequence[str],
 
 def _settled_rule(rule: str | None, judges: Sequence[str], default: DefaultRule,
                   read: ReadPolicy) -> tuple[Rule, str | None]:
-    """The rule `judges` decide by, a policy rule read into its stored policy, and the note
-    to show when the default did not fit them: `rule` when given, else `default` where it
-    fits (a policy fits when the judges it reads are among `judges`), else majority."""
-    parsed = parse_rule(default.rule) if rule is None else None
-    if parsed is None:
-        choice = choose_rule(rule, judges, default.rule)
-        if parse_rule(choice.rule) is None:
-            return choice.rule, choice.note
-        from ragshield.services.learning.policies import check_policy_judges
-
-        policy = read(choice.rule)
-        check_policy_judges(policy, judges)
+    """The rule `judges` decide by, parsed once and a fitted rule read (a policy from the
+    store, the grounded rule from the package), and the note to show when the default did not
+    fit them: `rule` when given, else `default` where it fits (a policy fits when the judges
+    it reads are among `judges`), else majority."""
+    if rule is None and isinstance(named := parse_rule_text(default.rule), PolicyRule):
+        policy = read(named)
+        missing = [judge for judge in policy.judges if judge not in judges]
+        if missing:
+            return Pooled(POOLED_RULES[0]), (
+                f"the default rule {default.rule!r} reads {', '.join(missing)}, not among the "
+                f"chosen judges; deciding by {POOLED_RULES[0]}")
         return policy, None
-    policy = read(default.rule)
-    missing = [judge for judge in policy.judges if judge not in judges]
-    if missing:
-        return POOLED_RULES[0], (f"the default rule {default.rule!r} reads "
-                                 f"{', '.join(missing)}, not among the chosen judges; "
-                                 f"deciding by {POOLED_RULES[0]}")
+    choice = choose_rule(rule, judges, default.rule)
+    named = parse_rule_text(choice.rule)
+    if not isinstance(named, PolicyRule):
+        return resolve(named), choice.note
+    from ragshield.services.learning.policies import check_policy_judges
+
+    policy = read(named)
+    check_policy_judges(policy, judges)
     return policy, None
 
 
@@ -301,8 +306,8 @@ def rule_reason(rule: Rule, asked: str | None, settings: Settings,
     if note is not None:
         return note
     default = default or default_rule(settings)
-    if not isinstance(rule, Policy):  # a rule by name, or a fitted rule that has one
-        if (rule if isinstance(rule, str) else rule.rule) == default.rule:
+    if not isinstance(rule, Policy):  # a rule by name, or the shipped rule
+        if rule.rule == default.rule:
             return default.reason
         return "chosen for this question" if asked is not None else "the default rule"
     if default.rule in (rule.rule, policy_rule(rule.name, None)):

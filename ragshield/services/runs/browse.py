@@ -20,19 +20,14 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from ragshield.config import GROUNDED_RULE
 from ragshield.errors import UserError
 from ragshield.evaluation import RunTables
-from ragshield.judges.short_answer import answer_is_short
-from ragshield.judging import (ABSTAINED, DEFERRED, KEPT, NOT_RUN, UNDECIDED, decision_codes,
-                               keep_counts)
+from ragshield.decision_rule import ABSTAINED, DEFERRED, KEPT, NOT_RUN, UNDECIDED, keep_counts
 from ragshield.metrics.labels import ANSWERABLE, UNANSWERABLE, awf_truth
 from ragshield.metrics.risk import FOLDS
-from ragshield.policies.answer_rule import shipped_rule
-from ragshield.policies.policy import DEFER, Policy, config_rule
-from ragshield.policies.stacked_score import run_features
-from ragshield.services.learning.policies import policy_scores
+from ragshield.policies.policy import DEFER, config_rule
 from ragshield.services.questions.claim_marks import SUPPORT, claim_marks, unsupported
+from ragshield.services.runs.run_scores import RunView
 from ragshield.services.runs.run_tables import RunTablesCache, remember
 from ragshield.types import ABSTAIN, KEEP
 
@@ -71,25 +66,6 @@ class BrowseFrame:
     rows: pd.DataFrame
 
 
-def run_judges(tables: RunTables) -> tuple[str, ...]:
-    """The run's judges: those of its config first, then any other with a verdict."""
-    configured = [str(j) for j in tables.config.get("judges", [])]
-    seen = list(dict.fromkeys(configured + list(tables.verdicts["judge"].unique())))
-    return tuple(seen)
-
-
-def keep_codes(verdicts: pd.DataFrame, sample_ids: pd.Series,
-               judges: tuple[str, ...]) -> np.ndarray:
-    """Sample x judge matrix of KEPT / ABSTAINED / UNDECIDED / NOT_RUN, in sample order."""
-    keep = verdicts["keep"]
-    codes = np.where(keep.isna(), UNDECIDED, np.where(keep.eq(True), KEPT, ABSTAINED))
-    long = pd.Series(codes, index=pd.MultiIndex.from_arrays(
-        [verdicts["sample_id"], verdicts["judge"]]))
-    wide = long.unstack(fill_value=NOT_RUN) if len(long) else pd.DataFrame(index=[])
-    return wide.reindex(index=sample_ids, columns=list(judges),
-                        fill_value=NOT_RUN).to_numpy(dtype=int)
-
-
 def _folds(codes: np.ndarray, answerable: np.ndarray) -> np.ndarray:
     """Each sample's fold under a judge's keep codes. FOLDS is (AK, AD, UK, UD): answerable
     before unanswerable, kept before discarded."""
@@ -106,26 +82,11 @@ def _human_differs(samples: pd.DataFrame, auto_samples: pd.DataFrame) -> np.ndar
     return (decided & (human.eq(ANSWERABLE) != auto.eq(True))).to_numpy()
 
 
-def run_decisions(tables: RunTables, codes: np.ndarray, judges: tuple[str, ...]) -> np.ndarray:
-    """The run's decision on each sample: by its policy (from its judge's scores) or by
-    its rule (from the judges' keep codes)."""
-    rule = config_rule(tables.config)
-    if isinstance(rule, Policy):
-        return rule.decision_codes(policy_scores(tables, rule))
-    if rule == GROUNDED_RULE:
-        return _grounded_codes(tables)
-    return decision_codes(codes, judges, rule)
-
-
-def _grounded_codes(tables: RunTables) -> np.ndarray:
-    """The grounded rule's decisions from the run's scores (a refusal withheld, a sample none
-    of its judges scored undecided), as judging.decide makes them one by one."""
-    samples = tables.samples
-    kept, decided = shipped_rule().decisions(
-        run_features(tables.verdicts, samples["sample_id"]),
-        samples["answer"].fillna("").map(answer_is_short).to_numpy(bool),
-        samples["refusal"].to_numpy(dtype=bool))
-    return np.where(~decided, UNDECIDED, np.where(kept, KEPT, ABSTAINED))
+def run_decisions(view: RunView) -> np.ndarray:
+    """The run's decision on each sample under its rule (a policy from its judge's scores,
+    the grounded rule from its judges' scores and the answers' shapes, the others from the
+    judges' keep codes), as judging.decide makes them one by one."""
+    return config_rule(view.tables.config).run_codes(view)
 
 
 def _unsupported_sentences(tables: RunTables, sample_ids: pd.Series,
@@ -160,7 +121,8 @@ def _person_words(samples: pd.DataFrame) -> np.ndarray:
 def build_frame(tables: RunTables, auto_tables: RunTables) -> BrowseFrame:
     """One row per sample of `tables` (the chosen truth); `auto_tables` are the same run's
     tables under truth auto (the same object when the truth is auto)."""
-    judges = run_judges(tables)
+    view = RunView(tables)
+    judges = view.judges
     rule = str(tables.config.get("rule", ""))
     samples = tables.samples
     if samples.empty:
@@ -169,9 +131,9 @@ def build_frame(tables: RunTables, auto_tables: RunTables) -> BrowseFrame:
                    *map(keep_column, judges), *map(fold_column, judges),
                    "disagree", "labelled", "person", "human_differs", "text"]
         return BrowseFrame(tables.run_id, rule, judges, pd.DataFrame(columns=names))
-    codes = keep_codes(tables.verdicts, samples["sample_id"], judges)
+    codes = view.codes
     answerable = samples["answer_correct"].fillna(False).astype(bool).to_numpy()
-    decision = run_decisions(tables, codes, judges)
+    decision = run_decisions(view)
     question, answer = samples["question"].fillna(""), samples["answer"].fillna("")
     sample_id = samples["sample_id"].astype(str)
     flagged, marked = _unsupported_sentences(tables, sample_id, answer)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ragshield.evaluation import RunTables
-from ragshield.judging import KEPT, rule_judges
+from ragshield.decision_rule import KEPT, rule_judges
 from ragshield.metrics.curves import aurc, risk_coverage_curve
 from ragshield.metrics.decision_view import ShownAnswers, in_plain_words, shown_answers
 from ragshield.metrics.labels import awf_truth
@@ -21,7 +21,8 @@ from ragshield.policies.policy import config_rule
 from ragshield.policies.risk_control import clopper_pearson
 from ragshield.reports.tables import JudgeSeries
 from ragshield.reports.tradeoff import JudgeCurve, Tradeoff
-from ragshield.services.runs.browse import keep_codes, run_decisions, run_judges
+from ragshield.services.runs.browse import run_decisions
+from ragshield.services.runs.run_scores import RunView
 from ragshield.types import Table
 
 KEEP_ALL_ROW = "every answer shown"
@@ -101,11 +102,11 @@ def decision_picture(tables: RunTables, series: dict[str, JudgeSeries]) -> Decis
     samples = tables.samples
     good = awf_truth(samples["answer_correct"].to_numpy(dtype=bool),
                      samples["passages_support"].to_numpy(dtype=bool))
-    judges = run_judges(tables)
-    codes = keep_codes(tables.verdicts, samples["sample_id"], judges)
+    view = RunView(tables)
+    judges, codes = view.judges, view.codes
     rule = str(tables.config.get("rule") or "")
     answers: np.ndarray = ~samples["refusal"].to_numpy(dtype=bool)  # a refusal shows none
-    keep: np.ndarray = (run_decisions(tables, codes, judges) == KEPT) & answers
+    keep: np.ndarray = (run_decisions(view) == KEPT) & answers
     shield, keep_all = shown_answers(keep, good), shown_answers(answers, good)
     rows = [_row(f"the run's rule: {rule}", shield), _row(KEEP_ALL_ROW, keep_all)]
     rows += [_row(judge, shown_answers((codes[:, index] == KEPT) & answers, good))

@@ -16,10 +16,11 @@ from ragshield.config import GROUNDED_RULE, Settings
 from ragshield.errors import OptionError
 from ragshield.judges.builtin import JUDGES
 from ragshield.judges.registry import judge_names
-from ragshield.judging import POOLED_RULES, choose_rule, rule_judges
+from ragshield.decision_rule import POOLED_RULES, PolicyRule, parse_rule_text, rule_judges
+from ragshield.judging import choose_rule
 from ragshield.pipeline import (RejudgeOutcome, RunModels, RunOutcome, execute_run, rejudge_run,
                                 start_run)
-from ragshield.policies.rules import parse_rule, policy_rule
+from ragshield.policies.rules import policy_rule
 from ragshield.run_config import RunConfig, RunConfigError, check_config, with_readers
 from ragshield.services.data.datasets import ensure_demo_dataset
 from ragshield.services.form_values import whole_number
@@ -121,7 +122,7 @@ def record_run(store: Store, settings: Settings, config: RunConfig, *,
                              default_rule(settings, store))
     # The configured model is recorded: a resumed run answers with the model it began
     # with, and its readers name the model that really answered.
-    config = replace(config, rule=rule if isinstance(rule, str) else rule.rule,
+    config = replace(config, rule=rule.rule,
                      model=config.model or (None if config.small_model else settings.model))
     checked = check_config(with_readers(with_policy(store, check_config(config)), settings))
     check_given_answers(store, checked)
@@ -183,12 +184,14 @@ def form_defaults(settings: Settings, store: Store | None = None) -> RunForm:
     the rule a run of those judges decides by (choose_rule, as for every run)."""
     found = defaults(settings, store)
     default = found.rule.rule
-    if store is not None and parse_rule(default) is not None:
+    if store is not None and isinstance(parse_rule_text(default), PolicyRule):
         if found.policy_judges is None:  # unpinned meanwhile: the configured rule's form
             return form_defaults(settings)
         return RunForm(["trivial", *(judge for judge in found.policy_judges
                                      if judge != "trivial")], default)
-    reads = sorted(rule_judges(default, ()) - {"trivial"}) if default not in POOLED_RULES else []
+    named = parse_rule_text(default)
+    assert not isinstance(named, PolicyRule)  # a policy's form is the one above
+    reads = sorted(rule_judges(named, ()) - {"trivial"})
     judges = ["trivial", *(judge for judge in reads if judge in JUDGES)]
     return RunForm(judges, choose_rule(None, judges, default).rule)
 
