@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 from ragshield.errors import UserError
 from ragshield.judges.base import Judge, cost_for
@@ -28,7 +28,8 @@ from ragshield.llm.base import LLM, LLMError, WrappedLLM
 from ragshield.types import (Answer, Completion, ContinuationScore, Message, RuleDecision, Sample,
                              Verdict)
 
-ON_BUDGET = ("keep", "abstain", "error")
+OnBudget = Literal["keep", "abstain", "error"]
+ON_BUDGET: tuple[OnBudget, ...] = get_args(OnBudget)
 # Kept back from a budget for what follows the verdicts: deciding, storing the call and
 # answering (tens of milliseconds), so that the whole call keeps within its budget.
 RESERVE_S = 0.05
@@ -44,7 +45,7 @@ class BudgetPassed(UserError):
 class Budget:
     deadline: float  # time.monotonic() by which the verdicts are due
     milliseconds: int  # as the caller gave it, for the reasons
-    on_budget: str = "abstain"  # one of ON_BUDGET
+    on_budget: OnBudget = "abstain"
     concurrency: int = 1  # judges of one call at once
     # Told of the judges' work still running when the budget passed.
     leftover: Callable[[list[Future[Verdict | None]]], None] = field(

@@ -34,9 +34,10 @@ from ragshield.api.streaming import LIVE, held_events, live_response, streamed
 from ragshield.config import Settings
 from ragshield.services.guarding.guard import CallContext, Guard, ProxyRequest, judge_catalogue
 from ragshield.services.guarding.key_defaults import key_judges, rule_fits
-from ragshield.services.questions.ask_types import ASK_DEFAULTS, AskRequest
+from ragshield.services.questions.ask_types import ASK_DEFAULTS, FALLBACKS, AskRequest
 from ragshield.services.questions.conversation import Turn, judged_question
-from ragshield.services.questions.settlement import MAX_QUESTION_CHARS
+from ragshield.services.questions.redaction import OnUnsupported
+from ragshield.services.questions.settlement import MAX_QUESTION_CHARS, RETRIEVAL_MODES, one_of
 from ragshield.types import GivenAnswer, Passage, TokenLogprob
 
 DESCRIPTION = """Risk control for retrieval-augmented answers: each answer is judged, then
@@ -98,7 +99,7 @@ def _question(question: str, earlier: list[Turn]) -> str:
     return judged_question(question, earlier, MAX_QUESTION_CHARS)
 
 
-def _on_unsupported(part: JudgeBody | AskBody | ProxyField) -> str:
+def _on_unsupported(part: JudgeBody | AskBody | ProxyField) -> OnUnsupported:
     """The request's (or its key's) on_unsupported; none given: the service's default."""
     return part.on_unsupported or ASK_DEFAULTS.on_unsupported
 
@@ -188,9 +189,11 @@ def build_api(settings: Settings, guard: Guard, keys: KeyCheck) -> FastAPI:
         request = AskRequest(
             question=body.question,
             passages=_passages(body.passages) if body.passages is not None else None,
-            corpus=body.corpus or ASK_DEFAULTS.corpus, mode=body.mode, k=body.k,
+            corpus=body.corpus or ASK_DEFAULTS.corpus,
+            mode=one_of(RETRIEVAL_MODES, body.mode, "mode"), k=body.k,
             noise=body.noise, answerer=body.answerer, judges=_judges(body.judges),
-            rule=body.rule, fallback=body.fallback, model=body.model,
+            rule=body.rule, fallback=one_of(FALLBACKS, body.fallback, "fallback"),
+            model=body.model,
             judge_model=body.judge_model, keep_record=body.store, budget_ms=body.budget_ms,
             on_budget=body.on_budget, on_unsupported=_on_unsupported(body))
         result = await deadlines.run(lambda outcome, deadline: guard.ask(

@@ -53,17 +53,19 @@ def ask(
     from ragshield.services.questions.ask_types import AskRequest
     from ragshield.services.questions.asking import OpenedModels, ask as ask_question
     from ragshield.services.questions.decision_json import decision_json
-    from ragshield.services.questions.settlement import settle
+    from ragshield.services.questions.redaction import ON_UNSUPPORTED
+    from ragshield.services.questions.settlement import one_of, settle
 
     if (question is None) == (sample is None):
         typer.echo("error: give exactly one of --question or --sample", err=True)
         raise typer.Exit(code=2)
     with user_errors():
         settings = settings_with(backend, base_url, model, no_llm_cache, judge_model)
-    request = AskRequest(question=question, sample_id=sample, dataset=dataset, corpus=corpus,
-                         mode=retrieval, k=k, noise=noise, answerer=answerer,
-                         judges=(judges,) if judges else None, rule=rule, keep_record=not no_record,
-                         on_unsupported=on_unsupported)
+        request = AskRequest(
+            question=question, sample_id=sample, dataset=dataset, corpus=corpus, mode=retrieval,
+            k=k, noise=noise, answerer=answerer, judges=(judges,) if judges else None, rule=rule,
+            keep_record=not no_record,
+            on_unsupported=one_of(ON_UNSUPPORTED, on_unsupported, "on_unsupported"))
     with user_errors(), opened_store(settings) as store:
         if sample is not None:
             ensure_demo_dataset(store)

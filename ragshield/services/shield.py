@@ -22,7 +22,7 @@ from typing import Any, Mapping, Sequence
 
 from ragshield.config import MAX_BUDGET_MS, Settings
 from ragshield.errors import OptionError
-from ragshield.judge_budget import ON_BUDGET
+from ragshield.judge_budget import ON_BUDGET, OnBudget
 from ragshield.policies.policy import Policy
 from ragshield.services.database import Store, open_store
 from ragshield.services.guarding.guard import ModelGate, call_budget, judge_catalogue, model_turn
@@ -31,9 +31,10 @@ from ragshield.services.questions.ask_types import ASK_DEFAULTS, AskRequest, Ask
 from ragshield.services.questions.asking import (OpenedModels, PassageFinders, answer_and_judge,
                                                  prepare)
 from ragshield.services.questions.decision_json import decision_json, shown_text
-from ragshield.services.questions.redaction import WITHHOLD
+from ragshield.services.questions.redaction import WITHHOLD, OnUnsupported
 from ragshield.services.questions.settlement import MAX_ANSWER_CHARS, settle
-from ragshield.types import GivenAnswer, Passage, TokenLogprob, Verdict, decision_word
+from ragshield.types import (GivenAnswer, Passage, RetrievalMode, TokenLogprob, Verdict,
+                             decision_word)
 
 IN_MEMORY = "sqlite://"
 
@@ -136,8 +137,8 @@ class Shield:
     def judge(self, question: str, passages: Sequence[PassageLike], answer: str, *,
               judges: Sequence[str] | None = None, rule: str | None = None,
               answer_logprobs: Sequence[tuple[str, float]] | None = None,
-              judge_model: str | None = None, on_unsupported: str = WITHHOLD,
-              budget_ms: int | None = None, on_budget: str | None = None) -> Decision:
+              judge_model: str | None = None, on_unsupported: OnUnsupported = WITHHOLD,
+              budget_ms: int | None = None, on_budget: OnBudget | None = None) -> Decision:
         """Judge an answer another system wrote from `passages` (texts, Passages, or
         mappings with text and optional title, id and score). `judges` None: every free or
         cheap judge and the rule's; `rule` None: the configured rule; `on_unsupported`
@@ -156,9 +157,9 @@ class Shield:
 
     def ask(self, question: str, *, corpus: str | None = None,
             passages: Sequence[PassageLike] | None = None, judges: Sequence[str] | None = None,
-            rule: str | None = None, k: int = 3, mode: str = "hybrid",
-            model: str | None = None, on_unsupported: str = WITHHOLD,
-            budget_ms: int | None = None, on_budget: str | None = None) -> Decision:
+            rule: str | None = None, k: int = 3, mode: RetrievalMode = "hybrid",
+            model: str | None = None, on_unsupported: OnUnsupported = WITHHOLD,
+            budget_ms: int | None = None, on_budget: OnBudget | None = None) -> Decision:
         """Answer `question` from `passages`, or from the top `k` of `corpus` (default: the
         packaged demo corpus), then judge the answer; a budget (as `judge`'s) counts from
         the call, the answer's writing included."""

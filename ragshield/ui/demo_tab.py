@@ -34,7 +34,7 @@ from ragshield.services.questions.ask_events import (Answered, Decided, FellBack
 from ragshield.services.questions.asking import PassageFinders, answer_and_judge, prepare
 from ragshield.services.questions.demo_examples import DemoExample, demo_request, read_examples
 from ragshield.services.questions.settlement import (MAX_NOISE, RETRIEVAL_MODES, AskInputError,
-                                                     defaults, settle)
+                                                     defaults, one_of, settle)
 from ragshield.types import KEEP, decision_word
 from ragshield.ui import demo_render
 from ragshield.ui.context import UiContext
@@ -83,9 +83,11 @@ class DemoForm:
         stored = self.source == STORED
         return AskRequest(question=None if stored else self.question,
                           sample_id=(self.sample_id or "") if stored else None,
-                          dataset=self.dataset, corpus=self.corpus, mode=self.mode, k=self.k,
+                          dataset=self.dataset, corpus=self.corpus,
+                          mode=one_of(RETRIEVAL_MODES, self.mode, "mode"), k=self.k,
                           noise=self.noise, answerer=self.answerer, judges=self.judges,
-                          rule=self.rule or None, fallback=self.fallback,
+                          rule=self.rule or None,
+                          fallback=one_of(FALLBACKS, self.fallback, "fallback"),
                           model=packaged_choice(self.model),
                           judge_model=packaged_choice(self.judge_model))
 

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 from ragshield.config import Settings
 from ragshield.errors import UserError
 # BudgetPassed: the API turns it into its 504 answer.
-from ragshield.judge_budget import Budget, BudgetPassed  # noqa: F401
+from ragshield.judge_budget import Budget, BudgetPassed, OnBudget  # noqa: F401
 from ragshield.judges.builtin import JUDGES
 from ragshield.judges.registry import unavailable_reason
 # ServerFailed: the API turns it into its 502 answer (the judges' model server failed).
@@ -41,7 +41,7 @@ from ragshield.services.questions.ask_types import (LARGER_FALLBACK, AskRequest,
                                                     Prepared, Settlement)
 from ragshield.services.questions.asking import Models, PassageFinders, answer_and_judge, prepare
 from ragshield.services.questions.live_runs import keep_asked
-from ragshield.services.questions.redaction import WITHHOLD
+from ragshield.services.questions.redaction import WITHHOLD, OnUnsupported
 from ragshield.services.questions.settlement import (MAX_ANSWER_CHARS, answered, default_judges,
                                                      settle)
 from ragshield.store.database import Store
@@ -259,8 +259,8 @@ class ProxyRequest:
     rule: str | None = None
     keep_record: bool = True
     budget_ms: int | None = None  # for the judges, from when the upstream has answered
-    on_budget: str | None = None
-    on_unsupported: str = WITHHOLD
+    on_budget: OnBudget | None = None
+    on_unsupported: OnUnsupported = WITHHOLD
 
     def asking(self, answer: GivenAnswer) -> AskRequest:
         """The ask that judges `answer` against the passages."""

@@ -5,7 +5,7 @@ and what keeping it in a live run (services/questions/live_runs.py) reads."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple, get_args
 
 from ragshield.answerers.base import Answerer
 from ragshield.datasets.demo import DEMO_DATASET
@@ -14,10 +14,12 @@ from ragshield.judges.judge_readers import JudgeReaders
 from ragshield.decision_rule import Rule
 from ragshield.judging import JudgedSample
 from ragshield.retrieval.demo_corpus import DEMO_CORPUS_NAME
-from ragshield.services.questions.redaction import WITHHOLD, Redaction
-from ragshield.types import Answer, GivenAnswer, Passage, Sample
+from ragshield.judge_budget import OnBudget
+from ragshield.services.questions.redaction import WITHHOLD, OnUnsupported, Redaction
+from ragshield.types import Answer, GivenAnswer, Passage, RetrievalMode, Sample
 
-FALLBACKS = ("abstain message", "No-RAG answer", "larger-model answer")
+FallbackName = Literal["abstain message", "No-RAG answer", "larger-model answer"]
+FALLBACKS: tuple[FallbackName, ...] = get_args(FallbackName)
 ABSTAIN_FALLBACK, NORAG_FALLBACK, LARGER_FALLBACK = FALLBACKS
 
 
@@ -34,13 +36,13 @@ class AskRequest:
     sample_id: str | None = None
     dataset: str = DEMO_DATASET
     corpus: str = DEMO_CORPUS_NAME
-    mode: str = "hybrid"
+    mode: RetrievalMode = "hybrid"
     k: int = 3
     noise: int = 0
     answerer: str | None = None  # None: Settings.answerer
     judges: tuple[str, ...] | None = None  # None: settlement.default_judges
     rule: str | None = None
-    fallback: str = ABSTAIN_FALLBACK
+    fallback: FallbackName = ABSTAIN_FALLBACK
     model: str | None = None  # a packaged model to answer with; None: the configured
     # A packaged model every judge reads from, or "self" (the answering model); None:
     # Settings.judge_model, and without one the measured default (judges/judge_readers.py).
@@ -51,10 +53,10 @@ class AskRequest:
     # A latency budget for the judges (judge_budget.py; the guard's calls), and what to do
     # when the rule cannot decide within it; None: the settings' (guard_budget_ms, ...).
     budget_ms: int | None = None
-    on_budget: str | None = None
+    on_budget: OnBudget | None = None
     # An answer some of whose sentences the passages do not support: withheld or shown whole as the
     # rule decides ("withhold"), or shown without them ("redact"; services/questions/redaction.py).
-    on_unsupported: str = WITHHOLD
+    on_unsupported: OnUnsupported = WITHHOLD
 
 
 # The defaults of an ask, for the faces that fill in what a caller left out.
@@ -133,7 +135,7 @@ class Fallback:
     """What the user sees instead of an answer that was not kept: the fixed abstain message
     (no answer) or another answer to the same question."""
 
-    strategy: str
+    strategy: FallbackName
     answer: Answer | None = None
     model: str = ""
 

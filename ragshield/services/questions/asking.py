@@ -31,8 +31,8 @@ from ragshield.retrieval.passage_finder import PassageFinder
 from ragshield.services.questions.ask_events import (Answered, Decided, FellBack, Judged, Partial,
                                                      Post, Recorded)
 from ragshield.services.questions.ask_types import (LARGER_FALLBACK, NORAG_FALLBACK,
-                                                    AskRequest, AskResult, Fallback, Prepared,
-                                                    Settlement)
+                                                    AskRequest, AskResult, Fallback,
+                                                    FallbackName, Prepared, Settlement)
 from ragshield.services.questions.live_runs import keep_asked
 from ragshield.services.questions.redaction import redaction
 from ragshield.services.questions.settlement import settle
@@ -132,7 +132,7 @@ def _sample(store: Store, settings: Settings, request: AskRequest,
     return sample, source
 
 
-def fallback_for(models: Models, strategy: str, sample: Sample, answerer: Answerer,
+def fallback_for(models: Models, strategy: FallbackName, sample: Sample, answerer: Answerer,
                  main: LLM) -> Fallback:
     """What replaces an answer that was not kept."""
     if strategy == NORAG_FALLBACK:

@@ -16,13 +16,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from typing import Literal, get_args
+
 from ragshield.decision_rule import Rule
 from ragshield.judging import JudgedSample, decide
 from ragshield.services.questions.claim_marks import (SUPPORT, ClaimMark, claim_marks, redacted,
                                                       unsupported)
 from ragshield.types import KEEP, RuleDecision, decision_word
 
-ON_UNSUPPORTED = ("withhold", "redact")
+OnUnsupported = Literal["withhold", "redact"]
+ON_UNSUPPORTED: tuple[OnUnsupported, ...] = get_args(OnUnsupported)
 WITHHOLD, REDACT = ON_UNSUPPORTED
 
 

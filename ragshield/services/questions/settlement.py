@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import cache
-from typing import Callable, Sequence, get_args
+from typing import Callable, Sequence, TypeVar, get_args
 
 from ragshield.answerers.registry import ANSWERERS, GIVEN
 from ragshield.config import (DEFAULT_DECISION_RULE, DEFAULT_RULE_SELF_READ_REASON,
@@ -40,7 +40,7 @@ from ragshield.store.database import Store
 from ragshield.store.policies import UnknownPolicyError
 from ragshield.types import GivenAnswer, RetrievalMode
 
-RETRIEVAL_MODES: tuple[str, ...] = get_args(RetrievalMode)
+RETRIEVAL_MODES: tuple[RetrievalMode, ...] = get_args(RetrievalMode)
 MAX_NOISE = 5
 MAX_K = 50  # passages retrieved for one question: the guard API's bound on passages given too
 MAX_QUESTION_CHARS = 2000
@@ -51,6 +51,17 @@ ReadPolicy = Callable[[PolicyRule], Policy]  # a `policy:` rule -> its stored po
 
 class AskInputError(UserError, ValueError):
     """A field of an ask request is missing or does not fit the others."""
+
+
+Choice = TypeVar("Choice", bound=str)
+
+
+def one_of(choices: tuple[Choice, ...], value: str, field: str) -> Choice:
+    """`value` as one of `choices` (a face's text for a request's typed field); AskInputError
+    naming `field` otherwise."""
+    if value not in choices:
+        raise AskInputError(f"{field} must be one of {', '.join(choices)}, not {value!r:.60}")
+    return choices[choices.index(value)]
 
 
 def settle(store: Store, settings: Settings, request: AskRequest) -> Settlement:
