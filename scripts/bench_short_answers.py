@@ -132,7 +132,10 @@ def halueval_rows(shield: Shield, folder: Path, count: int) -> list[dict[str, An
 
 
 def fit(rows: list[dict[str, Any]]) -> str:
-    """SHORT_FIT and SHORT_FIT_YES_NO fitted on the short answers of `rows`."""
+    """SHORT_FIT, SHORT_FIT_YES_NO and the floor fitted on the short answers of `rows`; and,
+    to compare, support and p_true combined by a logistic fit at a floor that keeps as many of
+    the right ones (whether p_true would add to support for short answers: on 2026-12-04 it
+    did not, docs/QUALITY.md)."""
     rows = [r for r in rows if r["short"] and r["p_yes"] is not None]
     labels = np.asarray([r["right"] for r in rows])
     odds = log_odds([r["p_yes"] for r in rows])
@@ -142,7 +145,19 @@ def fit(rows: list[dict[str, Any]]) -> str:
     right = np.sort([r["support"] for r in rows if r["right"]])
     floor = right[int(np.floor((1 - SHORT_KEPT_AIM) * len(right)))]
     wrong = np.asarray([r["support"] for r in rows if not r["right"]])
+    pairs = np.c_[log_odds([r["support"] for r in rows]), log_odds([r["p_true"] for r in rows])]
+    with_p_true = LogisticRegression(C=1.0).fit(pairs, labels)
+    combined = with_p_true.predict_proba(pairs)[:, 1]
+    right_combined = np.sort(combined[labels])
+    floor_combined = right_combined[int(np.floor((1 - SHORT_KEPT_AIM) * len(right_combined)))]
     return (f"fitted on {len(rows)} short answers ({labels.sum()} right):\n"
+            f"with p_true: ({with_p_true.intercept_[0]:.2f}, {with_p_true.coef_[0][0]:.2f}, "
+            f"{with_p_true.coef_[0][1]:.2f}) floor {floor_combined:.2f} keeps "
+            f"{np.mean(combined[labels] >= floor_combined):.0%} of the right, "
+            f"{np.mean(combined[~labels] >= floor_combined):.0%} of the wrong; AUROC "
+            f"{roc_auc_score(labels, combined):.3f} (support "
+            f"{roc_auc_score(labels, [r['support'] for r in rows]):.3f}, p_true "
+            f"{roc_auc_score(labels, [r['p_true'] for r in rows]):.3f})\n"
             f"SHORT_FIT = ({with_score.intercept_[0]:.2f}, {with_score.coef_[0][0]:.2f}, "
             f"{with_score.coef_[0][1]:.2f})\n"
             f"SHORT_FIT_YES_NO = ({alone.intercept_[0]:.2f}, {alone.coef_[0][0]:.2f})\n"

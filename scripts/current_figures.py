@@ -74,9 +74,10 @@ def policy_promise(data: dict[str, Any]) -> str:
 
 
 def guard_judge(data: dict[str, Any]) -> str:
-    return (f"{statistics.median(data['judge_s']):.1f} s a call (median of "
-            f"{len(data['judge_s'])}), {statistics.median(data['ratios']):.2f}x the time to "
-            "read its prompt once")
+    """By answer length (`bench_guard.py --judge`): each call over one read of its prompt and
+    answer."""
+    return "; ".join(f"{length} {statistics.median(part['ratios']):.2f}x" for length, part
+                     in data["judge_lengths"].items()) + " the time to read prompt and answer once"
 
 
 def demo_latency(data: dict[str, Any]) -> str:
@@ -109,7 +110,8 @@ QUALITY: list[tuple[str, str, Figure]] = [
     ("policy_promise.json", "Policy promise on labels it never saw (demo run)", policy_promise),
 ]
 BENCHMARKS: list[tuple[str, str, Figure]] = [
-    ("guard-judge.json", "Guard: one /v1/judge call with the default judges", guard_judge),
+    ("guard-judge.json", "Guard: one /v1/judge call with the default judges, by answer length",
+     guard_judge),
     ("demo_latency.json", "Demo: time to the first token and to the verdicts", demo_latency),
     ("support_cost.json", "Support judge's cost", support_cost),
     ("ui.json", "App views, p95", interface),
