@@ -17,14 +17,16 @@ tests/test_answer_rule.py, tests/test_grounded_default.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Literal, Protocol, Sequence, Union
+from typing import TYPE_CHECKING, Callable, Literal, Protocol, Sequence, Union
 
 import numpy as np
-import pandas as pd
 
 from ragshield.config import GROUNDED_JUDGES, GROUNDED_RULE
 from ragshield.policies.rules import parse_rule, policy_rule
 from ragshield.types import RuleDecision, Verdict
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 POOLED_RULES: tuple[Literal["majority"], Literal["all"]] = ("majority", "all")
 # A judge's keep on one sample as a small integer, for deciding many samples at once;

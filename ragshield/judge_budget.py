@@ -20,11 +20,11 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Literal, Unpack, get_args
 
 from ragshield.errors import UserError
 from ragshield.judges.base import Judge, cost_for
-from ragshield.llm.base import LLM, LLMError, WrappedLLM
+from ragshield.llm.base import LLM, ChatOptions, LLMError, WrappedLLM
 from ragshield.types import (Answer, Completion, ContinuationScore, Message, RuleDecision, Sample,
                              Verdict)
 
@@ -52,7 +52,7 @@ class Budget:
         default=lambda running: None, compare=False)
 
     @classmethod
-    def starting_at(cls, started: float, milliseconds: int, on_budget: str,
+    def starting_at(cls, started: float, milliseconds: int, on_budget: OnBudget,
                     concurrency: int = 1,
                     leftover: Callable[[list[Future[Verdict | None]]], None] | None = None,
                     ) -> Budget:
@@ -97,9 +97,9 @@ class StoppingLLM(WrappedLLM):
         super().__init__(inner)
         self.stopped = stopped
 
-    def chat(self, messages: Sequence[Message], **params: Any) -> Completion:
+    def chat(self, messages: Sequence[Message], **options: Unpack[ChatOptions]) -> Completion:
         self._go_on()
-        return self.inner.chat(messages, **params)
+        return self.inner.chat(messages, **options)
 
     def score(self, prompt_messages: Sequence[Message], continuation: str) -> ContinuationScore:
         self._go_on()

@@ -116,14 +116,15 @@ def decide(verdicts: Sequence[Verdict], rule: Rule, refusal: bool = False) -> Ru
 
 def resolve(named: NamedRule, read_policy: ReadPolicy | None = None) -> Rule:
     """The rule that decides for `named`: a fitted one read (the shipped rule from the
-    package, a policy by `read_policy`; ValueError without one)."""
+    package, a policy by `read_policy`; OptionError without one)."""
     if isinstance(named, ShippedRule):
         from ragshield.policies.answer_rule import shipped_rule  # loads the metrics stack
 
         return shipped_rule()
     if isinstance(named, PolicyRule):
         if read_policy is None:
-            raise ValueError(f"rule {named.rule!r}: no store to read the policy from")
+            raise OptionError(f"rule {named.rule!r}: no stored policy to read it from (a run "
+                              "keeps a copy of the policy it decides by)")
         return read_policy(named)
     return named
 

@@ -96,20 +96,21 @@ def demo_latency(args: argparse.Namespace) -> None:
             seen: dict[str, float] = {}
             started = started_ask = time.perf_counter()
             result = ask(store, settings, models, request,
-                         post=lambda kind, _: seen.setdefault(kind, time.perf_counter()))
+                         post=lambda event: seen.setdefault(type(event).__name__,
+                                                            time.perf_counter()))
             done = time.perf_counter()
-            answer_at = seen["answer"] - started
-            first = seen.get("partial", seen["answer"]) - started
+            answer_at = seen["Answered"] - started
+            first = seen.get("Partial", seen["Answered"]) - started
             read = _read_only(inner, result.judged.answer.messages)
             started = time.perf_counter()
             ask(store, settings, models, request)
             replay = time.perf_counter() - started
             rows.append({"sample": sample_id, "first_token_s": first, "prompt_read_s": read,
-                         "answer_s": answer_at, "judges_s": done - seen["answer"],
-                         "decision_s": seen["decision"] - started_ask,
+                         "answer_s": answer_at, "judges_s": done - seen["Answered"],
+                         "decision_s": seen["Decided"] - started_ask,
                          "replay_s": replay, "judges": len(result.judged.verdicts)})
             print(f"{sample_id}: first token {first:.2f} s (prompt read {read:.2f} s), "
-                  f"answer {answer_at:.2f} s, judges {done - seen['answer']:.2f} s, "
+                  f"answer {answer_at:.2f} s, judges {done - seen['Answered']:.2f} s, "
                   f"replayed {replay:.3f} s", flush=True)
         store.close()
 

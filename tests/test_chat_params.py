@@ -7,6 +7,7 @@ import inspect
 
 import pytest
 
+from ragshield.judge_budget import StoppingLLM
 from ragshield.llm.base import ChatParams
 from ragshield.llm.call_cache import CachedLLM, call_key
 from ragshield.llm.llama_cpp_backend import LlamaCppLLM
@@ -15,7 +16,8 @@ from ragshield.llm.openai_backend import OpenAICompatibleLLM
 from ragshield.llm.traced import TracedLLM
 from ragshield.llm.transformers_backend import TransformersLLM
 
-BACKENDS = (LlamaCppLLM, OpenAICompatibleLLM, TransformersLLM, CachedLLM, NoModel, TracedLLM)
+BACKENDS = (LlamaCppLLM, OpenAICompatibleLLM, TransformersLLM, CachedLLM, NoModel, TracedLLM,
+            StoppingLLM)
 
 
 def test_the_options_default_and_are_checked_in_one_place() -> None:

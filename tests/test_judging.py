@@ -97,7 +97,7 @@ def test_nli_without_a_model_is_reported_unavailable_not_skipped():
 
 def test_the_fast_set_leaves_out_judges_that_cannot_be_built_here():
     assert "nli" in quick_judges()  # cheap, so in the set when the settings are not asked
-    without_model = quick_judges(["p_true"], Settings(nli_model=None))
+    without_model = quick_judges(("p_true",), Settings(nli_model=None))
     assert "nli" not in without_model and "token_prob" in without_model
     assert without_model[-1] == "p_true"  # the rule's judge comes last, whatever it costs
     assert "nli" in quick_judges(settings=Settings(nli_model="some/nli-model"))

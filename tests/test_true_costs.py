@@ -45,7 +45,7 @@ def test_a_judge_that_quotes_the_answer_is_cheap_for_a_short_one_only():
     assert cost_for(p_true, long) == "moderate"
     assert "p_true" in quick_judges(GROUNDED_JUDGES, given=BARE)
     assert "p_true" not in quick_judges(GROUNDED_JUDGES, given=long)
-    assert "p_true" in quick_judges(["p_true"], given=long)  # the rule reads it
+    assert "p_true" in quick_judges(("p_true",), given=long)  # the rule reads it
     assert cost_for(JUDGES["pre_answer"], long) == "cheap"  # it never reads the answer
 
 
@@ -53,7 +53,7 @@ def test_the_quick_set_leaves_it_out_unless_the_rule_reads_it():
     assert "token_prob" in quick_judges(GROUNDED_JUDGES, given=WITH_LOGPROBS)
     bare = quick_judges(GROUNDED_JUDGES, given=BARE)
     assert "token_prob" not in bare and set(GROUNDED_JUDGES) <= set(bare)
-    assert "token_prob" in quick_judges(["token_prob"], given=BARE)  # the rule reads it
+    assert "token_prob" in quick_judges(("token_prob",), given=BARE)  # the rule reads it
 
 
 def test_an_ask_of_a_given_answer_settles_on_the_judges_it_is_quick_for(store, settings):

@@ -6,7 +6,7 @@ itself (judges/base.py)."""
 from __future__ import annotations
 
 import inspect
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 from ragshield.config import Settings
 from ragshield.construct import construct
@@ -20,7 +20,7 @@ from ragshield.judges.unavailable import UnavailableJudge
 from ragshield.types import GivenAnswer
 
 
-def quick_judges(reads: Sequence[str] = (), settings: Settings | None = None,
+def quick_judges(reads: tuple[str, ...] = (), settings: Settings | None = None,
                  given: GivenAnswer | None = None) -> list[str]:
     """The judges worth waiting for in a live demo and in front of a live system: every free
     or cheap one (cheapest first) that `settings` can build, plus the registered judges that

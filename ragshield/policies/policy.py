@@ -232,7 +232,8 @@ class Policy:
 
 def config_rule(config: Mapping[str, Any]) -> Rule:
     """The rule a stored run decides by: the policy snapshot its config keeps, else its
-    `rule`."""
+    `rule` parsed and resolved (a rule naming no judge the run has decides nothing); an
+    OptionError for a policy rule without its snapshot (every writer keeps one)."""
     body = config.get("policy")
     if body:
         return Policy.from_dict(body, "run config policy")

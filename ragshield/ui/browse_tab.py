@@ -58,11 +58,12 @@ CSS = """
 """
 HEAD = ""
 
-# The sample and its badges stay narrow and one line each; question and answer take the rest
-# (cut at CELL_CHARS characters in the table: the case study shows them whole).
+# The sample and its badges stay narrow and one line each; question and answer take the rest.
+# A cell shows SHOWN_CHARS characters; a click on it shows what the table holds (the service
+# cuts question and answer at browse.CELL_CHARS), and the case study shows them whole.
 COLUMN_WIDTHS: list[str | int] = ["190px", "115px", "105px", "125px", "145px", "140px",
                                   "320px", "320px"]
-CELL_CHARS = 140
+SHOWN_CHARS = 140
 NO_RUN = "No run to browse yet: start one with `python -m ragshield run`."
 PICK_SAMPLE = "Pick a row in the table or type a sample id to see its case study."
 
@@ -205,7 +206,7 @@ def build(context: UiContext, page: gr.Blocks, tab: gr.Tab) -> None:
                          label="Samples (pick a row for its case study; click a header to "
                                "sort the rows shown)",
                          elem_id="browse-samples", column_widths=COLUMN_WIDTHS,
-                         pinned_columns=1, max_chars=CELL_CHARS)
+                         pinned_columns=1, max_chars=SHOWN_CHARS)
     with gr.Row():
         sample = gr.Textbox(label="Sample id", max_lines=1, scale=3)
         show = gr.Button("Show case study", scale=0)

@@ -13,7 +13,7 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, fields
 from functools import partial
-from typing import Any, Iterator
+from typing import Any, Iterator, assert_never
 
 import gradio as gr
 
@@ -40,7 +40,7 @@ from ragshield.ui import demo_render
 from ragshield.ui.context import UiContext
 from ragshield.ui.demo_render import AskView
 from ragshield.ui.html_render import message_html
-from ragshield.ui.page_questions import (END, Asking, Event, Failed, PageQuestions,
+from ragshield.ui.page_questions import (END, Asking, Ended, Event, Failed, PageQuestions,
                                          QuestionStopped, holding, read_in_threads)
 from ragshield.ui.picker_refresh import datasets_unless_shown, shown_choices
 from ragshield.ui.threshold_panel import build_threshold_panel
@@ -139,6 +139,10 @@ def _apply(view: AskView, event: Event) -> None:
             if not isinstance(error, UserError):
                 raise error
             view.error = str(error)
+        case Ended():
+            pass  # the page's loop ends on it before it gets here
+        case _:
+            assert_never(event)
     if isinstance(event, (Answered, Judged, Decided)):
         # The decision comes as soon as the rule's judges are in; the others may still run.
         judging = view.decision is None or len(view.verdicts) < len(view.judges)

@@ -84,7 +84,7 @@ class Settlement:
     rule_reason: str  # why this rule decides, in words: the page and the API show it
     answerer: str  # the answerer's name (the given-answer one for a given answer)
     budget_ms: int | None  # the judges' latency budget of a guard call (None: none)
-    on_budget: str  # what a guard call does when the rule cannot decide within it
+    on_budget: OnBudget  # what a guard call does when the rule cannot decide within it
 
 
 @dataclass(frozen=True)

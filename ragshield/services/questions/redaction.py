@@ -44,7 +44,8 @@ def still_answers(marks: list[ClaimMark]) -> bool:
     return bool(marks) and marks[0].supported is True
 
 
-def redaction(judged: JudgedSample, rule: Rule, on_unsupported: str) -> Redaction | None:
+def redaction(judged: JudgedSample, rule: Rule,
+              on_unsupported: OnUnsupported) -> Redaction | None:
     """The shortened answer to show, or None: not asked for, nothing unsupported, nothing
     supported, what remains answers nothing, or the rule withholds it even shortened."""
     if on_unsupported != REDACT or judged.answer.refusal:

@@ -46,7 +46,7 @@ MAX_K = 50  # passages retrieved for one question: the guard API's bound on pass
 MAX_QUESTION_CHARS = 2000
 MAX_ANSWER_CHARS = 20_000  # of an answer given to judge, or an upstream's to pass on
 
-ReadPolicy = Callable[[PolicyRule], Policy]  # a `policy:` rule -> its stored policy
+StoredPolicy = Callable[[PolicyRule], Policy]  # a `policy:` rule -> its stored policy
 
 
 class AskInputError(UserError, ValueError):
@@ -60,7 +60,7 @@ def one_of(choices: tuple[Choice, ...], value: str, field: str) -> Choice:
     """`value` as one of `choices` (a face's text for a request's typed field); AskInputError
     naming `field` otherwise."""
     if value not in choices:
-        raise AskInputError(f"{field} must be one of {', '.join(choices)}, not {value!r:.60}")
+        raise AskInputError(f"{field} must be one of {', '.join(choices)}, not {value[:60]!r}")
     return choices[choices.index(value)]
 
 
@@ -117,9 +117,7 @@ def check_request(request: AskRequest) -> None:
         raise AskInputError(f"the question is longer than {MAX_QUESTION_CHARS} characters")
     if request.sample_id is not None and not request.sample_id:
         raise AskInputError("Pick a sample of the dataset first (or type a question).")
-    if request.mode not in RETRIEVAL_MODES:
-        raise AskInputError(f"unknown retrieval mode {request.mode!r}; one of "
-                            f"{', '.join(RETRIEVAL_MODES)}")
+    one_of(RETRIEVAL_MODES, request.mode, "mode")  # a caller that is not type-checked
     if not 1 <= request.k <= MAX_K or not 0 <= request.noise <= MAX_NOISE:
         raise AskInputError(f"k must be from 1 to {MAX_K} and noise from 0 to {MAX_NOISE}")
     if request.sample_id is not None and (request.passages is not None
@@ -143,10 +141,8 @@ def check_request(request: AskRequest) -> None:
                             f"{', '.join(ANSWERERS)}")
     if request.judges is not None and not request.judges:
         raise AskInputError("Choose at least one judge.")
-    if request.fallback not in FALLBACKS:
-        raise AskInputError(f"fallback must be one of {', '.join(FALLBACKS)}")
-    if request.on_unsupported not in ON_UNSUPPORTED:
-        raise AskInputError(f"on_unsupported must be one of {', '.join(ON_UNSUPPORTED)}")
+    one_of(FALLBACKS, request.fallback, "fallback")
+    one_of(ON_UNSUPPORTED, request.on_unsupported, "on_unsupported")
 
 
 def answered(settled: Settlement, answer: GivenAnswer) -> Settlement:
@@ -200,21 +196,19 @@ def default_rule(settings: Settings, store: Store | None = None,
     return DefaultRule(SELF_READ_RULE, DEFAULT_RULE_SELF_READ_REASON)
 
 
-def _policy_reader(store: Store) -> ReadPolicy:
+def _policy_reader(store: Store) -> StoredPolicy:
     """Reads the stored policy a `policy:` rule names from `store`, each at most once per
     settlement (UnknownPolicyError when it is not stored)."""
 
     @cache
     def read(rule: PolicyRule) -> Policy:
-        from ragshield.services.learning.policies import named_policy  # loads the metrics stack
+        from ragshield.services.learning.policies import get_policy  # loads the metrics stack
 
-        policy = named_policy(store, rule.rule)
-        assert policy is not None, rule  # only policy rules are read
-        return policy
+        return get_policy(store, rule.name, rule.version)
     return read
 
 
-def _stored_judges(rule: str, read: ReadPolicy | None) -> tuple[str, ...] | None:
+def _stored_judges(rule: str, read: StoredPolicy | None) -> tuple[str, ...] | None:
     """The judges of the stored policy that `rule` names: none for another rule or without a
     store (`read`), None when it is not stored."""
     named = parse_rule_text(rule)  # a malformed policy rule is an error, store or not
@@ -226,7 +220,7 @@ def _stored_judges(rule: str, read: ReadPolicy | None) -> tuple[str, ...] | None
         return None
 
 
-def _default_judges(settings: Settings, rule: str, read: ReadPolicy | None,
+def _default_judges(settings: Settings, rule: str, read: StoredPolicy | None,
                     given: GivenAnswer | None = None) -> tuple[str, ...]:
     """The quick judges of `rule` for the answer judged (`given`: registry.quick_judges),
     and a stored policy's judges."""
@@ -266,7 +260,7 @@ def defaults(settings: Settings, store: Store | None = None) -> Defaults:
 
 
 def _judge_names(settings: Settings, request: AskRequest, default: DefaultRule,
-                 read: ReadPolicy) -> list[str]:
+                 read: StoredPolicy) -> list[str]:
     """The judges of the ask, checked: the request's, else the default set of its rule (the
     default where it names none); redacting adds the support judge, whose claims it cuts."""
     chosen = request.judges or _default_judges(settings, request.rule or default.rule, read,
@@ -284,7 +278,7 @@ def settle_rule(store: Store, rule: str | None, judges: Sequence[str],
 
 
 def _settled_rule(rule: str | None, judges: Sequence[str], default: DefaultRule,
-                  read: ReadPolicy) -> tuple[Rule, str | None]:
+                  read: StoredPolicy) -> tuple[Rule, str | None]:
     """The rule `judges` decide by, parsed once and a fitted rule read (a policy from the
     store, the grounded rule from the package), and the note to show when the default did not
     fit them: `rule` when given, else `default` where it fits (a policy fits when the judges

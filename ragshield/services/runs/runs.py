@@ -190,8 +190,8 @@ def form_defaults(settings: Settings, store: Store | None = None) -> RunForm:
         return RunForm(["trivial", *(judge for judge in found.policy_judges
                                      if judge != "trivial")], default)
     named = parse_rule_text(default)
-    assert not isinstance(named, PolicyRule)  # a policy's form is the one above
-    reads = sorted(rule_judges(named, ()) - {"trivial"})
+    # A policy not stored (the configured rule naming one): no judges of its own to offer.
+    reads = [] if isinstance(named, PolicyRule) else sorted(rule_judges(named, ()) - {"trivial"})
     judges = ["trivial", *(judge for judge in reads if judge in JUDGES)]
     return RunForm(judges, choose_rule(None, judges, default).rule)
 
