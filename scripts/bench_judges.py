@@ -118,6 +118,7 @@ def demo_latency(args: argparse.Namespace) -> None:
         return statistics.median(row[key] for row in rows)
     first_ratio = statistics.median(r["first_token_s"] / r["prompt_read_s"] for r in rows)
     judges_ratio = statistics.median(r["judges_s"] / r["answer_s"] for r in rows)
+    decision_ratio = statistics.median(r["decision_s"] / r["prompt_read_s"] for r in rows)
     table = "\n".join([
         "| measure | median | target |", "|---|---|---|",
         f"| first answer token | {median('first_token_s'):.2f} s | |",
@@ -127,6 +128,7 @@ def demo_latency(args: argparse.Namespace) -> None:
         f"| default judges after the answer | {median('judges_s'):.2f} s | |",
         f"| judges / base answer | {judges_ratio:.2f}x | <= 2x |",
         f"| time to the decision | {median('decision_s'):.2f} s | |",
+        f"| time to the decision / prompt read | {decision_ratio:.2f}x | <= 1.3x |",
         f"| the same question again (replayed) | {median('replay_s'):.3f} s | < 1 s |",
     ])
     print(table)
@@ -147,7 +149,7 @@ def demo_latency(args: argparse.Namespace) -> None:
         f"cache; times from the click's start. Load average (1 min) at start {load_before:.1f}, "
         f"at end {os.getloadavg()[0]:.1f}.",
         table, {"samples": rows, "first_token_ratio": first_ratio,
-                "judges_ratio": judges_ratio},
+                "judges_ratio": judges_ratio, "decision_ratio": decision_ratio},
         args.json_out or ROOT / "docs" / "bench" / (
             "demo_latency_reader.json" if args.judge_model or args.model
             else "demo_latency.json"),

@@ -81,8 +81,10 @@ def guard_judge(data: dict[str, Any]) -> str:
 
 
 def demo_latency(data: dict[str, Any]) -> str:
-    return (f"first token {data['first_token_ratio']:.2f}x, judges "
-            f"{data['judges_ratio']:.2f}x the time of reading the prompt once")
+    decision = (f", the decision {data['decision_ratio']:.2f}x the prompt read"
+                if "decision_ratio" in data else "")
+    return (f"first token {data['first_token_ratio']:.2f}x the prompt read, judges "
+            f"{data['judges_ratio']:.2f}x the base answer{decision}")
 
 
 def interface(data: dict[str, Any]) -> str:
