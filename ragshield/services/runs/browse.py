@@ -25,7 +25,7 @@ from ragshield.evaluation import RunTables
 from ragshield.decision_rule import ABSTAINED, DEFERRED, KEPT, NOT_RUN, UNDECIDED, keep_counts
 from ragshield.metrics.labels import ANSWERABLE, UNANSWERABLE, awf_truth
 from ragshield.metrics.risk import FOLDS
-from ragshield.policies.policy import DEFER, config_rule
+from ragshield.policies.policy import DEFER
 from ragshield.services.questions.claim_marks import SUPPORT, claim_marks, unsupported
 from ragshield.services.runs.run_scores import RunView
 from ragshield.services.runs.run_tables import RunTablesCache, remember
@@ -86,7 +86,7 @@ def run_decisions(view: RunView) -> np.ndarray:
     """The run's decision on each sample under its rule (a policy from its judge's scores,
     the grounded rule from its judges' scores and the answers' shapes, the others from the
     judges' keep codes), as judging.decide makes them one by one."""
-    return config_rule(view.tables.config).run_codes(view)
+    return view.rule.run_codes(view)
 
 
 def _unsupported_sentences(tables: RunTables, sample_ids: pd.Series,

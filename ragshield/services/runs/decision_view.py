@@ -17,7 +17,6 @@ from ragshield.metrics.curves import aurc, risk_coverage_curve
 from ragshield.metrics.decision_view import ShownAnswers, in_plain_words, shown_answers
 from ragshield.metrics.labels import awf_truth
 from ragshield.metrics.ratio import ratio
-from ragshield.policies.policy import config_rule
 from ragshield.policies.risk_control import clopper_pearson
 from ragshield.reports.tables import JudgeSeries
 from ragshield.reports.tradeoff import JudgeCurve, Tradeoff
@@ -120,7 +119,7 @@ def decision_picture(tables: RunTables, series: dict[str, JudgeSeries]) -> Decis
                                       "right answers shown"], rows, note)
     curves = sorted((_judge_curve(judge, s, answers, good) for judge, s in series.items()),
                     key=lambda c: (math.isnan(c.area), c.area))
-    reads = rule_judges(config_rule(tables.config), judges) if rule else set()
+    reads = rule_judges(view.rule, judges) if rule else set()
     tradeoff = Tradeoff(rule, (shield.shown, shield.wrong_shown),
                         (keep_all.shown, keep_all.wrong_shown), curves,
                         tuple(j for j in judges if j in reads))

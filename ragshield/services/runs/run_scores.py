@@ -12,7 +12,8 @@ import pandas as pd
 from ragshield.errors import OptionError
 from ragshield.evaluation import RunTables
 from ragshield.judges.short_answer import answer_is_short
-from ragshield.decision_rule import ABSTAINED, KEPT, NOT_RUN, UNDECIDED
+from ragshield.decision_rule import ABSTAINED, KEPT, NOT_RUN, UNDECIDED, Rule
+from ragshield.policies.policy import config_rule
 from ragshield.policies.stacked_score import STACKED, run_features
 
 
@@ -52,6 +53,11 @@ class RunView:
     """One row per sample of the run, in its order; what is read is worked out once."""
 
     tables: RunTables
+
+    @cached_property
+    def rule(self) -> Rule:
+        """The rule the run decides by (its config's)."""
+        return config_rule(self.tables.config)
 
     @cached_property
     def judges(self) -> tuple[str, ...]:
