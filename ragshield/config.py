@@ -9,6 +9,7 @@ from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ragshield import home
+from ragshield.types import OnBudget
 
 BackendName = Literal["embedded", "openai", "transformers"]
 # Padded tokens per embedding batch; the fastest of 512..8192 per CPU-second on these 2-core
@@ -97,7 +98,7 @@ class Settings(BaseSettings):
     # A guard call's latency budget (judge_budget.py) where the request gives none (None: no
     # budget), and what happens when the rule cannot decide within it.
     guard_budget_ms: int | None = Field(default=None, gt=0, le=MAX_BUDGET_MS)
-    guard_on_budget: Literal["keep", "abstain", "error"] = "abstain"
+    guard_on_budget: OnBudget = "abstain"
     # A dataset file uploaded in the app (the Data tab): its size, its rows, and the seconds
     # its check or its import may take. `ragshield datasets import` has no such bounds.
     upload_max_bytes: int = Field(default=200_000_000, gt=0)

@@ -20,15 +20,14 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Literal, Unpack, get_args
+from typing import Unpack, get_args
 
 from ragshield.errors import UserError
 from ragshield.judges.base import Judge, cost_for
 from ragshield.llm.base import LLM, ChatOptions, LLMError, WrappedLLM
-from ragshield.types import (Answer, Completion, ContinuationScore, Message, RuleDecision, Sample,
-                             Verdict)
+from ragshield.types import (Answer, Completion, ContinuationScore, Message, OnBudget,
+                             RuleDecision, Sample, Verdict)
 
-OnBudget = Literal["keep", "abstain", "error"]
 ON_BUDGET: tuple[OnBudget, ...] = get_args(OnBudget)
 # Kept back from a budget for what follows the verdicts: deciding, storing the call and
 # answering (tens of milliseconds), so that the whole call keeps within its budget.

@@ -234,6 +234,9 @@ class Verdict:
 # The retrieval methods by name (ragshield/retrieval), for settings and forms that name one
 # without loading the search libraries.
 RetrievalMode = Literal["bm25", "dense", "hybrid", "rrf", "two-stage"]
+# What a guard call does when its latency budget passes before the rule can decide
+# (judge_budget.py): show the answer, withhold it, or answer with an error.
+OnBudget = Literal["keep", "abstain", "error"]
 
 
 @dataclass

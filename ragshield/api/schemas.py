@@ -16,8 +16,10 @@ from ragshield.config import MAX_BUDGET_MS
 from ragshield.services.questions.ask_choices import (SMALLER_MODEL, LARGER_MODEL,
                                                       MAX_MODEL_LENGTH, PACKAGED_MODELS, SELF)
 from ragshield.services.questions.ask_types import ASK_DEFAULTS, FALLBACKS
+from ragshield.services.questions.redaction import OnUnsupported
 from ragshield.services.questions.settlement import (MAX_ANSWER_CHARS, MAX_K, MAX_NOISE,
                                                      MAX_QUESTION_CHARS, RETRIEVAL_MODES)
+from ragshield.types import OnBudget
 
 MAX_PASSAGES = MAX_K  # passages given with a call, as many as an ask may retrieve
 MAX_PASSAGE_CHARS = 20_000
@@ -65,12 +67,12 @@ BudgetMs = Annotated[StrictInt | None, Field(
     ge=1, le=MAX_BUDGET_MS,
     description="how long the judges may take, in ms; the decision is made from those that "
                 "finished (cheapest first); default: RAGSHIELD_GUARD_BUDGET_MS, else none")]
-OnUnsupported = Annotated[Literal["withhold", "redact"] | None, Field(
+OnUnsupportedField = Annotated[OnUnsupported | None, Field(
     description="an answer some of whose sentences the passages do not support: withhold "
                 "(the rule decides on the whole answer) or redact (show it without those "
                 "sentences, marked as shortened, when what is left still answers; the "
                 "support judge runs); default: the API key's on_unsupported, else withhold")]
-OnBudget = Annotated[Literal["keep", "abstain", "error"] | None, Field(
+OnBudgetField = Annotated[OnBudget | None, Field(
     description="when the rule cannot decide within the budget: keep the answer, abstain "
                 "(fail closed), or error (504); default: RAGSHIELD_GUARD_ON_BUDGET, else "
                 "abstain")]
@@ -131,8 +133,8 @@ class Judging(Traced):
                                   f"the {SMALLER_MODEL} answers, pre_answer, p_true and "
                                   f"support read from the {LARGER_MODEL})")
     budget_ms: BudgetMs = None
-    on_budget: OnBudget = None
-    on_unsupported: OnUnsupported = None
+    on_budget: OnBudgetField = None
+    on_unsupported: OnUnsupportedField = None
 
 
 class TurnIn(Strict):
@@ -196,8 +198,8 @@ class ProxyField(Traced):
     rule: Name | None = None
     store: StrictBool = True
     budget_ms: BudgetMs = None
-    on_budget: OnBudget = None
-    on_unsupported: OnUnsupported = None
+    on_budget: OnBudgetField = None
+    on_unsupported: OnUnsupportedField = None
     stream_mode: Literal["hold", "live"] = Field(
         default="hold", description="with stream: true, hold (judge, then stream what may be "
                                     "shown) or live (stream the upstream's tokens as they "

@@ -22,7 +22,7 @@ from typing import Any, Mapping, Sequence
 
 from ragshield.config import MAX_BUDGET_MS, Settings
 from ragshield.errors import OptionError
-from ragshield.judge_budget import ON_BUDGET, OnBudget
+from ragshield.judge_budget import ON_BUDGET
 from ragshield.policies.policy import Policy
 from ragshield.services.database import Store, open_store
 from ragshield.services.guarding.guard import ModelGate, call_budget, judge_catalogue, model_turn
@@ -33,8 +33,8 @@ from ragshield.services.questions.asking import (OpenedModels, PassageFinders, a
 from ragshield.services.questions.decision_json import decision_json, shown_text
 from ragshield.services.questions.redaction import WITHHOLD, OnUnsupported
 from ragshield.services.questions.settlement import MAX_ANSWER_CHARS, settle
-from ragshield.types import (GivenAnswer, Passage, RetrievalMode, TokenLogprob, Verdict,
-                             decision_word)
+from ragshield.types import (GivenAnswer, OnBudget, Passage, RetrievalMode, TokenLogprob,
+                             Verdict, decision_word)
 
 IN_MEMORY = "sqlite://"
 

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 from ragshield.config import Settings
 from ragshield.errors import UserError
 # BudgetPassed: the API turns it into its 504 answer.
-from ragshield.judge_budget import Budget, BudgetPassed, OnBudget  # noqa: F401
+from ragshield.judge_budget import Budget, BudgetPassed  # noqa: F401
 from ragshield.judges.builtin import JUDGES
 from ragshield.judges.registry import unavailable_reason
 # ServerFailed: the API turns it into its 502 answer (the judges' model server failed).
@@ -45,7 +45,7 @@ from ragshield.services.questions.redaction import WITHHOLD, OnUnsupported
 from ragshield.services.questions.settlement import (MAX_ANSWER_CHARS, answered, default_judges,
                                                      settle)
 from ragshield.store.database import Store
-from ragshield.types import GivenAnswer, Passage
+from ragshield.types import GivenAnswer, OnBudget, Passage
 
 
 def judge_catalogue(settings: Settings) -> list[dict[str, Any]]:

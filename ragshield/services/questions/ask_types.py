@@ -14,9 +14,8 @@ from ragshield.judges.judge_readers import JudgeReaders
 from ragshield.decision_rule import Rule
 from ragshield.judging import JudgedSample
 from ragshield.retrieval.demo_corpus import DEMO_CORPUS_NAME
-from ragshield.judge_budget import OnBudget
 from ragshield.services.questions.redaction import WITHHOLD, OnUnsupported, Redaction
-from ragshield.types import Answer, GivenAnswer, Passage, RetrievalMode, Sample
+from ragshield.types import Answer, GivenAnswer, OnBudget, Passage, RetrievalMode, Sample
 
 FallbackName = Literal["abstain message", "No-RAG answer", "larger-model answer"]
 FALLBACKS: tuple[FallbackName, ...] = get_args(FallbackName)
