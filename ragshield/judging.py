@@ -21,7 +21,6 @@ from ragshield.judge_budget import Budget, ReaderOf, budget_decision, judge_with
 from ragshield.judges.base import COSTS, Judge, cost_for
 from ragshield.judges.registry import known_judge
 from ragshield.llm.base import LLM, serves_at_once
-from ragshield.policies.rules import parse_rule
 from ragshield.types import Answer, GivenAnswer, RuleDecision, Sample, Verdict
 
 @dataclass
@@ -62,7 +61,8 @@ def check_rule_name(rule: str) -> None:
     """OptionError unless `rule` can name a decision rule: all, majority, grounded, a judge
     (trained:NAME included) or policy:NAME[@VERSION]. Whether it fits the chosen judges, or
     the policy exists, is checked where it is used (choose_rule)."""
-    if rule in (*POOLED_RULES, GROUNDED_RULE) or known_judge(rule) or parse_rule(rule):
+    if (rule in (*POOLED_RULES, GROUNDED_RULE) or known_judge(rule)
+            or isinstance(parse_rule_text(rule), PolicyRule)):
         return
     raise OptionError(f"rule {rule!r} must be all, majority, {GROUNDED_RULE}, a judge's name "
                       "(ragshield judges lists them) or policy:NAME")
@@ -87,7 +87,7 @@ def choose_rule(rule: str | None, judges: Sequence[str],
     not among them, or reads one), else `default` when it fits, else majority. A default
     the user never typed must not stop them from choosing judges without it."""
     fitting = fitting_rules(judges)
-    if rule is not None and parse_rule(rule) is not None:
+    if rule is not None and isinstance(parse_rule_text(rule), PolicyRule):
         return RuleChoice(rule)  # a policy: its judge is checked where the policy is read
     if rule == GROUNDED_RULE and rule not in fitting:
         raise OptionError(f"rule {rule!r} reads {' and '.join(GROUNDED_JUDGES)}: add "
