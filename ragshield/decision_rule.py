@@ -186,7 +186,7 @@ def is_fitted(rule: Rule) -> bool:
     return not isinstance(rule, (Pooled, JudgeRule))
 
 
-def rule_judges(rule: Rule | ShippedRule, judges: Sequence[str]) -> set[str]:
+def rule_judges(rule: Rule, judges: Sequence[str]) -> set[str]:
     """The judges whose verdicts `rule` reads: its judge, a fitted rule's judges, or every
     one of `judges` for a pooled rule."""
     if isinstance(rule, Pooled):

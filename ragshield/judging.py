@@ -208,7 +208,6 @@ def judge_samples(
 ) -> Iterator[JudgedSample]:
     """Judge each sample (see judge_sample), yielding results in input order."""
     workers = parallelism(llm, concurrency)
-    rule = rule if rule is not None else default_rule_value()
     if workers == 1:
         for sample in samples:
             yield judge_sample(sample, llm, answerer, judges, rule)

@@ -25,7 +25,7 @@ from ragshield.fitted_readers import honour_fitted
 from ragshield.judges.judge_readers import SELF, JudgeReaders, answer_model_name, judge_readers
 from ragshield.judges.registry import judge_names, make_judges, quick_judges
 from ragshield.decision_rule import (POOLED_RULES, Pooled, PolicyRule, Rule, named_judges,
-                                     parse_rule_text, rule_judges)
+                                     parse_rule_text)
 from ragshield.judging import choose_rule, deciding_first, resolve
 from ragshield.llm.packaged_models import LARGER_MODEL, PACKAGED_MODELS
 from ragshield.policies.policy import Policy
@@ -188,10 +188,8 @@ def default_rule(settings: Settings, store: Store | None = None,
         answering = _answering(AskRequest(), settings)
         readers = readers or ask_readers(AskRequest(), settings, answering)
         answer_model = answer_model or answering[1]
-    named = parse_rule_text(rule)
-    assert not isinstance(named, PolicyRule)  # the shipped default names no stored policy
     if all((readers.reader(judge) or answer_model) == LARGER_MODEL
-           for judge in rule_judges(named, ())):
+           for judge in named_judges(parse_rule_text(rule))):
         return DefaultRule(rule, default_rule_reason())
     return DefaultRule(SELF_READ_RULE, DEFAULT_RULE_SELF_READ_REASON)
 

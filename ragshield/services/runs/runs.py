@@ -16,7 +16,7 @@ from ragshield.config import GROUNDED_RULE, Settings
 from ragshield.errors import OptionError
 from ragshield.judges.builtin import JUDGES
 from ragshield.judges.registry import judge_names
-from ragshield.decision_rule import POOLED_RULES, PolicyRule, parse_rule_text, rule_judges
+from ragshield.decision_rule import POOLED_RULES, PolicyRule, named_judges, parse_rule_text
 from ragshield.judging import choose_rule
 from ragshield.pipeline import (RejudgeOutcome, RunModels, RunOutcome, execute_run, rejudge_run,
                                 start_run)
@@ -184,14 +184,15 @@ def form_defaults(settings: Settings, store: Store | None = None) -> RunForm:
     the rule a run of those judges decides by (choose_rule, as for every run)."""
     found = defaults(settings, store)
     default = found.rule.rule
-    if store is not None and isinstance(parse_rule_text(default), PolicyRule):
+    named = parse_rule_text(default)
+    if store is not None and isinstance(named, PolicyRule):
         if found.policy_judges is None:  # unpinned meanwhile: the configured rule's form
             return form_defaults(settings)
         return RunForm(["trivial", *(judge for judge in found.policy_judges
                                      if judge != "trivial")], default)
-    named = parse_rule_text(default)
-    # A policy not stored (the configured rule naming one): no judges of its own to offer.
-    reads = [] if isinstance(named, PolicyRule) else sorted(rule_judges(named, ()) - {"trivial"})
+    # A pooled rule, or a policy not stored (the configured rule naming one): no judges of
+    # its own to offer.
+    reads = sorted(set(named_judges(named)) - {"trivial"})
     judges = ["trivial", *(judge for judge in reads if judge in JUDGES)]
     return RunForm(judges, choose_rule(None, judges, default).rule)
 
