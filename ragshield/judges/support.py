@@ -138,8 +138,10 @@ class SupportJudge(Judge):
         keep = score >= threshold
         compared = f"{'>=' if keep else '<'} threshold {threshold:g}"
         if short:
+            aligned = details["claims"][0]["aligned"]
             rationale = (f"a short answer, read as the answer to the question: "
-                         f"{'supported' if keep else 'NOT supported'}, {score:.2f} ({compared})")
+                         f"{'supported' if keep else 'NOT supported'}, {score:.2f} ({compared}; "
+                         f"where it sits in the passages {aligned:.2f})")
         else:
             weakest = next(i for i, c in enumerate(details["claims"], 1) if c["score"] == score)
             rationale = (f"{_supported_count(details['claims'])}; the least supported, "
@@ -178,7 +180,7 @@ class SupportJudge(Judge):
                                     purpose=f"{self.name}: the short answer")
         return _scored(claim, reading.score, passages, threshold, p_yes=reading.p_yes,
                        coverage=None, short_answer=reading.core,
-                       answer_logprob=reading.logprob)
+                       answer_logprob=reading.logprob, aligned=reading.aligned)
 
     @classmethod
     def detail_view(cls, details: dict[str, Any],

@@ -4,9 +4,12 @@ passages that share the most of its words (verifier_text.py), and gives P(suppor
 
 It is kept as a delta over the packaged MiniLM (the weights training changed, in fp16: about
 22 MB) beside its model card, whose SHA-256 of the delta is checked at load: a mismatch is an
-error, not a silently different model. None ships yet: the first one trained here (one epoch
-on 9,000 rows on 2 cores) ranked held-out claims at AUROC 0.50 to 0.75, below the support
-judge (docs/QUALITY.md, "Trained claim verifier, held out"), so no judge reads it.
+error, not a silently different model. None ships: trained on claims (9,000 rows on 2
+cores) it ranked held-out claims at AUROC 0.50 to 0.75, below the support judge; trained on
+short answers against wrong spans of their own passage (NQ-open) it ranked NQ's held-out titles
+at 0.79 but SQuAD 2.0's articles at chance (docs/QUALITY.md, "Trained claim verifier, held
+out" and "Trained answer verifier, held out"). No judge reads it; short answers read where
+they sit in the passages instead (answer_alignment.py).
 """
 
 from __future__ import annotations
