@@ -50,7 +50,9 @@ def test_shield_withholds_the_wrong_spans_and_keeps_the_right_answer(
     withheld = [answer for answer in WRONG if not decisions[answer].kept]
     assert withheld == list(WRONG), reasons
     for answer in withheld:
-        assert "short answer is kept only at support" in decisions[answer].reason
+        # support is low enough that the combination withholds it before the floor need
+        reason = decisions[answer].reason
+        assert "under the threshold" in reason or "kept only at support" in reason, reason
         support = next(v for v in decisions[answer].verdicts if v.judge == "support")
         assert not support.details["claims"][0]["supported"], support.rationale
     for answer in RIGHT:
