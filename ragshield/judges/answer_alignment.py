@@ -57,7 +57,7 @@ def _stems(text: str) -> set[str]:
 def _near(sentence: str, at: int, length: int, asked: set[str]) -> float:
     """The share of `asked` within NEAR_WORDS words of the answer at character `at`."""
     words = [(m.start(), m.group()) for m in _WORD.finditer(sentence)]
-    first = next((i for i, (start, _) in enumerate(words) if start + 1 > at), len(words))
+    first = next((i for i, (start, _) in enumerate(words) if start >= at), len(words))
     last = next((i for i, (start, _) in enumerate(words) if start >= at + length), len(words))
     around = " ".join(w for _, w in words[max(0, first - NEAR_WORDS):first]
                       + words[last:last + NEAR_WORDS])
@@ -70,8 +70,8 @@ def alignment(question: str, answer: str, passages: Sequence[Passage]) -> Alignm
     asked = _stems(question)
     own = _stems(answer)
     sentences = [s for p in passages for s in _SENTENCE_END.split(p.text.strip()) if s]
-    overlaps = [len((asked - own) & _stems(s)) / len(asked) if asked else 0.0
-                for s in sentences]
+    words = [_stems(s) for s in sentences]  # each sentence's, read once
+    overlaps = [len((asked - own) & w) / len(asked) if asked else 0.0 for w in words]
     best = max(overlaps, default=0.0)
     needle = answer.lower().strip()
     holding = [i for i, s in enumerate(sentences) if needle and needle in s.lower()]
@@ -81,7 +81,7 @@ def alignment(question: str, answer: str, passages: Sequence[Passage]) -> Alignm
         sentence = sentences[chosen]
         near = _near(sentence, sentence.lower().index(needle), len(needle), asked - own)
     else:  # not verbatim: the sentence sharing most of its words stands in
-        shares = [len(own & _stems(s)) / len(own) if own else 0.0 for s in sentences]
+        shares = [len(own & w) / len(own) if own else 0.0 for w in words]
         found = max(shares, default=0.0)
         chosen = shares.index(found) if found > 0 else -1  # none holds a word of it
         near = overlaps[chosen] if chosen >= 0 else 0.0
